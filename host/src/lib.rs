@@ -1,0 +1,13 @@
+//! blocklab: counterbalanced benchmarks of database and RPC clients.
+//!
+//! One module per stage of the data flow (see docs/architecture.md):
+//!
+//! - [`plan`]: plan files, balanced orders, sealing.
+//! - [`plugin`]: wasm workload components and builtin workloads.
+//! - [`target`]: what client calls talk to (`embedded` kv, `fdb`).
+//! - [`run`]: one measured run (worker) and the campaign supervisor.
+//! - [`stats`]: run statistics, paired effects, bootstrap intervals.
+
+pub mod plugin;
+pub mod stats;
+pub mod target;

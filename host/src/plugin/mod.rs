@@ -1,0 +1,39 @@
+//! Plugins: loading workload components into wasmtime (engine, compiled-code
+//! cache, limits, host imports) and the builtin native workloads that share
+//! their interface. Everything above this module sees a workload source as a
+//! [`Instance`], whether it is wasm or native.
+
+pub mod builtin;
+pub mod env;
+
+use serde::{Deserialize, Serialize};
+
+/// One parameter a workload accepts (mirrors `workload.param-spec`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamSpec {
+    pub name: String,
+    pub default: String,
+    pub help: String,
+}
+
+/// A workload's description (mirrors `workload.info`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadInfo {
+    pub name: String,
+    pub description: String,
+    pub params: Vec<ParamSpec>,
+    /// Client interfaces the workload calls: "kv", "grpc".
+    pub uses: Vec<String>,
+}
+
+/// One instance of a workload source, owned by one worker thread.
+pub trait Instance: Send {
+    /// Every workload the source offers.
+    fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>>;
+    /// Prepares `name` with `params` and writes its fixture.
+    fn setup(&mut self, name: &str, params: &[(String, String)]) -> anyhow::Result<()>;
+    /// One transaction; returns its retries.
+    fn run(&mut self, iteration: u64) -> anyhow::Result<u32>;
+    /// Host-side per-run state: counters and the plugin's memory high-water.
+    fn env(&self) -> &env::Env;
+}
