@@ -8,6 +8,8 @@
 //! - [`run`]: one measured run (worker) and the campaign supervisor.
 //! - [`stats`]: run statistics, paired effects, bootstrap intervals.
 
+pub mod cli;
 pub mod plugin;
 pub mod stats;
 pub mod target;
+pub mod run;

@@ -11,8 +11,6 @@ pub struct Env {
     origin: Instant,
     rng: ChaCha8Rng,
     counters: BTreeMap<String, i64>,
-    /// Highest linear-memory size the plugin asked for, bytes (0 for builtin).
-    pub memory_high_water: u64,
     /// Name shown in log lines, e.g. the plugin file name.
     label: String,
 }
@@ -28,7 +26,6 @@ impl Env {
             origin: Instant::now(),
             rng,
             counters: BTreeMap::new(),
-            memory_high_water: 0,
             label: label.into(),
         }
     }

@@ -5,6 +5,7 @@
 
 pub mod builtin;
 pub mod env;
+pub mod wasm;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,10 @@ pub trait Instance: Send {
     fn setup(&mut self, name: &str, params: &[(String, String)]) -> anyhow::Result<()>;
     /// One transaction; returns its retries.
     fn run(&mut self, iteration: u64) -> anyhow::Result<u32>;
-    /// Host-side per-run state: counters and the plugin's memory high-water.
+    /// Host-side per-run state: the counters the workload kept.
     fn env(&self) -> &env::Env;
+    /// The largest linear memory the plugin grew to, bytes (0 for builtin).
+    fn memory_high_water(&self) -> u64 {
+        0
+    }
 }

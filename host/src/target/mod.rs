@@ -1,5 +1,75 @@
 //! Targets: what a run's client calls talk to. `kv` holds the transaction
 //! surface and its implementations (`embedded`, and `fdb` behind the cargo
-//! feature of that name).
+//! feature of that name). [`TargetSpec`] is an arm's choice of target as a
+//! plan or the command line states it.
 
 pub mod kv;
+
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// An arm's target, as written in a plan (`target = { kind = "embedded" }`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TargetSpec {
+    /// The in-process engine with FoundationDB's client-visible semantics.
+    Embedded,
+    /// A FoundationDB cluster (needs the `fdb` cargo feature).
+    Fdb(FdbTargetSettings),
+}
+
+/// Settings of an `fdb` target, kept as written so a build without the `fdb`
+/// feature can still read, seal and report plans that use one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct FdbTargetSettings {
+    #[serde(flatten)]
+    pub settings: toml::Table,
+}
+
+impl Default for TargetSpec {
+    fn default() -> Self {
+        TargetSpec::Embedded
+    }
+}
+
+impl TargetSpec {
+    /// The target's kind as written in plans: `embedded`, `fdb`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TargetSpec::Embedded => "embedded",
+            TargetSpec::Fdb(_) => "fdb",
+        }
+    }
+
+    /// Parses the `--target` flag's value: a kind with no settings.
+    pub fn from_flag(kind: &str) -> anyhow::Result<TargetSpec> {
+        match kind {
+            "embedded" => Ok(TargetSpec::Embedded),
+            "fdb" => Ok(TargetSpec::Fdb(FdbTargetSettings::default())),
+            other => anyhow::bail!(
+                "unknown target `{other}`; use `embedded` or `fdb` (grpc targets are set in a plan's arm)"
+            ),
+        }
+    }
+
+    /// Connects to the target.
+    pub fn open_kv(&self) -> anyhow::Result<kv::SharedDatabase> {
+        match self {
+            TargetSpec::Embedded => Ok(Arc::new(kv::embedded::Embedded::new())),
+            TargetSpec::Fdb(settings) => open_fdb(settings),
+        }
+    }
+}
+
+#[cfg(not(feature = "fdb"))]
+fn open_fdb(_: &FdbTargetSettings) -> anyhow::Result<kv::SharedDatabase> {
+    anyhow::bail!(
+        "this blocklab was built without FoundationDB support; rebuild it with `cargo build --release --features fdb` on a machine with libfdb_c 7.3 (docs/fdb.md)"
+    )
+}
+
+#[cfg(feature = "fdb")]
+fn open_fdb(settings: &FdbTargetSettings) -> anyhow::Result<kv::SharedDatabase> {
+    let settings: kv::fdb::FdbSettings = settings.settings.clone().try_into()?;
+    Ok(Arc::new(kv::fdb::Fdb::open(&settings)?))
+}

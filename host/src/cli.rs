@@ -1,0 +1,239 @@
+//! The command line: clap structs (their doc comments are the help text) and
+//! the dispatch to the modules that do the work. No measurement logic here.
+
+use crate::plugin::wasm::{Limits, Runtime};
+use crate::plugin::{Instance, WorkloadInfo};
+use crate::run::worker::{self, Measure, PluginSource, RunSpec};
+use crate::target::TargetSpec;
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Counterbalanced benchmarks of database and RPC clients, with workloads as
+/// WebAssembly components.
+#[derive(Debug, Parser)]
+#[command(name = "blocklab", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the workloads a plugin offers, with their params.
+    Workloads(WorkloadsArgs),
+    /// Perform one measured run in this process and print its result.
+    Run(RunArgs),
+    /// Measure the plugin boundary: each workload as plugin and as builtin,
+    /// alternating in one invocation.
+    Boundary(BoundaryArgs),
+    /// Internal: perform the run described by the JSON RunSpec on stdin and
+    /// write its RunResult as JSON to stdout (what campaigns spawn).
+    #[command(hide = true)]
+    Worker,
+}
+
+#[derive(Debug, Args)]
+struct WorkloadsArgs {
+    /// A workload component (.wasm) or `builtin`.
+    plugin: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// Limits of the plugin sandbox.
+#[derive(Debug, Args, Clone)]
+struct LimitArgs {
+    /// Longest one call into a plugin may run, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    call_deadline_ms: u64,
+    /// Most linear memory a plugin instance may use, MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    memory_cap_mib: u64,
+    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
+    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile plugins every time instead of using the cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            call_deadline: std::time::Duration::from_millis(self.call_deadline_ms),
+            memory_bytes: self.memory_cap_mib << 20,
+        }
+    }
+
+    fn cache_dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            None
+        } else {
+            self.cache_dir.clone().or_else(Runtime::default_cache_dir)
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// A workload component (.wasm) or `builtin`.
+    #[arg(long)]
+    plugin: String,
+    /// The workload to run (see `blocklab workloads PLUGIN`).
+    #[arg(long)]
+    workload: String,
+    /// A workload param, `name=value`; repeat for several.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    params: Vec<(String, String)>,
+    /// What the client calls talk to: `embedded` or `fdb`.
+    #[arg(long, default_value = "embedded")]
+    target: String,
+    /// Transactions before measuring.
+    #[arg(long, default_value_t = 200)]
+    warmup: u64,
+    /// Measured transactions.
+    #[arg(long, default_value_t = 3000)]
+    measured: u64,
+    /// Concurrent workers (one plugin instance each).
+    #[arg(long, default_value_t = 1)]
+    workers: u32,
+    /// Seed of env.random: the same seed gives the same transactions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Name of the arm in the result.
+    #[arg(long, default_value = "cli")]
+    arm: String,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Debug, Args)]
+struct BoundaryArgs {
+    /// The workload component to compare with the builtin workloads.
+    #[arg(long, default_value = "target/plugins/kv-basic.wasm")]
+    plugin: PathBuf,
+    /// Workloads to measure [default: all the plugin offers].
+    #[arg(long = "workload")]
+    workloads: Vec<String>,
+    /// Measured transactions per run.
+    #[arg(long, default_value_t = 20_000)]
+    measured: u64,
+    /// Warmup transactions per run.
+    #[arg(long, default_value_t = 2_000)]
+    warmup: u64,
+    /// Runs of each side per workload, alternating plugin and builtin.
+    #[arg(long, default_value_t = 5)]
+    rounds: u32,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+fn parse_param(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not NAME=VALUE")),
+    }
+}
+
+/// Parses the command line and runs the command.
+pub fn main() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Workloads(args) => workloads(args),
+        Command::Run(args) => run(args),
+        Command::Boundary(args) => crate::run::boundary::measure(
+            &args.plugin,
+            &args.workloads,
+            args.warmup,
+            args.measured,
+            args.rounds,
+            args.limits.limits(),
+            args.limits.cache_dir(),
+        ),
+        Command::Worker => worker_main(),
+    }
+}
+
+fn workloads(args: WorkloadsArgs) -> anyhow::Result<ExitCode> {
+    let infos = list_workloads(&PluginSource::parse(&args.plugin), &args.limits)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &infos)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for info in infos {
+        writeln!(out, "{:<18} {}  [uses: {}]", info.name, info.description, info.uses.join(", "))?;
+        for p in &info.params {
+            writeln!(out, "    --param {}={:<10} {}", p.name, p.default, p.help)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The workloads of a source, without a target.
+fn list_workloads(source: &PluginSource, limits: &LimitArgs) -> anyhow::Result<Vec<WorkloadInfo>> {
+    match source {
+        PluginSource::Builtin => {
+            let env = crate::plugin::env::Env::new("builtin", 0, 0);
+            let db = TargetSpec::Embedded.open_kv()?;
+            crate::plugin::builtin::Builtin::new(db, env).list()
+        }
+        PluginSource::Wasm(path) => {
+            let runtime = Runtime::new(limits.limits(), limits.cache_dir())?;
+            let plugin = runtime.load(path)?;
+            let env = crate::plugin::env::Env::new(plugin.name(), 0, 0);
+            plugin.instantiate(None, env, 0)?.list()
+        }
+    }
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let spec = RunSpec {
+        workload: args.workload,
+        params: args.params,
+        arm: args.arm,
+        plugin: PluginSource::parse(&args.plugin),
+        target: TargetSpec::from_flag(&args.target)?,
+        measure: Measure::Transactions {
+            warmup: args.warmup,
+            measured: args.measured,
+        },
+        workers: args.workers,
+        seed: args.seed,
+        call_deadline_ms: args.limits.call_deadline_ms,
+        memory_bytes: args.limits.memory_cap_mib << 20,
+        cache_dir: args.limits.cache_dir(),
+        expected_inputs: Default::default(),
+        inject_busy_ns: 0,
+    };
+    let mut result = worker::execute(&spec)?;
+    result.histogram = None;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &result)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", result.summary())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn worker_main() -> anyhow::Result<ExitCode> {
+    let spec: RunSpec = serde_json::from_reader(std::io::stdin().lock())
+        .context("the worker expects a RunSpec as JSON on stdin")?;
+    let result = worker::execute(&spec)?;
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &result)?;
+    writeln!(out)?;
+    Ok(ExitCode::SUCCESS)
+}

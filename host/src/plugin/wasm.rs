@@ -1,0 +1,795 @@
+//! The wasmtime side of plugins: one [`Runtime`] (engine, epoch ticker,
+//! compiled-code cache) per process, a [`Plugin`] per loaded component
+//! (checked, compiled once, pre-instantiated), and a [`WasmInstance`] per
+//! worker, whose store holds the host's kv, grpc and env state.
+//!
+//! Host imports are synchronous: the guest never uses component-model async,
+//! and a synchronous call is the cheapest crossing wasmtime offers (see
+//! docs/adr/0001-wasmtime-features.md and docs/benchmarks.md).
+
+use super::env::Env;
+use super::{Instance, ParamSpec, WorkloadInfo};
+use crate::target::kv::{KvError, RangeOptions, SharedDatabase, Transaction};
+use anyhow::{Context, anyhow, bail};
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
+    Trap,
+};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "workload-plugin",
+        imports: { default: trappable },
+        with: {
+            "blocklab:bench/kv.transaction": super::TransactionHandle,
+            "blocklab:bench/grpc.stream": super::StreamHandle,
+        },
+        anyhow: true,
+    });
+}
+
+use bindings::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
+
+/// The WIT package version this host speaks.
+pub const WIT_VERSION: &str = "0.1.0";
+/// The interface a workload plugin must export.
+const WORKLOAD_EXPORT: &str = "blocklab:bench/workload@0.1.0";
+/// How often the epoch advances; deadlines are whole ticks.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Limits applied to every plugin instance.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Longest a single call into a plugin may run before it is interrupted.
+    pub call_deadline: Duration,
+    /// Most linear memory one instance may grow to, bytes.
+    pub memory_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            call_deadline: Duration::from_secs(10),
+            memory_bytes: 256 << 20,
+        }
+    }
+}
+
+/// A bad plugin file: what was wrong and what to do, without a Rust panic.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    #[error("cannot read plugin `{path}`: {source} (check the path; `make build` puts plugins in target/plugins/)")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("plugin `{0}` is not a WebAssembly file (it does not start with `\\0asm`); pass a component built with `cargo build --target wasm32-wasip2`")]
+    NotWasm(String),
+    #[error("plugin `{0}` is a core WebAssembly module, not a component; build it with `cargo build --target wasm32-wasip2`, which emits a component, or wrap it with `wasm-tools component new`")]
+    CoreModule(String),
+    #[error("plugin `{name}` targets blocklab:bench@{found} but this host speaks {WIT_VERSION} (rebuild it against wit/ of this release)")]
+    WitVersion { name: String, found: String },
+    #[error("plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/worlds.wit")]
+    NotWorkload { name: String, exports: String },
+    #[error("plugin `{name}` imports `{import}`, which this host does not provide (plugins may import blocklab:bench/{{kv,grpc,env}}@{WIT_VERSION} and WASI 0.2)")]
+    UnknownImport { name: String, import: String },
+    #[error("plugin `{name}` failed to compile: {message}")]
+    Compile { name: String, message: String },
+}
+
+/// The process-wide wasmtime engine and compiled-code cache.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    cache_dir: Option<PathBuf>,
+    limits: Limits,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    /// An engine with the pooling allocator and epoch interruption. Compiled
+    /// components are cached under `cache_dir` (none: always compile).
+    pub fn new(limits: Limits, cache_dir: Option<PathBuf>) -> anyhow::Result<Runtime> {
+        let mut pool = PoolingAllocationConfig::default();
+        // A Rust wasip2 component holds a handful of core instances and
+        // memories; these bounds allow a few dozen concurrent workers.
+        pool.total_component_instances(64)
+            .total_core_instances(512)
+            .total_memories(256)
+            .total_tables(512)
+            .max_memory_size(limits.memory_bytes as usize);
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+        bindings::WorkloadPlugin::add_to_linker::<HostState, HasSelf<HostState>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(anyhow::Error::from)?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let (ticker_engine, stop) = (engine.clone(), ticker_stop.clone());
+        std::thread::Builder::new()
+            .name("blocklab-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    ticker_engine.increment_epoch();
+                }
+            })
+            .context("cannot start the epoch ticker thread")?;
+
+        if let Some(dir) = &cache_dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the plugin cache `{}`", dir.display()))?;
+        }
+        Ok(Runtime {
+            engine,
+            linker,
+            cache_dir,
+            limits,
+            ticker_stop,
+        })
+    }
+
+    /// The default cache directory: `$BLOCKLAB_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/blocklab/components`, else `~/.cache/blocklab/components`.
+    pub fn default_cache_dir() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("BLOCKLAB_CACHE_DIR") {
+            return Some(PathBuf::from(dir));
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        Some(base.join("blocklab").join("components"))
+    }
+
+    /// Reads, checks, compiles (or loads from the cache) and pre-instantiates
+    /// the component at `path`.
+    pub fn load(&self, path: &Path) -> anyhow::Result<Plugin> {
+        let name = plugin_name(path);
+        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        self.load_bytes(&name, &bytes)
+    }
+
+    /// [`Runtime::load`] for bytes already in memory; `name` labels errors.
+    pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> anyhow::Result<Plugin> {
+        check_header(name, bytes)?;
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let (component, cached) = self.compile(name, bytes, &sha256)?;
+        check_world(&self.engine, name, &component)?;
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            let message = format!("{e:#}");
+            match message.split('`').nth(1) {
+                Some(import) if message.contains("import") => PluginError::UnknownImport {
+                    name: name.to_owned(),
+                    import: import.to_owned(),
+                },
+                _ => PluginError::Compile {
+                    name: name.to_owned(),
+                    message,
+                },
+            }
+        })?;
+        let pre = bindings::WorkloadPluginPre::new(pre).map_err(|e| PluginError::Compile {
+            name: name.to_owned(),
+            message: format!("{e:#}"),
+        })?;
+        Ok(Plugin {
+            name: name.to_owned(),
+            sha256,
+            cached,
+            pre,
+            limits: self.limits,
+        })
+    }
+
+    /// Compiles `bytes`, or deserializes them from the cache when an entry
+    /// for this component and this engine exists and is intact.
+    fn compile(&self, name: &str, bytes: &[u8], sha256: &str) -> anyhow::Result<(Component, bool)> {
+        let entry = self.cache_dir.as_ref().map(|dir| {
+            let mut hasher = std::hash::DefaultHasher::new();
+            self.engine.precompile_compatibility_hash().hash(&mut hasher);
+            dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()))
+        });
+        if let Some(entry) = &entry
+            && let Some(component) = self.read_cache(entry)
+        {
+            return Ok((component, true));
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| PluginError::Compile {
+            name: name.to_owned(),
+            message: format!("{e:#}"),
+        })?;
+        if let Some(entry) = &entry {
+            // A cache that cannot be written costs only time: warn and go on.
+            if let Err(e) = write_cache(entry, &component) {
+                eprintln!(
+                    "warning: cannot write the plugin cache `{}`: {e:#}",
+                    entry.display()
+                );
+            }
+        }
+        Ok((component, false))
+    }
+
+    fn read_cache(&self, entry: &Path) -> Option<Component> {
+        let serialized = std::fs::read(entry).ok()?;
+        let digest = std::fs::read_to_string(entry.with_extension("sha256")).ok()?;
+        if hex::encode(Sha256::digest(&serialized)) != digest.trim() {
+            return None;
+        }
+        // SAFETY: the bytes were written by `Component::serialize` of an engine
+        // with the same compatibility hash (it is in the file name) and are
+        // unchanged since (their sha256 matches the one written beside them).
+        unsafe { Component::deserialize(&self.engine, &serialized) }.ok()
+    }
+}
+
+fn write_cache(entry: &Path, component: &Component) -> anyhow::Result<()> {
+    let serialized = component.serialize().map_err(anyhow::Error::from)?;
+    let tmp = entry.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, &serialized)?;
+    std::fs::write(
+        entry.with_extension("sha256"),
+        hex::encode(Sha256::digest(&serialized)),
+    )?;
+    std::fs::rename(&tmp, entry)?;
+    Ok(())
+}
+
+/// A plugin's display name: its file name.
+fn plugin_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+fn check_header(name: &str, bytes: &[u8]) -> Result<(), PluginError> {
+    // The preamble is `\0asm` then a 4-byte version: 1 for core modules,
+    // 0x0001000d (version 0xd, layer 1) for components.
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(PluginError::NotWasm(name.to_owned()));
+    }
+    if bytes[6..8] == [0, 0] {
+        return Err(PluginError::CoreModule(name.to_owned()));
+    }
+    Ok(())
+}
+
+fn check_world(engine: &Engine, name: &str, component: &Component) -> Result<(), PluginError> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
+    if exports.iter().any(|e| e == WORKLOAD_EXPORT) {
+        return Ok(());
+    }
+    // A blocklab:bench interface of another version, exported or imported,
+    // means the plugin was built against another release's wit/.
+    let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_owned()).collect();
+    let other_version = exports
+        .iter()
+        .chain(&imports)
+        .filter_map(|e| e.strip_prefix("blocklab:bench/")?.split_once('@'))
+        .map(|(_, version)| version.to_owned())
+        .find(|version| version != WIT_VERSION);
+    if let Some(found) = other_version {
+        return Err(PluginError::WitVersion {
+            name: name.to_owned(),
+            found,
+        });
+    }
+    Err(PluginError::NotWorkload {
+        name: name.to_owned(),
+        exports: if exports.is_empty() {
+            "nothing".to_owned()
+        } else {
+            exports.join(", ")
+        },
+    })
+}
+
+/// A loaded, checked, pre-instantiated workload component.
+pub struct Plugin {
+    name: String,
+    sha256: String,
+    cached: bool,
+    pre: bindings::WorkloadPluginPre<HostState>,
+    limits: Limits,
+}
+
+impl Plugin {
+    /// The plugin's file name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// sha256 of the component bytes, hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// Whether compilation was skipped thanks to the cache.
+    pub fn from_cache(&self) -> bool {
+        self.cached
+    }
+
+    /// A fresh instance with its own store, talking to `kv` (if the arm has a
+    /// kv target) and using `env`.
+    pub fn instantiate(
+        &self,
+        kv: Option<SharedDatabase>,
+        env: Env,
+        wasi_seed: u64,
+    ) -> anyhow::Result<WasmInstance> {
+        use rand_wasi::SeedableRng;
+        let wasi = WasiCtxBuilder::new()
+            // Deterministic randomness, even for std's hash seeds.
+            .secure_random(rand_wasi::rngs::StdRng::seed_from_u64(wasi_seed))
+            .insecure_random(rand_wasi::rngs::StdRng::seed_from_u64(wasi_seed ^ 1))
+            .insecure_random_seed(u128::from(wasi_seed))
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let state = HostState {
+            wasi,
+            table: ResourceTable::new(),
+            env,
+            kv,
+            limiter: MemoryCap {
+                cap: self.limits.memory_bytes,
+                high_water: 0,
+                refused: false,
+            },
+        };
+        let mut store = Store::new(self.pre.engine(), state);
+        store.limiter(|state| &mut state.limiter);
+        let ticks = deadline_ticks(self.limits.call_deadline);
+        store.set_epoch_deadline(ticks);
+        store.epoch_deadline_trap();
+        let bindings = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| self.call_error(&store, "instantiate", None, e.into()))?;
+        Ok(WasmInstance {
+            store,
+            bindings,
+            plugin: self.name.clone(),
+            limits: self.limits,
+            ticks,
+            workload: None,
+        })
+    }
+
+    fn call_error(
+        &self,
+        store: &Store<HostState>,
+        call: &str,
+        workload: Option<&str>,
+        error: anyhow::Error,
+    ) -> anyhow::Error {
+        describe_trap(&self.name, store, self.limits, call, workload, error)
+    }
+}
+
+fn deadline_ticks(deadline: Duration) -> u64 {
+    (deadline.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
+}
+
+/// Turns a trap into a short error naming the plugin, the workload, what
+/// happened and what to do; the wasm backtrace follows in the chain.
+fn describe_trap(
+    plugin: &str,
+    store: &Store<HostState>,
+    limits: Limits,
+    call: &str,
+    workload: Option<&str>,
+    error: anyhow::Error,
+) -> anyhow::Error {
+    let place = match workload {
+        Some(w) => format!("plugin `{plugin}` workload `{w}`"),
+        None => format!("plugin `{plugin}`"),
+    };
+    let limiter = &store.data().limiter;
+    let what = match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => format!(
+            "did not return from `{call}` within the {:?} call deadline (an endless loop?); fix the plugin or raise the deadline with `--call-deadline`",
+            limits.call_deadline
+        ),
+        _ if limiter.refused => format!(
+            "exceeded the memory cap of {} MiB in `{call}` (it asked for more linear memory); fix the plugin or raise the cap with `--memory-cap`",
+            limits.memory_bytes >> 20
+        ),
+        Some(trap) => format!("trapped in `{call}` ({trap}); this is a bug in the plugin"),
+        None => format!("failed in `{call}`"),
+    };
+    error.context(format!("{place} {what}"))
+}
+
+/// A live plugin instance, used by one worker thread.
+pub struct WasmInstance {
+    store: Store<HostState>,
+    bindings: bindings::WorkloadPlugin,
+    plugin: String,
+    limits: Limits,
+    ticks: u64,
+    workload: Option<String>,
+}
+
+impl WasmInstance {
+    fn fail(&self, call: &str, error: anyhow::Error) -> anyhow::Error {
+        describe_trap(
+            &self.plugin,
+            &self.store,
+            self.limits,
+            call,
+            self.workload.as_deref(),
+            error,
+        )
+    }
+}
+
+impl Instance for WasmInstance {
+    fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
+        self.store.set_epoch_deadline(self.ticks);
+        let infos = self
+            .bindings
+            .blocklab_bench_workload()
+            .call_list(&mut self.store)
+            .map_err(|e| self.fail("list", e.into()))?;
+        Ok(infos
+            .into_iter()
+            .map(|i| WorkloadInfo {
+                name: i.name,
+                description: i.description,
+                params: i
+                    .params
+                    .into_iter()
+                    .map(|p| ParamSpec {
+                        name: p.name,
+                        default: p.default,
+                        help: p.help,
+                    })
+                    .collect(),
+                uses: i.uses,
+            })
+            .collect())
+    }
+
+    fn setup(&mut self, name: &str, params: &[(String, String)]) -> anyhow::Result<()> {
+        self.workload = Some(name.to_owned());
+        self.store.set_epoch_deadline(self.ticks);
+        let result = self
+            .bindings
+            .blocklab_bench_workload()
+            .call_setup(&mut self.store, name, params)
+            .map_err(|e| self.fail("setup", e.into()))?;
+        result.map_err(|message| {
+            anyhow!(
+                "plugin `{}` refused to set up workload `{name}`: {message}",
+                self.plugin
+            )
+        })
+    }
+
+    fn run(&mut self, iteration: u64) -> anyhow::Result<u32> {
+        self.store.set_epoch_deadline(self.ticks);
+        match self
+            .bindings
+            .blocklab_bench_workload()
+            .call_run(&mut self.store, iteration)
+        {
+            Ok(Ok(retries)) => Ok(retries),
+            Ok(Err(message)) => Err(anyhow!(WorkloadFailed(message))),
+            Err(e) => Err(self.fail("run", e.into())),
+        }
+    }
+
+    fn env(&self) -> &Env {
+        &self.store.data().env
+    }
+
+    fn memory_high_water(&self) -> u64 {
+        self.store.data().limiter.high_water
+    }
+}
+
+/// A transaction that returned an error: the run counts it and goes on.
+/// Anything else out of `run` (a trap) ends the run.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WorkloadFailed(pub String);
+
+/// Caps linear memory and remembers the largest size asked for.
+struct MemoryCap {
+    cap: u64,
+    high_water: u64,
+    refused: bool,
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired as u64 > self.cap {
+            self.refused = true;
+            return Ok(false);
+        }
+        self.high_water = self.high_water.max(desired as u64);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        _desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(true)
+    }
+}
+
+/// The store's data: everything the host imports of one instance touch.
+struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    env: Env,
+    kv: Option<SharedDatabase>,
+    limiter: MemoryCap,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// The host side of a `kv.transaction` resource.
+pub struct TransactionHandle(Box<dyn Transaction>);
+
+/// The host side of a `grpc.stream` resource (none can be opened until an arm
+/// has a grpc target).
+pub struct StreamHandle;
+
+fn to_wit(error: KvError) -> wit_kv::Error {
+    match error {
+        KvError::NotCommitted => wit_kv::Error::NotCommitted,
+        KvError::TransactionTooOld => wit_kv::Error::TransactionTooOld,
+        KvError::FutureVersion => wit_kv::Error::FutureVersion,
+        KvError::KeyTooLarge => wit_kv::Error::KeyTooLarge,
+        KvError::ValueTooLarge => wit_kv::Error::ValueTooLarge,
+        KvError::TransactionTooLarge => wit_kv::Error::TransactionTooLarge,
+        KvError::TimedOut => wit_kv::Error::TimedOut,
+        KvError::Cancelled => wit_kv::Error::Cancelled,
+        KvError::Other { code, message } => {
+            wit_kv::Error::Other(wit_kv::ErrorDetail { code, message })
+        }
+    }
+}
+
+fn from_wit(error: wit_kv::Error) -> KvError {
+    match error {
+        wit_kv::Error::NotCommitted => KvError::NotCommitted,
+        wit_kv::Error::TransactionTooOld => KvError::TransactionTooOld,
+        wit_kv::Error::FutureVersion => KvError::FutureVersion,
+        wit_kv::Error::KeyTooLarge => KvError::KeyTooLarge,
+        wit_kv::Error::ValueTooLarge => KvError::ValueTooLarge,
+        wit_kv::Error::TransactionTooLarge => KvError::TransactionTooLarge,
+        wit_kv::Error::TimedOut => KvError::TimedOut,
+        wit_kv::Error::Cancelled => KvError::Cancelled,
+        wit_kv::Error::Other(d) => KvError::Other {
+            code: d.code,
+            message: d.message,
+        },
+    }
+}
+
+impl HostState {
+    fn transaction(
+        &mut self,
+        handle: &Resource<TransactionHandle>,
+    ) -> anyhow::Result<&mut dyn Transaction> {
+        Ok(self.table.get_mut(handle)?.0.as_mut())
+    }
+}
+
+type KvResult<T> = anyhow::Result<Result<T, wit_kv::Error>>;
+
+impl wit_kv::Host for HostState {}
+
+impl wit_kv::HostTransaction for HostState {
+    fn new(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
+        let Some(db) = &self.kv else {
+            bail!(
+                "the workload opened a kv transaction but this arm has no kv target; set `target = {{ kind = \"embedded\" }}` on the arm"
+            );
+        };
+        let tr = db.begin();
+        Ok(self.table.push(TransactionHandle(tr))?)
+    }
+
+    fn get_read_version(&mut self, tr: Resource<TransactionHandle>) -> KvResult<u64> {
+        Ok(self.transaction(&tr)?.get_read_version().map_err(to_wit))
+    }
+
+    fn get(
+        &mut self,
+        tr: Resource<TransactionHandle>,
+        key: Vec<u8>,
+        snapshot: bool,
+    ) -> KvResult<Option<Vec<u8>>> {
+        Ok(self.transaction(&tr)?.get(&key, snapshot).map_err(to_wit))
+    }
+
+    fn get_range(
+        &mut self,
+        tr: Resource<TransactionHandle>,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+        limit: u32,
+        reverse: bool,
+        snapshot: bool,
+    ) -> KvResult<Vec<wit_kv::KeyValue>> {
+        let options = RangeOptions {
+            limit,
+            reverse,
+            snapshot,
+        };
+        Ok(self
+            .transaction(&tr)?
+            .get_range(&begin, &end, options)
+            .map(|rows| {
+                rows.into_iter()
+                    .map(|kv| wit_kv::KeyValue {
+                        key: kv.key,
+                        value: kv.value,
+                    })
+                    .collect()
+            })
+            .map_err(to_wit))
+    }
+
+    fn set(
+        &mut self,
+        tr: Resource<TransactionHandle>,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        self.transaction(&tr)?.set(&key, &value);
+        Ok(())
+    }
+
+    fn clear(&mut self, tr: Resource<TransactionHandle>, key: Vec<u8>) -> anyhow::Result<()> {
+        self.transaction(&tr)?.clear(&key);
+        Ok(())
+    }
+
+    fn clear_range(
+        &mut self,
+        tr: Resource<TransactionHandle>,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        self.transaction(&tr)?.clear_range(&begin, &end);
+        Ok(())
+    }
+
+    fn commit(&mut self, tr: Resource<TransactionHandle>) -> KvResult<u64> {
+        Ok(self.transaction(&tr)?.commit().map_err(to_wit))
+    }
+
+    fn on_error(&mut self, tr: Resource<TransactionHandle>, e: wit_kv::Error) -> KvResult<()> {
+        Ok(self.transaction(&tr)?.on_error(from_wit(e)).map_err(to_wit))
+    }
+
+    fn cancel(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
+        self.transaction(&tr)?.cancel();
+        Ok(())
+    }
+
+    fn drop(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
+        self.table.delete(tr)?;
+        Ok(())
+    }
+}
+
+fn no_grpc_target() -> wit_grpc::Status {
+    wit_grpc::Status {
+        code: 14,
+        message: "this arm has no grpc target: set the arm's `target` to a grpc endpoint".into(),
+    }
+}
+
+impl wit_grpc::Host for HostState {
+    fn unary(&mut self, _method: String, _request: Vec<u8>) -> anyhow::Result<Result<Vec<u8>, wit_grpc::Status>> {
+        Ok(Err(no_grpc_target()))
+    }
+
+    fn open_stream(
+        &mut self,
+        _method: String,
+    ) -> anyhow::Result<Result<Resource<StreamHandle>, wit_grpc::Status>> {
+        Ok(Err(no_grpc_target()))
+    }
+}
+
+impl wit_grpc::HostStream for HostState {
+    fn send(
+        &mut self,
+        _stream: Resource<StreamHandle>,
+        _message: Vec<u8>,
+    ) -> anyhow::Result<Result<(), wit_grpc::Status>> {
+        Ok(Err(no_grpc_target()))
+    }
+
+    fn recv(
+        &mut self,
+        _stream: Resource<StreamHandle>,
+    ) -> anyhow::Result<Result<Option<Vec<u8>>, wit_grpc::Status>> {
+        Ok(Err(no_grpc_target()))
+    }
+
+    fn close_send(&mut self, _stream: Resource<StreamHandle>) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
+        self.table.delete(stream)?;
+        Ok(())
+    }
+}
+
+impl wit_env::Host for HostState {
+    fn now_ns(&mut self) -> anyhow::Result<u64> {
+        Ok(self.env.now_ns())
+    }
+
+    fn random(&mut self, len: u32) -> anyhow::Result<Vec<u8>> {
+        // One call may not ask for more than the memory cap could ever hold.
+        if u64::from(len) > self.limiter.cap {
+            bail!("env.random asked for {len} bytes, more than the memory cap");
+        }
+        Ok(self.env.random(len))
+    }
+
+    fn count(&mut self, name: String, delta: i64) -> anyhow::Result<()> {
+        self.env.count(&name, delta);
+        Ok(())
+    }
+
+    fn log(&mut self, level: u8, message: String) -> anyhow::Result<()> {
+        self.env.log(level, &message);
+        Ok(())
+    }
+}
+

@@ -1,0 +1,10 @@
+//! Runs: the worker that performs one measured run in one process, and (in
+//! campaigns) the supervisor that spawns a fresh pinned worker per run.
+
+pub mod alloc;
+pub mod cpu;
+pub mod result;
+pub mod worker;
+
+pub use result::RunResult;
+pub use worker::{Measure, PluginSource, RunSpec};

@@ -1,0 +1,117 @@
+//! What one run measured: [`RunResult`], the document that crosses the
+//! process boundary from worker to supervisor and is stored per run.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Latency summary of a run's transactions, microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+/// CPU per measured transaction, microseconds of user+system time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// Process CPU during the measured window only.
+    pub measured_us_per_txn: f64,
+    /// E−A: process CPU from after input hashing to after measurement,
+    /// teardown and client shutdown; it charges startup, fixture, warmup and
+    /// deferred work to the measured transactions.
+    pub process_us_per_txn: f64,
+    /// Involuntary context switches during the measured window.
+    pub involuntary_switches: u64,
+}
+
+/// Host heap per measured transaction (see `run::alloc` for what it counts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Alloc {
+    pub bytes_per_txn: f64,
+    pub allocs_per_txn: f64,
+}
+
+/// One run's result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub workload: String,
+    pub arm: String,
+    pub target: String,
+    /// `builtin` or the plugin's file name.
+    pub plugin: String,
+    /// `transactions` or `window`.
+    pub mode: String,
+    pub workers: u32,
+    pub seed: u64,
+    /// Warmup transactions performed (in window mode, counted).
+    pub warmup: u64,
+    /// Measured transactions performed.
+    pub measured: u64,
+    /// Wall time of the measured window, seconds.
+    pub measured_s: f64,
+    /// Measured transactions that returned an error.
+    pub errors: u64,
+    /// Errors by message (first line), for the report.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Retries summed over measured transactions.
+    pub retries: u64,
+    pub latency_us: Latency,
+    pub throughput_per_s: f64,
+    pub cpu: Cpu,
+    pub alloc: Alloc,
+    /// The plugin's largest linear memory, bytes (0 for builtin workloads).
+    pub plugin_memory_bytes: u64,
+    /// Counters the workload kept through `env.count`, summed over workers.
+    pub counters: BTreeMap<String, i64>,
+    /// Every input this run executed, file → sha256.
+    pub inputs: BTreeMap<String, String>,
+    /// CPUs the process was allowed on while measuring.
+    pub cpus: Vec<usize>,
+    /// Whether the plugin's compiled code came from the cache.
+    pub from_cache: bool,
+    /// Phase timings in milliseconds: load, setup (fixture), warmup, measure,
+    /// teardown.
+    pub phases_ms: BTreeMap<String, f64>,
+    /// The latency histogram in HdrHistogram's V2 deflate format, base64,
+    /// nanoseconds; kept for the store and omitted from printed results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+}
+
+impl RunResult {
+    /// A short human-readable summary, one figure per line.
+    pub fn summary(&self) -> String {
+        let l = &self.latency_us;
+        let mut s = format!(
+            "{} on {} via {} (arm {}): {} measured after {} warmup, {} worker(s)\n",
+            self.workload, self.target, self.plugin, self.arm, self.measured, self.warmup, self.workers
+        );
+        s += &format!(
+            "  latency µs   mean {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}\n",
+            l.mean, l.p50, l.p90, l.p99, l.p999, l.max
+        );
+        s += &format!("  throughput   {:.0} txn/s\n", self.throughput_per_s);
+        s += &format!(
+            "  cpu µs/txn   measured {:.2}  process (E−A) {:.2}\n",
+            self.cpu.measured_us_per_txn, self.cpu.process_us_per_txn
+        );
+        s += &format!(
+            "  host heap    {:.1} B/txn  {:.2} allocs/txn   plugin memory {} KiB\n",
+            self.alloc.bytes_per_txn,
+            self.alloc.allocs_per_txn,
+            self.plugin_memory_bytes >> 10
+        );
+        s += &format!("  errors {}  retries {}\n", self.errors, self.retries);
+        for (kind, n) in &self.errors_by_kind {
+            s += &format!("    {n} × {kind}\n");
+        }
+        for (name, value) in &self.counters {
+            s += &format!("  counter {name} = {value}\n");
+        }
+        s
+    }
+}

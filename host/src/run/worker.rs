@@ -1,0 +1,469 @@
+//! One measured run inside one process: hash the inputs, load the workload
+//! source, set up (fixture), warm up, measure, tear down. `blocklab run` calls
+//! it directly; the campaign supervisor calls it in a fresh pinned child
+//! (`blocklab worker`).
+
+use super::alloc::AllocCount;
+use super::cpu::{self, Usage};
+use super::result::{Alloc, Cpu, Latency, RunResult};
+use crate::plugin::builtin::Builtin;
+use crate::plugin::env::Env;
+use crate::plugin::wasm::{Limits, Runtime, WorkloadFailed};
+use crate::plugin::{Instance, WorkloadInfo};
+use crate::target::TargetSpec;
+use anyhow::{Context, bail};
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Serializer as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Where a run's workloads come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginSource {
+    /// The native reference implementations inside the host.
+    Builtin,
+    /// A workload component.
+    Wasm(PathBuf),
+}
+
+impl PluginSource {
+    /// `builtin` or a path, as on the command line and in plans.
+    pub fn parse(text: &str) -> PluginSource {
+        if text == "builtin" {
+            PluginSource::Builtin
+        } else {
+            PluginSource::Wasm(PathBuf::from(text))
+        }
+    }
+
+    /// The name shown in results: `builtin` or the file name.
+    pub fn label(&self) -> String {
+        match self {
+            PluginSource::Builtin => "builtin".into(),
+            PluginSource::Wasm(path) => path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string()),
+        }
+    }
+}
+
+/// How long a run warms up and measures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum Measure {
+    /// Closed loop: `warmup` then `measured` transactions in total over all
+    /// workers.
+    Transactions { warmup: u64, measured: u64 },
+    /// Fixed wall-clock windows.
+    Window { warmup_s: f64, measured_s: f64 },
+}
+
+impl Measure {
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Measure::Transactions { .. } => "transactions",
+            Measure::Window { .. } => "window",
+        }
+    }
+}
+
+/// Everything one run needs; the supervisor sends it to the child as JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub workload: String,
+    pub params: Vec<(String, String)>,
+    pub arm: String,
+    pub plugin: PluginSource,
+    pub target: TargetSpec,
+    pub measure: Measure,
+    pub workers: u32,
+    pub seed: u64,
+    pub call_deadline_ms: u64,
+    pub memory_bytes: u64,
+    pub cache_dir: Option<PathBuf>,
+    /// Input file → sha256 as sealed in the plan; a mismatch fails the run
+    /// before it does any work. Empty: hash and report only.
+    #[serde(default)]
+    pub expected_inputs: BTreeMap<String, String>,
+    /// A busy wait added to every transaction, nanoseconds: a deliberately
+    /// slower arm for testing that campaigns detect a known effect.
+    #[serde(default)]
+    pub inject_busy_ns: u64,
+}
+
+impl RunSpec {
+    fn limits(&self) -> Limits {
+        Limits {
+            call_deadline: Duration::from_millis(self.call_deadline_ms),
+            memory_bytes: self.memory_bytes,
+        }
+    }
+}
+
+/// sha256 of a file, hex.
+pub fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
+    let mut file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read input `{}`", path.display()))?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// The files a run executes: the blocklab binary and the plugin, by path.
+pub fn input_files(plugin: &PluginSource) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = vec![std::env::current_exe().context("cannot locate the blocklab binary")?];
+    if let PluginSource::Wasm(path) = plugin {
+        files.push(path.clone());
+    }
+    Ok(files)
+}
+
+/// Hashes the run's inputs and checks them against the sealed ones.
+fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut inputs = BTreeMap::new();
+    for path in input_files(&spec.plugin)? {
+        inputs.insert(path.display().to_string(), sha256_file(&path)?);
+    }
+    // The binary is named by role, not path: a campaign may run from a copy.
+    if let Some((path, _)) = inputs.first_key_value() {
+        let path = path.clone();
+        if let Some(hash) = inputs.remove(&path) {
+            inputs.insert("blocklab".into(), hash);
+        }
+    }
+    for (name, expected) in &spec.expected_inputs {
+        match inputs.get(name) {
+            Some(found) if found == expected => {}
+            Some(found) => bail!(
+                "input `{name}` changed since the plan was sealed (sha256 {found}, sealed {expected}); restore it or seal a new plan"
+            ),
+            None => bail!("input `{name}` of the sealed plan is not used by this run"),
+        }
+    }
+    Ok(inputs)
+}
+
+/// Loads the workload source: one instance per worker.
+fn instances(spec: &RunSpec, from_cache: &mut bool) -> anyhow::Result<Vec<Box<dyn Instance>>> {
+    let db = spec.target.open_kv()?;
+    let label = spec.plugin.label();
+    let env = |worker: u32| Env::new(label.clone(), spec.seed, u64::from(worker));
+    let mut out: Vec<Box<dyn Instance>> = Vec::new();
+    match &spec.plugin {
+        PluginSource::Builtin => {
+            for worker in 0..spec.workers {
+                out.push(Box::new(Builtin::new(db.clone(), env(worker))));
+            }
+        }
+        PluginSource::Wasm(path) => {
+            let runtime = Runtime::new(spec.limits(), spec.cache_dir.clone())?;
+            let plugin = runtime.load(path)?;
+            *from_cache = plugin.from_cache();
+            for worker in 0..spec.workers {
+                let wasi_seed = spec.seed ^ (u64::from(worker) << 32);
+                out.push(Box::new(plugin.instantiate(Some(db.clone()), env(worker), wasi_seed)?));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Checks `params` against the workload's specs before the plugin sees them,
+/// so a typo fails with the list of what exists.
+pub fn check_workload(
+    infos: &[WorkloadInfo],
+    source: &str,
+    workload: &str,
+    params: &[(String, String)],
+) -> anyhow::Result<()> {
+    let Some(info) = infos.iter().find(|i| i.name == workload) else {
+        let names: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
+        bail!(
+            "`{source}` has no workload `{workload}`; it offers: {} (list them with `blocklab workloads {source}`)",
+            names.join(", ")
+        );
+    };
+    for (name, _) in params {
+        if !info.params.iter().any(|p| &p.name == name) {
+            let known: Vec<&str> = info.params.iter().map(|p| p.name.as_str()).collect();
+            bail!(
+                "workload `{workload}` has no param `{name}`; it takes: {}",
+                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Busy-waits `ns` nanoseconds (the injected slowdown of test arms).
+fn spin(ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    let start = Instant::now();
+    while start.elapsed().as_nanos() < u128::from(ns) {
+        std::hint::spin_loop();
+    }
+}
+
+/// What one worker thread measured.
+struct WorkerOutcome {
+    histogram: Histogram<u64>,
+    measured: u64,
+    warmup: u64,
+    retries: u64,
+    errors: BTreeMap<String, u64>,
+}
+
+/// Runs one worker's warmup and measured phases. `start` is released by the
+/// coordinating thread once every worker finished its warmup, so all measure
+/// together.
+fn drive(
+    instance: &mut dyn Instance,
+    measure: Measure,
+    share: (u64, u64),
+    inject_busy_ns: u64,
+    warmed: &std::sync::Barrier,
+    start: &std::sync::Barrier,
+) -> anyhow::Result<WorkerOutcome> {
+    let mut histogram = Histogram::<u64>::new(3).context("histogram")?;
+    let mut outcome = WorkerOutcome {
+        histogram: Histogram::new(3).context("histogram")?,
+        measured: 0,
+        warmup: 0,
+        retries: 0,
+        errors: BTreeMap::new(),
+    };
+    let mut iteration = 0u64;
+    let mut one = |instance: &mut dyn Instance,
+                   histogram: Option<&mut Histogram<u64>>,
+                   outcome: &mut WorkerOutcome|
+     -> anyhow::Result<()> {
+        let t0 = Instant::now();
+        spin(inject_busy_ns);
+        let result = instance.run(iteration);
+        let elapsed = t0.elapsed().as_nanos() as u64;
+        iteration += 1;
+        match result {
+            Ok(retries) => {
+                if histogram.is_some() {
+                    outcome.retries += u64::from(retries);
+                }
+            }
+            Err(e) if e.is::<WorkloadFailed>() && histogram.is_some() => {
+                let kind = e.to_string().lines().next().unwrap_or_default().to_owned();
+                *outcome.errors.entry(kind).or_default() += 1;
+            }
+            Err(e) => return Err(e),
+        }
+        if let Some(h) = histogram {
+            h.saturating_record(elapsed.max(1));
+        }
+        Ok(())
+    };
+    let result = (|| {
+        match measure {
+            Measure::Transactions { .. } => {
+                for _ in 0..share.0 {
+                    one(instance, None, &mut outcome)?;
+                    outcome.warmup += 1;
+                }
+            }
+            Measure::Window { warmup_s, .. } => {
+                let end = Instant::now() + Duration::from_secs_f64(warmup_s);
+                while Instant::now() < end {
+                    one(instance, None, &mut outcome)?;
+                    outcome.warmup += 1;
+                }
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })();
+    // Every worker must reach the barriers, or the others wait forever.
+    warmed.wait();
+    start.wait();
+    result?;
+    match measure {
+        Measure::Transactions { .. } => {
+            for _ in 0..share.1 {
+                one(instance, Some(&mut histogram), &mut outcome)?;
+                outcome.measured += 1;
+            }
+        }
+        Measure::Window { measured_s, .. } => {
+            let end = Instant::now() + Duration::from_secs_f64(measured_s);
+            while Instant::now() < end {
+                one(instance, Some(&mut histogram), &mut outcome)?;
+                outcome.measured += 1;
+            }
+        }
+    }
+    outcome.histogram = histogram;
+    Ok(outcome)
+}
+
+/// Splits `total` transactions over `workers`, the remainder to the first.
+fn split(total: u64, workers: u32, worker: u32) -> u64 {
+    let workers = u64::from(workers);
+    total / workers + u64::from(u64::from(worker) < total % workers)
+}
+
+/// Performs one run in this process.
+pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
+    if spec.workers == 0 {
+        bail!("`workers` must be at least 1");
+    }
+    let mut phases = BTreeMap::new();
+    let inputs = hash_inputs(spec)?;
+    // A: the E−A CPU scope starts after input hashing.
+    let usage_a = Usage::now();
+    let t = Instant::now();
+    let mut from_cache = false;
+    let mut instances = instances(spec, &mut from_cache)?;
+    let infos = instances[0].list()?;
+    check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
+    phases.insert("load".to_owned(), ms(t.elapsed()));
+
+    let t = Instant::now();
+    for instance in &mut instances {
+        instance.setup(&spec.workload, &spec.params)?;
+    }
+    phases.insert("setup".to_owned(), ms(t.elapsed()));
+
+    let workers = spec.workers;
+    let (warmup_total, measured_total) = match spec.measure {
+        Measure::Transactions { warmup, measured } => (warmup, measured),
+        Measure::Window { .. } => (0, 0),
+    };
+    let warmed = std::sync::Barrier::new(workers as usize + 1);
+    let start = std::sync::Barrier::new(workers as usize + 1);
+    let t_warm = Instant::now();
+    let (outcomes, window) = std::thread::scope(|scope| {
+        let handles: Vec<_> = instances
+            .iter_mut()
+            .enumerate()
+            .map(|(i, instance)| {
+                let share = (
+                    split(warmup_total, workers, i as u32),
+                    split(measured_total, workers, i as u32),
+                );
+                let (warmed, start) = (&warmed, &start);
+                let (measure, busy) = (spec.measure, spec.inject_busy_ns);
+                scope.spawn(move || drive(instance.as_mut(), measure, share, busy, warmed, start))
+            })
+            .collect();
+        warmed.wait();
+        let warm_elapsed = t_warm.elapsed();
+        let usage = Usage::now();
+        let alloc = AllocCount::now();
+        let t0 = Instant::now();
+        start.wait();
+        let outcomes: Vec<anyhow::Result<WorkerOutcome>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")))
+            })
+            .collect();
+        let window = (
+            t0.elapsed(),
+            Usage::now().since(usage),
+            AllocCount::now().since(alloc),
+            warm_elapsed,
+        );
+        (outcomes, window)
+    });
+    let (measured_wall, usage, alloc, warm_elapsed) = window;
+    phases.insert("warmup".to_owned(), ms(warm_elapsed));
+    phases.insert("measure".to_owned(), ms(measured_wall));
+
+    let mut histogram = Histogram::<u64>::new(3)?;
+    let (mut measured, mut warmup, mut retries) = (0, 0, 0);
+    let mut errors_by_kind = BTreeMap::new();
+    for outcome in outcomes {
+        let outcome = outcome?;
+        histogram.add(&outcome.histogram)?;
+        measured += outcome.measured;
+        warmup += outcome.warmup;
+        retries += outcome.retries;
+        for (kind, n) in outcome.errors {
+            *errors_by_kind.entry(kind).or_insert(0) += n;
+        }
+    }
+    let mut counters = BTreeMap::new();
+    let mut plugin_memory_bytes = 0;
+    for instance in &instances {
+        for (name, value) in instance.env().counters() {
+            *counters.entry(name.clone()).or_insert(0) += value;
+        }
+        plugin_memory_bytes = plugin_memory_bytes.max(instance.memory_high_water());
+    }
+    let cpus = cpu::affinity();
+
+    // Teardown belongs to E−A: dropping instances, the runtime and the target.
+    let t = Instant::now();
+    drop(instances);
+    phases.insert("teardown".to_owned(), ms(t.elapsed()));
+    let usage_e = Usage::now().since(usage_a);
+
+    if measured == 0 {
+        bail!("the run measured no transactions; give `measured` (or `measured_s`) a larger value");
+    }
+    let per_txn = |x: u64| x as f64 / measured as f64;
+    let us = |ns: u64| ns as f64 / 1_000.0;
+    let mut serialized = Vec::new();
+    hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(&histogram, &mut serialized)
+        .map_err(|e| anyhow::anyhow!("cannot serialize the latency histogram: {e:?}"))?;
+    use base64::Engine as _;
+
+    Ok(RunResult {
+        workload: spec.workload.clone(),
+        arm: spec.arm.clone(),
+        target: spec.target.kind().to_owned(),
+        plugin: spec.plugin.label(),
+        mode: spec.measure.mode().to_owned(),
+        workers,
+        seed: spec.seed,
+        warmup,
+        measured,
+        measured_s: measured_wall.as_secs_f64(),
+        errors: errors_by_kind.values().sum(),
+        errors_by_kind,
+        retries,
+        latency_us: Latency {
+            mean: histogram.mean() / 1_000.0,
+            p50: us(histogram.value_at_quantile(0.50)),
+            p90: us(histogram.value_at_quantile(0.90)),
+            p99: us(histogram.value_at_quantile(0.99)),
+            p999: us(histogram.value_at_quantile(0.999)),
+            max: us(histogram.max()),
+        },
+        throughput_per_s: measured as f64 / measured_wall.as_secs_f64(),
+        cpu: Cpu {
+            measured_us_per_txn: per_txn(usage.cpu_us()),
+            process_us_per_txn: per_txn(usage_e.cpu_us()),
+            involuntary_switches: usage.involuntary_switches,
+        },
+        alloc: Alloc {
+            bytes_per_txn: per_txn(alloc.bytes),
+            allocs_per_txn: per_txn(alloc.allocs),
+        },
+        plugin_memory_bytes,
+        counters,
+        inputs,
+        cpus,
+        from_cache,
+        phases_ms: phases,
+        histogram: Some(base64::engine::general_purpose::STANDARD.encode(serialized)),
+    })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1_000.0
+}
