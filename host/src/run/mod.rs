@@ -2,6 +2,7 @@
 //! campaigns) the supervisor that spawns a fresh pinned worker per run.
 
 pub mod alloc;
+pub mod boundary;
 pub mod cpu;
 pub mod result;
 pub mod worker;

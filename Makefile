@@ -1,0 +1,52 @@
+# blocklab: `make demo` and `make test` work on a fresh machine; every target
+# installs what it needs, idempotently.
+
+CARGO ?= cargo
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+WASM_TARGET := wasm32-wasip2
+# Every plugin crate: workloads, adapters, and the test-only ones.
+PLUGIN_DIRS := $(patsubst %/Cargo.toml,%,$(wildcard plugins/workloads/*/Cargo.toml plugins/adapters/*/Cargo.toml plugins/tests/*/Cargo.toml))
+PLUGIN_NAMES := $(notdir $(PLUGIN_DIRS))
+PLUGIN_OUT := $(CARGO_TARGET_DIR)/plugins
+BLOCKLAB := $(CARGO_TARGET_DIR)/release/blocklab
+SERVE ?= 1
+
+.PHONY: all demo test build host plugins deps deps-wasm lint clean-data
+
+all: build
+
+## deps: toolchain pieces the build needs (the wasm target).
+deps: deps-wasm
+deps-wasm:
+	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+
+## plugins: every plugin crate built as a component into target/plugins/NAME.wasm.
+plugins: deps-wasm
+	$(CARGO) build --target $(WASM_TARGET) --profile plugin $(addprefix -p ,$(PLUGIN_NAMES))
+	@mkdir -p $(PLUGIN_OUT)
+	@for name in $(PLUGIN_NAMES); do \
+		cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin/$$(echo $$name | tr - _).wasm $(PLUGIN_OUT)/$$name.wasm; \
+	done
+	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES)))"
+
+## host: the blocklab binary, release build.
+host:
+	$(CARGO) build --release -p blocklab
+
+## build: host and plugins.
+build: host plugins
+
+## demo: build, run the quick campaign on the embedded target, print its comparison.
+demo: build
+	$(BLOCKLAB) campaign examples/quick.toml --data $(CURDIR)/blocklab-data
+
+## test: the whole suite (unit, integration, the fdb feature's type-check).
+test: plugins check-fdb
+	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+
+## lint: formatting and clippy, as CI would want them.
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy -p blocklab -p blocklab-store --all-targets -- -D warnings
+
+include mk/fdb.mk
