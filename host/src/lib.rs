@@ -8,6 +8,7 @@
 //! - [`run`]: one measured run (worker) and the campaign supervisor.
 //! - [`stats`]: run statistics, paired effects, bootstrap intervals.
 
+pub mod plan;
 pub mod plugin;
 pub mod stats;
 pub mod target;
