@@ -62,11 +62,11 @@ pub fn orders(arms: usize, blocks: usize, seed: u64) -> Result<Vec<Vec<usize>>, 
         return Err(DesignError::NoBlocks);
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    if let Some(all) = factorial(arms).filter(|f| blocks % f == 0) {
+    if let Some(all) = factorial(arms).filter(|&f| blocks.is_multiple_of(f)) {
         return Ok(all_permutations(arms, blocks / all, &mut rng));
     }
     let unit = block_unit(arms);
-    if blocks % unit != 0 {
+    if !blocks.is_multiple_of(unit) {
         let below = blocks / unit * unit;
         return Err(DesignError::Unbalanced {
             arms,
@@ -97,7 +97,7 @@ pub fn orders(arms: usize, blocks: usize, seed: u64) -> Result<Vec<Vec<usize>>, 
 fn block_unit(arms: usize) -> usize {
     match arms {
         0 | 1 => 1,
-        k if k % 2 == 0 => k,
+        k if k.is_multiple_of(2) => k,
         k => 2 * k,
     }
 }
@@ -155,7 +155,7 @@ fn williams(k: usize) -> Vec<Vec<usize>> {
     let mut rows: Vec<Vec<usize>> = (0..k)
         .map(|i| first.iter().map(|&s| (s + i) % k).collect())
         .collect();
-    if k % 2 == 1 {
+    if !k.is_multiple_of(2) {
         let mirror: Vec<Vec<usize>> = rows
             .iter()
             .map(|r| r.iter().rev().copied().collect())
