@@ -1,15 +1,17 @@
 //! blocklab: counterbalanced benchmarks of database and RPC clients.
 //!
-//! One module per stage of the data flow (see docs/architecture.md):
+//! One module per stage of the data flow (docs/architecture.md):
 //!
 //! - [`plan`]: plan files, balanced orders, sealing.
 //! - [`plugin`]: wasm workload components and builtin workloads.
 //! - [`target`]: what client calls talk to (`embedded` kv, `fdb`).
 //! - [`run`]: one measured run (worker) and the campaign supervisor.
 //! - [`stats`]: run statistics, paired effects, bootstrap intervals.
+//! - [`cli`]: the command line.
 
 pub mod cli;
+pub mod plan;
 pub mod plugin;
+pub mod run;
 pub mod stats;
 pub mod target;
-pub mod run;

@@ -1,0 +1,3 @@
+//! Plans: the campaign spec, its balanced schedule of arm orders, and sealing.
+
+pub mod design;
