@@ -33,7 +33,8 @@ pub struct FdbSettings {
     pub max_retry_delay_ms: Option<u32>,
     /// Largest transaction, bytes (`transaction_size_limit`; 10,000,000 by default).
     pub size_limit: Option<u32>,
-    /// Read versions may skip the proxies' confirmation round
+    /// Read versions are served without the GRV proxy first confirming with
+    /// the transaction logs that its generation is current
     /// (`transaction_causal_read_risky`).
     pub causal_read_risky: bool,
     /// Snapshot reads do not see this transaction's writes (`snapshot_ryw_disable`).
