@@ -7,6 +7,10 @@
 
 pub mod conformance;
 pub mod embedded;
+#[cfg(feature = "fdb")]
+pub mod fdb;
+pub mod fdb_settings;
+pub mod fdb_status;
 
 use std::sync::Arc;
 
@@ -27,7 +31,9 @@ pub mod limits {
 /// A client-visible error, one case per FoundationDB error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KvError {
-    #[error("not_committed (1020): a key read by this transaction was written since its read version")]
+    #[error(
+        "not_committed (1020): a key read by this transaction was written since its read version"
+    )]
     NotCommitted,
     #[error("transaction_too_old (1007): the read version is older than the 5 s MVCC window")]
     TransactionTooOld,
@@ -60,6 +66,25 @@ impl KvError {
             KvError::TimedOut => 1031,
             KvError::Cancelled => 1025,
             KvError::Other { code, .. } => *code,
+        }
+    }
+
+    /// The case FoundationDB's error `code` (described by `message`) maps to;
+    /// `message` is kept only for codes without a case of their own.
+    pub fn from_fdb_code(code: i32, message: &str) -> KvError {
+        match code {
+            1020 => KvError::NotCommitted,
+            1007 => KvError::TransactionTooOld,
+            1009 => KvError::FutureVersion,
+            2102 => KvError::KeyTooLarge,
+            2103 => KvError::ValueTooLarge,
+            2101 => KvError::TransactionTooLarge,
+            1031 => KvError::TimedOut,
+            1025 => KvError::Cancelled,
+            code => KvError::Other {
+                code,
+                message: message.to_owned(),
+            },
         }
     }
 
@@ -163,5 +188,43 @@ pub fn transact<T>(
                 retries += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod fdb_code_tests {
+    use super::*;
+
+    #[test]
+    fn fdb_codes_map_to_their_own_cases() {
+        let cases = [
+            (1020, KvError::NotCommitted),
+            (1007, KvError::TransactionTooOld),
+            (1009, KvError::FutureVersion),
+            (2102, KvError::KeyTooLarge),
+            (2103, KvError::ValueTooLarge),
+            (2101, KvError::TransactionTooLarge),
+            (1031, KvError::TimedOut),
+            (1025, KvError::Cancelled),
+        ];
+        for (code, expected) in cases {
+            let mapped = KvError::from_fdb_code(code, "ignored");
+            assert_eq!(mapped, expected, "code {code}");
+            assert_eq!(mapped.code(), code, "the code survives the mapping");
+        }
+    }
+
+    #[test]
+    fn other_fdb_codes_keep_code_and_message() {
+        let mapped = KvError::from_fdb_code(1021, "Transaction may or may not have committed");
+        assert_eq!(
+            mapped,
+            KvError::Other {
+                code: 1021,
+                message: "Transaction may or may not have committed".to_owned(),
+            }
+        );
+        assert!(mapped.is_retryable(), "commit_unknown_result is retried");
+        assert!(!KvError::from_fdb_code(2000, "client_invalid_operation").is_retryable());
     }
 }
