@@ -114,11 +114,14 @@ pub fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// The files a run executes: the blocklab binary and the plugin, by path.
-pub fn input_files(plugin: &PluginSource) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files = vec![std::env::current_exe().context("cannot locate the blocklab binary")?];
+/// The files a run executes, by input name: `blocklab` (this binary) and the
+/// plugin by its path. The binary is named by role, not path, so a campaign
+/// may run from a copy of it.
+pub fn input_files(plugin: &PluginSource) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let exe = std::env::current_exe().context("cannot locate the blocklab binary")?;
+    let mut files = vec![("blocklab".to_owned(), exe)];
     if let PluginSource::Wasm(path) = plugin {
-        files.push(path.clone());
+        files.push((path.display().to_string(), path.clone()));
     }
     Ok(files)
 }
@@ -126,15 +129,8 @@ pub fn input_files(plugin: &PluginSource) -> anyhow::Result<Vec<PathBuf>> {
 /// Hashes the run's inputs and checks them against the sealed ones.
 fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
     let mut inputs = BTreeMap::new();
-    for path in input_files(&spec.plugin)? {
-        inputs.insert(path.display().to_string(), sha256_file(&path)?);
-    }
-    // The binary is named by role, not path: a campaign may run from a copy.
-    if let Some((path, _)) = inputs.first_key_value() {
-        let path = path.clone();
-        if let Some(hash) = inputs.remove(&path) {
-            inputs.insert("blocklab".into(), hash);
-        }
+    for (name, path) in input_files(&spec.plugin)? {
+        inputs.insert(name, sha256_file(&path)?);
     }
     for (name, expected) in &spec.expected_inputs {
         match inputs.get(name) {
@@ -408,6 +404,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     // Teardown belongs to E−A: dropping instances, the runtime and the target.
     let t = Instant::now();
     drop(instances);
+    crate::target::shutdown();
     phases.insert("teardown".to_owned(), ms(t.elapsed()));
     let usage_e = Usage::now().since(usage_a);
 

@@ -9,28 +9,17 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// An arm's target, as written in a plan (`target = { kind = "embedded" }`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum TargetSpec {
+    #[default]
     /// The in-process engine with FoundationDB's client-visible semantics.
     Embedded,
     /// A FoundationDB cluster (needs the `fdb` cargo feature).
-    Fdb(FdbTargetSettings),
+    Fdb(kv::fdb_settings::FdbSettings),
 }
 
-/// Settings of an `fdb` target, kept as written so a build without the `fdb`
-/// feature can still read, seal and report plans that use one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct FdbTargetSettings {
-    #[serde(flatten)]
-    pub settings: toml::Table,
-}
 
-impl Default for TargetSpec {
-    fn default() -> Self {
-        TargetSpec::Embedded
-    }
-}
 
 impl TargetSpec {
     /// The target's kind as written in plans: `embedded`, `fdb`.
@@ -45,7 +34,7 @@ impl TargetSpec {
     pub fn from_flag(kind: &str) -> anyhow::Result<TargetSpec> {
         match kind {
             "embedded" => Ok(TargetSpec::Embedded),
-            "fdb" => Ok(TargetSpec::Fdb(FdbTargetSettings::default())),
+            "fdb" => Ok(TargetSpec::Fdb(Default::default())),
             other => anyhow::bail!(
                 "unknown target `{other}`; use `embedded` or `fdb` (grpc targets are set in a plan's arm)"
             ),
@@ -62,14 +51,20 @@ impl TargetSpec {
 }
 
 #[cfg(not(feature = "fdb"))]
-fn open_fdb(_: &FdbTargetSettings) -> anyhow::Result<kv::SharedDatabase> {
+fn open_fdb(_: &kv::fdb_settings::FdbSettings) -> anyhow::Result<kv::SharedDatabase> {
     anyhow::bail!(
         "this blocklab was built without FoundationDB support; rebuild it with `cargo build --release --features fdb` on a machine with libfdb_c 7.3 (docs/fdb.md)"
     )
 }
 
 #[cfg(feature = "fdb")]
-fn open_fdb(settings: &FdbTargetSettings) -> anyhow::Result<kv::SharedDatabase> {
-    let settings: kv::fdb::FdbSettings = settings.settings.clone().try_into()?;
-    Ok(Arc::new(kv::fdb::Fdb::open(&settings)?))
+fn open_fdb(settings: &kv::fdb_settings::FdbSettings) -> anyhow::Result<kv::SharedDatabase> {
+    Ok(Arc::new(kv::fdb::Fdb::open(settings)?))
+}
+
+/// Ends what a target keeps for the whole process (FoundationDB's network
+/// thread). The worker calls it after teardown, inside the E−A CPU scope.
+pub fn shutdown() {
+    #[cfg(feature = "fdb")]
+    kv::fdb::shutdown();
 }

@@ -1,0 +1,206 @@
+//! Sealing: the plan, its generated schedule and the sha256 of every input,
+//! hashed together before anything runs. Executing a sealed plan is
+//! deterministic in order; the worker refuses inputs that changed since.
+
+use super::design;
+use super::spec::PlanSpec;
+use crate::run::worker::{PluginSource, input_files, sha256_file};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One run of the schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    /// Index in the schedule: runs execute in slot order.
+    pub slot: u32,
+    pub workload: String,
+    /// Block within the workload, from 0.
+    pub block: u32,
+    /// Position within the block, from 0.
+    pub position: u32,
+    pub arm: String,
+}
+
+/// A plan ready to execute: spec, schedule, inputs and the hash over all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SealedPlan {
+    pub spec: PlanSpec,
+    /// The `--set` overrides applied to the file, in order.
+    pub overrides: Vec<String>,
+    /// Where the plan came from (a path, or `api`).
+    pub source: String,
+    pub schedule: Vec<Slot>,
+    /// Input name → sha256: `blocklab` (the binary), each plugin by
+    /// absolute path, and `plan` (the plan file's bytes).
+    pub inputs: BTreeMap<String, String>,
+    /// The blocklab version that sealed it.
+    pub version: String,
+    /// sha256 over the canonical JSON of everything above.
+    pub hash: String,
+}
+
+/// Derives the seed of workload `index`'s orders from the plan's seed, so
+/// adding a workload does not reshuffle the others (splitmix64 mixing).
+pub fn workload_seed(seed: u64, index: usize) -> u64 {
+    let mut z = seed.wrapping_add((index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The schedule: per workload in plan order, its blocks in order, each
+/// block's arms in its balanced order.
+pub fn schedule(spec: &PlanSpec) -> anyhow::Result<Vec<Slot>> {
+    let mut slots = Vec::new();
+    for (w, workload) in spec.workloads.iter().enumerate() {
+        let orders = design::orders(spec.arms.len(), spec.blocks, workload_seed(spec.seed, w))?;
+        for (block, order) in orders.iter().enumerate() {
+            for (position, &arm) in order.iter().enumerate() {
+                slots.push(Slot {
+                    slot: slots.len() as u32,
+                    workload: workload.name.clone(),
+                    block: block as u32,
+                    position: position as u32,
+                    arm: spec.arms[arm].name.clone(),
+                });
+            }
+        }
+    }
+    Ok(slots)
+}
+
+/// Makes plugin paths absolute so the sealed plan means the same files
+/// wherever it is resumed from; a missing plugin is refused here.
+fn resolve_plugins(spec: &mut PlanSpec) -> anyhow::Result<()> {
+    let resolve = |p: &mut Option<String>| -> anyhow::Result<()> {
+        if let Some(text) = p
+            && text != "builtin"
+        {
+            let path = PathBuf::from(&*text);
+            let absolute = std::fs::canonicalize(&path).with_context(|| {
+                format!(
+                    "plugin `{text}` does not exist (paths are relative to the directory blocklab runs in; `make plugins` builds target/plugins/*.wasm)"
+                )
+            })?;
+            *text = absolute.display().to_string();
+        }
+        Ok(())
+    };
+    resolve(&mut spec.plugin)?;
+    for w in &mut spec.workloads {
+        resolve(&mut w.plugin)?;
+    }
+    for a in &mut spec.arms {
+        resolve(&mut a.plugin)?;
+    }
+    Ok(())
+}
+
+/// Seals `spec` (read from `plan_bytes` at `source`).
+pub fn seal(
+    mut spec: PlanSpec,
+    overrides: Vec<String>,
+    source: &str,
+    plan_bytes: &[u8],
+) -> anyhow::Result<SealedPlan> {
+    resolve_plugins(&mut spec)?;
+    let schedule = schedule(&spec)?;
+    let mut inputs = BTreeMap::new();
+    inputs.insert("plan".to_owned(), hex::encode(Sha256::digest(plan_bytes)));
+    for workload in &spec.workloads {
+        for arm in &spec.arms {
+            let source = spec.plugin_for(workload, arm)?;
+            for (name, path) in input_files(&source)? {
+                if !inputs.contains_key(&name) {
+                    inputs.insert(name, sha256_file(&path)?);
+                }
+            }
+        }
+    }
+    let mut sealed = SealedPlan {
+        spec,
+        overrides,
+        source: source.to_owned(),
+        schedule,
+        inputs,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        hash: String::new(),
+    };
+    sealed.hash = sealed.compute_hash()?;
+    Ok(sealed)
+}
+
+/// Reads, parses and seals the plan file at `path`.
+pub fn seal_file(path: &Path, overrides: &[String]) -> anyhow::Result<SealedPlan> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read plan `{}`", path.display()))?;
+    let text = String::from_utf8(bytes.clone())
+        .with_context(|| format!("plan `{}` is not UTF-8 text", path.display()))?;
+    let spec = PlanSpec::parse(&text, overrides)
+        .with_context(|| format!("in plan `{}`", path.display()))?;
+    seal(spec, overrides.to_vec(), &path.display().to_string(), &bytes)
+}
+
+impl SealedPlan {
+    fn compute_hash(&self) -> anyhow::Result<String> {
+        let mut unsealed = self.clone();
+        unsealed.hash.clear();
+        // serde_json writes struct fields in declaration order and maps in key
+        // order (BTreeMap), so this text is canonical for a given plan.
+        let canonical = serde_json::to_vec(&unsealed)?;
+        Ok(hex::encode(Sha256::digest(canonical)))
+    }
+
+    /// Whether the hash still matches the content (a stored plan is checked
+    /// before it is resumed).
+    pub fn verify(&self) -> anyhow::Result<()> {
+        let hash = self.compute_hash()?;
+        anyhow::ensure!(
+            hash == self.hash,
+            "the sealed plan's hash does not match its content ({hash} vs sealed {}); the store was altered",
+            self.hash
+        );
+        Ok(())
+    }
+
+    /// The workload source of a slot.
+    pub fn plugin_of(&self, slot: &Slot) -> anyhow::Result<PluginSource> {
+        let (workload, arm) = self.workload_and_arm(slot)?;
+        self.spec.plugin_for(workload, arm)
+    }
+
+    /// The plan entries a slot names.
+    pub fn workload_and_arm(
+        &self,
+        slot: &Slot,
+    ) -> anyhow::Result<(&super::spec::WorkloadSpec, &super::spec::ArmSpec)> {
+        let workload = self
+            .spec
+            .workloads
+            .iter()
+            .find(|w| w.name == slot.workload)
+            .with_context(|| format!("slot {} names unknown workload `{}`", slot.slot, slot.workload))?;
+        let arm = self
+            .spec
+            .arms
+            .iter()
+            .find(|a| a.name == slot.arm)
+            .with_context(|| format!("slot {} names unknown arm `{}`", slot.slot, slot.arm))?;
+        Ok((workload, arm))
+    }
+
+    /// The inputs a slot's run must find unchanged.
+    pub fn inputs_of(&self, slot: &Slot) -> anyhow::Result<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        let source = self.plugin_of(slot)?;
+        for (name, _) in input_files(&source)? {
+            if let Some(hash) = self.inputs.get(&name) {
+                out.insert(name, hash.clone());
+            }
+        }
+        Ok(out)
+    }
+}

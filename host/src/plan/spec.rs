@@ -1,0 +1,452 @@
+//! The plan file (TOML): what a campaign compares and how it measures. Parsed
+//! strictly (unknown keys and wrong types name the key and line), with
+//! `--set path=value` overrides applied before parsing and recorded.
+
+use crate::run::worker::{Measure, PluginSource};
+use crate::stats::Method;
+use crate::target::TargetSpec;
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A campaign plan as written by its author.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanSpec {
+    /// A short name for listings and reports.
+    pub name: String,
+    /// Seeds the schedule and every run's env.random.
+    pub seed: u64,
+    /// Blocks per workload; each block runs every arm once.
+    pub blocks: usize,
+    /// Concurrent workers per run (one plugin instance each).
+    #[serde(default = "one")]
+    pub workers: u32,
+    /// The workload plugin used where a workload or arm names none.
+    #[serde(default)]
+    pub plugin: Option<String>,
+    pub measure: MeasureSpec,
+    #[serde(default)]
+    pub bootstrap: BootstrapSpec,
+    /// CPU groups; derived from the machine's topology when absent.
+    #[serde(default)]
+    pub cpus: Option<CpuSpec>,
+    #[serde(default)]
+    pub gates: GateSpec,
+    #[serde(default)]
+    pub limits: LimitSpec,
+    pub workloads: Vec<WorkloadSpec>,
+    pub arms: Vec<ArmSpec>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `[measure]`: transaction mode (`warmup`, `measured`) or window mode
+/// (`warmup_s`, `measured_s`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSpec {
+    #[serde(default = "transactions")]
+    pub mode: String,
+    #[serde(default)]
+    pub warmup: Option<u64>,
+    #[serde(default)]
+    pub measured: Option<u64>,
+    #[serde(default)]
+    pub warmup_s: Option<f64>,
+    #[serde(default)]
+    pub measured_s: Option<f64>,
+}
+
+fn transactions() -> String {
+    "transactions".into()
+}
+
+impl MeasureSpec {
+    /// The run-level measure, or what is missing.
+    pub fn measure(&self) -> anyhow::Result<Measure> {
+        match self.mode.as_str() {
+            "transactions" => {
+                let measured = self.measured.context(
+                    "`measure.measured` is missing: how many transactions each run measures",
+                )?;
+                if measured == 0 {
+                    bail!("`measure.measured` must be at least 1");
+                }
+                Ok(Measure::Transactions {
+                    warmup: self.warmup.unwrap_or(0),
+                    measured,
+                })
+            }
+            "window" => {
+                let measured_s = self
+                    .measured_s
+                    .context("`measure.measured_s` is missing: the measured window in seconds")?;
+                if measured_s <= 0.0 {
+                    bail!("`measure.measured_s` must be positive");
+                }
+                Ok(Measure::Window {
+                    warmup_s: self.warmup_s.unwrap_or(0.0),
+                    measured_s,
+                })
+            }
+            other => bail!("`measure.mode = \"{other}\"` is unknown; use \"transactions\" or \"window\""),
+        }
+    }
+}
+
+/// `[bootstrap]`: how intervals are computed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BootstrapSpec {
+    #[serde(default = "resamples")]
+    pub resamples: u32,
+    /// Seed of the resampling; defaults to the plan's seed.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub method: Method,
+    /// Nominal coverage of the intervals.
+    #[serde(default = "level")]
+    pub level: f64,
+}
+
+fn resamples() -> u32 {
+    crate::stats::DEFAULT_RESAMPLES
+}
+
+fn level() -> f64 {
+    crate::stats::DEFAULT_LEVEL
+}
+
+impl Default for BootstrapSpec {
+    fn default() -> Self {
+        BootstrapSpec {
+            resamples: resamples(),
+            seed: None,
+            method: Method::default(),
+            level: level(),
+        }
+    }
+}
+
+/// `[cpus]`: CPU lists such as "0-1" or "8-15,24".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSpec {
+    pub runner: String,
+    pub client: String,
+    #[serde(default)]
+    pub server: Option<String>,
+}
+
+/// What a gate does when it does not pass in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFail {
+    /// Keep waiting (no timeout).
+    Wait,
+    /// Run anyway and flag the run in the report.
+    #[default]
+    Flag,
+    /// Stop the campaign.
+    Abort,
+}
+
+/// What the campaign does after a failed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnRunFailure {
+    /// Record it and go on with the schedule.
+    #[default]
+    Continue,
+    /// Record it and stop the campaign (resume later with `--resume`).
+    Stop,
+}
+
+/// `[gates]`: quiescence before each run and what failures do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateSpec {
+    /// Most busy share of each client and server CPU over the window, percent.
+    #[serde(default = "busy_pct")]
+    pub quiescence_busy_pct: f64,
+    /// Most 1-minute load average per online CPU.
+    #[serde(default = "load_per_cpu")]
+    pub quiescence_load_per_cpu: f64,
+    /// The window the busy share is measured over, milliseconds.
+    #[serde(default = "window_ms")]
+    pub quiescence_window_ms: u64,
+    /// How long to wait for quiescence before `on_fail` applies, seconds.
+    #[serde(default = "wait_timeout_s")]
+    pub wait_timeout_s: f64,
+    #[serde(default)]
+    pub on_fail: OnFail,
+    #[serde(default)]
+    pub on_run_failure: OnRunFailure,
+    /// How often a failed run is repeated (each repeat is stored as a rerun
+    /// with the reason).
+    #[serde(default)]
+    pub reruns: u32,
+    /// Longest a run may take before it is killed, seconds.
+    #[serde(default = "run_timeout_s")]
+    pub run_timeout_s: f64,
+}
+
+fn busy_pct() -> f64 {
+    10.0
+}
+fn load_per_cpu() -> f64 {
+    1.5
+}
+fn window_ms() -> u64 {
+    300
+}
+fn wait_timeout_s() -> f64 {
+    30.0
+}
+fn run_timeout_s() -> f64 {
+    600.0
+}
+
+impl Default for GateSpec {
+    fn default() -> Self {
+        GateSpec {
+            quiescence_busy_pct: busy_pct(),
+            quiescence_load_per_cpu: load_per_cpu(),
+            quiescence_window_ms: window_ms(),
+            wait_timeout_s: wait_timeout_s(),
+            on_fail: OnFail::default(),
+            on_run_failure: OnRunFailure::default(),
+            reruns: 0,
+            run_timeout_s: run_timeout_s(),
+        }
+    }
+}
+
+/// `[limits]`: the plugin sandbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSpec {
+    #[serde(default = "call_deadline_ms")]
+    pub call_deadline_ms: u64,
+    #[serde(default = "memory_mib")]
+    pub memory_mib: u64,
+}
+
+fn call_deadline_ms() -> u64 {
+    10_000
+}
+fn memory_mib() -> u64 {
+    256
+}
+
+impl Default for LimitSpec {
+    fn default() -> Self {
+        LimitSpec {
+            call_deadline_ms: call_deadline_ms(),
+            memory_mib: memory_mib(),
+        }
+    }
+}
+
+/// `[[workloads]]`: one workload and its params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    pub name: String,
+    #[serde(default)]
+    pub plugin: Option<String>,
+    #[serde(default)]
+    pub params: BTreeMap<String, ParamValue>,
+}
+
+/// `[[arms]]`: one way of serving the workloads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArmSpec {
+    pub name: String,
+    #[serde(default)]
+    pub baseline: bool,
+    /// Overrides the workload plugin: another build, or `builtin`.
+    #[serde(default)]
+    pub plugin: Option<String>,
+    #[serde(default)]
+    pub target: TargetSpec,
+    /// Overrides workload params for this arm.
+    #[serde(default)]
+    pub params: BTreeMap<String, ParamValue>,
+    /// Test arms only: a busy wait added to every transaction, nanoseconds.
+    #[serde(default)]
+    pub inject_busy_ns: u64,
+}
+
+/// A param value as written: TOML strings, integers, floats and booleans
+/// are all accepted and passed to the workload as text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Text(String),
+    Integer(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl std::fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Text(s) => write!(f, "{s}"),
+            ParamValue::Integer(i) => write!(f, "{i}"),
+            ParamValue::Float(x) => write!(f, "{x}"),
+            ParamValue::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl PlanSpec {
+    /// Reads and parses the plan at `path`, applying `overrides`
+    /// (`path=value` each).
+    pub fn load(path: &Path, overrides: &[String]) -> anyhow::Result<PlanSpec> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read plan `{}`", path.display()))?;
+        Self::parse(&text, overrides).with_context(|| format!("in plan `{}`", path.display()))
+    }
+
+    /// Parses plan text, applying `overrides` first.
+    pub fn parse(text: &str, overrides: &[String]) -> anyhow::Result<PlanSpec> {
+        let spec: PlanSpec = if overrides.is_empty() {
+            // Parsing the text directly keeps line numbers in errors.
+            toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?
+        } else {
+            let mut table: toml::Table =
+                toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?;
+            for o in overrides {
+                apply_override(&mut table, o)?;
+            }
+            table
+                .try_into()
+                .map_err(|e: toml::de::Error| anyhow::anyhow!("after --set: {}", e.to_string().trim_end()))?
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        self.measure.measure()?;
+        if self.workers == 0 {
+            bail!("`workers` must be at least 1");
+        }
+        if self.workloads.is_empty() {
+            bail!("the plan has no `[[workloads]]`; add at least one");
+        }
+        if self.arms.is_empty() {
+            bail!("the plan has no `[[arms]]`; add at least one");
+        }
+        let baselines: Vec<&str> = self
+            .arms
+            .iter()
+            .filter(|a| a.baseline)
+            .map(|a| a.name.as_str())
+            .collect();
+        match baselines.len() {
+            1 => {}
+            0 => bail!("no arm is the baseline; mark one with `baseline = true`"),
+            _ => bail!(
+                "arms {} are all marked `baseline = true`; keep exactly one",
+                baselines.join(", ")
+            ),
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for arm in &self.arms {
+            if !seen.insert(arm.name.as_str()) {
+                bail!("two arms are named `{}`; arm names must be unique", arm.name);
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for w in &self.workloads {
+            if !seen.insert(w.name.as_str()) {
+                bail!("workload `{}` is listed twice", w.name);
+            }
+            for arm in &self.arms {
+                self.plugin_for(w, arm)?;
+            }
+        }
+        if !(0.0..1.0).contains(&self.bootstrap.level) || self.bootstrap.level == 0.0 {
+            bail!("`bootstrap.level = {}` must be between 0 and 1, e.g. 0.95", self.bootstrap.level);
+        }
+        if self.bootstrap.resamples == 0 {
+            bail!("`bootstrap.resamples` must be at least 1 (20000 is the default)");
+        }
+        crate::plan::design::orders(self.arms.len(), self.blocks, self.seed)?;
+        Ok(())
+    }
+
+    /// The workload source of `workload` in `arm`: the arm's plugin, else the
+    /// workload's, else the plan's.
+    pub fn plugin_for(&self, workload: &WorkloadSpec, arm: &ArmSpec) -> anyhow::Result<PluginSource> {
+        arm.plugin
+            .as_deref()
+            .or(workload.plugin.as_deref())
+            .or(self.plugin.as_deref())
+            .map(PluginSource::parse)
+            .with_context(|| {
+                format!(
+                    "no plugin for workload `{}` in arm `{}`; set `plugin` at the top of the plan, on the workload or on the arm",
+                    workload.name, arm.name
+                )
+            })
+    }
+
+    /// The params of `workload` in `arm`: the workload's, overridden by the arm's.
+    pub fn params_for(&self, workload: &WorkloadSpec, arm: &ArmSpec) -> Vec<(String, String)> {
+        let mut params: BTreeMap<&str, String> = workload
+            .params
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.to_string()))
+            .collect();
+        for (k, v) in &arm.params {
+            params.insert(k, v.to_string());
+        }
+        params.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    /// Index of the baseline arm.
+    pub fn baseline(&self) -> usize {
+        self.arms.iter().position(|a| a.baseline).unwrap_or(0)
+    }
+}
+
+/// Sets one dotted path (`measure.measured=500`, `arms.1.plugin=builtin`) in
+/// the plan's table; the value is read as TOML, or as a string if it is not.
+fn apply_override(table: &mut toml::Table, text: &str) -> anyhow::Result<()> {
+    let (path, raw) = text.split_once('=').with_context(|| {
+        format!("`--set {text}` is not PATH=VALUE, e.g. `--set measure.measured=500`")
+    })?;
+    let value: toml::Value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
+    let keys: Vec<&str> = path.trim().split('.').collect();
+    let (last, parents) = keys.split_last().context("`--set` needs a path")?;
+    let mut node = table;
+    for key in parents {
+        node = match node
+            .entry(*key)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
+            toml::Value::Table(t) => t,
+            toml::Value::Array(items) => {
+                bail!(
+                    "`--set {text}`: `{key}` is a list of {} entries; lists are set whole, e.g. `--set 'arms=[...]'`",
+                    items.len()
+                )
+            }
+            _ => bail!("`--set {text}`: `{key}` is a value, not a table"),
+        };
+    }
+    node.insert((*last).to_owned(), value);
+    Ok(())
+}
