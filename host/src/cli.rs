@@ -29,6 +29,16 @@ enum Command {
     /// Measure the plugin boundary: each workload as plugin and as builtin,
     /// alternating in one invocation.
     Boundary(BoundaryArgs),
+    /// Seal a plan and print its schedule, seed, hash and inputs without
+    /// running anything.
+    Plan(PlanArgs),
+    /// Seal and store a plan, then run its schedule: one fresh pinned worker
+    /// process per run. Ends with the comparison tables.
+    Campaign(CampaignArgs),
+    /// Write a stored campaign's full report.
+    Report(ReportArgs),
+    /// List stored campaigns.
+    Campaigns(CampaignsArgs),
     /// Internal: perform the run described by the JSON RunSpec on stdin and
     /// write its RunResult as JSON to stdout (what campaigns spawn).
     #[command(hide = true)]
@@ -137,6 +147,68 @@ struct BoundaryArgs {
     limits: LimitArgs,
 }
 
+#[derive(Debug, Args)]
+struct PlanArgs {
+    /// The plan file (TOML; see docs/plans.md).
+    plan: PathBuf,
+    /// Override one field, `path=value` (e.g. `measure.measured=500`); repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    overrides: Vec<String>,
+    /// Print the sealed plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct CampaignArgs {
+    /// The plan file (TOML; see docs/plans.md). Not needed with --resume.
+    #[arg(required_unless_present = "resume")]
+    plan: Option<PathBuf>,
+    /// Override one field, `path=value`; repeatable; sealed into the plan.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    overrides: Vec<String>,
+    /// Continue a stored campaign from its first unfinished run (an id or `latest`).
+    #[arg(long, value_name = "ID", conflicts_with = "plan")]
+    resume: Option<String>,
+    #[command(flatten)]
+    data: DataArgs,
+    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
+    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+struct DataArgs {
+    /// The data directory (the sled store).
+    #[arg(long, value_name = "DIR", default_value = "blocklab-data", env = "BLOCKLAB_DATA")]
+    data: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// A campaign id, or `latest`.
+    id: String,
+    /// md, json or csv (effects).
+    #[arg(long, default_value = "md", value_parser = ["md", "json", "csv"])]
+    format: String,
+    /// Write to this file instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArgs,
+}
+
+#[derive(Debug, Args)]
+struct CampaignsArgs {
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    data: DataArgs,
+}
+
 fn parse_param(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
@@ -159,6 +231,10 @@ pub fn main() -> anyhow::Result<ExitCode> {
             args.limits.limits(),
             args.limits.cache_dir(),
         ),
+        Command::Plan(args) => plan(args),
+        Command::Campaign(args) => campaign(args),
+        Command::Report(args) => report(args),
+        Command::Campaigns(args) => campaigns(args),
         Command::Worker => worker_main(),
     }
 }
@@ -235,5 +311,125 @@ fn worker_main() -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &result)?;
     writeln!(out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let sealed = crate::plan::seal::seal_file(&args.plan, &args.overrides)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &sealed)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    write!(out, "{}", crate::plan::describe(&sealed))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn open_store(data: &DataArgs) -> anyhow::Result<blocklab_store::Store> {
+    Ok(blocklab_store::Store::open(&data.data)?)
+}
+
+/// Resolves `latest` or a number to a stored campaign id.
+fn campaign_id(store: &blocklab_store::Store, text: &str) -> anyhow::Result<blocklab_store::CampaignId> {
+    if text == "latest" {
+        return store
+            .latest()?
+            .context("the store has no campaigns yet; run `blocklab campaign PLAN.toml` first");
+    }
+    let id = text
+        .parse()
+        .with_context(|| format!("`{text}` is not a campaign id (a number, or `latest`)"))?;
+    store.campaign(id)?;
+    Ok(id)
+}
+
+fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.data)?;
+    let id = match (&args.resume, &args.plan) {
+        (Some(text), _) => campaign_id(&store, text)?,
+        (None, Some(path)) => {
+            let sealed = crate::plan::seal::seal_file(path, &args.overrides)?;
+            let meta = store.create_campaign(
+                &sealed.spec.name,
+                &sealed.hash,
+                sealed.schedule.len() as u32,
+                &sealed,
+            )?;
+            eprintln!(
+                "campaign {} `{}`: {} runs, plan {} (stored in {})",
+                meta.id,
+                sealed.spec.name,
+                sealed.schedule.len(),
+                sealed.hash,
+                args.data.data.display()
+            );
+            meta.id
+        }
+        (None, None) => anyhow::bail!("give a plan file or `--resume ID`"),
+    };
+    let options = crate::run::supervisor::Options {
+        cache_dir: args.cache_dir.clone().or_else(Runtime::default_cache_dir),
+        worker_exe: None,
+        cancel: Default::default(),
+    };
+    let mut progress = crate::run::progress::Bar::new(args.quiet);
+    let outcome = crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?;
+    progress.finish();
+    let report = crate::report::build(&store, id)?;
+    print!("{}", crate::report::terminal(&report));
+    println!("\nfull report: blocklab report {id} --format md --data {}", args.data.data.display());
+    Ok(match outcome {
+        crate::run::supervisor::Outcome::Finished => ExitCode::SUCCESS,
+        crate::run::supervisor::Outcome::Stopped(why) => {
+            eprintln!("campaign {id} stopped: {why}");
+            ExitCode::from(3)
+        }
+    })
+}
+
+fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.data)?;
+    let id = campaign_id(&store, &args.id)?;
+    let report = crate::report::build(&store, id)?;
+    let text = match args.format.as_str() {
+        "json" => serde_json::to_string_pretty(&report)? + "\n",
+        "csv" => crate::report::csv(&report),
+        _ => crate::report::markdown(&report),
+    };
+    match args.output {
+        Some(path) => std::fs::write(&path, text)
+            .with_context(|| format!("cannot write `{}`", path.display()))?,
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn campaigns(args: CampaignsArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.data)?;
+    let list = store.campaigns()?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &list)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "{:>4}  {:<24} {:<10} {:>9}  plan", "id", "name", "status", "runs")?;
+    for c in list {
+        let status = match &c.status {
+            blocklab_store::CampaignStatus::Failed { .. } => "failed".to_owned(),
+            other => format!("{other:?}").to_lowercase(),
+        };
+        writeln!(
+            out,
+            "{:>4}  {:<24} {:<10} {:>4}/{:<4}  {}",
+            c.id,
+            c.name,
+            status,
+            c.finished_runs,
+            c.total_runs,
+            &c.plan_hash[..12.min(c.plan_hash.len())]
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod plan;
 pub mod plugin;
+pub mod report;
 pub mod run;
 pub mod stats;
 pub mod target;

@@ -3,3 +3,43 @@
 pub mod design;
 pub mod seal;
 pub mod spec;
+
+use std::fmt::Write as _;
+
+/// The sealed plan as `blocklab plan` prints it: seed, hash, inputs, and
+/// per workload the arm order of every block.
+pub fn describe(sealed: &seal::SealedPlan) -> String {
+    let spec = &sealed.spec;
+    let mut s = String::new();
+    let _ = writeln!(s, "plan `{}` sealed: {}", spec.name, sealed.hash);
+    let _ = writeln!(
+        s,
+        "seed {}, {} blocks × {} arms × {} workloads = {} runs; baseline `{}`",
+        spec.seed,
+        spec.blocks,
+        spec.arms.len(),
+        spec.workloads.len(),
+        sealed.schedule.len(),
+        spec.arms[spec.baseline()].name
+    );
+    for o in &sealed.overrides {
+        let _ = writeln!(s, "override: {o}");
+    }
+    let _ = writeln!(s, "inputs:");
+    for (name, hash) in &sealed.inputs {
+        let _ = writeln!(s, "  {hash}  {name}");
+    }
+    for w in &spec.workloads {
+        let _ = writeln!(s, "{}:", w.name);
+        for block in 0..spec.blocks as u32 {
+            let order: Vec<&str> = sealed
+                .schedule
+                .iter()
+                .filter(|x| x.workload == w.name && x.block == block)
+                .map(|x| x.arm.as_str())
+                .collect();
+            let _ = writeln!(s, "  block {:>2}: {}", block + 1, order.join(" → "));
+        }
+    }
+    s
+}

@@ -4,7 +4,11 @@
 pub mod alloc;
 pub mod boundary;
 pub mod cpu;
+pub mod gates;
+pub mod placement;
+pub mod progress;
 pub mod result;
+pub mod supervisor;
 pub mod worker;
 
 pub use result::RunResult;

@@ -1,0 +1,537 @@
+//! Reports: a campaign's stored runs turned into paired effects, absolute
+//! medians and diagnostics (METHOD.md, "Estimands"), and rendered as terminal
+//! tables, markdown, JSON or CSV (METHOD.md, "Reporting"). The JSON field
+//! names are a stable interface (docs/reports.md).
+
+use crate::plan::seal::SealedPlan;
+use crate::run::RunResult;
+use crate::run::gates::Environment;
+use crate::run::placement::{Placement, format_cpu_list};
+use crate::run::supervisor::{RunRecord, RunStatus};
+use crate::stats::{self, Effect};
+use blocklab_store::{CampaignId, CampaignMeta, Store};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// One statistic compared across arms.
+pub struct Statistic {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub lower_is_better: bool,
+    pub of: fn(&RunResult) -> f64,
+}
+
+/// The statistics every transaction-mode campaign compares.
+pub const STATISTICS: &[Statistic] = &[
+    Statistic { name: "mean_latency", unit: "µs", lower_is_better: true, of: |r| r.latency_us.mean },
+    Statistic { name: "p99_latency", unit: "µs", lower_is_better: true, of: |r| r.latency_us.p99 },
+    Statistic { name: "throughput", unit: "txn/s", lower_is_better: false, of: |r| r.throughput_per_s },
+    Statistic { name: "cpu_measured", unit: "µs/txn", lower_is_better: true, of: |r| r.cpu.measured_us_per_txn },
+    Statistic { name: "cpu_process", unit: "µs/txn", lower_is_better: true, of: |r| r.cpu.process_us_per_txn },
+    Statistic { name: "alloc_bytes", unit: "B/txn", lower_is_better: true, of: |r| r.alloc.bytes_per_txn },
+    Statistic { name: "allocs", unit: "/txn", lower_is_better: true, of: |r| r.alloc.allocs_per_txn },
+];
+
+/// A paired effect of one arm against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectRow {
+    pub workload: String,
+    pub arm: String,
+    pub baseline: String,
+    pub statistic: String,
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Blocks in which both the arm and the baseline have a successful run.
+    pub blocks: usize,
+    /// Blocks the arm beat the baseline in.
+    pub won: usize,
+}
+
+/// An effect that could not be computed, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MissingEffect {
+    pub workload: String,
+    pub arm: String,
+    pub statistic: String,
+    pub reason: String,
+}
+
+/// The median of an arm's run-level statistic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbsoluteRow {
+    pub workload: String,
+    pub arm: String,
+    pub statistic: String,
+    pub unit: String,
+    pub median: f64,
+    pub runs: usize,
+}
+
+/// The order diagnostic: mean latency at each position relative to each
+/// arm's geometric mean, pooled over arms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionRow {
+    pub workload: String,
+    pub position: usize,
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+/// One stored attempt, flattened for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub slot: u32,
+    pub block: u32,
+    pub position: u32,
+    pub attempt: u32,
+    pub status: RunStatus,
+    pub reason: Option<String>,
+    pub rerun_reason: Option<String>,
+    pub gate_flagged: bool,
+    pub steal_pct: f64,
+    pub oom_kills: Option<u64>,
+    #[serde(flatten)]
+    pub result: RunResult,
+}
+
+/// The gates' verdict over the whole campaign.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GateSummary {
+    pub runs: usize,
+    pub failed: Vec<String>,
+    pub flagged: Vec<String>,
+    pub reruns: usize,
+    pub max_steal_pct: f64,
+    pub oom_kills: u64,
+    pub unfinished_slots: usize,
+}
+
+/// Everything a report says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub campaign: CampaignMeta,
+    pub plan: SealedPlan,
+    pub environment: Option<Environment>,
+    pub placement: Option<Placement>,
+    pub gates: GateSummary,
+    pub effects: Vec<EffectRow>,
+    pub missing_effects: Vec<MissingEffect>,
+    pub absolutes: Vec<AbsoluteRow>,
+    pub positions: Vec<PositionRow>,
+    pub runs: Vec<RunRow>,
+    pub limits: Vec<String>,
+}
+
+/// Builds the report of campaign `id` from the store.
+pub fn build(store: &Store, id: CampaignId) -> anyhow::Result<Report> {
+    let campaign = store.campaign(id)?;
+    let plan: SealedPlan = store.sealed_plan(id)?;
+    let records: Vec<RunRecord> = store
+        .runs::<RunRecord>(id)?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    Ok(analyse(
+        campaign,
+        plan,
+        &records,
+        store.blob(id, "environment")?,
+        store.blob(id, "placement")?,
+    ))
+}
+
+/// The analysis itself, from records in memory.
+pub fn analyse(
+    campaign: CampaignMeta,
+    plan: SealedPlan,
+    records: &[RunRecord],
+    environment: Option<Environment>,
+    placement: Option<Placement>,
+) -> Report {
+    // The final attempt of each slot is the one analysed; earlier ones stay in
+    // `runs` as reruns.
+    let mut finals: BTreeMap<u32, &RunRecord> = BTreeMap::new();
+    for r in records {
+        let keep = finals.get(&r.slot.slot).is_none_or(|f| f.attempt < r.attempt);
+        if keep {
+            finals.insert(r.slot.slot, r);
+        }
+    }
+    let spec = &plan.spec;
+    let baseline = spec.arms[spec.baseline()].name.clone();
+    let boot = &spec.bootstrap;
+    let boot_seed = boot.seed.unwrap_or(spec.seed);
+    let mut effects = Vec::new();
+    let mut missing = Vec::new();
+    let mut absolutes = Vec::new();
+    let mut positions = Vec::new();
+    for workload in &spec.workloads {
+        // ok[arm][block] = result
+        let mut ok: BTreeMap<&str, BTreeMap<u32, &RunResult>> = BTreeMap::new();
+        for r in finals.values().filter(|r| r.slot.workload == workload.name) {
+            if let (RunStatus::Ok, Some(result)) = (r.status, &r.result) {
+                ok.entry(r.slot.arm.as_str()).or_default().insert(r.slot.block, result);
+            }
+        }
+        for arm in &spec.arms {
+            let runs = ok.get(arm.name.as_str());
+            for s in STATISTICS {
+                let values: Vec<f64> = runs.map(|m| m.values().map(|r| (s.of)(r)).collect()).unwrap_or_default();
+                if !values.is_empty() {
+                    absolutes.push(AbsoluteRow {
+                        workload: workload.name.clone(),
+                        arm: arm.name.clone(),
+                        statistic: s.name.into(),
+                        unit: s.unit.into(),
+                        median: stats::median(&values),
+                        runs: values.len(),
+                    });
+                }
+            }
+            if arm.name == baseline {
+                continue;
+            }
+            let (Some(arm_runs), Some(base_runs)) = (runs, ok.get(baseline.as_str())) else {
+                missing.push(MissingEffect {
+                    workload: workload.name.clone(),
+                    arm: arm.name.clone(),
+                    statistic: "*".into(),
+                    reason: "no successful runs of the arm or the baseline".into(),
+                });
+                continue;
+            };
+            let blocks: Vec<u32> = arm_runs.keys().filter(|b| base_runs.contains_key(b)).copied().collect();
+            for s in STATISTICS {
+                let a: Vec<f64> = blocks.iter().map(|b| (s.of)(arm_runs[b])).collect();
+                let b: Vec<f64> = blocks.iter().map(|b| (s.of)(base_runs[b])).collect();
+                match stats::paired_effect(&a, &b, s.lower_is_better, boot.resamples, boot_seed, boot.method, boot.level) {
+                    Ok(Effect { ratio, ci_low, ci_high, blocks, won }) => effects.push(EffectRow {
+                        workload: workload.name.clone(),
+                        arm: arm.name.clone(),
+                        baseline: baseline.clone(),
+                        statistic: s.name.into(),
+                        ratio,
+                        ci_low,
+                        ci_high,
+                        blocks,
+                        won,
+                    }),
+                    Err(e) => missing.push(MissingEffect {
+                        workload: workload.name.clone(),
+                        arm: arm.name.clone(),
+                        statistic: s.name.into(),
+                        reason: e.to_string(),
+                    }),
+                }
+            }
+        }
+        // Position diagnostic over complete blocks only.
+        let arm_index: BTreeMap<&str, usize> =
+            spec.arms.iter().enumerate().map(|(i, a)| (a.name.as_str(), i)).collect();
+        let complete: Vec<u32> = (0..spec.blocks as u32)
+            .filter(|b| spec.arms.iter().all(|a| ok.get(a.name.as_str()).is_some_and(|m| m.contains_key(b))))
+            .collect();
+        if spec.arms.len() > 1 && !complete.is_empty() {
+            let runs: Vec<(usize, usize, usize, f64)> = finals
+                .values()
+                .filter(|r| r.slot.workload == workload.name && complete.contains(&r.slot.block))
+                .filter_map(|r| {
+                    let result = r.result.as_ref()?;
+                    Some((
+                        complete.iter().position(|b| *b == r.slot.block)?,
+                        r.slot.position as usize,
+                        arm_index[r.slot.arm.as_str()],
+                        result.latency_us.mean,
+                    ))
+                })
+                .collect();
+            if let Ok(rows) = stats::position_effects(&runs, spec.arms.len(), boot.resamples, boot_seed, boot.level) {
+                for (position, e) in rows.into_iter().enumerate() {
+                    positions.push(PositionRow {
+                        workload: workload.name.clone(),
+                        position,
+                        ratio: e.ratio,
+                        ci_low: e.ci_low,
+                        ci_high: e.ci_high,
+                    });
+                }
+            }
+        }
+    }
+
+    let mut gates = GateSummary {
+        runs: records.len(),
+        unfinished_slots: plan.schedule.len() - finals.len(),
+        ..Default::default()
+    };
+    let mut runs = Vec::new();
+    for r in records {
+        let label = format!("slot {} ({} / {} / block {})", r.slot.slot, r.slot.workload, r.slot.arm, r.slot.block + 1);
+        if r.status == RunStatus::Failed {
+            gates.failed.push(format!("{label}: {}", r.reason.as_deref().unwrap_or("unknown")));
+        }
+        if r.gate_flagged {
+            gates.flagged.push(format!(
+                "{label}: busy {:.0}%, load {:.2}/cpu after {:.0} s",
+                r.quiescence.busy_pct, r.quiescence.load_per_cpu, r.quiescence.waited_s
+            ));
+        }
+        if r.attempt > 0 {
+            gates.reruns += 1;
+        }
+        gates.max_steal_pct = gates.max_steal_pct.max(r.telemetry.steal_pct);
+        gates.oom_kills += r.telemetry.oom_kills.unwrap_or(0);
+        let mut result = r.result.clone().unwrap_or_default();
+        result.workload = r.slot.workload.clone();
+        result.arm = r.slot.arm.clone();
+        result.histogram = None;
+        runs.push(RunRow {
+            slot: r.slot.slot,
+            block: r.slot.block,
+            position: r.slot.position,
+            attempt: r.attempt,
+            status: r.status,
+            reason: r.reason.clone(),
+            rerun_reason: r.rerun_reason.clone(),
+            gate_flagged: r.gate_flagged,
+            steal_pct: r.telemetry.steal_pct,
+            oom_kills: r.telemetry.oom_kills,
+            result,
+        });
+    }
+    let limits = limits(&plan, environment.as_ref(), placement.as_ref());
+    Report {
+        campaign,
+        plan,
+        environment,
+        placement,
+        gates,
+        effects,
+        missing_effects: missing,
+        absolutes,
+        positions,
+        runs,
+        limits,
+    }
+}
+
+/// What the design did not test, stated with every report.
+fn limits(plan: &SealedPlan, env: Option<&Environment>, placement: Option<&Placement>) -> Vec<String> {
+    let spec = &plan.spec;
+    let mut out = vec![
+        format!(
+            "Intervals are nominal {:.0}% {} bootstrap intervals over blocks, per workload and statistic, with no correction for multiple comparisons and no aggregate across workloads.",
+            spec.bootstrap.level * 100.0,
+            match spec.bootstrap.method {
+                stats::Method::Percentile => "percentile",
+                stats::Method::Bca => "BCa",
+            }
+        ),
+        "No outliers were removed. Latency is closed-loop per transaction, including retries.".into(),
+        "CPU through shutdown (E−A) includes startup, fixture, warmup and teardown; host heap figures count the blocklab process's Rust heap only (not plugin linear memory, not native libraries).".into(),
+    ];
+    if spec.workers == 1 {
+        out.push("One worker: batching and contention under concurrency were not tested.".into());
+    }
+    if spec.arms.iter().all(|a| a.target.kind() == "embedded") {
+        out.push("Every arm used the embedded target: no network and no server; the figures measure client-side work only.".into());
+    }
+    if let Some(p) = placement
+        && !p.origin.starts_with("plan")
+    {
+        out.push(format!("Placement was {}.", p.origin));
+    }
+    if let Some(e) = env
+        && e.online_cpus <= 2
+    {
+        out.push(format!("The machine has {} CPUs: runner and client cannot be isolated from the rest of the system.", e.online_cpus));
+    }
+    out
+}
+
+fn fmt_ratio(e: &EffectRow) -> String {
+    format!("{:.3} [{:.3}, {:.3}]", e.ratio, e.ci_low, e.ci_high)
+}
+
+fn fmt_value(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() >= 1000.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// The terminal tables printed at the end of a campaign.
+pub fn terminal(report: &Report) -> String {
+    let mut s = String::new();
+    let spec = &report.plan.spec;
+    let arms: Vec<&str> = spec.arms.iter().filter(|a| !a.baseline).map(|a| a.name.as_str()).collect();
+    let baseline = &spec.arms[spec.baseline()].name;
+    let _ = writeln!(
+        s,
+        "\ncampaign {} `{}`: {} workloads × {} arms × {} blocks, plan {}",
+        report.campaign.id,
+        spec.name,
+        spec.workloads.len(),
+        spec.arms.len(),
+        spec.blocks,
+        &report.plan.hash[..12]
+    );
+    for stat in ["mean_latency", "cpu_process"] {
+        let _ = writeln!(
+            s,
+            "\n{stat}: ratio arm/{baseline} [{:.0}% interval] (blocks won); below 1 is faster/cheaper",
+            spec.bootstrap.level * 100.0
+        );
+        let _ = write!(s, "{:<18}", "workload");
+        for arm in &arms {
+            let _ = write!(s, " {:>30}", arm);
+        }
+        let _ = writeln!(s);
+        for w in &spec.workloads {
+            let _ = write!(s, "{:<18}", w.name);
+            for arm in &arms {
+                let cell = report
+                    .effects
+                    .iter()
+                    .find(|e| e.workload == w.name && e.arm == *arm && e.statistic == stat)
+                    .map(|e| format!("{} ({}/{})", fmt_ratio(e), e.won, e.blocks))
+                    .unwrap_or_else(|| "—".into());
+                let _ = write!(s, " {cell:>30}");
+            }
+            let _ = writeln!(s);
+        }
+    }
+    let _ = writeln!(s, "\nmedians of run-level statistics");
+    let _ = writeln!(
+        s,
+        "{:<18} {:<14} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "workload", "arm", "mean µs", "p99 µs", "txn/s", "cpu µs/txn", "E−A µs/txn"
+    );
+    for w in &spec.workloads {
+        for arm in &spec.arms {
+            let get = |stat: &str| {
+                report
+                    .absolutes
+                    .iter()
+                    .find(|a| a.workload == w.name && a.arm == arm.name && a.statistic == stat)
+                    .map_or("—".into(), |a| fmt_value(a.median))
+            };
+            let _ = writeln!(
+                s,
+                "{:<18} {:<14} {:>12} {:>12} {:>12} {:>12} {:>12}",
+                w.name,
+                arm.name,
+                get("mean_latency"),
+                get("p99_latency"),
+                get("throughput"),
+                get("cpu_measured"),
+                get("cpu_process")
+            );
+        }
+    }
+    let g = &report.gates;
+    let _ = writeln!(
+        s,
+        "\ngates: {} runs, {} failed, {} flagged by the quiescence gate, {} reruns, max steal {:.1}%, {} OOM kills{}",
+        g.runs,
+        g.failed.len(),
+        g.flagged.len(),
+        g.reruns,
+        g.max_steal_pct,
+        g.oom_kills,
+        if g.unfinished_slots > 0 {
+            format!(", {} slots not run yet (resume with `blocklab campaign --resume {}`)", g.unfinished_slots, report.campaign.id)
+        } else {
+            String::new()
+        }
+    );
+    for f in g.failed.iter().take(5) {
+        let _ = writeln!(s, "  failed {f}");
+    }
+    s
+}
+
+/// The full markdown report, in METHOD.md's order.
+pub fn markdown(report: &Report) -> String {
+    let mut s = String::new();
+    let spec = &report.plan.spec;
+    let baseline = &spec.arms[spec.baseline()].name;
+    let _ = writeln!(s, "# Campaign {}: {}\n", report.campaign.id, spec.name);
+    let _ = writeln!(s, "Plan hash `{}`, sealed by blocklab {}. Ratios below 1 mean the arm is faster or cheaper than the baseline `{baseline}` (for throughput, above 1 is better).\n", report.plan.hash, report.plan.version);
+    let _ = writeln!(s, "## Arms\n\n| arm | baseline | plugin | target | params |\n|---|---|---|---|---|");
+    for arm in &spec.arms {
+        let plugin = arm.plugin.as_deref().or(spec.plugin.as_deref()).unwrap_or("per workload");
+        let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(s, "| {} | {} | `{}` | {} | {} |", arm.name, if arm.baseline { "yes" } else { "" }, plugin, arm.target.kind(), params.join(" "));
+    }
+    let _ = writeln!(s, "\n### Inputs\n\n| input | sha256 |\n|---|---|");
+    for (name, hash) in &report.plan.inputs {
+        let _ = writeln!(s, "| `{name}` | `{hash}` |");
+    }
+    let _ = writeln!(s, "\n## Environment\n");
+    if let Some(e) = &report.environment {
+        let _ = writeln!(s, "- CPU: {} ({} online), {:.1} GiB memory\n- kernel {}, governor {}\n- SMT layout (sibling groups): {}\n- host {}", e.cpu_model, e.online_cpus, e.memory_gib, e.kernel, e.governor, e.smt_layout.join(" "), e.hostname);
+    }
+    if let Some(p) = &report.placement {
+        let _ = writeln!(s, "- placement ({}): runner {}, client {}, server {}", p.origin, format_cpu_list(&p.runner), format_cpu_list(&p.client), if p.server.is_empty() { "none".into() } else { format_cpu_list(&p.server) });
+    }
+    let m = spec.measure.measure().map(|m| format!("{m:?}")).unwrap_or_default();
+    let _ = writeln!(s, "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- bootstrap: {} resamples, seed {}, {:?}, level {}", spec.seed, spec.blocks, spec.arms.len(), spec.workers, spec.bootstrap.resamples, spec.bootstrap.seed.unwrap_or(spec.seed), spec.bootstrap.method, spec.bootstrap.level);
+    if !report.plan.overrides.is_empty() {
+        let _ = writeln!(s, "- overrides: {}", report.plan.overrides.join(", "));
+    }
+    let g = &report.gates;
+    let _ = writeln!(s, "\n## Gates\n\n{} runs stored; {} failed; {} ran although the quiescence gate did not pass; {} reruns; max CPU steal {:.2}%; {} OOM kills; {} slots not run.", g.runs, g.failed.len(), g.flagged.len(), g.reruns, g.max_steal_pct, g.oom_kills, g.unfinished_slots);
+    for f in &g.failed {
+        let _ = writeln!(s, "- failed: {f}");
+    }
+    for f in &g.flagged {
+        let _ = writeln!(s, "- flagged: {f}");
+    }
+    let _ = writeln!(s, "\n## Results");
+    for w in &spec.workloads {
+        let _ = writeln!(s, "\n### {}\n\n| statistic | arm | ratio | interval | blocks won |\n|---|---|---|---|---|", w.name);
+        for e in report.effects.iter().filter(|e| e.workload == w.name) {
+            let _ = writeln!(s, "| {} | {} | {:.3} | {:.3} – {:.3} | {}/{} |", e.statistic, e.arm, e.ratio, e.ci_low, e.ci_high, e.won, e.blocks);
+        }
+        let _ = writeln!(s, "\n| statistic | unit | {} |\n|---|---|{}", spec.arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(" | "), "---|".repeat(spec.arms.len()));
+        for st in STATISTICS {
+            let cells: Vec<String> = spec.arms.iter().map(|a| {
+                report.absolutes.iter().find(|x| x.workload == w.name && x.arm == a.name && x.statistic == st.name).map_or("—".into(), |x| fmt_value(x.median))
+            }).collect();
+            let _ = writeln!(s, "| {} | {} | {} |", st.name, st.unit, cells.join(" | "));
+        }
+        let pos: Vec<String> = report.positions.iter().filter(|p| p.workload == w.name).map(|p| format!("position {}: {:.3} [{:.3}, {:.3}]", p.position + 1, p.ratio, p.ci_low, p.ci_high)).collect();
+        if !pos.is_empty() {
+            let _ = writeln!(s, "\nOrder diagnostic (mean latency at each position relative to the arm's geometric mean): {}", pos.join("; "));
+        }
+    }
+    if !report.missing_effects.is_empty() {
+        let _ = writeln!(s, "\n### Effects not computed\n");
+        for m in &report.missing_effects {
+            let _ = writeln!(s, "- {} / {} / {}: {}", m.workload, m.arm, m.statistic, m.reason);
+        }
+    }
+    let _ = writeln!(s, "\n## Limits\n");
+    for l in &report.limits {
+        let _ = writeln!(s, "- {l}");
+    }
+    s
+}
+
+/// The effects as CSV, one row per workload × arm × statistic.
+pub fn csv(report: &Report) -> String {
+    let mut s = String::from("workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won\n");
+    for e in &report.effects {
+        let _ = writeln!(s, "{},{},{},{},{},{},{},{},{}", e.workload, e.arm, e.baseline, e.statistic, e.ratio, e.ci_low, e.ci_high, e.blocks, e.won);
+    }
+    s
+}

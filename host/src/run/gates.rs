@@ -1,0 +1,198 @@
+//! Gates and telemetry around each run (METHOD.md): the quiescence gate
+//! before it, and what the kernel says happened during it — CPU steal on the
+//! pinned CPUs and OOM kills — plus the machine's environment for reports.
+
+use crate::plan::spec::GateSpec;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Per-CPU jiffies from /proc/stat: (busy, total, steal).
+fn cpu_times() -> BTreeMap<usize, (u64, u64, u64)> {
+    let mut out = BTreeMap::new();
+    let Ok(text) = std::fs::read_to_string("/proc/stat") else {
+        return out;
+    };
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let Some(name) = fields.next() else { continue };
+        let Some(cpu) = name.strip_prefix("cpu").and_then(|n| n.parse::<usize>().ok()) else {
+            continue;
+        };
+        let v: Vec<u64> = fields.filter_map(|f| f.parse().ok()).collect();
+        if v.len() < 8 {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal [guest guest_nice]:
+        // guest time is already inside user, so it is not added again.
+        let total: u64 = v[..8].iter().sum();
+        let idle = v[3] + v[4];
+        out.insert(cpu, (total - idle, total, v[7]));
+    }
+    out
+}
+
+/// A /proc/vmstat counter.
+fn vmstat(name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/vmstat").ok()?;
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == name).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+/// The 1-minute load average.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// What the quiescence gate saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Quiescence {
+    /// Whether the thresholds held before the timeout.
+    pub passed: bool,
+    /// Highest busy share among the watched CPUs in the last window, percent.
+    pub busy_pct: f64,
+    /// 1-minute load average per online CPU at the last check.
+    pub load_per_cpu: f64,
+    /// How long the gate waited, seconds.
+    pub waited_s: f64,
+}
+
+/// Waits until `cpus` are nearly idle and the load is low, or the timeout
+/// passes (`wait_forever` ignores the timeout).
+pub fn quiescence(cpus: &[usize], gate: &GateSpec, wait_forever: bool) -> Quiescence {
+    let start = Instant::now();
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let window = Duration::from_millis(gate.quiescence_window_ms.max(10));
+    loop {
+        let before = cpu_times();
+        std::thread::sleep(window);
+        let after = cpu_times();
+        let busy_pct = cpus
+            .iter()
+            .filter_map(|c| {
+                let (b0, t0, _) = before.get(c)?;
+                let (b1, t1, _) = after.get(c)?;
+                let dt = t1.saturating_sub(*t0);
+                (dt > 0).then(|| 100.0 * b1.saturating_sub(*b0) as f64 / dt as f64)
+            })
+            .fold(0.0, f64::max);
+        let load_per_cpu = load_average().unwrap_or(0.0) / online;
+        let passed =
+            busy_pct <= gate.quiescence_busy_pct && load_per_cpu <= gate.quiescence_load_per_cpu;
+        let waited = start.elapsed();
+        if passed || (!wait_forever && waited.as_secs_f64() >= gate.wait_timeout_s) {
+            return Quiescence {
+                passed,
+                busy_pct,
+                load_per_cpu,
+                waited_s: waited.as_secs_f64(),
+            };
+        }
+    }
+}
+
+/// Kernel counters read before a run, to diff after it.
+pub struct Probe {
+    times: BTreeMap<usize, (u64, u64, u64)>,
+    oom_kills: Option<u64>,
+}
+
+/// What the kernel saw during a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Telemetry {
+    /// Steal time on the client CPUs, percent of their time during the run.
+    pub steal_pct: f64,
+    /// OOM kills on the machine during the run (/proc/vmstat oom_kill);
+    /// `None` where the kernel does not count them.
+    pub oom_kills: Option<u64>,
+    /// Busy share of the client CPUs during the whole run, percent.
+    pub client_busy_pct: f64,
+    /// CPU migrations: perf counters are not read, so this stays unknown.
+    pub migrations: Option<u64>,
+}
+
+impl Probe {
+    pub fn start() -> Probe {
+        Probe {
+            times: cpu_times(),
+            oom_kills: vmstat("oom_kill"),
+        }
+    }
+
+    pub fn finish(self, client: &[usize]) -> Telemetry {
+        let after = cpu_times();
+        let (mut steal, mut busy, mut total) = (0u64, 0u64, 0u64);
+        for c in client {
+            if let (Some((b0, t0, s0)), Some((b1, t1, s1))) = (self.times.get(c), after.get(c)) {
+                steal += s1.saturating_sub(*s0);
+                busy += b1.saturating_sub(*b0);
+                total += t1.saturating_sub(*t0);
+            }
+        }
+        let pct = |x: u64| if total == 0 { 0.0 } else { 100.0 * x as f64 / total as f64 };
+        Telemetry {
+            steal_pct: pct(steal),
+            oom_kills: match (self.oom_kills, vmstat("oom_kill")) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            },
+            client_busy_pct: pct(busy),
+            migrations: None,
+        }
+    }
+}
+
+/// The machine a campaign ran on, for the report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub cpu_model: String,
+    pub kernel: String,
+    pub governor: String,
+    /// Sibling groups, e.g. ["0-1", "2-3"].
+    pub smt_layout: Vec<String>,
+    pub online_cpus: usize,
+    pub memory_gib: f64,
+    pub hostname: String,
+    pub blocklab_version: String,
+}
+
+impl Environment {
+    pub fn read() -> Environment {
+        let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_owned());
+        let cpu_model = read("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        let memory_gib = read("/proc/meminfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("MemTotal:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|kb| kb.parse::<f64>().ok())
+            })
+            .map_or(0.0, |kb| kb / (1024.0 * 1024.0));
+        Environment {
+            cpu_model,
+            kernel: read("/proc/sys/kernel/osrelease").unwrap_or_else(|_| "unknown".into()),
+            governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+                .unwrap_or_else(|_| "unavailable (no cpufreq: a VM?)".into()),
+            smt_layout: super::placement::sibling_groups()
+                .iter()
+                .map(|g| super::placement::format_cpu_list(g))
+                .collect(),
+            online_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_gib,
+            hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
+            blocklab_version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! CPU placement: the runner, client and server groups of a campaign, read
+//! from the plan or derived from the machine's sibling topology, checked
+//! against the machine, and applied with sched_setaffinity(2).
+
+use crate::plan::spec::CpuSpec;
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// The CPU groups a campaign uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub runner: Vec<usize>,
+    pub client: Vec<usize>,
+    pub server: Vec<usize>,
+    /// How the groups were chosen: `plan`, or `derived` with a note.
+    pub origin: String,
+}
+
+/// Parses a CPU list such as "0-1,4,8-11".
+pub fn parse_cpu_list(text: &str) -> anyhow::Result<Vec<usize>> {
+    let mut cpus = BTreeSet::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let lo: usize = lo
+            .parse()
+            .with_context(|| format!("`{part}` in CPU list `{text}` is not a CPU number or range"))?;
+        let hi: usize = hi
+            .parse()
+            .with_context(|| format!("`{part}` in CPU list `{text}` is not a CPU number or range"))?;
+        if hi < lo {
+            bail!("range `{part}` in CPU list `{text}` runs backwards");
+        }
+        cpus.extend(lo..=hi);
+    }
+    if cpus.is_empty() {
+        bail!("CPU list `{text}` is empty");
+    }
+    Ok(cpus.into_iter().collect())
+}
+
+/// Formats CPUs as a compact list ("0-3,8").
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
+            i += 1;
+        }
+        parts.push(if cpus[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", cpus[i])
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+/// The sibling groups of the machine (one per physical core), from
+/// /sys/devices/system/cpu/cpu*/topology/thread_siblings_list, restricted to
+/// the CPUs this process may use.
+pub fn sibling_groups() -> Vec<Vec<usize>> {
+    let allowed: BTreeSet<usize> = super::cpu::affinity().into_iter().collect();
+    let mut groups: BTreeSet<Vec<usize>> = BTreeSet::new();
+    for &cpu in &allowed {
+        let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
+        let group = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| parse_cpu_list(t.trim()).ok())
+            .unwrap_or_else(|| vec![cpu]);
+        groups.insert(group.into_iter().filter(|c| allowed.contains(c)).collect());
+    }
+    groups.into_iter().filter(|g| !g.is_empty()).collect()
+}
+
+impl Placement {
+    /// The plan's groups checked against the machine, or groups derived from
+    /// its topology: runner on the first core, server on the next quarter
+    /// (when a local server is needed), client on the rest.
+    pub fn resolve(spec: Option<&CpuSpec>, needs_server: bool) -> anyhow::Result<Placement> {
+        let available: BTreeSet<usize> = super::cpu::affinity().into_iter().collect();
+        let Some(spec) = spec else {
+            return Ok(Self::derive(&sibling_groups(), needs_server));
+        };
+        let runner = parse_cpu_list(&spec.runner).context("in `cpus.runner`")?;
+        let client = parse_cpu_list(&spec.client).context("in `cpus.client`")?;
+        let server = match &spec.server {
+            Some(s) => parse_cpu_list(s).context("in `cpus.server`")?,
+            None => Vec::new(),
+        };
+        for (name, group) in [("runner", &runner), ("client", &client), ("server", &server)] {
+            let missing: Vec<usize> = group
+                .iter()
+                .copied()
+                .filter(|c| !available.contains(c))
+                .collect();
+            if !missing.is_empty() {
+                bail!(
+                    "`cpus.{name}` names CPU {} which this machine does not have or does not let blocklab use (available: {}); pick CPUs from that list",
+                    format_cpu_list(&missing),
+                    format_cpu_list(&available.iter().copied().collect::<Vec<_>>())
+                );
+            }
+        }
+        for (a, ga, b, gb) in [
+            ("runner", &runner, "client", &client),
+            ("runner", &runner, "server", &server),
+            ("client", &client, "server", &server),
+        ] {
+            let overlap: Vec<usize> = ga.iter().copied().filter(|c| gb.contains(c)).collect();
+            if !overlap.is_empty() {
+                bail!(
+                    "`cpus.{a}` and `cpus.{b}` share CPU {}; groups must not overlap",
+                    format_cpu_list(&overlap)
+                );
+            }
+        }
+        Ok(Placement {
+            runner,
+            client,
+            server,
+            origin: "plan".into(),
+        })
+    }
+
+    fn derive(groups: &[Vec<usize>], needs_server: bool) -> Placement {
+        let flat = |gs: &[Vec<usize>]| gs.iter().flatten().copied().collect::<Vec<_>>();
+        match groups.len() {
+            0 | 1 => {
+                let all = flat(groups);
+                Placement {
+                    runner: all.clone(),
+                    client: all.clone(),
+                    server: if needs_server { all } else { Vec::new() },
+                    origin: "derived: one core, so runner, client and server share it (not isolated)".into(),
+                }
+            }
+            2 => Placement {
+                runner: groups[0].clone(),
+                client: groups[1].clone(),
+                server: if needs_server { groups[0].clone() } else { Vec::new() },
+                origin: if needs_server {
+                    "derived: two cores, so the server shares the runner's core".into()
+                } else {
+                    "derived: runner on the first core, client on the second".into()
+                },
+            },
+            n => {
+                let server_cores = if needs_server { (n / 4).max(1) } else { 0 };
+                Placement {
+                    runner: groups[0].clone(),
+                    server: flat(&groups[1..1 + server_cores]),
+                    client: flat(&groups[1 + server_cores..]),
+                    origin: "derived from the sibling topology".into(),
+                }
+            }
+        }
+    }
+}
+
+/// Restricts the calling thread (and what it spawns) to `cpus`.
+pub fn pin_current(cpus: &[usize]) -> std::io::Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: cpu_set_t is plain data, CPU_SET indexes stay below
+    // CPU_SETSIZE, and pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            if cpu < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(cpu, &mut set);
+            }
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_and_format() {
+        assert_eq!(parse_cpu_list("0-1,4, 8-10").unwrap(), vec![0, 1, 4, 8, 9, 10]);
+        assert_eq!(format_cpu_list(&[0, 1, 4, 8, 9, 10]), "0-1,4,8-10");
+        assert!(parse_cpu_list("3-1").unwrap_err().to_string().contains("backwards"));
+        assert!(parse_cpu_list("a").is_err());
+    }
+
+    #[test]
+    fn seed_000_layout_is_derived_on_sixteen_threads() {
+        let groups: Vec<Vec<usize>> = (0..8).map(|c| vec![2 * c, 2 * c + 1]).collect();
+        let p = Placement::derive(&groups, true);
+        assert_eq!(p.runner, vec![0, 1]);
+        assert_eq!(p.server, vec![2, 3, 4, 5]);
+        assert_eq!(p.client, (6..16).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn plan_groups_that_do_not_exist_or_overlap_are_refused() {
+        let spec = CpuSpec {
+            runner: "0".into(),
+            client: "4096".into(),
+            server: None,
+        };
+        let err = Placement::resolve(Some(&spec), false).unwrap_err().to_string();
+        assert!(err.contains("`cpus.client` names CPU 4096"), "{err}");
+        let cpu = super::super::cpu::affinity()[0];
+        let spec = CpuSpec {
+            runner: cpu.to_string(),
+            client: cpu.to_string(),
+            server: None,
+        };
+        let err = Placement::resolve(Some(&spec), false).unwrap_err().to_string();
+        assert!(err.contains("share CPU"), "{err}");
+    }
+}

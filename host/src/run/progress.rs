@@ -1,0 +1,59 @@
+//! The campaign progress bar on stderr: runs done, ETA, the run in flight.
+
+use super::supervisor::{Event, RunStatus};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Bar {
+    bar: Option<ProgressBar>,
+    failed: u32,
+}
+
+impl Bar {
+    /// A bar drawn on stderr, or nothing when `quiet`.
+    pub fn new(quiet: bool) -> Bar {
+        Bar {
+            bar: (!quiet).then(|| {
+                let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{elapsed_precise} [{wide_bar}] {pos}/{len} runs, ETA {eta} · {msg}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+                );
+                bar
+            }),
+            failed: 0,
+        }
+    }
+
+    pub fn observe(&mut self, event: &Event) {
+        let Some(bar) = &self.bar else { return };
+        match event {
+            Event::RunStarted { slot, total, workload, arm, block, .. } => {
+                bar.set_length(u64::from(*total));
+                if bar.position() == 0 {
+                    bar.set_position(u64::from(*slot));
+                    bar.reset_eta();
+                }
+                bar.set_message(format!("{workload} block {} {arm}", block + 1));
+            }
+            Event::RunFinished { status, reason, .. } => {
+                bar.inc(1);
+                if *status == RunStatus::Failed {
+                    self.failed += 1;
+                    bar.println(format!(
+                        "run failed: {}",
+                        reason.as_deref().unwrap_or("no reason given")
+                    ));
+                }
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The campaign supervisor: executes a sealed plan's schedule in order, one
+//! fresh `blocklab worker` process per run, pinned to the client CPUs before
+//! it does any work, behind the quiescence gate, with telemetry around it.
+//! Every attempt is stored (and flushed) as soon as it ends, so a crash or a
+//! kill loses at most the run in flight; `resume` continues from the first
+//! slot without a final attempt.
+
+use super::RunResult;
+use super::gates::{self, Quiescence, Telemetry};
+use super::placement::{self, Placement};
+use super::worker::{Measure, RunSpec};
+use crate::plan::seal::{SealedPlan, Slot};
+use crate::plan::spec::{OnFail, OnRunFailure};
+use anyhow::{Context, bail};
+use blocklab_store::{CampaignId, CampaignStatus, RunKey, Store};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How an attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Ok,
+    Failed,
+}
+
+/// One stored attempt of one slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub slot: Slot,
+    pub attempt: u32,
+    pub status: RunStatus,
+    /// Why the run failed.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Why this attempt repeats an earlier one.
+    #[serde(default)]
+    pub rerun_reason: Option<String>,
+    #[serde(default)]
+    pub result: Option<RunResult>,
+    pub quiescence: Quiescence,
+    /// The run went ahead although the quiescence gate did not pass.
+    pub gate_flagged: bool,
+    pub telemetry: Telemetry,
+    /// Target health before and after the run, where the target reports it.
+    #[serde(default)]
+    pub health: Option<serde_json::Value>,
+    /// The client CPUs the run was pinned to.
+    pub pinned: Vec<usize>,
+    pub started_unix_ms: u64,
+    pub wall_s: f64,
+}
+
+/// What the supervisor reports while it works.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    RunStarted { campaign: CampaignId, slot: u32, total: u32, workload: String, arm: String, block: u32 },
+    RunFinished { campaign: CampaignId, slot: u32, total: u32, status: RunStatus, reason: Option<String> },
+}
+
+/// Knobs of one execution of a campaign.
+pub struct Options {
+    /// Where compiled plugins are cached.
+    pub cache_dir: Option<PathBuf>,
+    /// The blocklab binary to spawn as workers (default: this one).
+    pub worker_exe: Option<PathBuf>,
+    /// Set to stop after the run in flight (daemon cancel).
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// How a campaign execution ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Finished,
+    /// Stopped early: a gate abort, `on_run_failure = "stop"`, or a cancel.
+    Stopped(String),
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Executes every unfinished slot of campaign `id` in schedule order.
+pub fn execute(
+    store: &Store,
+    id: CampaignId,
+    options: &Options,
+    observe: &mut dyn FnMut(&Event),
+) -> anyhow::Result<Outcome> {
+    let plan: SealedPlan = store.sealed_plan(id)?;
+    plan.verify()?;
+    let placement = Placement::resolve(plan.spec.cpus.as_ref(), false)?;
+    // The supervisor stays off the client CPUs.
+    placement::pin_current(&placement.runner)
+        .with_context(|| format!("cannot pin the supervisor to CPUs {:?}", placement.runner))?;
+    store.put_blob(id, "placement", &placement)?;
+    if store.blob::<gates::Environment>(id, "environment")?.is_none() {
+        store.put_blob(id, "environment", &gates::Environment::read())?;
+    }
+    store.set_status(id, CampaignStatus::Running)?;
+    let finished = store.finished_slots(id)?;
+    let total = plan.schedule.len() as u32;
+    let exe = match &options.worker_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("cannot locate the blocklab binary")?,
+    };
+    let watched: Vec<usize> = placement
+        .client
+        .iter()
+        .chain(&placement.server)
+        .copied()
+        .collect();
+    let gate = &plan.spec.gates;
+
+    for slot in plan.schedule.iter().filter(|s| !finished.contains(&s.slot)) {
+        if options.cancel.load(Ordering::Relaxed) {
+            store.set_status(id, CampaignStatus::Cancelled)?;
+            return Ok(Outcome::Stopped("cancelled".into()));
+        }
+        let mut attempt = store.next_attempt(id, slot.slot)?;
+        let mut rerun_reason = (attempt > 0).then(|| "resumed after an earlier attempt".to_owned());
+        loop {
+            observe(&Event::RunStarted {
+                campaign: id,
+                slot: slot.slot,
+                total,
+                workload: slot.workload.clone(),
+                arm: slot.arm.clone(),
+                block: slot.block,
+            });
+            let quiescence = gates::quiescence(&watched, gate, gate.on_fail == OnFail::Wait);
+            if !quiescence.passed && gate.on_fail == OnFail::Abort {
+                let reason = format!(
+                    "quiescence gate failed before slot {} (busy {:.0}% > {}% or load {:.2}/cpu > {}) after {:.0} s; the campaign stops (`gates.on_fail = \"abort\"`): resume it when the machine is quiet",
+                    slot.slot,
+                    quiescence.busy_pct,
+                    gate.quiescence_busy_pct,
+                    quiescence.load_per_cpu,
+                    gate.quiescence_load_per_cpu,
+                    quiescence.waited_s
+                );
+                store.set_status(id, CampaignStatus::Failed { reason: reason.clone() })?;
+                return Ok(Outcome::Stopped(reason));
+            }
+            let spec = run_spec(&plan, slot, options)?;
+            let started_unix_ms = unix_ms();
+            let t0 = Instant::now();
+            let probe = gates::Probe::start();
+            let outcome = spawn_worker(&exe, &spec, &placement.client, gate.run_timeout_s);
+            let telemetry = probe.finish(&placement.client);
+            let (status, reason, result, histogram) = match outcome {
+                Ok(mut result) => {
+                    let histogram = result.histogram.take();
+                    (RunStatus::Ok, None, Some(result), histogram)
+                }
+                Err(e) => (RunStatus::Failed, Some(format!("{e:#}")), None, None),
+            };
+            let histogram = histogram
+                .map(|b64| {
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::STANDARD.decode(b64)
+                })
+                .transpose()
+                .context("the worker sent a malformed histogram")?;
+            let record = RunRecord {
+                slot: slot.clone(),
+                attempt,
+                status,
+                reason: reason.clone(),
+                rerun_reason: rerun_reason.clone(),
+                result,
+                gate_flagged: !quiescence.passed,
+                quiescence,
+                telemetry,
+                health: None,
+                pinned: placement.client.clone(),
+                started_unix_ms,
+                wall_s: t0.elapsed().as_secs_f64(),
+            };
+            let will_rerun = status == RunStatus::Failed && attempt < gate.reruns;
+            store.put_run(
+                RunKey { campaign: id, slot: slot.slot, attempt },
+                &record,
+                histogram.as_deref(),
+                !will_rerun,
+            )?;
+            observe(&Event::RunFinished {
+                campaign: id,
+                slot: slot.slot,
+                total,
+                status,
+                reason: reason.clone(),
+            });
+            if will_rerun {
+                attempt += 1;
+                rerun_reason = reason.map(|r| format!("attempt {} failed: {r}", attempt - 1));
+                continue;
+            }
+            if status == RunStatus::Failed && gate.on_run_failure == OnRunFailure::Stop {
+                let why = format!(
+                    "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
+                    slot.slot,
+                    slot.workload,
+                    slot.arm,
+                    reason.unwrap_or_default()
+                );
+                store.set_status(id, CampaignStatus::Failed { reason: why.clone() })?;
+                return Ok(Outcome::Stopped(why));
+            }
+            break;
+        }
+    }
+    store.set_status(id, CampaignStatus::Finished)?;
+    Ok(Outcome::Finished)
+}
+
+/// The worker's instructions for one slot.
+pub fn run_spec(plan: &SealedPlan, slot: &Slot, options: &Options) -> anyhow::Result<RunSpec> {
+    let (workload, arm) = plan.workload_and_arm(slot)?;
+    let spec = &plan.spec;
+    let measure: Measure = spec.measure.measure()?;
+    // Each run's generator differs by slot, reproducibly from the plan seed.
+    let seed = crate::plan::seal::workload_seed(spec.seed, 1_000_000 + slot.slot as usize);
+    Ok(RunSpec {
+        workload: workload.name.clone(),
+        params: spec.params_for(workload, arm),
+        arm: arm.name.clone(),
+        plugin: spec.plugin_for(workload, arm)?,
+        target: arm.target.clone(),
+        measure,
+        workers: spec.workers,
+        seed,
+        call_deadline_ms: spec.limits.call_deadline_ms,
+        memory_bytes: spec.limits.memory_mib << 20,
+        cache_dir: options.cache_dir.clone(),
+        expected_inputs: plan.inputs_of(slot)?,
+        inject_busy_ns: arm.inject_busy_ns,
+    })
+}
+
+/// Spawns `exe worker` pinned to `cpus`, hands it `spec`, and returns its
+/// result; a non-zero exit, a timeout or unreadable output is an error with
+/// the worker's own message.
+fn spawn_worker(
+    exe: &std::path::Path,
+    spec: &RunSpec,
+    cpus: &[usize],
+    timeout_s: f64,
+) -> anyhow::Result<RunResult> {
+    let mut command = Command::new(exe);
+    command
+        .arg("worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let cpus_for_child = cpus.to_vec();
+    // SAFETY: the closure only calls sched_setaffinity, which is
+    // async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(move || placement::pin_current(&cpus_for_child));
+    }
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start worker `{}`", exe.display()))?;
+    let input = serde_json::to_vec(spec)?;
+    let mut stdin = child.stdin.take().context("worker stdin")?;
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let mut stdout = child.stdout.take().context("worker stdout")?;
+    let mut stderr = child.stderr.take().context("worker stderr")?;
+    let out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        stdout.read_to_end(&mut s).map(|_| s)
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        stderr.read_to_string(&mut s).map(|_| s)
+    });
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout_s);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let _ = writer.join();
+    let stdout = out.join().ok().and_then(Result::ok).unwrap_or_default();
+    let stderr = err.join().ok().and_then(Result::ok).unwrap_or_default();
+    let Some(status) = status else {
+        bail!("the run took longer than `gates.run_timeout_s = {timeout_s}` and was killed");
+    };
+    if !status.success() {
+        let message = stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let message = message.strip_prefix("error: ").unwrap_or(&message);
+        bail!(
+            "worker exited with {status}: {}",
+            if message.is_empty() { "no message" } else { message }
+        );
+    }
+    serde_json::from_slice(&stdout).context("the worker's result is not a RunResult")
+}
