@@ -1,11 +1,663 @@
-//! placeholder until the builtin workloads land
+//! The builtin workloads: kv-basic's eleven workloads performed natively
+//! through the host's kv surface ([`Database`], [`Transaction`],
+//! [`transact`]) instead of through a component.
+//!
+//! A builtin run and a plugin run of the same workload do the same work:
+//! the workload table, params, defaults, key layout and fixture values are
+//! one file shared with the plugin (`plugins/workloads/kv-basic/src/catalog.rs`),
+//! param checking is the SDK's own file (`plugins/sdk/src/params.rs`), and
+//! keys are picked with [`Env::random_u64`], which draws the same number as
+//! the SDK's `env::random_u64`. What remains different is the component
+//! boundary, which is what comparing the two measures.
+
 use super::env::Env;
-use crate::target::kv::SharedDatabase;
-pub struct Builtin { env: Env }
-impl Builtin { pub fn new(_db: SharedDatabase, env: Env) -> Self { Builtin { env } } }
-impl super::Instance for Builtin {
-    fn list(&mut self) -> anyhow::Result<Vec<super::WorkloadInfo>> { Ok(vec![]) }
-    fn setup(&mut self, _: &str, _: &[(String, String)]) -> anyhow::Result<()> { anyhow::bail!("placeholder") }
-    fn run(&mut self, _: u64) -> anyhow::Result<u32> { anyhow::bail!("placeholder") }
-    fn env(&self) -> &Env { &self.env }
+use super::{Instance, ParamSpec, WorkloadInfo};
+use crate::target::kv::{Database, KvError, RangeOptions, SharedDatabase, Transaction, transact};
+use anyhow::anyhow;
+
+#[path = "../../../plugins/workloads/kv-basic/src/catalog.rs"]
+mod catalog;
+// The SDK's whole `Params`; the builtin needs only part of it.
+#[allow(dead_code)]
+#[path = "../../../plugins/sdk/src/params.rs"]
+mod params;
+
+use catalog::{Kind, Settings, Spec};
+use params::Params;
+
+/// kv-basic's workloads against a kv target, without wasm.
+pub struct Builtin {
+    db: SharedDatabase,
+    env: Env,
+    current: Option<Current>,
+}
+
+impl Builtin {
+    /// Builtin workloads that talk to `db` and draw from `env`.
+    pub fn new(db: SharedDatabase, env: Env) -> Self {
+        Builtin {
+            db,
+            env,
+            current: None,
+        }
+    }
+}
+
+impl Instance for Builtin {
+    fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
+        Ok(catalog::WORKLOADS
+            .iter()
+            .map(|spec| WorkloadInfo {
+                name: spec.name.to_owned(),
+                description: spec.description.to_owned(),
+                params: spec
+                    .params
+                    .iter()
+                    .map(|(name, default, help)| ParamSpec {
+                        name: (*name).to_owned(),
+                        default: (*default).to_owned(),
+                        help: (*help).to_owned(),
+                    })
+                    .collect(),
+                uses: vec!["kv".to_owned()],
+            })
+            .collect())
+    }
+
+    fn setup(&mut self, name: &str, given: &[(String, String)]) -> anyhow::Result<()> {
+        // Free the previous workload before the next one builds its state.
+        self.current = None;
+        let spec = catalog::find(name).ok_or_else(|| {
+            anyhow!(params::unknown_workload(
+                name,
+                catalog::WORKLOADS.iter().map(|s| s.name)
+            ))
+        })?;
+        let params = Params::resolve(
+            name,
+            spec.params
+                .iter()
+                .map(|(name, default, _)| (*name, *default)),
+            given,
+        )
+        .map_err(anyhow::Error::msg)?;
+        let settings = spec
+            .settings(|param| params.u64(param))
+            .map_err(anyhow::Error::msg)?;
+        write_fixture(self.db.as_ref(), &mut self.env, spec, &settings)?;
+        self.current = Some(Current::new(spec, settings));
+        Ok(())
+    }
+
+    fn run(&mut self, _iteration: u64) -> anyhow::Result<u32> {
+        let current = self.current.as_mut().ok_or_else(|| {
+            anyhow!("`run` was called before a successful `setup` (set a workload up first)")
+        })?;
+        current
+            .run(self.db.as_ref(), &mut self.env)
+            .map_err(|error| match error {
+                RunError::Kv(error) => anyhow::Error::new(error),
+                RunError::Check(message) => anyhow::Error::msg(message),
+            })
+    }
+
+    fn env(&self) -> &Env {
+        &self.env
+    }
+}
+
+/// Why one transaction failed: the target said no, or it answered
+/// something the fixture does not hold.
+enum RunError {
+    Kv(KvError),
+    Check(String),
+}
+
+impl From<KvError> for RunError {
+    fn from(error: KvError) -> Self {
+        RunError::Kv(error)
+    }
+}
+
+/// Clears the workload's keys, then writes its fixture rows in transactions
+/// of at most `FIXTURE_TRANSACTION_BYTES` (the plugin's `write_fixture`).
+fn write_fixture(
+    db: &dyn Database,
+    env: &mut Env,
+    spec: &Spec,
+    settings: &Settings,
+) -> Result<(), KvError> {
+    if !spec.clears_on_setup() {
+        return Ok(());
+    }
+    let prefix = spec.prefix();
+    let end = spec.prefix_end();
+    transact(db, |tr| {
+        tr.clear_range(&prefix, &end);
+        Ok(())
+    })?;
+    if !spec.has_fixture() {
+        return Ok(());
+    }
+    let value = catalog::value(settings.value_bytes);
+    let per_transaction = catalog::rows_per_fixture_transaction(prefix.len(), value.len());
+    let mut key = prefix.clone();
+    let mut start = 0;
+    while start < settings.keys {
+        let stop = settings.keys.min(start + per_transaction);
+        transact(db, |tr| {
+            for index in start..stop {
+                catalog::key_into(&mut key, prefix.len(), index);
+                tr.set(&key, &value);
+            }
+            Ok(())
+        })?;
+        start = stop;
+    }
+    env.count("fixture-rows", settings.keys as i64);
+    Ok(())
+}
+
+/// FoundationDB's retry loop without the commit, for read-only work (the
+/// SDK's `kv::read_transact`). The transaction is dropped afterwards.
+fn read_transact<T>(
+    db: &dyn Database,
+    mut body: impl FnMut(&mut dyn Transaction) -> Result<T, KvError>,
+) -> Result<(T, u32), KvError> {
+    let mut tr = db.begin();
+    let mut retries = 0;
+    loop {
+        match body(tr.as_mut()) {
+            Ok(value) => return Ok((value, retries)),
+            Err(error) => {
+                tr.on_error(error)?;
+                retries += 1;
+            }
+        }
+    }
+}
+
+/// The set-up workload and its buffers, reused across transactions (the
+/// plugin's `KvWorkload`).
+struct Current {
+    spec: &'static Spec,
+    settings: Settings,
+    choices: u64,
+    prefix_len: usize,
+    key: Vec<u8>,
+    end: Vec<u8>,
+    batch: Vec<Vec<u8>>,
+    value: Vec<u8>,
+}
+
+impl Current {
+    fn new(spec: &'static Spec, settings: Settings) -> Current {
+        let prefix = spec.prefix();
+        let writes = match spec.kind {
+            Kind::Set { writes } => writes as usize,
+            _ => 0,
+        };
+        Current {
+            spec,
+            choices: spec.choices(&settings),
+            prefix_len: prefix.len(),
+            key: prefix.clone(),
+            end: prefix.clone(),
+            batch: vec![prefix; writes],
+            value: catalog::value(settings.value_bytes),
+            settings,
+        }
+    }
+
+    fn check_value(&self, key: &[u8], value: Option<&[u8]>) -> Result<(), RunError> {
+        match value {
+            None => Err(RunError::Check(catalog::missing(key))),
+            Some(v) if v.len() != self.settings.value_bytes => Err(RunError::Check(
+                catalog::wrong_length(key, v.len(), self.settings.value_bytes),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn run(&mut self, db: &dyn Database, env: &mut Env) -> Result<u32, RunError> {
+        match self.spec.kind {
+            Kind::ReadVersion => {
+                let (_, retries) = read_transact(db, |tr| tr.get_read_version())?;
+                Ok(retries)
+            }
+            Kind::Get { commit } => {
+                let index = env.random_u64() % self.choices;
+                catalog::key_into(&mut self.key, self.prefix_len, index);
+                let key = &self.key;
+                let (value, retries) = if commit {
+                    transact(db, |tr| tr.get(key, false))?
+                } else {
+                    read_transact(db, |tr| tr.get(key, false))?
+                };
+                self.check_value(key, value.as_deref())?;
+                Ok(retries)
+            }
+            Kind::Range { rows } => {
+                let index = env.random_u64() % self.choices;
+                catalog::key_into(&mut self.key, self.prefix_len, index);
+                catalog::key_into(&mut self.end, self.prefix_len, index + u64::from(rows));
+                let (begin, end) = (&self.key, &self.end);
+                let options = RangeOptions {
+                    limit: rows,
+                    reverse: false,
+                    snapshot: false,
+                };
+                let (found, retries) = transact(db, |tr| tr.get_range(begin, end, options))?;
+                if found.len() != rows as usize {
+                    return Err(RunError::Check(catalog::wrong_rows(
+                        begin,
+                        found.len(),
+                        rows,
+                    )));
+                }
+                for row in &found {
+                    self.check_value(&row.key, Some(&row.value))?;
+                }
+                Ok(retries)
+            }
+            Kind::Set { .. } => {
+                for key in &mut self.batch {
+                    let index = env.random_u64() % self.choices;
+                    catalog::key_into(key, self.prefix_len, index);
+                }
+                let (batch, value) = (&self.batch, &self.value);
+                let ((), retries) = transact(db, |tr| {
+                    for key in batch {
+                        tr.set(key, value);
+                    }
+                    Ok(())
+                })?;
+                Ok(retries)
+            }
+            Kind::ReadYourWrites => {
+                let index = env.random_u64() % self.choices;
+                catalog::key_into(&mut self.key, self.prefix_len, index);
+                let (key, value) = (&self.key, &self.value);
+                let (read, retries) = read_transact(db, |tr| {
+                    tr.set(key, value);
+                    let read = tr.get(key, false)?;
+                    tr.cancel();
+                    Ok(read)
+                })?;
+                self.check_value(key, read.as_deref())?;
+                Ok(retries)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::kv::KeyValue;
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    /// A throwaway in-memory kv target: read-your-writes, no conflicts, no
+    /// versions beyond a commit counter. Enough to run the workloads until
+    /// the tests move to the `embedded` engine.
+    #[derive(Default)]
+    struct MemoryDb {
+        state: Arc<Mutex<State>>,
+    }
+
+    #[derive(Default)]
+    struct State {
+        rows: BTreeMap<Vec<u8>, Vec<u8>>,
+        version: u64,
+        /// Commits that wrote something, and the most bytes one of them set.
+        writing_commits: u64,
+        largest_commit_bytes: usize,
+    }
+
+    #[derive(Clone)]
+    enum Op {
+        Set(Vec<u8>, Vec<u8>),
+        Clear(Vec<u8>, Vec<u8>),
+    }
+
+    struct MemoryTransaction {
+        state: Arc<Mutex<State>>,
+        ops: Vec<Op>,
+        cancelled: bool,
+    }
+
+    impl Database for MemoryDb {
+        fn begin(&self) -> Box<dyn Transaction> {
+            Box::new(MemoryTransaction {
+                state: Arc::clone(&self.state),
+                ops: Vec::new(),
+                cancelled: false,
+            })
+        }
+        fn describe(&self) -> String {
+            "memory (test)".into()
+        }
+    }
+
+    impl MemoryTransaction {
+        fn live(&self) -> Result<(), KvError> {
+            if self.cancelled {
+                Err(KvError::Cancelled)
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl Transaction for MemoryTransaction {
+        fn get_read_version(&mut self) -> Result<u64, KvError> {
+            self.live()?;
+            Ok(self.state.lock().unwrap().version)
+        }
+        fn get(&mut self, key: &[u8], _snapshot: bool) -> Result<Option<Vec<u8>>, KvError> {
+            self.live()?;
+            for op in self.ops.iter().rev() {
+                match op {
+                    Op::Set(k, v) if k == key => return Ok(Some(v.clone())),
+                    Op::Clear(b, e) if b.as_slice() <= key && key < e.as_slice() => {
+                        return Ok(None);
+                    }
+                    _ => {}
+                }
+            }
+            Ok(self.state.lock().unwrap().rows.get(key).cloned())
+        }
+        fn get_range(
+            &mut self,
+            begin: &[u8],
+            end: &[u8],
+            options: RangeOptions,
+        ) -> Result<Vec<KeyValue>, KvError> {
+            self.live()?;
+            let mut view: BTreeMap<Vec<u8>, Vec<u8>> = self
+                .state
+                .lock()
+                .unwrap()
+                .rows
+                .range(begin.to_vec()..end.to_vec())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            apply(&mut view, &self.ops);
+            view.retain(|k, _| begin <= k.as_slice() && k.as_slice() < end);
+            let limit = if options.limit == 0 {
+                usize::MAX
+            } else {
+                options.limit as usize
+            };
+            let rows = view.into_iter().map(|(key, value)| KeyValue { key, value });
+            Ok(if options.reverse {
+                rows.rev().take(limit).collect()
+            } else {
+                rows.take(limit).collect()
+            })
+        }
+        fn set(&mut self, key: &[u8], value: &[u8]) {
+            self.ops.push(Op::Set(key.to_vec(), value.to_vec()));
+        }
+        fn clear(&mut self, key: &[u8]) {
+            let mut end = key.to_vec();
+            end.push(0);
+            self.ops.push(Op::Clear(key.to_vec(), end));
+        }
+        fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
+            self.ops.push(Op::Clear(begin.to_vec(), end.to_vec()));
+        }
+        fn commit(&mut self) -> Result<u64, KvError> {
+            self.live()?;
+            let mut state = self.state.lock().unwrap();
+            if !self.ops.is_empty() {
+                let set_bytes: usize = self
+                    .ops
+                    .iter()
+                    .map(|op| match op {
+                        Op::Set(k, v) => k.len() + v.len(),
+                        Op::Clear(..) => 0,
+                    })
+                    .sum();
+                state.largest_commit_bytes = state.largest_commit_bytes.max(set_bytes);
+                state.writing_commits += 1;
+                state.version += 1;
+                let ops = std::mem::take(&mut self.ops);
+                apply(&mut state.rows, &ops);
+            }
+            Ok(state.version)
+        }
+        fn on_error(&mut self, error: KvError) -> Result<(), KvError> {
+            if error.is_retryable() {
+                self.ops.clear();
+                Ok(())
+            } else {
+                Err(error)
+            }
+        }
+        fn cancel(&mut self) {
+            self.cancelled = true;
+        }
+    }
+
+    fn apply(rows: &mut BTreeMap<Vec<u8>, Vec<u8>>, ops: &[Op]) {
+        for op in ops {
+            match op {
+                Op::Set(k, v) => {
+                    rows.insert(k.clone(), v.clone());
+                }
+                Op::Clear(b, e) => rows.retain(|k, _| k < b || k >= e),
+            }
+        }
+    }
+
+    fn builtin() -> (Builtin, Arc<Mutex<State>>) {
+        let db = MemoryDb::default();
+        let state = Arc::clone(&db.state);
+        (Builtin::new(Arc::new(db), Env::new("builtin", 7, 0)), state)
+    }
+
+    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn lists_the_eleven_workloads_of_the_fdb_client_benchmark() {
+        let (mut builtin, _) = builtin();
+        let names: Vec<String> = builtin
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "grv",
+                "get100",
+                "get1000",
+                "get10000",
+                "read1000",
+                "range10",
+                "range100",
+                "set100",
+                "ryw",
+                "batchset50",
+                "batchset50x1000"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_workload_sets_up_and_runs_without_retries() {
+        let (mut builtin, _) = builtin();
+        for info in builtin.list().unwrap() {
+            builtin
+                .setup(&info.name, &params(&[]))
+                .unwrap_or_else(|e| panic!("setup of `{}`: {e:#}", info.name));
+            for iteration in 0..20 {
+                let retries = builtin
+                    .run(iteration)
+                    .unwrap_or_else(|e| panic!("run of `{}`: {e:#}", info.name));
+                assert_eq!(retries, 0, "{}", info.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_fixture_has_one_row_per_key_under_the_workload_prefix() {
+        let (mut builtin, state) = builtin();
+        builtin.setup("get100", &params(&[("keys", "42")])).unwrap();
+        let state = state.lock().unwrap();
+        assert_eq!(state.rows.len(), 42);
+        let first = state.rows.keys().next().unwrap();
+        let last = state.rows.keys().next_back().unwrap();
+        assert_eq!(first.as_slice(), b"kv-basic/get100/00000000");
+        assert_eq!(last.as_slice(), b"kv-basic/get100/00000041");
+        assert!(state.rows.values().all(|v| v.len() == 100));
+        assert_eq!(builtin.env().counters().get("fixture-rows"), Some(&42));
+    }
+
+    #[test]
+    fn fixture_transactions_stay_under_one_megabyte() {
+        let (mut builtin, state) = builtin();
+        // 1000 rows of 10 kB: 10 MB, FoundationDB's whole transaction limit.
+        builtin.setup("get10000", &params(&[])).unwrap();
+        let state = state.lock().unwrap();
+        assert_eq!(state.rows.len(), 1000);
+        assert!(state.largest_commit_bytes <= catalog::FIXTURE_TRANSACTION_BYTES);
+        // One clear, then 99 rows of 18 + 8 + 10,000 bytes per transaction
+        // (floor(1e6 / 10,026)), so ceil(1000 / 99) = 11 writing commits.
+        assert_eq!(state.writing_commits, 1 + 11);
+    }
+
+    #[test]
+    fn writes_commit_their_batch_and_ryw_commits_nothing() {
+        let (mut builtin, state) = builtin();
+        builtin.setup("batchset50", &params(&[])).unwrap();
+        let before = state.lock().unwrap().writing_commits;
+        builtin.run(0).unwrap();
+        let after = state.lock().unwrap();
+        assert_eq!(after.writing_commits, before + 1);
+        // `kv-basic/batchset50/` is 20 bytes, then 8 digits and 100 B of value.
+        assert_eq!(after.largest_commit_bytes, 50 * (20 + 8 + 100));
+        // 50 picks out of 1000 keys: a handful of duplicates at most.
+        assert!(
+            (45..=50).contains(&after.rows.len()),
+            "{}",
+            after.rows.len()
+        );
+        drop(after);
+
+        builtin.setup("ryw", &params(&[])).unwrap();
+        let before = state.lock().unwrap().writing_commits;
+        builtin.run(0).unwrap();
+        builtin.run(1).unwrap();
+        assert_eq!(state.lock().unwrap().writing_commits, before);
+    }
+
+    #[test]
+    fn a_missing_row_is_an_error_not_a_panic() {
+        let (mut builtin, state) = builtin();
+        builtin.setup("get100", &params(&[("keys", "3")])).unwrap();
+        state.lock().unwrap().rows.clear();
+        let error = builtin.run(0).unwrap_err().to_string();
+        assert!(error.starts_with("key `kv-basic/get100/0000000"), "{error}");
+        assert!(error.contains("is missing"), "{error}");
+    }
+
+    #[test]
+    fn a_short_range_is_an_error() {
+        let (mut builtin, state) = builtin();
+        builtin
+            .setup("range10", &params(&[("keys", "10")]))
+            .unwrap();
+        state
+            .lock()
+            .unwrap()
+            .rows
+            .remove(b"kv-basic/range10/00000005".as_slice());
+        let error = builtin.run(0).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "range read from `kv-basic/range10/00000000` returned 9 rows, expected 10 (the fixture is incomplete; run setup again)"
+        );
+    }
+
+    #[test]
+    fn bad_names_and_params_are_refused_in_the_sdks_words() {
+        let (mut builtin, _) = builtin();
+        let error = builtin
+            .setup("get42", &params(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("unknown workload `get42` (known: grv, get100,"),
+            "{error}"
+        );
+        let error = builtin
+            .setup("get100", &params(&[("rows", "1")]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "workload `get100` has no param `rows` (known: keys, value-bytes)"
+        );
+        let error = builtin
+            .setup("get100", &params(&[("keys", "abc")]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "param `keys` = `abc` is not a whole number (give digits only, e.g. `1000`)"
+        );
+        let error = builtin
+            .setup("range100", &params(&[("keys", "99")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("out of range for workload `range100` (give 100 to"),
+            "{error}"
+        );
+        let error = builtin.run(0).unwrap_err().to_string();
+        assert!(error.contains("before a successful `setup`"), "{error}");
+    }
+
+    #[test]
+    fn random_u64_is_the_little_endian_reading_of_eight_random_bytes() {
+        // The SDK's env::random_u64 reads random(8) this way; both must draw
+        // the same numbers, across block boundaries and after odd reads.
+        let mut words = Env::new("a", 11, 3);
+        let mut bytes = Env::new("b", 11, 3);
+        for round in 0..200 {
+            assert_eq!(
+                words.random_u64(),
+                u64::from_le_bytes(bytes.random(8).try_into().unwrap()),
+                "round {round}"
+            );
+            if round % 7 == 0 {
+                assert_eq!(words.random(12), bytes.random(12));
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_seed_picks_the_same_keys() {
+        let pick = || {
+            let (mut builtin, state) = builtin();
+            builtin.setup("set100", &params(&[])).unwrap();
+            for iteration in 0..5 {
+                builtin.run(iteration).unwrap();
+            }
+            let keys: Vec<Vec<u8>> = state.lock().unwrap().rows.keys().cloned().collect();
+            keys
+        };
+        let first = pick();
+        assert_eq!(first.len(), 5);
+        assert_eq!(first, pick());
+    }
 }

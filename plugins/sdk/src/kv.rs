@@ -1,0 +1,275 @@
+//! The kv client: FoundationDB-shaped transactions against whatever the arm
+//! serves (`embedded`, `fdb`, or an adapter composed in front of them), and
+//! FoundationDB's retry loop.
+//!
+//! Mirrors the host's `target::kv` surface, so a workload reads the same
+//! whether it is a plugin or a builtin.
+
+use crate::bindings::blocklab::bench::kv as raw;
+
+/// One row of a range read.
+pub use raw::KeyValue;
+
+/// A client-visible error, one case per FoundationDB error code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// Another transaction wrote what this one read (1020). Retryable.
+    NotCommitted,
+    /// The read version is older than the 5 s MVCC window (1007). Retryable.
+    TransactionTooOld,
+    /// The read version is ahead of storage (1009). Retryable.
+    FutureVersion,
+    /// A key longer than 10,000 bytes (2102).
+    KeyTooLarge,
+    /// A value longer than 100,000 bytes (2103).
+    ValueTooLarge,
+    /// More than 10,000,000 bytes of mutations (2101).
+    TransactionTooLarge,
+    /// The transaction's timeout fired (1031).
+    TimedOut,
+    /// The transaction was cancelled and then used (1025).
+    Cancelled,
+    /// Any other error, with its FoundationDB code.
+    Other { code: i32, message: String },
+}
+
+/// FoundationDB codes other than the dedicated cases that its client
+/// retries; the same list as the host's.
+const RETRYABLE_OTHER_CODES: [i32; 7] = [1021, 1037, 1038, 1042, 1051, 1213, 1078];
+
+impl Error {
+    /// FoundationDB's numeric code for this error.
+    pub fn code(&self) -> i32 {
+        match self {
+            Error::NotCommitted => 1020,
+            Error::TransactionTooOld => 1007,
+            Error::FutureVersion => 1009,
+            Error::KeyTooLarge => 2102,
+            Error::ValueTooLarge => 2103,
+            Error::TransactionTooLarge => 2101,
+            Error::TimedOut => 1031,
+            Error::Cancelled => 1025,
+            Error::Other { code, .. } => *code,
+        }
+    }
+
+    /// Whether `on_error` would reset the transaction for another attempt.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::NotCommitted | Error::TransactionTooOld | Error::FutureVersion
+        ) || matches!(self, Error::Other { code, .. } if RETRYABLE_OTHER_CODES.contains(code))
+    }
+}
+
+impl std::fmt::Display for Error {
+    // The host's `KvError` wording, so a failed run reads the same either way.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::NotCommitted => f.write_str(
+                "not_committed (1020): a key read by this transaction was written since its read version",
+            ),
+            Error::TransactionTooOld => f.write_str(
+                "transaction_too_old (1007): the read version is older than the 5 s MVCC window",
+            ),
+            Error::FutureVersion => {
+                f.write_str("future_version (1009): the read version is ahead of storage")
+            }
+            Error::KeyTooLarge => {
+                f.write_str("key_too_large (2102): a key is longer than 10,000 bytes")
+            }
+            Error::ValueTooLarge => {
+                f.write_str("value_too_large (2103): a value is longer than 100,000 bytes")
+            }
+            Error::TransactionTooLarge => f.write_str(
+                "transaction_too_large (2101): more than 10,000,000 bytes of mutations",
+            ),
+            Error::TimedOut => f.write_str("transaction_timed_out (1031)"),
+            Error::Cancelled => f.write_str(
+                "transaction_cancelled (1025): the transaction was cancelled and then used",
+            ),
+            Error::Other { code, message } => write!(f, "{message} ({code})"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Lets a workload's `run` use `?` on kv calls.
+impl From<Error> for String {
+    fn from(error: Error) -> String {
+        error.to_string()
+    }
+}
+
+impl From<raw::Error> for Error {
+    fn from(error: raw::Error) -> Error {
+        match error {
+            raw::Error::NotCommitted => Error::NotCommitted,
+            raw::Error::TransactionTooOld => Error::TransactionTooOld,
+            raw::Error::FutureVersion => Error::FutureVersion,
+            raw::Error::KeyTooLarge => Error::KeyTooLarge,
+            raw::Error::ValueTooLarge => Error::ValueTooLarge,
+            raw::Error::TransactionTooLarge => Error::TransactionTooLarge,
+            raw::Error::TimedOut => Error::TimedOut,
+            raw::Error::Cancelled => Error::Cancelled,
+            raw::Error::Other(detail) => Error::Other {
+                code: detail.code,
+                message: detail.message,
+            },
+        }
+    }
+}
+
+impl From<Error> for raw::Error {
+    fn from(error: Error) -> raw::Error {
+        match error {
+            Error::NotCommitted => raw::Error::NotCommitted,
+            Error::TransactionTooOld => raw::Error::TransactionTooOld,
+            Error::FutureVersion => raw::Error::FutureVersion,
+            Error::KeyTooLarge => raw::Error::KeyTooLarge,
+            Error::ValueTooLarge => raw::Error::ValueTooLarge,
+            Error::TransactionTooLarge => raw::Error::TransactionTooLarge,
+            Error::TimedOut => raw::Error::TimedOut,
+            Error::Cancelled => raw::Error::Cancelled,
+            Error::Other { code, message } => raw::Error::Other(raw::ErrorDetail { code, message }),
+        }
+    }
+}
+
+/// Bounds and options of a range read beyond [begin, end).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RangeOptions {
+    /// Most rows to return; 0 means no limit.
+    pub limit: u32,
+    /// Descending key order.
+    pub reverse: bool,
+    /// A snapshot read adds no read conflict range.
+    pub snapshot: bool,
+}
+
+/// One transaction. Dropping it without `commit` discards its writes.
+///
+/// See `wit/kv.wit` for the contract of each call.
+#[derive(Debug)]
+pub struct Transaction {
+    raw: raw::Transaction,
+}
+
+impl Transaction {
+    /// Starts a transaction against the arm's target.
+    #[allow(clippy::new_without_default)] // starting one is a host call, not a default value
+    pub fn new() -> Transaction {
+        Transaction {
+            raw: raw::Transaction::new(),
+        }
+    }
+
+    /// The version this transaction reads at.
+    pub fn read_version(&self) -> Result<u64, Error> {
+        Ok(self.raw.get_read_version()?)
+    }
+
+    /// Reads `key`, adding it to the read conflict set.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self.raw.get(key, false)?)
+    }
+
+    /// Reads `key` without adding a read conflict.
+    pub fn snapshot_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self.raw.get(key, true)?)
+    }
+
+    /// Reads at most `limit` rows (0: all) of [begin, end) in key order.
+    pub fn get_range(&self, begin: &[u8], end: &[u8], limit: u32) -> Result<Vec<KeyValue>, Error> {
+        self.get_range_with(
+            begin,
+            end,
+            RangeOptions {
+                limit,
+                ..RangeOptions::default()
+            },
+        )
+    }
+
+    /// Reads [begin, end) with explicit options.
+    pub fn get_range_with(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        options: RangeOptions,
+    ) -> Result<Vec<KeyValue>, Error> {
+        Ok(self
+            .raw
+            .get_range(begin, end, options.limit, options.reverse, options.snapshot)?)
+    }
+
+    /// Buffers a write of `value` at `key`.
+    pub fn set(&self, key: &[u8], value: &[u8]) {
+        self.raw.set(key, value);
+    }
+
+    /// Buffers the removal of `key`.
+    pub fn clear(&self, key: &[u8]) {
+        self.raw.clear(key);
+    }
+
+    /// Buffers the removal of every key in [begin, end).
+    pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
+        self.raw.clear_range(begin, end);
+    }
+
+    /// Commits; returns the committed version (the read version when
+    /// nothing was written).
+    pub fn commit(&self) -> Result<u64, Error> {
+        Ok(self.raw.commit()?)
+    }
+
+    /// Resets for another attempt when `error` is retryable, else returns it.
+    pub fn on_error(&self, error: Error) -> Result<(), Error> {
+        Ok(self.raw.on_error(&error.into())?)
+    }
+
+    /// Abandons the transaction; later calls fail with `Cancelled`.
+    pub fn cancel(&self) {
+        self.raw.cancel();
+    }
+}
+
+/// Runs `body` in a transaction with FoundationDB's retry loop: commit, and
+/// on error ask `on_error` whether to try again. Returns the body's value
+/// and how many retries it took.
+pub fn transact<T>(
+    mut body: impl FnMut(&Transaction) -> Result<T, Error>,
+) -> Result<(T, u32), Error> {
+    let tr = Transaction::new();
+    let mut retries = 0;
+    loop {
+        let attempt = body(&tr).and_then(|value| tr.commit().map(|_| value));
+        match attempt {
+            Ok(value) => return Ok((value, retries)),
+            Err(error) => {
+                tr.on_error(error)?;
+                retries += 1;
+            }
+        }
+    }
+}
+
+/// Like [`transact`] but never commits: for read-only work, whose commit
+/// would have nothing to send (FoundationDB's `ReadTransact`).
+pub fn read_transact<T>(
+    mut body: impl FnMut(&Transaction) -> Result<T, Error>,
+) -> Result<(T, u32), Error> {
+    let tr = Transaction::new();
+    let mut retries = 0;
+    loop {
+        match body(&tr) {
+            Ok(value) => return Ok((value, retries)),
+            Err(error) => {
+                tr.on_error(error)?;
+                retries += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! misbehave: a test-only plugin whose workloads fail on purpose, one way
+//! each, so the host's bad-input tests can check that a trap, a runaway
+//! loop, unbounded memory growth and an error return each fail the run with
+//! a clear message. Never use it in a benchmark.
+
+use blocklab_sdk::{Info, Params, Plugin, Workload, env};
+use std::hint::black_box;
+use std::sync::Mutex;
+
+struct Misbehave;
+
+const TEST_ONLY: &str = "test-only plugin for the host's bad-input tests: ";
+
+impl Plugin for Misbehave {
+    fn workloads() -> Vec<Info> {
+        vec![
+            Info::new(
+                "trap",
+                format!("{TEST_ONLY}panics in run, so the instance traps"),
+            ),
+            Info::new(
+                "spin",
+                format!("{TEST_ONLY}loops forever in run, until the epoch deadline stops it"),
+            ),
+            Info::new(
+                "grow",
+                format!(
+                    "{TEST_ONLY}allocates 1 MiB after 1 MiB in run without bound, until the memory limit stops it"
+                ),
+            ),
+            Info::new(
+                "bad-read",
+                format!(
+                    "{TEST_ONLY}returns an error from run, as a workload does when a read returns something unexpected"
+                ),
+            ),
+        ]
+    }
+
+    fn setup(name: &str, _params: &Params) -> Result<Box<dyn Workload>, String> {
+        let workload: Box<dyn Workload> = match name {
+            "trap" => Box::new(Trap),
+            "spin" => Box::new(Spin),
+            "grow" => Box::new(Grow),
+            "bad-read" => Box::new(BadRead),
+            other => return Err(format!("unknown workload `{other}`")),
+        };
+        Ok(workload)
+    }
+}
+
+blocklab_sdk::export_plugin!(Misbehave);
+
+struct Trap;
+
+impl Workload for Trap {
+    fn run(&mut self, iteration: u64) -> Result<u32, String> {
+        panic!("misbehave/trap panics on purpose at iteration {iteration}");
+    }
+}
+
+struct Spin;
+
+impl Workload for Spin {
+    fn run(&mut self, _iteration: u64) -> Result<u32, String> {
+        let mut n: u64 = 0;
+        loop {
+            // black_box keeps the optimiser from proving the loop useless.
+            n = black_box(n.wrapping_add(1));
+        }
+    }
+}
+
+/// Memory `grow` holds on to, so nothing it allocates is ever freed.
+static HOARD: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+struct Grow;
+
+impl Workload for Grow {
+    fn run(&mut self, _iteration: u64) -> Result<u32, String> {
+        let mut hoard = HOARD
+            .lock()
+            .map_err(|_| "misbehave/grow: the hoard lock is poisoned".to_owned())?;
+        loop {
+            // Filled with ones so every page is touched, not just reserved.
+            hoard.push(vec![1u8; 1 << 20]);
+            env::count("grow-mib", 1);
+        }
+    }
+}
+
+struct BadRead;
+
+impl Workload for BadRead {
+    fn run(&mut self, iteration: u64) -> Result<u32, String> {
+        Err(format!(
+            "misbehave/bad-read: key `misbehave/bad-read/{iteration:08}` holds 3 bytes, expected 100 (this workload always fails)"
+        ))
+    }
+}
