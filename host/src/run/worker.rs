@@ -227,9 +227,9 @@ fn drive(
     warmed: &std::sync::Barrier,
     start: &std::sync::Barrier,
 ) -> anyhow::Result<WorkerOutcome> {
-    let mut histogram = Histogram::<u64>::new(3).context("histogram")?;
+    let mut histogram = new_histogram()?;
     let mut outcome = WorkerOutcome {
-        histogram: Histogram::new(3).context("histogram")?,
+        histogram: new_histogram()?,
         measured: 0,
         warmup: 0,
         retries: 0,
@@ -378,7 +378,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     phases.insert("warmup".to_owned(), ms(warm_elapsed));
     phases.insert("measure".to_owned(), ms(measured_wall));
 
-    let mut histogram = Histogram::<u64>::new(3)?;
+    let mut histogram = new_histogram()?;
     let (mut measured, mut warmup, mut retries) = (0, 0, 0);
     let mut errors_by_kind = BTreeMap::new();
     for outcome in outcomes {
@@ -459,6 +459,12 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         phases_ms: phases,
         histogram: Some(base64::engine::general_purpose::STANDARD.encode(serialized)),
     })
+}
+
+/// A latency histogram in nanoseconds from 1 ns to one hour, 3 significant
+/// digits; longer transactions are recorded as one hour.
+fn new_histogram() -> anyhow::Result<Histogram<u64>> {
+    Ok(Histogram::new_with_bounds(1, 3_600_000_000_000, 3)?)
 }
 
 fn ms(d: Duration) -> f64 {
