@@ -1,0 +1,121 @@
+//! The store's error type: one variant per thing a caller may act on.
+//!
+//! Messages name the thing in backticks and end with the fix; the underlying
+//! cause is kept as `source()` (not repeated in the message) so `{:#}` prints
+//! each link of the chain once.
+
+use std::path::PathBuf;
+
+use crate::CampaignId;
+
+/// Boxed cause of a [`StoreError::Corrupt`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+#[derive(thiserror::Error, Debug)]
+pub enum StoreError {
+    /// sled failed underneath (I/O, or its own corruption check).
+    #[error(
+        "the store's sled database failed (check that the data directory is writable and its disk is not full)"
+    )]
+    Sled(#[source] sled::Error),
+
+    /// The store was written by a newer blocklab. It is left untouched.
+    #[error(
+        "the store `{path}` has schema version {found} but this blocklab reads versions up to {supported} (use the blocklab release that wrote it or a newer one; the store was not modified)"
+    )]
+    NewerSchema {
+        found: u32,
+        supported: u32,
+        path: PathBuf,
+    },
+
+    /// Stored bytes do not decode: damaged, or written with an incompatible
+    /// payload type.
+    #[error(
+        "{what} in the store cannot be decoded (the store is damaged or was written by an incompatible blocklab build)"
+    )]
+    Corrupt {
+        what: String,
+        #[source]
+        source: BoxError,
+    },
+
+    /// A campaign (or a per-campaign item) that does not exist.
+    #[error("{what}")]
+    NotFound { what: String },
+
+    /// Another process holds the store open.
+    #[error(
+        "the store `{path}` is in use by another blocklab process (a daemon or a running campaign?); stop that process, talk to the daemon, or use another data directory"
+    )]
+    Locked {
+        path: PathBuf,
+        #[source]
+        source: sled::Error,
+    },
+
+    /// The directory exists, is not empty and is not a store.
+    #[error(
+        "`{path}` is not a blocklab store (it has files but no sled database); pass an empty or new directory"
+    )]
+    NotAStore { path: PathBuf },
+
+    /// A caller's value could not be encoded as JSON.
+    #[error("cannot encode {what} as JSON (its `Serialize` implementation failed)")]
+    Serde {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// The attempt is already stored; attempts are never overwritten.
+    #[error(
+        "run slot {slot} attempt {attempt} of campaign `{campaign}` is already stored (record a rerun with `next_attempt` instead of overwriting)"
+    )]
+    DuplicateRun {
+        campaign: CampaignId,
+        slot: u32,
+        attempt: u32,
+    },
+
+    /// A slot index past the end of the sealed schedule.
+    #[error(
+        "run slot {slot} is outside campaign `{campaign}`, whose sealed schedule has {total_runs} runs (slots are 0-based schedule indices)"
+    )]
+    SlotOutOfRange {
+        campaign: CampaignId,
+        slot: u32,
+        total_runs: u32,
+    },
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> Self {
+        StoreError::Sled(e)
+    }
+}
+
+impl From<sled::transaction::TransactionError<StoreError>> for StoreError {
+    fn from(e: sled::transaction::TransactionError<StoreError>) -> Self {
+        match e {
+            sled::transaction::TransactionError::Abort(e) => e,
+            sled::transaction::TransactionError::Storage(e) => StoreError::Sled(e),
+        }
+    }
+}
+
+/// A stored value or key that does not have the expected shape.
+#[derive(thiserror::Error, Debug)]
+#[error("{0}")]
+pub(crate) struct Malformed(pub(crate) String);
+
+pub(crate) fn corrupt(what: impl Into<String>, source: impl Into<BoxError>) -> StoreError {
+    StoreError::Corrupt {
+        what: what.into(),
+        source: source.into(),
+    }
+}
+
+pub(crate) fn malformed(what: impl Into<String>, detail: impl Into<String>) -> StoreError {
+    corrupt(what, Malformed(detail.into()))
+}
