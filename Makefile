@@ -27,6 +27,8 @@ plugins: deps-wasm
 	@for name in $(PLUGIN_NAMES); do \
 		cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin/$$(echo $$name | tr - _).wasm $(PLUGIN_OUT)/$$name.wasm; \
 	done
+	$(CARGO) build --target $(WASM_TARGET) --profile plugin-size -p kv-basic
+	cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin-size/kv_basic.wasm $(PLUGIN_OUT)/kv-basic-size.wasm
 	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES)))"
 
 ## host: the blocklab binary, release build.

@@ -175,9 +175,10 @@ struct CampaignArgs {
     /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
     #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
-    /// No progress bar.
-    #[arg(long, short)]
-    quiet: bool,
+    /// Progress on stderr: `bar` (with ETA), `json` (one event per line, for
+    /// scripts), or `none`.
+    #[arg(long, default_value = "bar", value_parser = ["bar", "json", "none"])]
+    progress: String,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -327,7 +328,7 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn open_store(data: &DataArgs) -> anyhow::Result<blocklab_store::Store> {
-    Ok(blocklab_store::Store::open(&data.data)?)
+    Ok(blocklab_store::Store::open(&data.data.join("store"))?)
 }
 
 /// Resolves `latest` or a number to a stored campaign id.
@@ -373,7 +374,7 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         worker_exe: None,
         cancel: Default::default(),
     };
-    let mut progress = crate::run::progress::Bar::new(args.quiet);
+    let mut progress = crate::run::progress::Bar::new(&args.progress);
     let outcome = crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?;
     progress.finish();
     let report = crate::report::build(&store, id)?;

@@ -113,6 +113,9 @@ pub struct GateSummary {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub campaign: CampaignMeta,
+    /// The sealed plan's fields at the top level: plan, overrides, source,
+    /// schedule, inputs, version, hash.
+    #[serde(flatten)]
     pub plan: SealedPlan,
     pub environment: Option<Environment>,
     pub placement: Option<Placement>,

@@ -27,6 +27,8 @@ pub struct Slot {
 /// A plan ready to execute: spec, schedule, inputs and the hash over all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SealedPlan {
+    /// The plan as parsed, after overrides, with plugin paths made absolute.
+    #[serde(rename = "plan")]
     pub spec: PlanSpec,
     /// The `--set` overrides applied to the file, in order.
     pub overrides: Vec<String>,
@@ -107,6 +109,8 @@ pub fn seal(
     plan_bytes: &[u8],
 ) -> anyhow::Result<SealedPlan> {
     resolve_plugins(&mut spec)?;
+    // CPU groups are checked against this machine before anything is stored.
+    crate::run::placement::Placement::resolve(spec.cpus.as_ref(), false)?;
     let schedule = schedule(&spec)?;
     let mut inputs = BTreeMap::new();
     inputs.insert("plan".to_owned(), hex::encode(Sha256::digest(plan_bytes)));

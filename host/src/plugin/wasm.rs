@@ -92,12 +92,16 @@ pub struct Runtime {
     linker: Linker<HostState>,
     cache_dir: Option<PathBuf>,
     limits: Limits,
-    ticker_stop: Arc<AtomicBool>,
+    ticker: Arc<Ticker>,
 }
 
-impl Drop for Runtime {
+/// Advances the engine's epoch so call deadlines fire; it stops when the
+/// runtime and every plugin and instance made from it are gone.
+struct Ticker(Arc<AtomicBool>);
+
+impl Drop for Ticker {
     fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -149,7 +153,7 @@ impl Runtime {
             linker,
             cache_dir,
             limits,
-            ticker_stop,
+            ticker: Arc::new(Ticker(ticker_stop)),
         })
     }
 
@@ -205,6 +209,7 @@ impl Runtime {
             cached,
             pre,
             limits: self.limits,
+            ticker: self.ticker.clone(),
         })
     }
 
@@ -319,6 +324,7 @@ pub struct Plugin {
     cached: bool,
     pre: bindings::WorkloadPluginPre<HostState>,
     limits: Limits,
+    ticker: Arc<Ticker>,
 }
 
 impl Plugin {
@@ -382,6 +388,7 @@ impl Plugin {
             limits: self.limits,
             ticks,
             workload: None,
+            _ticker: self.ticker.clone(),
         })
     }
 
@@ -438,6 +445,7 @@ pub struct WasmInstance {
     limits: Limits,
     ticks: u64,
     workload: Option<String>,
+    _ticker: Arc<Ticker>,
 }
 
 impl WasmInstance {

@@ -5,14 +5,17 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Bar {
     bar: Option<ProgressBar>,
+    json: bool,
     failed: u32,
 }
 
 impl Bar {
-    /// A bar drawn on stderr, or nothing when `quiet`.
-    pub fn new(quiet: bool) -> Bar {
+    /// `bar`: a bar drawn on stderr; `json`: one JSON event per line on
+    /// stderr; anything else: silence.
+    pub fn new(style: &str) -> Bar {
         Bar {
-            bar: (!quiet).then(|| {
+            json: style == "json",
+            bar: (style == "bar").then(|| {
                 let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
                 bar.set_style(
                     ProgressStyle::with_template(
@@ -28,6 +31,11 @@ impl Bar {
     }
 
     pub fn observe(&mut self, event: &Event) {
+        if self.json
+            && let Ok(line) = serde_json::to_string(event)
+        {
+            eprintln!("{line}");
+        }
         let Some(bar) = &self.bar else { return };
         match event {
             Event::RunStarted { slot, total, workload, arm, block, .. } => {

@@ -263,10 +263,14 @@ fn spawn_worker(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let cpus_for_child = cpus.to_vec();
-    // SAFETY: the closure only calls sched_setaffinity, which is
+    // SAFETY: the closure only calls prctl and sched_setaffinity, both
     // async-signal-safe, between fork and exec.
     unsafe {
-        command.pre_exec(move || placement::pin_current(&cpus_for_child));
+        command.pre_exec(move || {
+            // A worker must not outlive a killed supervisor.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            placement::pin_current(&cpus_for_child)
+        });
     }
     let mut child = command
         .spawn()

@@ -1,0 +1,251 @@
+//! Campaigns end to end (issue 3): real worker processes, a real sled store,
+//! the report's JSON.
+
+use crate::support::{blocklab, plugin, run};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+
+/// A plan for `get100` with the given arms block, quick gates.
+fn plan(dir: &Path, name: &str, blocks: usize, measured: u64, level: f64, arms: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"
+name = "{name}"
+seed = 7
+blocks = {blocks}
+plugin = "{plugin}"
+[measure]
+warmup = 50
+measured = {measured}
+[bootstrap]
+resamples = 2000
+level = {level}
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+[[workloads]]
+name = "get100"
+params = {{ keys = 100 }}
+{arms}
+"#,
+        plugin = plugin("kv-basic").display()
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn report(data: &Path) -> serde_json::Value {
+    let r = run(blocklab().args(["report", "latest", "--format", "json", "--data"]).arg(data));
+    assert!(r.ok, "{}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+fn effect<'a>(report: &'a serde_json::Value, arm: &str, statistic: &str) -> &'a serde_json::Value {
+    report["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["arm"] == arm && e["statistic"] == statistic)
+        .unwrap_or_else(|| panic!("no {arm} {statistic} effect in {}", report["effects"]))
+}
+
+#[test]
+fn an_a_a_campaign_finds_no_effect_and_a_slowed_arm_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // Two identical arms and a third slowed by a busy wait of 200 µs per
+    // transaction, far more than get100 costs. 12 blocks of 3 arms (6 orders
+    // twice); 99% intervals keep the A/A check's false alarms rare.
+    let arms = r#"
+[[arms]]
+name = "a"
+baseline = true
+plugin = "builtin"
+[[arms]]
+name = "a-again"
+plugin = "builtin"
+[[arms]]
+name = "slowed"
+plugin = "builtin"
+inject_busy_ns = 200000
+"#;
+    let p = plan(dir.path(), "aa", 12, 200, 0.99, arms);
+    let r = run(blocklab().args(["campaign", "--progress", "none", "--data"]).arg(&data).arg(&p));
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("mean_latency"), "terminal tables:\n{}", r.stdout);
+    let rep = report(&data);
+    let aa = effect(&rep, "a-again", "mean_latency");
+    assert!(
+        aa["ci_low"].as_f64().unwrap() <= 1.0 && aa["ci_high"].as_f64().unwrap() >= 1.0,
+        "A/A interval excludes 1: {aa}"
+    );
+    assert_eq!(aa["blocks"], 12);
+    let slow = effect(&rep, "slowed", "mean_latency");
+    assert!(slow["ci_low"].as_f64().unwrap() > 1.0, "slowed arm not detected: {slow}");
+    assert_eq!(slow["won"], 0, "the slowed arm never beats the baseline: {slow}");
+    // The schedule ran every arm once per block, and the design is sealed.
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 36);
+    for block in 0..12 {
+        let mut arms: Vec<&str> = runs.iter().filter(|r| r["block"] == block).map(|r| r["arm"].as_str().unwrap()).collect();
+        arms.sort();
+        assert_eq!(arms, ["a", "a-again", "slowed"]);
+    }
+}
+
+#[test]
+fn the_report_json_has_its_documented_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = "[[arms]]\nname = \"native\"\nbaseline = true\nplugin = \"builtin\"\n[[arms]]\nname = \"wasm\"\n";
+    let p = plan(dir.path(), "shape", 2, 30, 0.95, arms);
+    let r = run(blocklab().args(["campaign", "--progress", "none", "--data"]).arg(&data).arg(&p));
+    assert!(r.ok, "{}", r.stderr);
+    let rep = report(&data);
+    for key in ["plan", "schedule", "inputs", "environment", "effects", "absolutes", "runs", "hash"] {
+        assert!(!rep[key].is_null(), "report lacks `{key}`");
+    }
+    let e = &rep["effects"][0];
+    for key in ["workload", "arm", "baseline", "statistic", "ratio", "ci_low", "ci_high", "blocks", "won"] {
+        assert!(!e[key].is_null(), "effect lacks `{key}`: {e}");
+    }
+    let a = &rep["absolutes"][0];
+    for key in ["workload", "arm", "statistic", "median"] {
+        assert!(!a[key].is_null(), "absolute lacks `{key}`: {a}");
+    }
+    let run0 = &rep["runs"][0];
+    for key in ["workload", "arm", "block", "position", "status", "latency_us", "cpu", "alloc", "inputs"] {
+        assert!(!run0[key].is_null(), "run lacks `{key}`: {run0}");
+    }
+    assert!(rep["inputs"].as_object().unwrap().contains_key("blocklab"));
+    // Markdown and CSV render the same campaign.
+    let md = run(blocklab().args(["report", "latest", "--data"]).arg(&data));
+    assert!(md.stdout.contains("## Limits") && md.stdout.contains("### get100"), "{}", md.stdout);
+    let csv = run(blocklab().args(["report", "latest", "--format", "csv", "--data"]).arg(&data));
+    assert!(csv.stdout.starts_with("workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won\n"));
+    let list = run(blocklab().args(["campaigns", "--json", "--data"]).arg(&data));
+    let list: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(list[0]["name"], "shape");
+}
+
+#[test]
+fn a_killed_campaign_resumes_without_losing_stored_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = "[[arms]]\nname = \"x\"\nbaseline = true\nplugin = \"builtin\"\n[[arms]]\nname = \"y\"\nplugin = \"builtin\"\n";
+    let p = plan(dir.path(), "resume", 8, 100, 0.95, arms);
+    let mut child = blocklab()
+        .args(["campaign", "--progress", "json", "--data"])
+        .arg(&data)
+        .arg(&p)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the supervisor (SIGKILL) once three runs have been stored.
+    let mut finished = 0;
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        if line.unwrap().contains("\"event\":\"run-finished\"") {
+            finished += 1;
+            if finished == 3 {
+                child.kill().unwrap();
+                break;
+            }
+        }
+    }
+    child.wait().unwrap();
+    assert_eq!(finished, 3, "the campaign ended before it could be killed");
+    let before = report(&data);
+    let stored = before["runs"].as_array().unwrap().clone();
+    assert!(stored.len() >= 3, "runs stored before the kill: {}", stored.len());
+    assert!(before["gates"]["unfinished_slots"].as_u64().unwrap() > 0);
+
+    let r = run(blocklab().args(["campaign", "--progress", "none", "--resume", "latest", "--data"]).arg(&data));
+    assert!(r.ok, "{}", r.stderr);
+    let after = report(&data);
+    let runs = after["runs"].as_array().unwrap();
+    // Nothing stored was lost or changed...
+    for old in &stored {
+        assert!(runs.contains(old), "run lost or altered by resume: {old}");
+    }
+    // ...and every slot of the schedule has a final run.
+    assert_eq!(after["gates"]["unfinished_slots"], 0);
+    let mut slots: Vec<u64> = runs.iter().map(|r| r["slot"].as_u64().unwrap()).collect();
+    slots.dedup();
+    assert_eq!(slots, (0..16).collect::<Vec<u64>>());
+    assert_eq!(after["campaign"]["status"]["state"], "finished");
+}
+
+fn plan_error(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.toml");
+    std::fs::write(&p, text).unwrap();
+    let r = run(blocklab().args(["plan"]).arg(&p));
+    assert!(!r.ok, "a bad plan was accepted:\n{text}");
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    r.stderr
+}
+
+const GOOD: &str = r#"name = "p"
+seed = 1
+blocks = 6
+plugin = "builtin"
+[measure]
+measured = 10
+[[workloads]]
+name = "get100"
+[[arms]]
+name = "a"
+baseline = true
+[[arms]]
+name = "b"
+[[arms]]
+name = "c"
+"#;
+
+#[test]
+fn a_good_plan_prints_its_sealed_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("good.toml");
+    std::fs::write(&p, GOOD).unwrap();
+    let r = run(blocklab().args(["plan"]).arg(&p));
+    assert!(r.ok, "{}", r.stderr);
+    assert!(r.stdout.contains("sealed: "), "{}", r.stdout);
+    assert_eq!(r.stdout.matches("  block ").count(), 6);
+    // Same seed, same schedule and hash; --set is sealed in and changes it.
+    let again = run(blocklab().args(["plan"]).arg(&p));
+    assert_eq!(r.stdout, again.stdout);
+    let set = run(blocklab().args(["plan", "--set", "seed=2"]).arg(&p));
+    assert!(set.ok, "{}", set.stderr);
+    assert!(set.stdout.contains("override: seed=2"));
+    assert_ne!(r.stdout.lines().next(), set.stdout.lines().next());
+}
+
+#[test]
+fn an_unknown_key_is_refused_with_its_name_and_line() {
+    let err = plan_error(&GOOD.replace("seed = 1", "seed = 1\nsede = 2"));
+    assert!(err.contains("sede") && err.contains("line 3"), "{err}");
+}
+
+#[test]
+fn a_block_count_that_cannot_be_balanced_is_refused_with_the_nearest() {
+    let err = plan_error(&GOOD.replace("blocks = 6", "blocks = 5"));
+    assert!(err.contains("`blocks = 5` cannot be balanced for 3 arms") && err.contains("6"), "{err}");
+}
+
+#[test]
+fn a_missing_plugin_is_refused() {
+    let err = plan_error(&GOOD.replace("plugin = \"builtin\"", "plugin = \"nowhere/kv.wasm\""));
+    assert!(err.contains("plugin `nowhere/kv.wasm` does not exist") && err.contains("make plugins"), "{err}");
+}
+
+#[test]
+fn a_cpu_group_that_does_not_exist_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cpus.toml");
+    std::fs::write(&p, format!("{GOOD}[cpus]\nrunner = \"0\"\nclient = \"4000-4001\"\n")).unwrap();
+    let r = run(blocklab().args(["campaign", "--progress", "none", "--data"]).arg(dir.path().join("d")).arg(&p));
+    assert!(!r.ok);
+    assert!(r.stderr.contains("`cpus.client` names CPU 4000-4001"), "{}", r.stderr);
+}

@@ -1,0 +1,7 @@
+//! blocklab's integration tests, built as one binary. They drive the real
+//! `blocklab` binary, real components from plugins/ (built by `make
+//! plugins`), real worker processes and a real sled store.
+
+mod bad_plugins;
+mod campaign;
+mod support;

@@ -1,0 +1,72 @@
+//! Shared helpers: the blocklab binary, plugin paths, plan files in temp dirs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The blocklab binary under test.
+pub fn blocklab() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_blocklab"));
+    // Keep compiled plugins out of the user's cache, shared within this run.
+    cmd.env("BLOCKLAB_CACHE_DIR", cache_dir());
+    cmd
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join("blocklab-test-cache")
+}
+
+/// A built plugin from target/plugins (or `$BLOCKLAB_PLUGINS`).
+pub fn plugin(name: &str) -> PathBuf {
+    let dir = std::env::var_os("BLOCKLAB_PLUGINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"));
+    let path = dir.join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "plugin {} is missing: run `make plugins` first (make test does)",
+        path.display()
+    );
+    path
+}
+
+/// A fixture file from host/tests/fixtures; `.wat` ones are assembled.
+pub fn fixture(name: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    if name.ends_with(".wat") {
+        let bytes = wat::parse_file(&src).expect("fixture assembles");
+        let out = dir.join(name.replace(".wat", ".wasm"));
+        std::fs::write(&out, bytes).expect("write fixture");
+        out
+    } else {
+        src
+    }
+}
+
+/// Output as text, for assertions.
+pub struct Run {
+    pub ok: bool,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(cmd: &mut Command) -> Run {
+    let Output { status, stdout, stderr } = cmd.output().expect("blocklab runs");
+    Run {
+        ok: status.success(),
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// Asserts a failed command with a clean error (no Rust panic) containing
+/// every one of `needles`.
+pub fn assert_error(r: &Run, needles: &[&str]) {
+    assert!(!r.ok, "expected failure, got success:\n{}", r.stdout);
+    assert_eq!(r.code, Some(1), "exit code; stderr:\n{}", r.stderr);
+    assert!(!r.stderr.contains("panicked"), "a Rust panic:\n{}", r.stderr);
+    for n in needles {
+        assert!(r.stderr.contains(n), "stderr lacks `{n}`:\n{}", r.stderr);
+    }
+}
