@@ -65,7 +65,7 @@ pub fn run(cmd: &mut Command) -> Run {
 pub fn assert_error(r: &Run, needles: &[&str]) {
     assert!(!r.ok, "expected failure, got success:\n{}", r.stdout);
     assert_eq!(r.code, Some(1), "exit code; stderr:\n{}", r.stderr);
-    assert!(!r.stderr.contains("panicked"), "a Rust panic:\n{}", r.stderr);
+    assert!(!r.stderr.contains("thread 'main' panicked"), "a Rust panic in blocklab:\n{}", r.stderr);
     for n in needles {
         assert!(r.stderr.contains(n), "stderr lacks `{n}`:\n{}", r.stderr);
     }
