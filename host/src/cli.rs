@@ -184,7 +184,12 @@ struct CampaignArgs {
 #[derive(Debug, Args, Clone)]
 struct DataArgs {
     /// The data directory (the sled store).
-    #[arg(long, value_name = "DIR", default_value = "blocklab-data", env = "BLOCKLAB_DATA")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "blocklab-data",
+        env = "BLOCKLAB_DATA"
+    )]
     data: PathBuf,
 }
 
@@ -249,7 +254,13 @@ fn workloads(args: WorkloadsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for info in infos {
-        writeln!(out, "{:<18} {}  [uses: {}]", info.name, info.description, info.uses.join(", "))?;
+        writeln!(
+            out,
+            "{:<18} {}  [uses: {}]",
+            info.name,
+            info.description,
+            info.uses.join(", ")
+        )?;
         for p in &info.params {
             writeln!(out, "    --param {}={:<10} {}", p.name, p.default, p.help)?;
         }
@@ -332,7 +343,10 @@ fn open_store(data: &DataArgs) -> anyhow::Result<blocklab_store::Store> {
 }
 
 /// Resolves `latest` or a number to a stored campaign id.
-fn campaign_id(store: &blocklab_store::Store, text: &str) -> anyhow::Result<blocklab_store::CampaignId> {
+fn campaign_id(
+    store: &blocklab_store::Store,
+    text: &str,
+) -> anyhow::Result<blocklab_store::CampaignId> {
     if text == "latest" {
         return store
             .latest()?
@@ -375,11 +389,15 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         cancel: Default::default(),
     };
     let mut progress = crate::run::progress::Bar::new(&args.progress);
-    let outcome = crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?;
+    let outcome =
+        crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?;
     progress.finish();
     let report = crate::report::build(&store, id)?;
     print!("{}", crate::report::terminal(&report));
-    println!("\nfull report: blocklab report {id} --format md --data {}", args.data.data.display());
+    println!(
+        "\nfull report: blocklab report {id} --format md --data {}",
+        args.data.data.display()
+    );
     Ok(match outcome {
         crate::run::supervisor::Outcome::Finished => ExitCode::SUCCESS,
         crate::run::supervisor::Outcome::Stopped(why) => {
@@ -415,7 +433,11 @@ fn campaigns(args: CampaignsArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(out, "{:>4}  {:<24} {:<10} {:>9}  plan", "id", "name", "status", "runs")?;
+    writeln!(
+        out,
+        "{:>4}  {:<24} {:<10} {:>9}  plan",
+        "id", "name", "status", "runs"
+    )?;
     for c in list {
         let status = match &c.status {
             blocklab_store::CampaignStatus::Failed { .. } => "failed".to_owned(),

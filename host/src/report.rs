@@ -24,13 +24,48 @@ pub struct Statistic {
 
 /// The statistics every transaction-mode campaign compares.
 pub const STATISTICS: &[Statistic] = &[
-    Statistic { name: "mean_latency", unit: "µs", lower_is_better: true, of: |r| r.latency_us.mean },
-    Statistic { name: "p99_latency", unit: "µs", lower_is_better: true, of: |r| r.latency_us.p99 },
-    Statistic { name: "throughput", unit: "txn/s", lower_is_better: false, of: |r| r.throughput_per_s },
-    Statistic { name: "cpu_measured", unit: "µs/txn", lower_is_better: true, of: |r| r.cpu.measured_us_per_txn },
-    Statistic { name: "cpu_process", unit: "µs/txn", lower_is_better: true, of: |r| r.cpu.process_us_per_txn },
-    Statistic { name: "alloc_bytes", unit: "B/txn", lower_is_better: true, of: |r| r.alloc.bytes_per_txn },
-    Statistic { name: "allocs", unit: "/txn", lower_is_better: true, of: |r| r.alloc.allocs_per_txn },
+    Statistic {
+        name: "mean_latency",
+        unit: "µs",
+        lower_is_better: true,
+        of: |r| r.latency_us.mean,
+    },
+    Statistic {
+        name: "p99_latency",
+        unit: "µs",
+        lower_is_better: true,
+        of: |r| r.latency_us.p99,
+    },
+    Statistic {
+        name: "throughput",
+        unit: "txn/s",
+        lower_is_better: false,
+        of: |r| r.throughput_per_s,
+    },
+    Statistic {
+        name: "cpu_measured",
+        unit: "µs/txn",
+        lower_is_better: true,
+        of: |r| r.cpu.measured_us_per_txn,
+    },
+    Statistic {
+        name: "cpu_process",
+        unit: "µs/txn",
+        lower_is_better: true,
+        of: |r| r.cpu.process_us_per_txn,
+    },
+    Statistic {
+        name: "alloc_bytes",
+        unit: "B/txn",
+        lower_is_better: true,
+        of: |r| r.alloc.bytes_per_txn,
+    },
+    Statistic {
+        name: "allocs",
+        unit: "/txn",
+        lower_is_better: true,
+        of: |r| r.alloc.allocs_per_txn,
+    },
 ];
 
 /// A paired effect of one arm against the baseline.
@@ -158,7 +193,9 @@ pub fn analyse(
     // `runs` as reruns.
     let mut finals: BTreeMap<u32, &RunRecord> = BTreeMap::new();
     for r in records {
-        let keep = finals.get(&r.slot.slot).is_none_or(|f| f.attempt < r.attempt);
+        let keep = finals
+            .get(&r.slot.slot)
+            .is_none_or(|f| f.attempt < r.attempt);
         if keep {
             finals.insert(r.slot.slot, r);
         }
@@ -176,13 +213,17 @@ pub fn analyse(
         let mut ok: BTreeMap<&str, BTreeMap<u32, &RunResult>> = BTreeMap::new();
         for r in finals.values().filter(|r| r.slot.workload == workload.name) {
             if let (RunStatus::Ok, Some(result)) = (r.status, &r.result) {
-                ok.entry(r.slot.arm.as_str()).or_default().insert(r.slot.block, result);
+                ok.entry(r.slot.arm.as_str())
+                    .or_default()
+                    .insert(r.slot.block, result);
             }
         }
         for arm in &spec.arms {
             let runs = ok.get(arm.name.as_str());
             for s in STATISTICS {
-                let values: Vec<f64> = runs.map(|m| m.values().map(|r| (s.of)(r)).collect()).unwrap_or_default();
+                let values: Vec<f64> = runs
+                    .map(|m| m.values().map(|r| (s.of)(r)).collect())
+                    .unwrap_or_default();
                 if !values.is_empty() {
                     absolutes.push(AbsoluteRow {
                         workload: workload.name.clone(),
@@ -206,12 +247,30 @@ pub fn analyse(
                 });
                 continue;
             };
-            let blocks: Vec<u32> = arm_runs.keys().filter(|b| base_runs.contains_key(b)).copied().collect();
+            let blocks: Vec<u32> = arm_runs
+                .keys()
+                .filter(|b| base_runs.contains_key(b))
+                .copied()
+                .collect();
             for s in STATISTICS {
                 let a: Vec<f64> = blocks.iter().map(|b| (s.of)(arm_runs[b])).collect();
                 let b: Vec<f64> = blocks.iter().map(|b| (s.of)(base_runs[b])).collect();
-                match stats::paired_effect(&a, &b, s.lower_is_better, boot.resamples, boot_seed, boot.method, boot.level) {
-                    Ok(Effect { ratio, ci_low, ci_high, blocks, won }) => effects.push(EffectRow {
+                match stats::paired_effect(
+                    &a,
+                    &b,
+                    s.lower_is_better,
+                    boot.resamples,
+                    boot_seed,
+                    boot.method,
+                    boot.level,
+                ) {
+                    Ok(Effect {
+                        ratio,
+                        ci_low,
+                        ci_high,
+                        blocks,
+                        won,
+                    }) => effects.push(EffectRow {
                         workload: workload.name.clone(),
                         arm: arm.name.clone(),
                         baseline: baseline.clone(),
@@ -232,10 +291,18 @@ pub fn analyse(
             }
         }
         // Position diagnostic over complete blocks only.
-        let arm_index: BTreeMap<&str, usize> =
-            spec.arms.iter().enumerate().map(|(i, a)| (a.name.as_str(), i)).collect();
+        let arm_index: BTreeMap<&str, usize> = spec
+            .arms
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.name.as_str(), i))
+            .collect();
         let complete: Vec<u32> = (0..spec.blocks as u32)
-            .filter(|b| spec.arms.iter().all(|a| ok.get(a.name.as_str()).is_some_and(|m| m.contains_key(b))))
+            .filter(|b| {
+                spec.arms
+                    .iter()
+                    .all(|a| ok.get(a.name.as_str()).is_some_and(|m| m.contains_key(b)))
+            })
             .collect();
         if spec.arms.len() > 1 && !complete.is_empty() {
             let runs: Vec<(usize, usize, usize, f64)> = finals
@@ -251,7 +318,13 @@ pub fn analyse(
                     ))
                 })
                 .collect();
-            if let Ok(rows) = stats::position_effects(&runs, spec.arms.len(), boot.resamples, boot_seed, boot.level) {
+            if let Ok(rows) = stats::position_effects(
+                &runs,
+                spec.arms.len(),
+                boot.resamples,
+                boot_seed,
+                boot.level,
+            ) {
                 for (position, e) in rows.into_iter().enumerate() {
                     positions.push(PositionRow {
                         workload: workload.name.clone(),
@@ -272,9 +345,18 @@ pub fn analyse(
     };
     let mut runs = Vec::new();
     for r in records {
-        let label = format!("slot {} ({} / {} / block {})", r.slot.slot, r.slot.workload, r.slot.arm, r.slot.block + 1);
+        let label = format!(
+            "slot {} ({} / {} / block {})",
+            r.slot.slot,
+            r.slot.workload,
+            r.slot.arm,
+            r.slot.block + 1
+        );
         if r.status == RunStatus::Failed {
-            gates.failed.push(format!("{label}: {}", r.reason.as_deref().unwrap_or("unknown")));
+            gates.failed.push(format!(
+                "{label}: {}",
+                r.reason.as_deref().unwrap_or("unknown")
+            ));
         }
         if r.gate_flagged {
             gates.flagged.push(format!(
@@ -322,7 +404,11 @@ pub fn analyse(
 }
 
 /// What the design did not test, stated with every report.
-fn limits(plan: &SealedPlan, env: Option<&Environment>, placement: Option<&Placement>) -> Vec<String> {
+fn limits(
+    plan: &SealedPlan,
+    env: Option<&Environment>,
+    placement: Option<&Placement>,
+) -> Vec<String> {
     let spec = &plan.spec;
     let mut out = vec![
         format!(
@@ -375,7 +461,12 @@ fn fmt_value(x: f64) -> String {
 pub fn terminal(report: &Report) -> String {
     let mut s = String::new();
     let spec = &report.plan.spec;
-    let arms: Vec<&str> = spec.arms.iter().filter(|a| !a.baseline).map(|a| a.name.as_str()).collect();
+    let arms: Vec<&str> = spec
+        .arms
+        .iter()
+        .filter(|a| !a.baseline)
+        .map(|a| a.name.as_str())
+        .collect();
     let baseline = &spec.arms[spec.baseline()].name;
     let _ = writeln!(
         s,
@@ -451,7 +542,10 @@ pub fn terminal(report: &Report) -> String {
         g.max_steal_pct,
         g.oom_kills,
         if g.unfinished_slots > 0 {
-            format!(", {} slots not run yet (resume with `blocklab campaign --resume {}`)", g.unfinished_slots, report.campaign.id)
+            format!(
+                ", {} slots not run yet (resume with `blocklab campaign --resume {}`)",
+                g.unfinished_slots, report.campaign.id
+            )
         } else {
             String::new()
         }
@@ -468,12 +562,31 @@ pub fn markdown(report: &Report) -> String {
     let spec = &report.plan.spec;
     let baseline = &spec.arms[spec.baseline()].name;
     let _ = writeln!(s, "# Campaign {}: {}\n", report.campaign.id, spec.name);
-    let _ = writeln!(s, "Plan hash `{}`, sealed by blocklab {}. Ratios below 1 mean the arm is faster or cheaper than the baseline `{baseline}` (for throughput, above 1 is better).\n", report.plan.hash, report.plan.version);
-    let _ = writeln!(s, "## Arms\n\n| arm | baseline | plugin | target | params |\n|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "Plan hash `{}`, sealed by blocklab {}. Ratios below 1 mean the arm is faster or cheaper than the baseline `{baseline}` (for throughput, above 1 is better).\n",
+        report.plan.hash, report.plan.version
+    );
+    let _ = writeln!(
+        s,
+        "## Arms\n\n| arm | baseline | plugin | target | params |\n|---|---|---|---|---|"
+    );
     for arm in &spec.arms {
-        let plugin = arm.plugin.as_deref().or(spec.plugin.as_deref()).unwrap_or("per workload");
+        let plugin = arm
+            .plugin
+            .as_deref()
+            .or(spec.plugin.as_deref())
+            .unwrap_or("per workload");
         let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(s, "| {} | {} | `{}` | {} | {} |", arm.name, if arm.baseline { "yes" } else { "" }, plugin, arm.target.kind(), params.join(" "));
+        let _ = writeln!(
+            s,
+            "| {} | {} | `{}` | {} | {} |",
+            arm.name,
+            if arm.baseline { "yes" } else { "" },
+            plugin,
+            arm.target.kind(),
+            params.join(" ")
+        );
     }
     let _ = writeln!(s, "\n### Inputs\n\n| input | sha256 |\n|---|---|");
     for (name, hash) in &report.plan.inputs {
@@ -481,18 +594,64 @@ pub fn markdown(report: &Report) -> String {
     }
     let _ = writeln!(s, "\n## Environment\n");
     if let Some(e) = &report.environment {
-        let _ = writeln!(s, "- CPU: {} ({} online), {:.1} GiB memory\n- kernel {}, governor {}\n- SMT layout (sibling groups): {}\n- host {}", e.cpu_model, e.online_cpus, e.memory_gib, e.kernel, e.governor, e.smt_layout.join(" "), e.hostname);
+        let _ = writeln!(
+            s,
+            "- CPU: {} ({} online), {:.1} GiB memory\n- kernel {}, governor {}\n- SMT layout (sibling groups): {}\n- host {}",
+            e.cpu_model,
+            e.online_cpus,
+            e.memory_gib,
+            e.kernel,
+            e.governor,
+            e.smt_layout.join(" "),
+            e.hostname
+        );
     }
     if let Some(p) = &report.placement {
-        let _ = writeln!(s, "- placement ({}): runner {}, client {}, server {}", p.origin, format_cpu_list(&p.runner), format_cpu_list(&p.client), if p.server.is_empty() { "none".into() } else { format_cpu_list(&p.server) });
+        let _ = writeln!(
+            s,
+            "- placement ({}): runner {}, client {}, server {}",
+            p.origin,
+            format_cpu_list(&p.runner),
+            format_cpu_list(&p.client),
+            if p.server.is_empty() {
+                "none".into()
+            } else {
+                format_cpu_list(&p.server)
+            }
+        );
     }
-    let m = spec.measure.measure().map(|m| format!("{m:?}")).unwrap_or_default();
-    let _ = writeln!(s, "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- bootstrap: {} resamples, seed {}, {:?}, level {}", spec.seed, spec.blocks, spec.arms.len(), spec.workers, spec.bootstrap.resamples, spec.bootstrap.seed.unwrap_or(spec.seed), spec.bootstrap.method, spec.bootstrap.level);
+    let m = spec
+        .measure
+        .measure()
+        .map(|m| format!("{m:?}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- bootstrap: {} resamples, seed {}, {:?}, level {}",
+        spec.seed,
+        spec.blocks,
+        spec.arms.len(),
+        spec.workers,
+        spec.bootstrap.resamples,
+        spec.bootstrap.seed.unwrap_or(spec.seed),
+        spec.bootstrap.method,
+        spec.bootstrap.level
+    );
     if !report.plan.overrides.is_empty() {
         let _ = writeln!(s, "- overrides: {}", report.plan.overrides.join(", "));
     }
     let g = &report.gates;
-    let _ = writeln!(s, "\n## Gates\n\n{} runs stored; {} failed; {} ran although the quiescence gate did not pass; {} reruns; max CPU steal {:.2}%; {} OOM kills; {} slots not run.", g.runs, g.failed.len(), g.flagged.len(), g.reruns, g.max_steal_pct, g.oom_kills, g.unfinished_slots);
+    let _ = writeln!(
+        s,
+        "\n## Gates\n\n{} runs stored; {} failed; {} ran although the quiescence gate did not pass; {} reruns; max CPU steal {:.2}%; {} OOM kills; {} slots not run.",
+        g.runs,
+        g.failed.len(),
+        g.flagged.len(),
+        g.reruns,
+        g.max_steal_pct,
+        g.oom_kills,
+        g.unfinished_slots
+    );
     for f in &g.failed {
         let _ = writeln!(s, "- failed: {f}");
     }
@@ -501,26 +660,72 @@ pub fn markdown(report: &Report) -> String {
     }
     let _ = writeln!(s, "\n## Results");
     for w in &spec.workloads {
-        let _ = writeln!(s, "\n### {}\n\n| statistic | arm | ratio | interval | blocks won |\n|---|---|---|---|---|", w.name);
+        let _ = writeln!(
+            s,
+            "\n### {}\n\n| statistic | arm | ratio | interval | blocks won |\n|---|---|---|---|---|",
+            w.name
+        );
         for e in report.effects.iter().filter(|e| e.workload == w.name) {
-            let _ = writeln!(s, "| {} | {} | {:.3} | {:.3} – {:.3} | {}/{} |", e.statistic, e.arm, e.ratio, e.ci_low, e.ci_high, e.won, e.blocks);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.3} | {:.3} – {:.3} | {}/{} |",
+                e.statistic, e.arm, e.ratio, e.ci_low, e.ci_high, e.won, e.blocks
+            );
         }
-        let _ = writeln!(s, "\n| statistic | unit | {} |\n|---|---|{}", spec.arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(" | "), "---|".repeat(spec.arms.len()));
+        let _ = writeln!(
+            s,
+            "\n| statistic | unit | {} |\n|---|---|{}",
+            spec.arms
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" | "),
+            "---|".repeat(spec.arms.len())
+        );
         for st in STATISTICS {
-            let cells: Vec<String> = spec.arms.iter().map(|a| {
-                report.absolutes.iter().find(|x| x.workload == w.name && x.arm == a.name && x.statistic == st.name).map_or("—".into(), |x| fmt_value(x.median))
-            }).collect();
+            let cells: Vec<String> = spec
+                .arms
+                .iter()
+                .map(|a| {
+                    report
+                        .absolutes
+                        .iter()
+                        .find(|x| x.workload == w.name && x.arm == a.name && x.statistic == st.name)
+                        .map_or("—".into(), |x| fmt_value(x.median))
+                })
+                .collect();
             let _ = writeln!(s, "| {} | {} | {} |", st.name, st.unit, cells.join(" | "));
         }
-        let pos: Vec<String> = report.positions.iter().filter(|p| p.workload == w.name).map(|p| format!("position {}: {:.3} [{:.3}, {:.3}]", p.position + 1, p.ratio, p.ci_low, p.ci_high)).collect();
+        let pos: Vec<String> = report
+            .positions
+            .iter()
+            .filter(|p| p.workload == w.name)
+            .map(|p| {
+                format!(
+                    "position {}: {:.3} [{:.3}, {:.3}]",
+                    p.position + 1,
+                    p.ratio,
+                    p.ci_low,
+                    p.ci_high
+                )
+            })
+            .collect();
         if !pos.is_empty() {
-            let _ = writeln!(s, "\nOrder diagnostic (mean latency at each position relative to the arm's geometric mean): {}", pos.join("; "));
+            let _ = writeln!(
+                s,
+                "\nOrder diagnostic (mean latency at each position relative to the arm's geometric mean): {}",
+                pos.join("; ")
+            );
         }
     }
     if !report.missing_effects.is_empty() {
         let _ = writeln!(s, "\n### Effects not computed\n");
         for m in &report.missing_effects {
-            let _ = writeln!(s, "- {} / {} / {}: {}", m.workload, m.arm, m.statistic, m.reason);
+            let _ = writeln!(
+                s,
+                "- {} / {} / {}: {}",
+                m.workload, m.arm, m.statistic, m.reason
+            );
         }
     }
     let _ = writeln!(s, "\n## Limits\n");
@@ -534,7 +739,19 @@ pub fn markdown(report: &Report) -> String {
 pub fn csv(report: &Report) -> String {
     let mut s = String::from("workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won\n");
     for e in &report.effects {
-        let _ = writeln!(s, "{},{},{},{},{},{},{},{},{}", e.workload, e.arm, e.baseline, e.statistic, e.ratio, e.ci_low, e.ci_high, e.blocks, e.won);
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{}",
+            e.workload,
+            e.arm,
+            e.baseline,
+            e.statistic,
+            e.ratio,
+            e.ci_low,
+            e.ci_high,
+            e.blocks,
+            e.won
+        );
     }
     s
 }

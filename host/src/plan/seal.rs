@@ -145,7 +145,12 @@ pub fn seal_file(path: &Path, overrides: &[String]) -> anyhow::Result<SealedPlan
         .with_context(|| format!("plan `{}` is not UTF-8 text", path.display()))?;
     let spec = PlanSpec::parse(&text, overrides)
         .with_context(|| format!("in plan `{}`", path.display()))?;
-    seal(spec, overrides.to_vec(), &path.display().to_string(), &bytes)
+    seal(
+        spec,
+        overrides.to_vec(),
+        &path.display().to_string(),
+        &bytes,
+    )
 }
 
 impl SealedPlan {
@@ -186,7 +191,12 @@ impl SealedPlan {
             .workloads
             .iter()
             .find(|w| w.name == slot.workload)
-            .with_context(|| format!("slot {} names unknown workload `{}`", slot.slot, slot.workload))?;
+            .with_context(|| {
+                format!(
+                    "slot {} names unknown workload `{}`",
+                    slot.slot, slot.workload
+                )
+            })?;
         let arm = self
             .spec
             .arms

@@ -93,7 +93,9 @@ impl MeasureSpec {
                     measured_s,
                 })
             }
-            other => bail!("`measure.mode = \"{other}\"` is unknown; use \"transactions\" or \"window\""),
+            other => {
+                bail!("`measure.mode = \"{other}\"` is unknown; use \"transactions\" or \"window\"")
+            }
         }
     }
 }
@@ -321,14 +323,14 @@ impl PlanSpec {
             // Parsing the text directly keeps line numbers in errors.
             toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?
         } else {
-            let mut table: toml::Table =
-                toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?;
+            let mut table: toml::Table = toml::from_str(text)
+                .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?;
             for o in overrides {
                 apply_override(&mut table, o)?;
             }
-            table
-                .try_into()
-                .map_err(|e: toml::de::Error| anyhow::anyhow!("after --set: {}", e.to_string().trim_end()))?
+            table.try_into().map_err(|e: toml::de::Error| {
+                anyhow::anyhow!("after --set: {}", e.to_string().trim_end())
+            })?
         };
         spec.validate()?;
         Ok(spec)
@@ -362,7 +364,10 @@ impl PlanSpec {
         let mut seen = std::collections::BTreeSet::new();
         for arm in &self.arms {
             if !seen.insert(arm.name.as_str()) {
-                bail!("two arms are named `{}`; arm names must be unique", arm.name);
+                bail!(
+                    "two arms are named `{}`; arm names must be unique",
+                    arm.name
+                );
             }
         }
         let mut seen = std::collections::BTreeSet::new();
@@ -375,7 +380,10 @@ impl PlanSpec {
             }
         }
         if !(0.0..1.0).contains(&self.bootstrap.level) || self.bootstrap.level == 0.0 {
-            bail!("`bootstrap.level = {}` must be between 0 and 1, e.g. 0.95", self.bootstrap.level);
+            bail!(
+                "`bootstrap.level = {}` must be between 0 and 1, e.g. 0.95",
+                self.bootstrap.level
+            );
         }
         if self.bootstrap.resamples == 0 {
             bail!("`bootstrap.resamples` must be at least 1 (20000 is the default)");
@@ -386,7 +394,11 @@ impl PlanSpec {
 
     /// The workload source of `workload` in `arm`: the arm's plugin, else the
     /// workload's, else the plan's.
-    pub fn plugin_for(&self, workload: &WorkloadSpec, arm: &ArmSpec) -> anyhow::Result<PluginSource> {
+    pub fn plugin_for(
+        &self,
+        workload: &WorkloadSpec,
+        arm: &ArmSpec,
+    ) -> anyhow::Result<PluginSource> {
         arm.plugin
             .as_deref()
             .or(workload.plugin.as_deref())

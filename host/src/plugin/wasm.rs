@@ -67,20 +67,32 @@ impl Default for Limits {
 /// A bad plugin file: what was wrong and what to do, without a Rust panic.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
-    #[error("cannot read plugin `{path}`: {source} (check the path; `make build` puts plugins in target/plugins/)")]
+    #[error(
+        "cannot read plugin `{path}`: {source} (check the path; `make build` puts plugins in target/plugins/)"
+    )]
     Read {
         path: String,
         source: std::io::Error,
     },
-    #[error("plugin `{0}` is not a WebAssembly file (it does not start with `\\0asm`); pass a component built with `cargo build --target wasm32-wasip2`")]
+    #[error(
+        "plugin `{0}` is not a WebAssembly file (it does not start with `\\0asm`); pass a component built with `cargo build --target wasm32-wasip2`"
+    )]
     NotWasm(String),
-    #[error("plugin `{0}` is a core WebAssembly module, not a component; build it with `cargo build --target wasm32-wasip2`, which emits a component, or wrap it with `wasm-tools component new`")]
+    #[error(
+        "plugin `{0}` is a core WebAssembly module, not a component; build it with `cargo build --target wasm32-wasip2`, which emits a component, or wrap it with `wasm-tools component new`"
+    )]
     CoreModule(String),
-    #[error("plugin `{name}` targets blocklab:bench@{found} but this host speaks {WIT_VERSION} (rebuild it against wit/ of this release)")]
+    #[error(
+        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {WIT_VERSION} (rebuild it against wit/ of this release)"
+    )]
     WitVersion { name: String, found: String },
-    #[error("plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/worlds.wit")]
+    #[error(
+        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/worlds.wit"
+    )]
     NotWorkload { name: String, exports: String },
-    #[error("plugin `{name}` imports `{import}`, which this host does not provide (plugins may import blocklab:bench/{{kv,grpc,env}}@{WIT_VERSION} and WASI 0.2)")]
+    #[error(
+        "plugin `{name}` imports `{import}`, which this host does not provide (plugins may import blocklab:bench/{{kv,grpc,env}}@{WIT_VERSION} and WASI 0.2)"
+    )]
     UnknownImport { name: String, import: String },
     #[error("plugin `{name}` failed to compile: {message}")]
     Compile { name: String, message: String },
@@ -218,7 +230,9 @@ impl Runtime {
     fn compile(&self, name: &str, bytes: &[u8], sha256: &str) -> anyhow::Result<(Component, bool)> {
         let entry = self.cache_dir.as_ref().map(|dir| {
             let mut hasher = std::hash::DefaultHasher::new();
-            self.engine.precompile_compatibility_hash().hash(&mut hasher);
+            self.engine
+                .precompile_compatibility_hash()
+                .hash(&mut hasher);
             dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()))
         });
         if let Some(entry) = &entry
@@ -739,7 +753,11 @@ fn no_grpc_target() -> wit_grpc::Status {
 }
 
 impl wit_grpc::Host for HostState {
-    fn unary(&mut self, _method: String, _request: Vec<u8>) -> anyhow::Result<Result<Vec<u8>, wit_grpc::Status>> {
+    fn unary(
+        &mut self,
+        _method: String,
+        _request: Vec<u8>,
+    ) -> anyhow::Result<Result<Vec<u8>, wit_grpc::Status>> {
         Ok(Err(no_grpc_target()))
     }
 
@@ -800,4 +818,3 @@ impl wit_env::Host for HostState {
         Ok(())
     }
 }
-

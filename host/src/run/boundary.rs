@@ -50,7 +50,11 @@ pub fn measure(
         let mut wasm = Vec::new();
         for round in 0..rounds {
             // Alternate which side goes first, so neither always runs warm.
-            let order = if round % 2 == 0 { [true, false] } else { [false, true] };
+            let order = if round % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            };
             for is_builtin in order {
                 let source = if is_builtin {
                     PluginSource::Builtin
@@ -77,7 +81,11 @@ pub fn measure(
                 if is_builtin { &mut builtin } else { &mut wasm }.push(mean);
             }
         }
-        let added: Vec<f64> = wasm.iter().zip(&builtin).map(|(w, b)| (w - b) * 1_000.0).collect();
+        let added: Vec<f64> = wasm
+            .iter()
+            .zip(&builtin)
+            .map(|(w, b)| (w - b) * 1_000.0)
+            .collect();
         let ratios: Vec<f64> = wasm.iter().zip(&builtin).map(|(w, b)| w / b).collect();
         println!(
             "{:<18} {:>12.3} {:>12.3} {:>12.0} {:>8.3}",
@@ -104,7 +112,10 @@ fn load_costs(plugin: &Path, limits: Limits) -> anyhow::Result<()> {
         let t = Instant::now();
         let again = runtime.load(plugin)?;
         cached.push(t.elapsed().as_secs_f64() * 1e3);
-        anyhow::ensure!(again.from_cache(), "the second load did not come from the cache");
+        anyhow::ensure!(
+            again.from_cache(),
+            "the second load did not come from the cache"
+        );
     }
     let mut instantiate = Vec::new();
     for i in 0..50 {

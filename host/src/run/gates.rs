@@ -16,7 +16,10 @@ fn cpu_times() -> BTreeMap<usize, (u64, u64, u64)> {
     for line in text.lines() {
         let mut fields = line.split_whitespace();
         let Some(name) = fields.next() else { continue };
-        let Some(cpu) = name.strip_prefix("cpu").and_then(|n| n.parse::<usize>().ok()) else {
+        let Some(cpu) = name
+            .strip_prefix("cpu")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
             continue;
         };
         let v: Vec<u64> = fields.filter_map(|f| f.parse().ok()).collect();
@@ -132,7 +135,13 @@ impl Probe {
                 total += t1.saturating_sub(*t0);
             }
         }
-        let pct = |x: u64| if total == 0 { 0.0 } else { 100.0 * x as f64 / total as f64 };
+        let pct = |x: u64| {
+            if total == 0 {
+                0.0
+            } else {
+                100.0 * x as f64 / total as f64
+            }
+        };
         Telemetry {
             steal_pct: pct(steal),
             oom_kills: match (self.oom_kills, vmstat("oom_kill")) {

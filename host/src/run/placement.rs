@@ -25,12 +25,12 @@ pub fn parse_cpu_list(text: &str) -> anyhow::Result<Vec<usize>> {
             Some((a, b)) => (a.trim(), b.trim()),
             None => (part, part),
         };
-        let lo: usize = lo
-            .parse()
-            .with_context(|| format!("`{part}` in CPU list `{text}` is not a CPU number or range"))?;
-        let hi: usize = hi
-            .parse()
-            .with_context(|| format!("`{part}` in CPU list `{text}` is not a CPU number or range"))?;
+        let lo: usize = lo.parse().with_context(|| {
+            format!("`{part}` in CPU list `{text}` is not a CPU number or range")
+        })?;
+        let hi: usize = hi.parse().with_context(|| {
+            format!("`{part}` in CPU list `{text}` is not a CPU number or range")
+        })?;
         if hi < lo {
             bail!("range `{part}` in CPU list `{text}` runs backwards");
         }
@@ -93,7 +93,11 @@ impl Placement {
             Some(s) => parse_cpu_list(s).context("in `cpus.server`")?,
             None => Vec::new(),
         };
-        for (name, group) in [("runner", &runner), ("client", &client), ("server", &server)] {
+        for (name, group) in [
+            ("runner", &runner),
+            ("client", &client),
+            ("server", &server),
+        ] {
             let missing: Vec<usize> = group
                 .iter()
                 .copied()
@@ -137,13 +141,19 @@ impl Placement {
                     runner: all.clone(),
                     client: all.clone(),
                     server: if needs_server { all } else { Vec::new() },
-                    origin: "derived: one core, so runner, client and server share it (not isolated)".into(),
+                    origin:
+                        "derived: one core, so runner, client and server share it (not isolated)"
+                            .into(),
                 }
             }
             2 => Placement {
                 runner: groups[0].clone(),
                 client: groups[1].clone(),
-                server: if needs_server { groups[0].clone() } else { Vec::new() },
+                server: if needs_server {
+                    groups[0].clone()
+                } else {
+                    Vec::new()
+                },
                 origin: if needs_server {
                     "derived: two cores, so the server shares the runner's core".into()
                 } else {
@@ -190,9 +200,17 @@ mod tests {
 
     #[test]
     fn cpu_lists_parse_and_format() {
-        assert_eq!(parse_cpu_list("0-1,4, 8-10").unwrap(), vec![0, 1, 4, 8, 9, 10]);
+        assert_eq!(
+            parse_cpu_list("0-1,4, 8-10").unwrap(),
+            vec![0, 1, 4, 8, 9, 10]
+        );
         assert_eq!(format_cpu_list(&[0, 1, 4, 8, 9, 10]), "0-1,4,8-10");
-        assert!(parse_cpu_list("3-1").unwrap_err().to_string().contains("backwards"));
+        assert!(
+            parse_cpu_list("3-1")
+                .unwrap_err()
+                .to_string()
+                .contains("backwards")
+        );
         assert!(parse_cpu_list("a").is_err());
     }
 
@@ -212,7 +230,9 @@ mod tests {
             client: "4096".into(),
             server: None,
         };
-        let err = Placement::resolve(Some(&spec), false).unwrap_err().to_string();
+        let err = Placement::resolve(Some(&spec), false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`cpus.client` names CPU 4096"), "{err}");
         let cpu = super::super::cpu::affinity()[0];
         let spec = CpuSpec {
@@ -220,7 +240,9 @@ mod tests {
             client: cpu.to_string(),
             server: None,
         };
-        let err = Placement::resolve(Some(&spec), false).unwrap_err().to_string();
+        let err = Placement::resolve(Some(&spec), false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("share CPU"), "{err}");
     }
 }

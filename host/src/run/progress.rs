@@ -38,7 +38,14 @@ impl Bar {
         }
         let Some(bar) = &self.bar else { return };
         match event {
-            Event::RunStarted { slot, total, workload, arm, block, .. } => {
+            Event::RunStarted {
+                slot,
+                total,
+                workload,
+                arm,
+                block,
+                ..
+            } => {
                 bar.set_length(u64::from(*total));
                 if bar.position() == 0 {
                     bar.set_position(u64::from(*slot));

@@ -88,7 +88,13 @@ impl RunResult {
         let l = &self.latency_us;
         let mut s = format!(
             "{} on {} via {} (arm {}): {} measured after {} warmup, {} worker(s)\n",
-            self.workload, self.target, self.plugin, self.arm, self.measured, self.warmup, self.workers
+            self.workload,
+            self.target,
+            self.plugin,
+            self.arm,
+            self.measured,
+            self.warmup,
+            self.workers
         );
         s += &format!(
             "  latency µs   mean {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}\n",

@@ -61,8 +61,21 @@ pub struct RunRecord {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
-    RunStarted { campaign: CampaignId, slot: u32, total: u32, workload: String, arm: String, block: u32 },
-    RunFinished { campaign: CampaignId, slot: u32, total: u32, status: RunStatus, reason: Option<String> },
+    RunStarted {
+        campaign: CampaignId,
+        slot: u32,
+        total: u32,
+        workload: String,
+        arm: String,
+        block: u32,
+    },
+    RunFinished {
+        campaign: CampaignId,
+        slot: u32,
+        total: u32,
+        status: RunStatus,
+        reason: Option<String>,
+    },
 }
 
 /// Knobs of one execution of a campaign.
@@ -103,7 +116,10 @@ pub fn execute(
     placement::pin_current(&placement.runner)
         .with_context(|| format!("cannot pin the supervisor to CPUs {:?}", placement.runner))?;
     store.put_blob(id, "placement", &placement)?;
-    if store.blob::<gates::Environment>(id, "environment")?.is_none() {
+    if store
+        .blob::<gates::Environment>(id, "environment")?
+        .is_none()
+    {
         store.put_blob(id, "environment", &gates::Environment::read())?;
     }
     store.set_status(id, CampaignStatus::Running)?;
@@ -148,7 +164,12 @@ pub fn execute(
                     gate.quiescence_load_per_cpu,
                     quiescence.waited_s
                 );
-                store.set_status(id, CampaignStatus::Failed { reason: reason.clone() })?;
+                store.set_status(
+                    id,
+                    CampaignStatus::Failed {
+                        reason: reason.clone(),
+                    },
+                )?;
                 return Ok(Outcome::Stopped(reason));
             }
             let spec = run_spec(&plan, slot, options)?;
@@ -188,7 +209,11 @@ pub fn execute(
             };
             let will_rerun = status == RunStatus::Failed && attempt < gate.reruns;
             store.put_run(
-                RunKey { campaign: id, slot: slot.slot, attempt },
+                RunKey {
+                    campaign: id,
+                    slot: slot.slot,
+                    attempt,
+                },
                 &record,
                 histogram.as_deref(),
                 !will_rerun,
@@ -213,7 +238,12 @@ pub fn execute(
                     slot.arm,
                     reason.unwrap_or_default()
                 );
-                store.set_status(id, CampaignStatus::Failed { reason: why.clone() })?;
+                store.set_status(
+                    id,
+                    CampaignStatus::Failed {
+                        reason: why.clone(),
+                    },
+                )?;
                 return Ok(Outcome::Stopped(why));
             }
             break;
@@ -315,7 +345,11 @@ fn spawn_worker(
         let message = message.strip_prefix("error: ").unwrap_or(&message);
         bail!(
             "worker exited with {status}: {}",
-            if message.is_empty() { "no message" } else { message }
+            if message.is_empty() {
+                "no message"
+            } else {
+                message
+            }
         );
     }
     serde_json::from_slice(&stdout).context("the worker's result is not a RunResult")

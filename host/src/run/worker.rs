@@ -162,7 +162,11 @@ fn instances(spec: &RunSpec, from_cache: &mut bool) -> anyhow::Result<Vec<Box<dy
             *from_cache = plugin.from_cache();
             for worker in 0..spec.workers {
                 let wasi_seed = spec.seed ^ (u64::from(worker) << 32);
-                out.push(Box::new(plugin.instantiate(Some(db.clone()), env(worker), wasi_seed)?));
+                out.push(Box::new(plugin.instantiate(
+                    Some(db.clone()),
+                    env(worker),
+                    wasi_seed,
+                )?));
             }
         }
     }
@@ -189,7 +193,11 @@ pub fn check_workload(
             let known: Vec<&str> = info.params.iter().map(|p| p.name.as_str()).collect();
             bail!(
                 "workload `{workload}` has no param `{name}`; it takes: {}",
-                if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
             );
         }
     }

@@ -19,8 +19,6 @@ pub enum TargetSpec {
     Fdb(kv::fdb_settings::FdbSettings),
 }
 
-
-
 impl TargetSpec {
     /// The target's kind as written in plans: `embedded`, `fdb`.
     pub fn kind(&self) -> &'static str {

@@ -16,14 +16,20 @@ fn run_plugin(plugin: &std::path::Path, workload: &str, extra: &[&str]) -> crate
 fn a_file_that_is_not_wasm_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_plugin(&fixture("not-wasm.wasm", dir.path()), "get100", &[]);
-    assert_error(&r, &["`not-wasm.wasm` is not a WebAssembly file", "wasm32-wasip2"]);
+    assert_error(
+        &r,
+        &["`not-wasm.wasm` is not a WebAssembly file", "wasm32-wasip2"],
+    );
 }
 
 #[test]
 fn a_core_module_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_plugin(&fixture("core-module.wat", dir.path()), "get100", &[]);
-    assert_error(&r, &["`core-module.wasm` is a core WebAssembly module, not a component"]);
+    assert_error(
+        &r,
+        &["`core-module.wasm` is a core WebAssembly module, not a component"],
+    );
 }
 
 #[test]
@@ -32,7 +38,10 @@ fn a_component_of_another_wit_version_is_refused() {
     let r = run_plugin(&fixture("other-version.wat", dir.path()), "get100", &[]);
     assert_error(
         &r,
-        &["targets blocklab:bench@0.2.0 but this host speaks 0.1.0", "rebuild it against wit/"],
+        &[
+            "targets blocklab:bench@0.2.0 but this host speaks 0.1.0",
+            "rebuild it against wit/",
+        ],
     );
 }
 
@@ -40,13 +49,22 @@ fn a_component_of_another_wit_version_is_refused() {
 fn a_component_of_another_world_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_plugin(&fixture("other-world.wat", dir.path()), "get100", &[]);
-    assert_error(&r, &["does not export `blocklab:bench/workload@0.1.0`", "workload-plugin"]);
+    assert_error(
+        &r,
+        &[
+            "does not export `blocklab:bench/workload@0.1.0`",
+            "workload-plugin",
+        ],
+    );
 }
 
 #[test]
 fn an_unknown_workload_lists_the_known_ones() {
     let r = run_plugin(&plugin("kv-basic"), "get99", &[]);
-    assert_error(&r, &["has no workload `get99`", "get100", "blocklab workloads"]);
+    assert_error(
+        &r,
+        &["has no workload `get99`", "get100", "blocklab workloads"],
+    );
 }
 
 #[test]
@@ -64,19 +82,37 @@ fn a_bad_param_value_is_explained() {
 #[test]
 fn a_trapping_plugin_names_plugin_workload_and_backtrace() {
     let r = run_plugin(&plugin("misbehave"), "trap", &[]);
-    assert_error(&r, &["plugin `misbehave.wasm` workload `trap` trapped in `run`", "bug in the plugin"]);
+    assert_error(
+        &r,
+        &[
+            "plugin `misbehave.wasm` workload `trap` trapped in `run`",
+            "bug in the plugin",
+        ],
+    );
 }
 
 #[test]
 fn an_endless_loop_hits_the_call_deadline() {
     let r = run_plugin(&plugin("misbehave"), "spin", &["--call-deadline-ms", "200"]);
-    assert_error(&r, &["workload `spin` did not return from `run` within the 200ms call deadline", "--call-deadline"]);
+    assert_error(
+        &r,
+        &[
+            "workload `spin` did not return from `run` within the 200ms call deadline",
+            "--call-deadline",
+        ],
+    );
 }
 
 #[test]
 fn unbounded_memory_growth_hits_the_cap() {
     let r = run_plugin(&plugin("misbehave"), "grow", &["--memory-cap-mib", "32"]);
-    assert_error(&r, &["workload `grow` exceeded the memory cap of 32 MiB", "--memory-cap"]);
+    assert_error(
+        &r,
+        &[
+            "workload `grow` exceeded the memory cap of 32 MiB",
+            "--memory-cap",
+        ],
+    );
 }
 
 #[test]
@@ -84,7 +120,15 @@ fn a_workload_error_is_counted_not_fatal() {
     let r = run(blocklab()
         .args(["run", "--plugin"])
         .arg(plugin("misbehave"))
-        .args(["--workload", "bad-read", "--warmup", "0", "--measured", "7", "--json"]));
+        .args([
+            "--workload",
+            "bad-read",
+            "--warmup",
+            "0",
+            "--measured",
+            "7",
+            "--json",
+        ]));
     assert!(r.ok, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["errors"], 7);
@@ -96,18 +140,45 @@ fn run_json_has_the_documented_fields() {
     let r = run(blocklab()
         .args(["run", "--plugin"])
         .arg(plugin("kv-basic"))
-        .args(["--workload", "ryw", "--warmup", "10", "--measured", "50", "--json"]));
+        .args([
+            "--workload",
+            "ryw",
+            "--warmup",
+            "10",
+            "--measured",
+            "50",
+            "--json",
+        ]));
     assert!(r.ok, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    for key in ["workload", "arm", "target", "warmup", "measured", "errors", "retries", "throughput_per_s", "plugin_memory_bytes"] {
+    for key in [
+        "workload",
+        "arm",
+        "target",
+        "warmup",
+        "measured",
+        "errors",
+        "retries",
+        "throughput_per_s",
+        "plugin_memory_bytes",
+    ] {
         assert!(!v[key].is_null(), "missing `{key}` in {v}");
     }
     for key in ["mean", "p50", "p90", "p99", "p999", "max"] {
-        assert!(v["latency_us"][key].as_f64().unwrap() > 0.0, "latency_us.{key} in {v}");
+        assert!(
+            v["latency_us"][key].as_f64().unwrap() > 0.0,
+            "latency_us.{key} in {v}"
+        );
     }
     assert!(v["cpu"]["measured_us_per_txn"].is_number());
-    assert!(v["cpu"]["process_us_per_txn"].as_f64().unwrap() >= v["cpu"]["measured_us_per_txn"].as_f64().unwrap());
-    assert!(v["alloc"]["bytes_per_txn"].as_f64().unwrap() > 0.0, "the counting allocator is installed");
+    assert!(
+        v["cpu"]["process_us_per_txn"].as_f64().unwrap()
+            >= v["cpu"]["measured_us_per_txn"].as_f64().unwrap()
+    );
+    assert!(
+        v["alloc"]["bytes_per_txn"].as_f64().unwrap() > 0.0,
+        "the counting allocator is installed"
+    );
     assert!(v["alloc"]["allocs_per_txn"].is_number());
     assert_eq!(v["measured"], 50);
     assert_eq!(v["warmup"], 10);
@@ -122,7 +193,18 @@ fn the_same_seed_gives_the_same_work_for_plugin_and_builtin() {
     // Counters depend only on the workload's choices; the same seed must give
     // the same fixture and choices in both.
     let counters = |p: &str| {
-        let r = run(blocklab().args(["run", "--plugin", p, "--workload", "get100", "--measured", "20", "--json", "--seed", "7"]));
+        let r = run(blocklab().args([
+            "run",
+            "--plugin",
+            p,
+            "--workload",
+            "get100",
+            "--measured",
+            "20",
+            "--json",
+            "--seed",
+            "7",
+        ]));
         assert!(r.ok, "{}", r.stderr);
         let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
         (v["counters"].clone(), v["errors"].clone())
@@ -133,13 +215,32 @@ fn the_same_seed_gives_the_same_work_for_plugin_and_builtin() {
 
 #[test]
 fn workloads_lists_the_eleven_of_seed_000() {
-    let r = run(blocklab().args(["workloads", "--json"]).arg(plugin("kv-basic")));
+    let r = run(blocklab()
+        .args(["workloads", "--json"])
+        .arg(plugin("kv-basic")));
     assert!(r.ok, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    let names: Vec<&str> = v.as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
     assert_eq!(
         names,
-        ["grv", "get100", "get1000", "get10000", "read1000", "range10", "range100", "set100", "ryw", "batchset50", "batchset50x1000"]
+        [
+            "grv",
+            "get100",
+            "get1000",
+            "get10000",
+            "read1000",
+            "range10",
+            "range100",
+            "set100",
+            "ryw",
+            "batchset50",
+            "batchset50x1000"
+        ]
     );
     let builtin = run(blocklab().args(["workloads", "builtin", "--json"]));
     let b: serde_json::Value = serde_json::from_str(&builtin.stdout).unwrap();

@@ -7,7 +7,14 @@ use std::path::Path;
 use std::process::Stdio;
 
 /// A plan for `get100` with the given arms block, quick gates.
-fn plan(dir: &Path, name: &str, blocks: usize, measured: u64, level: f64, arms: &str) -> std::path::PathBuf {
+fn plan(
+    dir: &Path,
+    name: &str,
+    blocks: usize,
+    measured: u64,
+    level: f64,
+    arms: &str,
+) -> std::path::PathBuf {
     let text = format!(
         r#"
 name = "{name}"
@@ -36,7 +43,9 @@ params = {{ keys = 100 }}
 }
 
 fn report(data: &Path) -> serde_json::Value {
-    let r = run(blocklab().args(["report", "latest", "--format", "json", "--data"]).arg(data));
+    let r = run(blocklab()
+        .args(["report", "latest", "--format", "json", "--data"])
+        .arg(data));
     assert!(r.ok, "{}", r.stderr);
     serde_json::from_str(&r.stdout).unwrap()
 }
@@ -71,9 +80,16 @@ plugin = "builtin"
 inject_busy_ns = 200000
 "#;
     let p = plan(dir.path(), "aa", 12, 200, 0.99, arms);
-    let r = run(blocklab().args(["campaign", "--progress", "none", "--data"]).arg(&data).arg(&p));
+    let r = run(blocklab()
+        .args(["campaign", "--progress", "none", "--data"])
+        .arg(&data)
+        .arg(&p));
     assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("mean_latency"), "terminal tables:\n{}", r.stdout);
+    assert!(
+        r.stdout.contains("mean_latency"),
+        "terminal tables:\n{}",
+        r.stdout
+    );
     let rep = report(&data);
     let aa = effect(&rep, "a-again", "mean_latency");
     assert!(
@@ -82,13 +98,23 @@ inject_busy_ns = 200000
     );
     assert_eq!(aa["blocks"], 12);
     let slow = effect(&rep, "slowed", "mean_latency");
-    assert!(slow["ci_low"].as_f64().unwrap() > 1.0, "slowed arm not detected: {slow}");
-    assert_eq!(slow["won"], 0, "the slowed arm never beats the baseline: {slow}");
+    assert!(
+        slow["ci_low"].as_f64().unwrap() > 1.0,
+        "slowed arm not detected: {slow}"
+    );
+    assert_eq!(
+        slow["won"], 0,
+        "the slowed arm never beats the baseline: {slow}"
+    );
     // The schedule ran every arm once per block, and the design is sealed.
     let runs = rep["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 36);
     for block in 0..12 {
-        let mut arms: Vec<&str> = runs.iter().filter(|r| r["block"] == block).map(|r| r["arm"].as_str().unwrap()).collect();
+        let mut arms: Vec<&str> = runs
+            .iter()
+            .filter(|r| r["block"] == block)
+            .map(|r| r["arm"].as_str().unwrap())
+            .collect();
         arms.sort();
         assert_eq!(arms, ["a", "a-again", "slowed"]);
     }
@@ -100,14 +126,36 @@ fn the_report_json_has_its_documented_shape() {
     let data = dir.path().join("data");
     let arms = "[[arms]]\nname = \"native\"\nbaseline = true\nplugin = \"builtin\"\n[[arms]]\nname = \"wasm\"\n";
     let p = plan(dir.path(), "shape", 2, 30, 0.95, arms);
-    let r = run(blocklab().args(["campaign", "--progress", "none", "--data"]).arg(&data).arg(&p));
+    let r = run(blocklab()
+        .args(["campaign", "--progress", "none", "--data"])
+        .arg(&data)
+        .arg(&p));
     assert!(r.ok, "{}", r.stderr);
     let rep = report(&data);
-    for key in ["plan", "schedule", "inputs", "environment", "effects", "absolutes", "runs", "hash"] {
+    for key in [
+        "plan",
+        "schedule",
+        "inputs",
+        "environment",
+        "effects",
+        "absolutes",
+        "runs",
+        "hash",
+    ] {
         assert!(!rep[key].is_null(), "report lacks `{key}`");
     }
     let e = &rep["effects"][0];
-    for key in ["workload", "arm", "baseline", "statistic", "ratio", "ci_low", "ci_high", "blocks", "won"] {
+    for key in [
+        "workload",
+        "arm",
+        "baseline",
+        "statistic",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "blocks",
+        "won",
+    ] {
         assert!(!e[key].is_null(), "effect lacks `{key}`: {e}");
     }
     let a = &rep["absolutes"][0];
@@ -115,16 +163,37 @@ fn the_report_json_has_its_documented_shape() {
         assert!(!a[key].is_null(), "absolute lacks `{key}`: {a}");
     }
     let run0 = &rep["runs"][0];
-    for key in ["workload", "arm", "block", "position", "status", "latency_us", "cpu", "alloc", "inputs"] {
+    for key in [
+        "workload",
+        "arm",
+        "block",
+        "position",
+        "status",
+        "latency_us",
+        "cpu",
+        "alloc",
+        "inputs",
+    ] {
         assert!(!run0[key].is_null(), "run lacks `{key}`: {run0}");
     }
     assert!(rep["inputs"].as_object().unwrap().contains_key("blocklab"));
     // Markdown and CSV render the same campaign.
     let md = run(blocklab().args(["report", "latest", "--data"]).arg(&data));
-    assert!(md.stdout.contains("## Limits") && md.stdout.contains("### get100"), "{}", md.stdout);
-    let csv = run(blocklab().args(["report", "latest", "--format", "csv", "--data"]).arg(&data));
-    assert!(csv.stdout.starts_with("workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won\n"));
-    let list = run(blocklab().args(["campaigns", "--json", "--data"]).arg(&data));
+    assert!(
+        md.stdout.contains("## Limits") && md.stdout.contains("### get100"),
+        "{}",
+        md.stdout
+    );
+    let csv = run(blocklab()
+        .args(["report", "latest", "--format", "csv", "--data"])
+        .arg(&data));
+    assert!(
+        csv.stdout
+            .starts_with("workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won\n")
+    );
+    let list = run(blocklab()
+        .args(["campaigns", "--json", "--data"])
+        .arg(&data));
     let list: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
     assert_eq!(list[0]["name"], "shape");
 }
@@ -158,10 +227,23 @@ fn a_killed_campaign_resumes_without_losing_stored_runs() {
     assert_eq!(finished, 3, "the campaign ended before it could be killed");
     let before = report(&data);
     let stored = before["runs"].as_array().unwrap().clone();
-    assert!(stored.len() >= 3, "runs stored before the kill: {}", stored.len());
+    assert!(
+        stored.len() >= 3,
+        "runs stored before the kill: {}",
+        stored.len()
+    );
     assert!(before["gates"]["unfinished_slots"].as_u64().unwrap() > 0);
 
-    let r = run(blocklab().args(["campaign", "--progress", "none", "--resume", "latest", "--data"]).arg(&data));
+    let r = run(blocklab()
+        .args([
+            "campaign",
+            "--progress",
+            "none",
+            "--resume",
+            "latest",
+            "--data",
+        ])
+        .arg(&data));
     assert!(r.ok, "{}", r.stderr);
     let after = report(&data);
     let runs = after["runs"].as_array().unwrap();
@@ -231,21 +313,38 @@ fn an_unknown_key_is_refused_with_its_name_and_line() {
 #[test]
 fn a_block_count_that_cannot_be_balanced_is_refused_with_the_nearest() {
     let err = plan_error(&GOOD.replace("blocks = 6", "blocks = 5"));
-    assert!(err.contains("`blocks = 5` cannot be balanced for 3 arms") && err.contains("6"), "{err}");
+    assert!(
+        err.contains("`blocks = 5` cannot be balanced for 3 arms") && err.contains("6"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_missing_plugin_is_refused() {
     let err = plan_error(&GOOD.replace("plugin = \"builtin\"", "plugin = \"nowhere/kv.wasm\""));
-    assert!(err.contains("plugin `nowhere/kv.wasm` does not exist") && err.contains("make plugins"), "{err}");
+    assert!(
+        err.contains("plugin `nowhere/kv.wasm` does not exist") && err.contains("make plugins"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_cpu_group_that_does_not_exist_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("cpus.toml");
-    std::fs::write(&p, format!("{GOOD}[cpus]\nrunner = \"0\"\nclient = \"4000-4001\"\n")).unwrap();
-    let r = run(blocklab().args(["campaign", "--progress", "none", "--data"]).arg(dir.path().join("d")).arg(&p));
+    std::fs::write(
+        &p,
+        format!("{GOOD}[cpus]\nrunner = \"0\"\nclient = \"4000-4001\"\n"),
+    )
+    .unwrap();
+    let r = run(blocklab()
+        .args(["campaign", "--progress", "none", "--data"])
+        .arg(dir.path().join("d"))
+        .arg(&p));
     assert!(!r.ok);
-    assert!(r.stderr.contains("`cpus.client` names CPU 4000-4001"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`cpus.client` names CPU 4000-4001"),
+        "{}",
+        r.stderr
+    );
 }

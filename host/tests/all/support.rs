@@ -31,7 +31,9 @@ pub fn plugin(name: &str) -> PathBuf {
 
 /// A fixture file from host/tests/fixtures; `.wat` ones are assembled.
 pub fn fixture(name: &str, dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     if name.ends_with(".wat") {
         let bytes = wat::parse_file(&src).expect("fixture assembles");
         let out = dir.join(name.replace(".wat", ".wasm"));
@@ -51,7 +53,11 @@ pub struct Run {
 }
 
 pub fn run(cmd: &mut Command) -> Run {
-    let Output { status, stdout, stderr } = cmd.output().expect("blocklab runs");
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("blocklab runs");
     Run {
         ok: status.success(),
         code: status.code(),
@@ -65,7 +71,11 @@ pub fn run(cmd: &mut Command) -> Run {
 pub fn assert_error(r: &Run, needles: &[&str]) {
     assert!(!r.ok, "expected failure, got success:\n{}", r.stdout);
     assert_eq!(r.code, Some(1), "exit code; stderr:\n{}", r.stderr);
-    assert!(!r.stderr.contains("thread 'main' panicked"), "a Rust panic in blocklab:\n{}", r.stderr);
+    assert!(
+        !r.stderr.contains("thread 'main' panicked"),
+        "a Rust panic in blocklab:\n{}",
+        r.stderr
+    );
     for n in needles {
         assert!(r.stderr.contains(n), "stderr lacks `{n}`:\n{}", r.stderr);
     }
