@@ -126,6 +126,9 @@ pub struct RunRow {
     pub reason: Option<String>,
     pub rerun_reason: Option<String>,
     pub gate_flagged: bool,
+    /// Wall time of the whole run as the supervisor saw it (spawn to exit),
+    /// seconds; the gate's wait is not included.
+    pub wall_s: f64,
     pub steal_pct: f64,
     pub oom_kills: Option<u64>,
     #[serde(flatten)]
@@ -382,6 +385,7 @@ pub fn analyse(
             reason: r.reason.clone(),
             rerun_reason: r.rerun_reason.clone(),
             gate_flagged: r.gate_flagged,
+            wall_s: r.wall_s,
             steal_pct: r.telemetry.steal_pct,
             oom_kills: r.telemetry.oom_kills,
             result,
