@@ -12,7 +12,7 @@
 
 use super::env::Env;
 use super::{Instance, ParamSpec, WorkloadInfo};
-use crate::target::kv::{Database, KvError, RangeOptions, SharedDatabase, Transaction, transact};
+use crate::target::kv::{Database, KvError, RangeOptions, SharedDatabase, read_transact, transact};
 use anyhow::anyhow;
 
 #[path = "../../../plugins/workloads/kv-basic/src/catalog.rs"]
@@ -156,25 +156,6 @@ fn write_fixture(
     }
     env.count("fixture-rows", settings.keys as i64);
     Ok(())
-}
-
-/// FoundationDB's retry loop without the commit, for read-only work (the
-/// SDK's `kv::read_transact`). The transaction is dropped afterwards.
-fn read_transact<T>(
-    db: &dyn Database,
-    mut body: impl FnMut(&mut dyn Transaction) -> Result<T, KvError>,
-) -> Result<(T, u32), KvError> {
-    let mut tr = db.begin();
-    let mut retries = 0;
-    loop {
-        match body(tr.as_mut()) {
-            Ok(value) => return Ok((value, retries)),
-            Err(error) => {
-                tr.on_error(error)?;
-                retries += 1;
-            }
-        }
-    }
 }
 
 /// The set-up workload and its buffers, reused across transactions (the

@@ -175,12 +175,35 @@ pub type SharedDatabase = Arc<dyn Database>;
 /// how many retries it took.
 pub fn transact<T>(
     db: &dyn Database,
+    body: impl FnMut(&mut dyn Transaction) -> Result<T, KvError>,
+) -> Result<(T, u32), KvError> {
+    retry_loop(db, true, body)
+}
+
+/// The same retry loop without the commit, for read-only work (the SDK's
+/// `kv::read_transact`); the transaction is dropped afterwards.
+pub fn read_transact<T>(
+    db: &dyn Database,
+    body: impl FnMut(&mut dyn Transaction) -> Result<T, KvError>,
+) -> Result<(T, u32), KvError> {
+    retry_loop(db, false, body)
+}
+
+fn retry_loop<T>(
+    db: &dyn Database,
+    commit: bool,
     mut body: impl FnMut(&mut dyn Transaction) -> Result<T, KvError>,
 ) -> Result<(T, u32), KvError> {
     let mut tr = db.begin();
     let mut retries = 0;
     loop {
-        let attempt = body(tr.as_mut()).and_then(|value| tr.commit().map(|_| value));
+        let attempt = body(tr.as_mut()).and_then(|value| {
+            if commit {
+                tr.commit().map(|_| value)
+            } else {
+                Ok(value)
+            }
+        });
         match attempt {
             Ok(value) => return Ok((value, retries)),
             Err(error) => {
