@@ -175,9 +175,23 @@ pub fn execute(
             let spec = run_spec(&plan, slot, options)?;
             let started_unix_ms = unix_ms();
             let t0 = Instant::now();
+            let before = crate::target::health(&spec.target);
             let probe = gates::Probe::start();
-            let outcome = spawn_worker(&exe, &spec, &placement.client, gate.run_timeout_s);
+            let outcome = match before.as_ref().and_then(|h| h.failed.as_ref()) {
+                Some(why) => Err(anyhow::anyhow!(
+                    "the target's health gate failed before the run, so it did not start: {why}"
+                )),
+                None => spawn_worker(&exe, &spec, &placement.client, gate.run_timeout_s),
+            };
             let telemetry = probe.finish(&placement.client);
+            let after = before.as_ref().map(|_| crate::target::health(&spec.target));
+            let outcome = match (outcome, after.as_ref().and_then(|h| h.as_ref()?.failed.as_ref())) {
+                (Ok(_), Some(why)) => Err(anyhow::anyhow!(
+                    "the target's health gate failed after the run, so its figures are not trusted: {why}"
+                )),
+                (outcome, _) => outcome,
+            };
+            let health = before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
             let (status, reason, result, histogram) = match outcome {
                 Ok(mut result) => {
                     let histogram = result.histogram.take();
@@ -202,7 +216,7 @@ pub fn execute(
                 gate_flagged: !quiescence.passed,
                 quiescence,
                 telemetry,
-                health: None,
+                health,
                 pinned: placement.client.clone(),
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),

@@ -66,3 +66,67 @@ pub fn shutdown() {
     #[cfg(feature = "fdb")]
     kv::fdb::shutdown();
 }
+
+/// A target's health as the supervisor checks it before and after each run
+/// (METHOD.md: target health before and after).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// The target's own health document (for fdb: the fields of
+    /// `\xff\xff/status/json` that matter), or why it could not be read.
+    pub detail: serde_json::Value,
+    /// Why the gate failed; `None` when it passed.
+    pub failed: Option<String>,
+}
+
+/// Checks the target's health; `None` for targets with nothing to check
+/// (`embedded` lives inside the worker process).
+pub fn health(spec: &TargetSpec) -> Option<Health> {
+    match spec {
+        TargetSpec::Embedded => None,
+        TargetSpec::Fdb(settings) => Some(fdb_health(settings)),
+    }
+}
+
+#[cfg(not(feature = "fdb"))]
+fn fdb_health(_: &kv::fdb_settings::FdbSettings) -> Health {
+    Health {
+        detail: serde_json::Value::Null,
+        failed: Some(
+            "this blocklab was built without FoundationDB support, so the cluster's health cannot be read; rebuild with `--features fdb` (docs/fdb.md)".into(),
+        ),
+    }
+}
+
+#[cfg(feature = "fdb")]
+fn fdb_health(settings: &kv::fdb_settings::FdbSettings) -> Health {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, OnceLock};
+    // One handle per cluster file for the supervisor's whole life: the
+    // network thread can start only once per process.
+    static HANDLES: OnceLock<Mutex<BTreeMap<String, Arc<kv::fdb::Fdb>>>> = OnceLock::new();
+    let key = settings.resolved_cluster_file().display().to_string();
+    let handle = {
+        let mut handles = HANDLES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match handles.get(&key) {
+            Some(h) => Ok(h.clone()),
+            None => kv::fdb::Fdb::open(settings).map(|db| {
+                let db = Arc::new(db);
+                handles.insert(key.clone(), db.clone());
+                db
+            }),
+        }
+    };
+    match handle.and_then(|db| kv::fdb::cluster_health(&db)) {
+        Ok(h) => Health {
+            failed: h.gate().err(),
+            detail: serde_json::to_value(&h).unwrap_or_default(),
+        },
+        Err(e) => Health {
+            detail: serde_json::Value::Null,
+            failed: Some(format!("cannot read the cluster status of `{key}`: {e}")),
+        },
+    }
+}
