@@ -348,3 +348,45 @@ fn a_cpu_group_that_does_not_exist_is_refused() {
         r.stderr
     );
 }
+
+#[test]
+fn a_plugin_changed_after_sealing_fails_its_runs_instead_of_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let copy = dir.path().join("kv.wasm");
+    std::fs::copy(plugin("kv-basic"), &copy).unwrap();
+    let text = format!(
+        "name = \"tamper\"\nseed = 3\nblocks = 2\nplugin = \"{}\"\n[measure]\nmeasured = 20\n[gates]\nquiescence_window_ms = 10\nwait_timeout_s = 0.05\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n",
+        copy.display()
+    );
+    let p = dir.path().join("tamper.toml");
+    std::fs::write(&p, text).unwrap();
+    let mut child = blocklab()
+        .args(["campaign", "--progress", "json", "--data"])
+        .arg(&data)
+        .arg(&p)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        if line.unwrap().contains("\"event\":\"run-finished\"") {
+            child.kill().unwrap();
+            break;
+        }
+    }
+    child.wait().unwrap();
+    // Another build lands where the sealed plugin was.
+    std::fs::copy(plugin("misbehave"), &copy).unwrap();
+    let r = run(blocklab().args(["campaign", "--progress", "none", "--resume", "latest", "--data"]).arg(&data));
+    assert!(r.ok, "{}", r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["status"], "ok");
+    let failed: Vec<&serde_json::Value> = runs.iter().filter(|r| r["status"] == "failed").collect();
+    assert_eq!(failed.len(), 3, "every run after the change fails: {runs:?}");
+    for f in failed {
+        let reason = f["reason"].as_str().unwrap();
+        assert!(reason.contains("changed since the plan was sealed"), "{reason}");
+    }
+}
