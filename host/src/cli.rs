@@ -303,6 +303,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         cache_dir: args.limits.cache_dir(),
         expected_inputs: Default::default(),
         inject_busy_ns: 0,
+        binary: None,
     };
     let mut result = worker::execute(&spec)?;
     result.histogram = None;

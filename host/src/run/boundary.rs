@@ -75,6 +75,7 @@ pub fn measure(
                     cache_dir: cache_dir.clone(),
                     expected_inputs: Default::default(),
                     inject_busy_ns: 0,
+                    binary: None,
                 };
                 let result = execute(&spec).with_context(|| format!("workload `{name}`"))?;
                 let mean = result.latency_us.mean;

@@ -136,6 +136,18 @@ pub fn execute(
         .copied()
         .collect();
     let gate = &plan.spec.gates;
+    // Hash the binary once here; workers whose binary is still this file
+    // reuse the hash. A binary that differs from the sealed one stops the
+    // campaign before any run instead of failing every run.
+    let binary = super::worker::HashedFile::of(&exe)?;
+    if let Some(sealed) = plan.inputs.get("blocklab")
+        && *sealed != binary.sha256
+    {
+        anyhow::bail!(
+            "this blocklab binary (sha256 {}) is not the one campaign {id} was sealed with ({sealed}); resume it with the binary that sealed it, or run the plan again as a new campaign",
+            binary.sha256
+        );
+    }
 
     for slot in plan.schedule.iter().filter(|s| !finished.contains(&s.slot)) {
         if options.cancel.load(Ordering::Relaxed) {
@@ -172,7 +184,8 @@ pub fn execute(
                 )?;
                 return Ok(Outcome::Stopped(reason));
             }
-            let spec = run_spec(&plan, slot, options)?;
+            let mut spec = run_spec(&plan, slot, options)?;
+            spec.binary = Some(binary.clone());
             let started_unix_ms = unix_ms();
             let t0 = Instant::now();
             let before = crate::target::health(&spec.target);
@@ -185,13 +198,17 @@ pub fn execute(
             };
             let telemetry = probe.finish(&placement.client);
             let after = before.as_ref().map(|_| crate::target::health(&spec.target));
-            let outcome = match (outcome, after.as_ref().and_then(|h| h.as_ref()?.failed.as_ref())) {
+            let outcome = match (
+                outcome,
+                after.as_ref().and_then(|h| h.as_ref()?.failed.as_ref()),
+            ) {
                 (Ok(_), Some(why)) => Err(anyhow::anyhow!(
                     "the target's health gate failed after the run, so its figures are not trusted: {why}"
                 )),
                 (outcome, _) => outcome,
             };
-            let health = before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
+            let health =
+                before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
             let (status, reason, result, histogram) = match outcome {
                 Ok(mut result) => {
                     let histogram = result.histogram.take();
@@ -288,6 +305,7 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, options: &Options) -> anyhow::Re
         cache_dir: options.cache_dir.clone(),
         expected_inputs: plan.inputs_of(slot)?,
         inject_busy_ns: arm.inject_busy_ns,
+        binary: None,
     })
 }
 

@@ -90,6 +90,11 @@ pub struct RunSpec {
     /// before it does any work. Empty: hash and report only.
     #[serde(default)]
     pub expected_inputs: BTreeMap<String, String>,
+    /// The supervisor's sha256 of the blocklab binary with the file's
+    /// identity when it hashed it. A worker whose binary still has that
+    /// identity reuses the hash instead of reading ~100 MB again per run.
+    #[serde(default)]
+    pub binary: Option<HashedFile>,
     /// A busy wait added to every transaction, nanoseconds: a deliberately
     /// slower arm for testing that campaigns detect a known effect.
     #[serde(default)]
@@ -126,11 +131,52 @@ pub fn input_files(plugin: &PluginSource) -> anyhow::Result<Vec<(String, PathBuf
     Ok(files)
 }
 
+/// A file's sha256 together with what identifies that version of the file
+/// (device, inode, size, modification time): a rewrite or replacement
+/// changes at least one of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HashedFile {
+    pub sha256: String,
+    identity: (u64, u64, u64, i64, i64),
+}
+
+fn identity(path: &std::path::Path) -> anyhow::Result<(u64, u64, u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)
+        .with_context(|| format!("cannot read input `{}`", path.display()))?;
+    Ok((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+}
+
+impl HashedFile {
+    /// Hashes `path` and records its identity.
+    pub fn of(path: &std::path::Path) -> anyhow::Result<HashedFile> {
+        let before = identity(path)?;
+        let sha256 = sha256_file(path)?;
+        anyhow::ensure!(
+            identity(path)? == before,
+            "input `{}` changed while it was being hashed",
+            path.display()
+        );
+        Ok(HashedFile {
+            sha256,
+            identity: before,
+        })
+    }
+}
+
 /// Hashes the run's inputs and checks them against the sealed ones.
 fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
     let mut inputs = BTreeMap::new();
     for (name, path) in input_files(&spec.plugin)? {
-        inputs.insert(name, sha256_file(&path)?);
+        let known = spec
+            .binary
+            .as_ref()
+            .filter(|b| name == "blocklab" && identity(&path).is_ok_and(|id| id == b.identity));
+        let sha256 = match known {
+            Some(b) => b.sha256.clone(),
+            None => sha256_file(&path)?,
+        };
+        inputs.insert(name, sha256);
     }
     for (name, expected) in &spec.expected_inputs {
         match inputs.get(name) {

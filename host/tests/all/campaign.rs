@@ -378,15 +378,31 @@ fn a_plugin_changed_after_sealing_fails_its_runs_instead_of_running() {
     child.wait().unwrap();
     // Another build lands where the sealed plugin was.
     std::fs::copy(plugin("misbehave"), &copy).unwrap();
-    let r = run(blocklab().args(["campaign", "--progress", "none", "--resume", "latest", "--data"]).arg(&data));
+    let r = run(blocklab()
+        .args([
+            "campaign",
+            "--progress",
+            "none",
+            "--resume",
+            "latest",
+            "--data",
+        ])
+        .arg(&data));
     assert!(r.ok, "{}", r.stderr);
     let rep = report(&data);
     let runs = rep["runs"].as_array().unwrap();
     assert_eq!(runs[0]["status"], "ok");
     let failed: Vec<&serde_json::Value> = runs.iter().filter(|r| r["status"] == "failed").collect();
-    assert_eq!(failed.len(), 3, "every run after the change fails: {runs:?}");
+    assert_eq!(
+        failed.len(),
+        3,
+        "every run after the change fails: {runs:?}"
+    );
     for f in failed {
         let reason = f["reason"].as_str().unwrap();
-        assert!(reason.contains("changed since the plan was sealed"), "{reason}");
+        assert!(
+            reason.contains("changed since the plan was sealed"),
+            "{reason}"
+        );
     }
 }
