@@ -147,6 +147,22 @@ pub struct GateSummary {
     pub unfinished_slots: usize,
 }
 
+impl GateSummary {
+    /// The gates' verdict in one sentence, for every rendering.
+    pub fn sentence(&self) -> String {
+        format!(
+            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, max CPU steal {:.2}%, {} OOM kills, {} slots not run yet",
+            self.runs,
+            self.failed.len(),
+            self.flagged.len(),
+            self.reruns,
+            self.max_steal_pct,
+            self.oom_kills,
+            self.unfinished_slots
+        )
+    }
+}
+
 /// Everything a report says.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -536,24 +552,14 @@ pub fn terminal(report: &Report) -> String {
         }
     }
     let g = &report.gates;
-    let _ = writeln!(
-        s,
-        "\ngates: {} runs, {} failed, {} flagged by the quiescence gate, {} reruns, max steal {:.1}%, {} OOM kills{}",
-        g.runs,
-        g.failed.len(),
-        g.flagged.len(),
-        g.reruns,
-        g.max_steal_pct,
-        g.oom_kills,
-        if g.unfinished_slots > 0 {
-            format!(
-                ", {} slots not run yet (resume with `blocklab campaign --resume {}`)",
-                g.unfinished_slots, report.campaign.id
-            )
-        } else {
-            String::new()
-        }
-    );
+    let _ = writeln!(s, "\ngates: {}", g.sentence());
+    if g.unfinished_slots > 0 {
+        let _ = writeln!(
+            s,
+            "resume with `blocklab campaign --resume {}`",
+            report.campaign.id
+        );
+    }
     for f in g.failed.iter().take(5) {
         let _ = writeln!(s, "  failed {f}");
     }
@@ -645,17 +651,7 @@ pub fn markdown(report: &Report) -> String {
         let _ = writeln!(s, "- overrides: {}", report.plan.overrides.join(", "));
     }
     let g = &report.gates;
-    let _ = writeln!(
-        s,
-        "\n## Gates\n\n{} runs stored; {} failed; {} ran although the quiescence gate did not pass; {} reruns; max CPU steal {:.2}%; {} OOM kills; {} slots not run.",
-        g.runs,
-        g.failed.len(),
-        g.flagged.len(),
-        g.reruns,
-        g.max_steal_pct,
-        g.oom_kills,
-        g.unfinished_slots
-    );
+    let _ = writeln!(s, "\n## Gates\n\n{}.", g.sentence());
     for f in &g.failed {
         let _ = writeln!(s, "- failed: {f}");
     }

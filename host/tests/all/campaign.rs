@@ -42,6 +42,34 @@ params = {{ keys = 100 }}
     path
 }
 
+/// Starts `blocklab campaign PLAN` and kills it (SIGKILL) once `runs` runs
+/// have finished, i.e. been stored.
+fn start_and_kill_after(data: &Path, plan: &Path, runs: usize) {
+    let mut child = blocklab()
+        .args(["campaign", "--progress", "json", "--data"])
+        .arg(data)
+        .arg(plan)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut finished = 0;
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        if line.unwrap().contains("\"event\":\"run-finished\"") {
+            finished += 1;
+            if finished == runs {
+                child.kill().unwrap();
+                break;
+            }
+        }
+    }
+    child.wait().unwrap();
+    assert_eq!(
+        finished, runs,
+        "the campaign ended before it could be killed"
+    );
+}
+
 fn report(data: &Path) -> serde_json::Value {
     let r = run(blocklab()
         .args(["report", "latest", "--format", "json", "--data"])
@@ -204,27 +232,7 @@ fn a_killed_campaign_resumes_without_losing_stored_runs() {
     let data = dir.path().join("data");
     let arms = "[[arms]]\nname = \"x\"\nbaseline = true\nplugin = \"builtin\"\n[[arms]]\nname = \"y\"\nplugin = \"builtin\"\n";
     let p = plan(dir.path(), "resume", 8, 100, 0.95, arms);
-    let mut child = blocklab()
-        .args(["campaign", "--progress", "json", "--data"])
-        .arg(&data)
-        .arg(&p)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Kill the supervisor (SIGKILL) once three runs have been stored.
-    let mut finished = 0;
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        if line.unwrap().contains("\"event\":\"run-finished\"") {
-            finished += 1;
-            if finished == 3 {
-                child.kill().unwrap();
-                break;
-            }
-        }
-    }
-    child.wait().unwrap();
-    assert_eq!(finished, 3, "the campaign ended before it could be killed");
+    start_and_kill_after(&data, &p, 3);
     let before = report(&data);
     let stored = before["runs"].as_array().unwrap().clone();
     assert!(
@@ -361,21 +369,7 @@ fn a_plugin_changed_after_sealing_fails_its_runs_instead_of_running() {
     );
     let p = dir.path().join("tamper.toml");
     std::fs::write(&p, text).unwrap();
-    let mut child = blocklab()
-        .args(["campaign", "--progress", "json", "--data"])
-        .arg(&data)
-        .arg(&p)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        if line.unwrap().contains("\"event\":\"run-finished\"") {
-            child.kill().unwrap();
-            break;
-        }
-    }
-    child.wait().unwrap();
+    start_and_kill_after(&data, &p, 1);
     // Another build lands where the sealed plugin was.
     std::fs::copy(plugin("misbehave"), &copy).unwrap();
     let r = run(blocklab()
