@@ -118,8 +118,8 @@ pub fn seal(
         for arm in &spec.arms {
             let source = spec.plugin_for(workload, arm)?;
             for (name, path) in input_files(&source)? {
-                if !inputs.contains_key(&name) {
-                    inputs.insert(name, sha256_file(&path)?);
+                if let std::collections::btree_map::Entry::Vacant(slot) = inputs.entry(name) {
+                    slot.insert(sha256_file(&path)?);
                 }
             }
         }
