@@ -462,3 +462,52 @@ fn apply_override(table: &mut toml::Table, text: &str) -> anyhow::Result<()> {
     node.insert((*last).to_owned(), value);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plans users copy must stay valid as the format evolves.
+    #[test]
+    fn every_example_plan_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                PlanSpec::load(&path, &[]).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                seen += 1;
+            }
+        }
+        assert!(seen >= 3, "examples/ should hold the documented plans");
+    }
+
+    #[test]
+    fn set_overrides_nested_fields_and_is_typed() {
+        let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n";
+        let spec = PlanSpec::parse(
+            text,
+            &[
+                "measure.measured=500".into(),
+                "bootstrap.method=\"bca\"".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(spec.measure.measured, Some(500));
+        assert_eq!(spec.bootstrap.method, Method::Bca);
+        let err = PlanSpec::parse(text, &["measure.measured=lots".into()]).unwrap_err();
+        assert!(format!("{err:#}").contains("measured"), "{err:#}");
+        let err = PlanSpec::parse(text, &["nonsense".into()]).unwrap_err();
+        assert!(err.to_string().contains("is not PATH=VALUE"), "{err}");
+    }
+
+    #[test]
+    fn exactly_one_baseline_is_required() {
+        let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\n[[arms]]\nname = \"b\"\n";
+        let err = PlanSpec::parse(text, &[]).unwrap_err();
+        assert!(
+            err.to_string().contains("mark one with `baseline = true`"),
+            "{err}"
+        );
+    }
+}
