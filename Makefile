@@ -11,7 +11,7 @@ PLUGIN_OUT := $(CARGO_TARGET_DIR)/plugins
 BLOCKLAB := $(CARGO_TARGET_DIR)/release/blocklab
 SERVE ?= 1
 
-.PHONY: all demo test build host plugins deps deps-wasm lint clean-data
+.PHONY: all demo test build host plugins deps deps-wasm lint clean-data bench-boundary
 
 all: build
 
@@ -45,6 +45,11 @@ demo: build
 ## test: the whole suite (unit, integration, the fdb feature's type-check).
 test: plugins check-fdb
 	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+
+## bench-boundary: per-call cost of the plugin boundary, sync against async
+## host imports, beside wasmtime-style reference calls (docs/benchmarks.md).
+bench-boundary: plugins
+	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) bench -p blocklab --bench boundary
 
 ## lint: formatting and clippy, as CI would want them.
 lint:
