@@ -265,7 +265,7 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames) {
   const x = (v) => left + (Math.log(v) - Math.log(lo)) / (Math.log(hi) - Math.log(lo)) * (width - left - right);
   const s = svg("svg", { class: "forest", width, height, viewBox: `0 0 ${width} ${height}`, "data-statistic": stat.name, role: "img",
     "aria-label": `forest plot of ${stat.name}` });
-  for (const t of ticks(lo, hi)) {
+  for (const t of ticks(lo, hi, x)) {
     s.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top - 4, y2: height - 22 }));
     s.append(svg("text", { x: x(t), y: height - 8, "text-anchor": "middle" }, String(t)));
   }
@@ -291,12 +291,14 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames) {
   return s;
 }
 
-function ticks(lo, hi) {
+// Ticks at round ratios, at least `gap` pixels apart, 1 always among them.
+function ticks(lo, hi, x, gap = 36) {
   const candidates = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100];
   const inside = candidates.filter((t) => t >= lo && t <= hi);
-  if (inside.length <= 7) return inside;
-  const step = Math.ceil(inside.length / 7);
-  return inside.filter((t, i) => t === 1 || i % step === 0);
+  const kept = [1];
+  for (const t of inside.filter((t) => t > 1)) if (x(t) - x(kept[kept.length - 1]) >= gap) kept.push(t);
+  for (const t of inside.filter((t) => t < 1).reverse()) if (x(kept[0]) - x(t) >= gap) kept.unshift(t);
+  return kept;
 }
 
 function absolutesTable(report, statistics, workloads, arms) {
@@ -342,8 +344,8 @@ function blockPlot(report, stat, workload, arms, into) {
   const series = arms.map((a) => points.map((p) => (p.arm === a ? p.y : null)));
   const opts = {
     width: 860, height: 280,
-    scales: { x: { time: false } },
-    axes: [{ label: "block (runs in block order)", values: (u, vals) => vals.map((v) => (Number.isInteger(v) ? v : "")) },
+    scales: { x: { time: false, range: [0.6, report.plan.blocks + 1] } },
+    axes: [{ label: "block (runs in block order)", splits: () => Array.from({ length: report.plan.blocks }, (_, i) => i + 1), values: (u, vals) => vals.map((v) => (Number.isInteger(v) ? v : "")) },
            { label: `${stat.name} (${stat.unit})`, size: 70 }],
     series: [{ label: "x", value: (u, v) => (v == null ? "" : `block ${Math.floor(v)}, position ${Math.round((v % 1) * (k + 1)) + 1}`) },
       ...arms.map((a, i) => ({ label: a, stroke: PALETTE[i % PALETTE.length], paths: () => null,
@@ -365,7 +367,7 @@ async function latencyPlot(id, workload, into) {
   const opts = {
     width: 860, height: 300,
     scales: { x: { time: false }, y: { distr: 3 } },
-    axes: [{ label: "percentile", values: (u, vals) => vals.map(label) }, { label: "latency (µs, log)", size: 70 }],
+    axes: [{ label: "percentile", splits: () => [0, nines(50), 1, 2, 3, 4, 5], values: (u, vals) => vals.map(label) }, { label: "latency (µs, log)", size: 70 }],
     series: [{ label: "percentile", value: (u, v) => (v == null ? "" : label(v)) },
       ...data.arms.map((a, i) => ({ label: `${a.arm} (${a.runs} runs, ${a.count} txn)`, stroke: PALETTE[i % PALETTE.length], width: 2,
         value: (u, v) => (v == null ? "—" : `${fmt(v)} µs`) }))],

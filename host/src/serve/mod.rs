@@ -167,8 +167,16 @@ impl AppState {
     /// Starts the thread that executes queued campaigns one at a time. A
     /// campaign left `running` by a killed daemon (or CLI) is queued again
     /// and resumes from its first unfinished run.
-    pub fn start_queue(&self) -> anyhow::Result<std::thread::JoinHandle<()>> {
-        queue::start(self.clone())
+    ///
+    /// `machine_cpus` are the CPUs the daemon was started with: the thread
+    /// widens itself back to them before each campaign, because placement is
+    /// derived from the CPUs the calling thread may use (the supervisor then
+    /// pins it to the runner group again).
+    pub fn start_queue(
+        &self,
+        machine_cpus: Vec<usize>,
+    ) -> anyhow::Result<std::thread::JoinHandle<()>> {
+        queue::start(self.clone(), machine_cpus)
     }
 
     fn publish(&self, event: Event) {
@@ -206,6 +214,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     }
     // Pinned before any other thread exists, so every thread (the runtime's,
     // the queue's) inherits it and none competes with the measured runs.
+    let machine_cpus = crate::run::cpu::affinity();
     let placement = crate::run::placement::Placement::resolve(None, false)?;
     crate::run::placement::pin_current(&placement.runner).map_err(|e| {
         anyhow::anyhow!(
@@ -220,7 +229,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         state.token_path().display(),
         crate::run::placement::format_cpu_list(&placement.runner)
     );
-    state.start_queue()?;
+    state.start_queue(machine_cpus)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

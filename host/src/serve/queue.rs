@@ -10,7 +10,10 @@ use blocklab_store::{CampaignId, CampaignStatus};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-pub fn start(state: AppState) -> anyhow::Result<std::thread::JoinHandle<()>> {
+pub fn start(
+    state: AppState,
+    machine_cpus: Vec<usize>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
     let store = state.store();
     // A campaign left running outside the queue (a killed CLI campaign) is
     // taken up too; one inside it is already first.
@@ -26,7 +29,14 @@ pub fn start(state: AppState) -> anyhow::Result<std::thread::JoinHandle<()>> {
         .spawn(move || {
             loop {
                 match next(&state) {
-                    Ok(Some((id, cancel))) => execute(&state, id, cancel),
+                    Ok(Some((id, cancel))) => {
+                        if let Err(e) = crate::run::placement::pin_current(&machine_cpus) {
+                            eprintln!(
+                                "blocklab serve: cannot widen the queue thread to CPUs {machine_cpus:?} before campaign {id}: {e}; placement will see the runner CPUs only"
+                            );
+                        }
+                        execute(&state, id, cancel)
+                    }
                     Ok(None) => {
                         if rx.recv().is_err() {
                             return;
