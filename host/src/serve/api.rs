@@ -230,10 +230,11 @@ fn report_of(state: &AppState, id: CampaignId) -> Result<Arc<Report>, AppError> 
         CampaignStatus::Finished | CampaignStatus::Failed { .. } | CampaignStatus::Cancelled
     );
     let key = format!("{}/{}", meta.status, meta.finished_runs);
-    if settled && let Some((k, r)) = lock(&state.0.reports).get(&id) {
-        if *k == key {
-            return Ok(r.clone());
-        }
+    if settled
+        && let Some((k, r)) = lock(&state.0.reports).get(&id)
+        && *k == key
+    {
+        return Ok(r.clone());
     }
     let built = Arc::new(report::build(state.store(), id)?);
     if settled {

@@ -18,7 +18,10 @@ fn runs(d: &Daemon, id: u64) -> BTreeMap<(u64, u64), (String, u64)> {
         .iter()
         .map(|r| {
             (
-                (r["slot"]["slot"].as_u64().unwrap(), r["attempt"].as_u64().unwrap()),
+                (
+                    r["slot"]["slot"].as_u64().unwrap(),
+                    r["attempt"].as_u64().unwrap(),
+                ),
                 (
                     r["status"].as_str().unwrap().to_owned(),
                     r["started_unix_ms"].as_u64().unwrap(),
@@ -48,24 +51,34 @@ fn a_killed_daemon_resumes_its_queue_and_loses_nothing() {
         true,
     );
     assert_eq!(status, 201, "{second}");
-    let (a, b) = (first["id"].as_u64().unwrap(), second["id"].as_u64().unwrap());
+    let (a, b) = (
+        first["id"].as_u64().unwrap(),
+        second["id"].as_u64().unwrap(),
+    );
 
     // The CLI cannot open the store the daemon holds, and says why.
     let r = run(blocklab().args(["campaigns", "--data"]).arg(&data));
     assert_error(&r, &["is in use by another blocklab process", "daemon"]);
 
-    d.wait_for(a, LIMIT, |c| c["progress"]["finished_runs"].as_u64() >= Some(2));
+    d.wait_for(a, LIMIT, |c| {
+        c["progress"]["finished_runs"].as_u64() >= Some(2)
+    });
     let before = runs(&d, a);
     d.kill();
 
     // Killed mid-campaign: the first still `running`, the second `queued`.
-    let r = run(blocklab().args(["campaigns", "--json", "--data"]).arg(&data));
+    let r = run(blocklab()
+        .args(["campaigns", "--json", "--data"])
+        .arg(&data));
     assert!(r.ok, "{}", r.stderr);
     let list: Vec<Value> = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(list[0]["status"]["state"], "running", "{}", r.stdout);
     assert_eq!(list[1]["status"]["state"], "queued", "{}", r.stdout);
     let finished_at_kill = list[0]["finished_runs"].as_u64().unwrap();
-    assert!(finished_at_kill < 12, "the kill came too late to test anything");
+    assert!(
+        finished_at_kill < 12,
+        "the kill came too late to test anything"
+    );
 
     let token = d.token.clone();
     let d = Daemon::start(&data);
@@ -85,7 +98,10 @@ fn a_killed_daemon_resumes_its_queue_and_loses_nothing() {
     }
     let slots: std::collections::BTreeSet<u64> = after.keys().map(|(s, _)| *s).collect();
     assert_eq!(slots, (0..12).collect());
-    assert!(after.values().all(|(status, _)| status == "ok"), "{after:?}");
+    assert!(
+        after.values().all(|(status, _)| status == "ok"),
+        "{after:?}"
+    );
     let (_, report) = d.get(&format!("/api/campaigns/{a}/report"));
     assert_eq!(report["gates"]["unfinished_slots"], 0);
     assert!(

@@ -32,7 +32,10 @@ impl Daemon {
             std::fs::copy(env!("CARGO_BIN_EXE_blocklab"), &exe).unwrap();
         }
         let mut command = std::process::Command::new(&exe);
-        command.env("BLOCKLAB_CACHE_DIR", std::env::temp_dir().join("blocklab-test-cache"));
+        command.env(
+            "BLOCKLAB_CACHE_DIR",
+            std::env::temp_dir().join("blocklab-test-cache"),
+        );
         let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0", "--data"])
             .arg(data)
@@ -95,7 +98,8 @@ impl Daemon {
         token: Option<&str>,
     ) -> (u16, Value) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+        let mut head =
+            format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
         if let Some(t) = token {
             head += &format!("Authorization: Bearer {t}\r\n");
         }

@@ -17,7 +17,9 @@ fn repo() -> PathBuf {
 /// Whether the browser tests can run; panics if they must and cannot.
 fn browser_available() -> bool {
     let chromium = Path::new("/usr/bin/chromium").exists();
-    let playwright = repo().join("web/tests/node_modules/playwright-core").exists();
+    let playwright = repo()
+        .join("web/tests/node_modules/playwright-core")
+        .exists();
     let node = Command::new("node").arg("--version").output().is_ok();
     if chromium && playwright && node {
         return true;
@@ -98,7 +100,11 @@ name = "wasm"
         std::fs::read_to_string(d.data.join("daemon.log")).unwrap_or_default()
     );
     assert!(stdout.contains("# pass 3"), "{stdout}");
-    for shot in ["campaign-finished.png", "campaign-running.png", "submit-refused.png"] {
+    for shot in [
+        "campaign-finished.png",
+        "campaign-running.png",
+        "submit-refused.png",
+    ] {
         assert!(artifacts.join(shot).exists(), "{shot} not saved");
     }
 }
