@@ -270,7 +270,7 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames) {
     s.append(svg("text", { x: x(t), y: height - 8, "text-anchor": "middle" }, String(t)));
   }
   s.append(svg("line", { class: "one", x1: x(1), x2: x(1), y1: top - 8, y2: height - 22 }));
-  if (setNames) setNames.forEach((n, i) => s.append(svg("text", { x: left + 160 * i, y: 11, class: i ? "b" : "" }, `${i ? "◆" : "●"} ${n}`)));
+  if (setNames) setNames.forEach((n, i) => s.append(svg("text", { x: left + 160 * i, y: 11, class: i ? "b" : "" }, `${n} (${i ? "orange" : "blue"} intervals)`)));
   lines.forEach((l, i) => {
     const y0 = top + i * rowH;
     s.append(svg("text", { x: 4, y: y0 + rowH / 2 + 4 }, `${l.w} · ${l.a}`));
@@ -422,6 +422,7 @@ async function comparePage(a, b) {
   const pick = (id, value) => el("select", { id }, el("option", { value: "" }, "—"),
     list.map((c) => el("option", { value: c.id, selected: String(c.id) === String(value) ? "selected" : null }, `${c.id} ${c.name} (${c.status.state})`)));
   const sa = pick("compare-a", a), sb = pick("compare-b", b);
+  // B is drawn under A on each row, in orange.
   const go = () => { if (sa.value && sb.value) location.hash = `#/compare/${sa.value}/${sb.value}`; };
   sa.addEventListener("change", go); sb.addEventListener("change", go);
   const out = el("div", { id: "compare" });
