@@ -10,8 +10,12 @@ PLUGIN_NAMES := $(notdir $(PLUGIN_DIRS))
 PLUGIN_OUT := $(CARGO_TARGET_DIR)/plugins
 BLOCKLAB := $(CARGO_TARGET_DIR)/release/blocklab
 SERVE ?= 1
+# Where `make demo` serves the UI afterwards.
+DEMO_LISTEN ?= 127.0.0.1:7878
+# The charting library vendored under web/vendor (see docs/daemon.md).
+UPLOT_VERSION := 1.6.32
 
-.PHONY: all demo test build host plugins deps deps-wasm lint clean-data bench-boundary
+.PHONY: all demo test build host plugins deps deps-wasm deps-browser vendor-web lint clean-data bench-boundary
 
 all: build
 
@@ -38,13 +42,34 @@ host:
 ## build: host and plugins.
 build: host plugins
 
-## demo: build, run the quick campaign on the embedded target, print its comparison.
+## demo: build, run the quick campaign on the embedded target, print its
+## comparison, then serve the web UI on the results (Ctrl-C stops it).
+## `make demo SERVE=0` stops after the tables.
 demo: build
 	$(BLOCKLAB) campaign examples/quick.toml --data $(CURDIR)/blocklab-data
+ifneq ($(SERVE),0)
+	@echo "serving the results at http://$(DEMO_LISTEN)/ (Ctrl-C stops it; make demo SERVE=0 skips this)"
+	$(BLOCKLAB) serve --data $(CURDIR)/blocklab-data --listen $(DEMO_LISTEN)
+endif
 
-## test: the whole suite (unit, integration, the fdb feature's type-check).
-test: plugins check-fdb
-	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+## deps-browser: Debian's chromium and playwright-core (pinned in
+## web/tests/package-lock.json) for the browser tests; no browser download.
+deps-browser:
+	@command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+	@command -v node >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm)
+	@test -f web/tests/node_modules/playwright-core/package.json || npm ci --prefix web/tests --no-audit --no-fund
+
+## vendor-web: refresh web/vendor/ from npm (maintainers only; the build
+## embeds the committed files and never needs npm).
+vendor-web:
+	rm -rf $(CARGO_TARGET_DIR)/uplot && mkdir -p $(CARGO_TARGET_DIR)/uplot
+	cd $(CARGO_TARGET_DIR)/uplot && npm pack uplot@$(UPLOT_VERSION) && tar xzf uplot-$(UPLOT_VERSION).tgz
+	cp $(CARGO_TARGET_DIR)/uplot/package/dist/uPlot.iife.min.js $(CARGO_TARGET_DIR)/uplot/package/dist/uPlot.min.css web/vendor/
+	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
+
+## test: the whole suite (unit, integration, browser, the fdb feature's type-check).
+test: plugins check-fdb deps-browser
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async
 ## host imports, beside wasmtime-style reference calls (docs/benchmarks.md).

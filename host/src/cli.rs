@@ -39,6 +39,9 @@ enum Command {
     Report(ReportArgs),
     /// List stored campaigns.
     Campaigns(CampaignsArgs),
+    /// Run the daemon: the JSON API, a persistent campaign queue, live
+    /// progress and the web UI, on a loopback address (docs/daemon.md).
+    Serve(ServeArgs),
     /// Internal: perform the run described by the JSON RunSpec on stdin and
     /// write its RunResult as JSON to stdout (what campaigns spawn).
     #[command(hide = true)]
@@ -215,6 +218,18 @@ struct CampaignsArgs {
     data: DataArgs,
 }
 
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Where to listen; loopback only (`127.0.0.1:0` lets the OS pick a port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    listen: std::net::SocketAddr,
+    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
+    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
 fn parse_param(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
@@ -241,6 +256,14 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Campaign(args) => campaign(args),
         Command::Report(args) => report(args),
         Command::Campaigns(args) => campaigns(args),
+        Command::Serve(args) => {
+            crate::serve::run(crate::serve::Config {
+                data: args.data.data,
+                listen: args.listen,
+                cache_dir: args.cache_dir.or_else(Runtime::default_cache_dir),
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Worker => worker_main(),
     }
 }

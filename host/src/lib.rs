@@ -7,6 +7,8 @@
 //! - [`target`]: what client calls talk to (`embedded` kv, `fdb`).
 //! - [`run`]: one measured run (worker) and the campaign supervisor.
 //! - [`stats`]: run statistics, paired effects, bootstrap intervals.
+//! - [`report`]: effects and absolutes rendered as tables, md, json, csv.
+//! - [`serve`]: the daemon: JSON API, job queue, SSE progress, web UI.
 //! - [`cli`]: the command line.
 
 pub mod cli;
@@ -14,5 +16,6 @@ pub mod plan;
 pub mod plugin;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod stats;
 pub mod target;

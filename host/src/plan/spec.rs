@@ -336,7 +336,7 @@ impl PlanSpec {
         Ok(spec)
     }
 
-    fn validate(&self) -> anyhow::Result<()> {
+    pub(crate) fn validate(&self) -> anyhow::Result<()> {
         self.measure.measure()?;
         if self.workers == 0 {
             bail!("`workers` must be at least 1");

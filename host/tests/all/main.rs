@@ -4,4 +4,7 @@
 
 mod bad_plugins;
 mod campaign;
+mod daemon;
+mod daemon_support;
 mod support;
+mod web;

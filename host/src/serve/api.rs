@@ -1,0 +1,519 @@
+//! The JSON API under /api (openapi.json beside this file describes it).
+//! Reads are open; POSTs pass [`require_token`] first.
+
+use super::{AppError, AppState, BODY_LIMIT, Event, lock};
+use crate::plan::seal::{self, SealedPlan};
+use crate::plan::spec::PlanSpec;
+use crate::report::{self, Report};
+use crate::run::supervisor::{RunRecord, RunStatus};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use blocklab_store::{CampaignId, CampaignMeta, CampaignStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+pub fn router(state: AppState) -> axum::Router {
+    let mutating = axum::Router::new()
+        .route("/api/campaigns", post(create_campaign))
+        .route("/api/campaigns/{id}/cancel", post(cancel_campaign))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    axum::Router::new()
+        .route("/api/campaigns", get(list_campaigns))
+        .route("/api/campaigns/{id}", get(campaign))
+        .route("/api/campaigns/{id}/report", get(campaign_report))
+        .route("/api/campaigns/{id}/runs", get(campaign_runs))
+        .route("/api/campaigns/{id}/latency", get(latency))
+        .route("/api/events", get(events))
+        .route("/api/health", get(health))
+        .route("/api/openapi.json", get(openapi))
+        .merge(mutating)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state)
+}
+
+async fn not_found(uri: axum::http::Uri) -> AppError {
+    AppError::NotFound(format!(
+        "no route `{}`; the API is described at /api/openapi.json",
+        uri.path()
+    ))
+}
+
+/// Refuses a request without `Authorization: Bearer <token>`, naming the file
+/// that holds the token; runs before the body is read.
+async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let why = match given {
+        None => "this call changes the store and needs the daemon's token",
+        Some(t) if super::token::matches(&state.0.token, t) => return next.run(request).await,
+        Some(_) => "the token does not match the daemon's",
+    };
+    AppError::Unauthorized(format!(
+        "{why}: send `Authorization: Bearer TOKEN` with the token from `{}` on the daemon's machine",
+        state.token_path().display()
+    ))
+    .into_response()
+}
+
+/// Parses a campaign id from the path, 404 for anything that is not one.
+fn parse_id(text: &str) -> Result<CampaignId, AppError> {
+    text.parse().map_err(|_| {
+        AppError::NotFound(format!(
+            "`{text}` is not a campaign id (ids are numbers, see GET /api/campaigns)"
+        ))
+    })
+}
+
+/// Runs blocking store or analysis work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> Result<T, AppError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("a blocking task failed: {e}")))?
+}
+
+#[derive(Serialize)]
+struct Created {
+    id: CampaignId,
+    name: String,
+    plan_hash: String,
+    total_runs: u32,
+    status: CampaignStatus,
+}
+
+/// POST /api/campaigns: a plan as TOML (any content type but JSON) or JSON;
+/// validated, sealed, stored, queued.
+async fn create_campaign(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Created>), AppError> {
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            AppError::TooLarge(format!(
+                "the plan is larger than the daemon's limit of {BODY_LIMIT} bytes (plans are a few KiB; check that you posted the plan file)"
+            ))
+        } else {
+            AppError::bad_request(format!("cannot read the request body: {rejection}"))
+        }
+    })?;
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let st = state.clone();
+    let created = blocking(move || {
+        let sealed = seal_posted(&body, json)?;
+        let store = st.store();
+        let meta = store.create_campaign(
+            &sealed.spec.name,
+            &sealed.hash,
+            sealed.schedule.len() as u32,
+            &sealed,
+        )?;
+        store.enqueue(meta.id)?;
+        Ok(meta)
+    })
+    .await?;
+    state.publish(Event::CampaignQueued {
+        campaign: created.id,
+        name: created.name.clone(),
+        total: created.total_runs,
+    });
+    state.wake_queue();
+    Ok((
+        StatusCode::CREATED,
+        Json(Created {
+            id: created.id,
+            name: created.name,
+            plan_hash: created.plan_hash,
+            total_runs: created.total_runs,
+            status: created.status,
+        }),
+    ))
+}
+
+/// Parses and seals a posted plan; every failure is the client's (400).
+fn seal_posted(body: &[u8], json: bool) -> Result<SealedPlan, AppError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| AppError::bad_request(format!("the plan is not UTF-8 text: {e}")))?;
+    let spec = if json {
+        let spec: PlanSpec = serde_json::from_str(text)
+            .map_err(|e| AppError::bad_request(format!("the JSON plan is malformed: {e}")))?;
+        spec.validate()
+            .map_err(|e| AppError::bad_request(format!("{e:#}")))?;
+        spec
+    } else {
+        PlanSpec::parse(text, &[]).map_err(|e| AppError::bad_request(format!("{e:#}")))?
+    };
+    seal::seal(spec, Vec::new(), "api", body).map_err(|e| AppError::bad_request(format!("{e:#}")))
+}
+
+/// One line of the campaign list.
+#[derive(Serialize)]
+struct Summary {
+    #[serde(flatten)]
+    campaign: CampaignMeta,
+    arms: Vec<String>,
+    baseline: String,
+    workloads: Vec<String>,
+    blocks: usize,
+}
+
+async fn list_campaigns(State(state): State<AppState>) -> Result<Json<Vec<Summary>>, AppError> {
+    blocking(move || {
+        let store = state.store();
+        let mut out = Vec::new();
+        for campaign in store.campaigns()? {
+            let plan: SealedPlan = store.sealed_plan(campaign.id)?;
+            out.push(Summary {
+                arms: plan.spec.arms.iter().map(|a| a.name.clone()).collect(),
+                baseline: plan.spec.arms[plan.spec.baseline()].name.clone(),
+                workloads: plan.spec.workloads.iter().map(|w| w.name.clone()).collect(),
+                blocks: plan.spec.blocks,
+                campaign,
+            });
+        }
+        Ok(Json(out))
+    })
+    .await
+}
+
+/// GET /api/campaigns/{id}: metadata with progress, the sealed plan (with
+/// its schedule), the run in flight and the place in the queue.
+async fn campaign(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AppError> {
+    let id = parse_id(&id)?;
+    blocking(move || {
+        let store = state.store();
+        let meta = store.campaign(id)?;
+        let plan: SealedPlan = store.sealed_plan(id)?;
+        let queue = store.queue()?;
+        let current = lock(&state.0.current).clone().filter(|c| c.campaign == id);
+        Ok(Json(json!({
+            "campaign": meta,
+            "progress": { "finished_runs": meta.finished_runs, "total_runs": meta.total_runs },
+            "current": current,
+            "queue_position": queue.iter().position(|&q| q == id),
+            "statistics": report::STATISTICS.iter().map(|s| json!({
+                "name": s.name, "unit": s.unit, "lower_is_better": s.lower_is_better,
+            })).collect::<Vec<_>>(),
+            "sealed": plan,
+        })))
+    })
+    .await
+}
+
+/// The report, cached once the campaign no longer changes.
+fn report_of(state: &AppState, id: CampaignId) -> Result<Arc<Report>, AppError> {
+    let meta = state.store().campaign(id)?;
+    let settled = matches!(
+        meta.status,
+        CampaignStatus::Finished | CampaignStatus::Failed { .. } | CampaignStatus::Cancelled
+    );
+    let key = format!("{}/{}", meta.status, meta.finished_runs);
+    if settled
+        && let Some((k, r)) = lock(&state.0.reports).get(&id)
+        && *k == key
+    {
+        return Ok(r.clone());
+    }
+    let built = Arc::new(report::build(state.store(), id)?);
+    if settled {
+        lock(&state.0.reports).insert(id, (key, built.clone()));
+    }
+    Ok(built)
+}
+
+#[derive(Deserialize)]
+struct ReportQuery {
+    format: Option<String>,
+}
+
+/// GET /api/campaigns/{id}/report[?format=json|md|csv]
+async fn campaign_report(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<ReportQuery>,
+) -> Result<Response, AppError> {
+    let id = parse_id(&id)?;
+    let format = q.format.unwrap_or_else(|| "json".into());
+    let (content_type, extension) = match format.as_str() {
+        "json" => ("application/json", "json"),
+        "md" => ("text/markdown; charset=utf-8", "md"),
+        "csv" => ("text/csv; charset=utf-8", "csv"),
+        other => {
+            return Err(AppError::bad_request(format!(
+                "`format={other}` is unknown; use json, md or csv"
+            )));
+        }
+    };
+    let body = blocking(move || {
+        let r = report_of(&state, id)?;
+        Ok(match format.as_str() {
+            "md" => report::markdown(&r),
+            "csv" => report::csv(&r),
+            _ => serde_json::to_string(&*r).map_err(|e| AppError::Internal(e.into()))?,
+        })
+    })
+    .await?;
+    let disposition = format!("inline; filename=\"campaign-{id}.{extension}\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, content_type.to_owned()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[derive(Serialize)]
+struct RunView {
+    /// Whether a report uses this attempt (the slot's latest final one).
+    #[serde(rename = "final")]
+    is_final: bool,
+    #[serde(flatten)]
+    record: RunRecord,
+}
+
+/// GET /api/campaigns/{id}/runs: every stored attempt, slot order.
+async fn campaign_runs(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<RunView>>, AppError> {
+    let id = parse_id(&id)?;
+    blocking(move || {
+        let store = state.store();
+        let finals = store.final_attempts(id)?;
+        let runs = store.runs::<RunRecord>(id)?;
+        Ok(Json(
+            runs.into_iter()
+                .map(|(key, record)| RunView {
+                    is_final: finals.get(&key.slot) == Some(&key.attempt),
+                    record,
+                })
+                .collect(),
+        ))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct LatencyQuery {
+    workload: String,
+}
+
+/// Percentiles at which the latency distribution is sampled: dense where
+/// tails differ.
+const PERCENTILES: &[f64] = &[
+    0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 75.0, 80.0, 85.0, 90.0, 92.5, 95.0, 96.0, 97.0,
+    98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
+];
+
+#[derive(Serialize)]
+struct ArmLatency {
+    arm: String,
+    /// Final successful runs merged.
+    runs: usize,
+    /// Transactions recorded.
+    count: u64,
+    points: Vec<LatencyPoint>,
+}
+
+#[derive(Serialize)]
+struct LatencyPoint {
+    percentile: f64,
+    latency_us: f64,
+}
+
+/// GET /api/campaigns/{id}/latency?workload=W: per arm, the latency
+/// distribution of the workload's final successful runs, their stored
+/// histograms merged.
+async fn latency(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<LatencyQuery>,
+) -> Result<Json<Value>, AppError> {
+    let id = parse_id(&id)?;
+    blocking(move || {
+        let store = state.store();
+        let plan: SealedPlan = store.sealed_plan(id)?;
+        if !plan.spec.workloads.iter().any(|w| w.name == q.workload) {
+            return Err(AppError::NotFound(format!(
+                "campaign {id} has no workload `{}` (it has {})",
+                q.workload,
+                plan.spec
+                    .workloads
+                    .iter()
+                    .map(|w| w.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let finals = store.final_attempts(id)?;
+        let mut merged: BTreeMap<String, (usize, hdrhistogram::Histogram<u64>)> = BTreeMap::new();
+        for (key, record) in store.runs::<RunRecord>(id)? {
+            if record.slot.workload != q.workload
+                || record.status != RunStatus::Ok
+                || finals.get(&key.slot) != Some(&key.attempt)
+            {
+                continue;
+            }
+            let Some(bytes) = store.histogram(key)? else {
+                continue;
+            };
+            let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+                .deserialize(&mut bytes.as_slice())
+                .map_err(|e| {
+                    AppError::Internal(anyhow::anyhow!(
+                        "the histogram of {key} does not decode: {e:?}"
+                    ))
+                })?;
+            match merged.get_mut(&record.slot.arm) {
+                Some((runs, total)) => {
+                    *runs += 1;
+                    total.add(&h).map_err(|e| {
+                        AppError::Internal(anyhow::anyhow!(
+                            "cannot merge the histogram of {key}: {e:?}"
+                        ))
+                    })?;
+                }
+                None => {
+                    let mut total = hdrhistogram::Histogram::new_from(&h);
+                    total.add(&h).map_err(|e| {
+                        AppError::Internal(anyhow::anyhow!(
+                            "cannot merge the histogram of {key}: {e:?}"
+                        ))
+                    })?;
+                    merged.insert(record.slot.arm.clone(), (1, total));
+                }
+            }
+        }
+        let arms: Vec<ArmLatency> = plan
+            .spec
+            .arms
+            .iter()
+            .filter_map(|a| merged.get(&a.name).map(|m| (a, m)))
+            .map(|(arm, (runs, h))| ArmLatency {
+                arm: arm.name.clone(),
+                runs: *runs,
+                count: h.len(),
+                points: PERCENTILES
+                    .iter()
+                    .map(|&p| LatencyPoint {
+                        percentile: p,
+                        // The worker records nanoseconds.
+                        latency_us: h.value_at_percentile(p) as f64 / 1_000.0,
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(Json(json!({
+            "campaign": id,
+            "workload": q.workload,
+            "unit": "µs",
+            "arms": arms,
+        })))
+    })
+    .await
+}
+
+/// POST /api/campaigns/{id}/cancel: a queued campaign leaves the queue; a
+/// running one stops after the run in flight. Finished runs are kept.
+async fn cancel_campaign(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, AppError> {
+    let id = parse_id(&id)?;
+    let st = state.clone();
+    let (status, was_running) = blocking(move || {
+        let store = st.store();
+        let meta = store.campaign(id)?;
+        let running = lock(&st.0.running);
+        if let Some(r) = running.as_ref().filter(|r| r.id == id) {
+            r.cancel.store(true, Ordering::Relaxed);
+            return Ok(("cancelling", true));
+        }
+        if store.dequeue(id)? {
+            store.set_status(id, CampaignStatus::Cancelled)?;
+            return Ok(("cancelled", false));
+        }
+        Err(AppError::Conflict(format!(
+            "campaign {id} is {} and neither queued nor running; nothing to cancel",
+            meta.status
+        )))
+    })
+    .await?;
+    if !was_running {
+        state.publish(Event::CampaignFinished {
+            campaign: id,
+            status: "cancelled".into(),
+            reason: None,
+        });
+    }
+    Ok(Json(json!({ "id": id, "status": status })))
+}
+
+/// GET /api/events: server-sent events, one per queue or run change.
+async fn events(
+    State(state): State<AppState>,
+) -> Sse<
+    impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+> {
+    let rx = state.0.events.subscribe();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(event) => {
+                    let sse = axum::response::sse::Event::default()
+                        .event(event.name())
+                        .json_data(&event)
+                        .unwrap_or_default();
+                    return Some((Ok(sse), rx));
+                }
+                // A slow reader misses events; the UI re-reads state.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+async fn health(State(state): State<AppState>) -> Result<Json<Value>, AppError> {
+    let running = lock(&state.0.running).as_ref().map(|r| r.id);
+    Ok(Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "store": state.store().path(),
+        "token_file": state.token_path(),
+        "running": running,
+        "queue": state.store().queue()?,
+    })))
+}
+
+async fn openapi() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        include_str!("openapi.json"),
+    )
+}

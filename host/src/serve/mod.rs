@@ -1,0 +1,276 @@
+//! The daemon (`blocklab serve`): a JSON API over the store, a job queue
+//! that executes one campaign at a time on a dedicated thread, server-sent
+//! progress events, and the embedded web UI. docs/daemon.md is the user's
+//! guide; `openapi.json` beside this file describes the API.
+//!
+//! The router is [`app`], testable without a socket. [`run`] opens the
+//! store, pins the process to the runner CPUs, starts the queue's thread and
+//! serves on a loopback address.
+
+mod api;
+mod assets;
+mod error;
+mod queue;
+mod token;
+
+pub use error::AppError;
+
+use crate::report::Report;
+use blocklab_store::{CampaignId, Store};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::broadcast;
+
+/// Largest request body the API reads (a plan), bytes.
+pub const BODY_LIMIT: usize = 1 << 20;
+
+/// What the daemon tells SSE subscribers (`GET /api/events`); the SSE event
+/// name is the `event` field.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    CampaignQueued {
+        campaign: CampaignId,
+        name: String,
+        total: u32,
+    },
+    CampaignStarted {
+        campaign: CampaignId,
+    },
+    RunStarted {
+        campaign: CampaignId,
+        slot: u32,
+        total: u32,
+        workload: String,
+        arm: String,
+        block: u32,
+    },
+    RunFinished {
+        campaign: CampaignId,
+        slot: u32,
+        total: u32,
+        /// Slots with a final attempt, after this run.
+        finished_runs: u32,
+        status: crate::run::supervisor::RunStatus,
+        reason: Option<String>,
+    },
+    CampaignFinished {
+        campaign: CampaignId,
+        /// `finished`, `failed`, or `cancelled`.
+        status: String,
+        reason: Option<String>,
+    },
+}
+
+impl Event {
+    fn name(&self) -> &'static str {
+        match self {
+            Event::CampaignQueued { .. } => "campaign-queued",
+            Event::CampaignStarted { .. } => "campaign-started",
+            Event::RunStarted { .. } => "run-started",
+            Event::RunFinished { .. } => "run-finished",
+            Event::CampaignFinished { .. } => "campaign-finished",
+        }
+    }
+}
+
+/// The run in flight, for `GET /api/campaigns/{id}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CurrentRun {
+    pub campaign: CampaignId,
+    pub slot: u32,
+    pub workload: String,
+    pub arm: String,
+    pub block: u32,
+}
+
+/// The campaign the queue's thread is executing, and how to cancel it.
+struct Running {
+    id: CampaignId,
+    cancel: Arc<AtomicBool>,
+}
+
+/// Everything the handlers share. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Shared>);
+
+struct Shared {
+    store: Store,
+    token: String,
+    token_path: PathBuf,
+    cache_dir: Option<PathBuf>,
+    events: broadcast::Sender<Event>,
+    /// Wakes the queue's thread; absent until it is started.
+    wake: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    /// Held while the queue's thread picks a campaign and while a cancel
+    /// decides between dequeueing and flagging, so the two never race.
+    running: Mutex<Option<Running>>,
+    current: Mutex<Option<CurrentRun>>,
+    /// Reports of campaigns that no longer change, by id, with the state
+    /// they were built from (bootstrap intervals are not free).
+    reports: Mutex<HashMap<CampaignId, (String, Arc<Report>)>>,
+}
+
+/// Locks a mutex, recovering from a panicked holder: every guarded value
+/// here stays consistent between statements.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl AppState {
+    /// State over an open store. The queue's thread is not started: see
+    /// [`AppState::start_queue`].
+    pub fn new(
+        store: Store,
+        token: String,
+        token_path: PathBuf,
+        cache_dir: Option<PathBuf>,
+    ) -> AppState {
+        let (events, _) = broadcast::channel(1024);
+        AppState(Arc::new(Shared {
+            store,
+            token,
+            token_path,
+            cache_dir,
+            events,
+            wake: Mutex::new(None),
+            running: Mutex::new(None),
+            current: Mutex::new(None),
+            reports: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Opens `<data>/store` and `<data>/token` (creating both if missing).
+    pub fn open(data: &std::path::Path, cache_dir: Option<PathBuf>) -> anyhow::Result<AppState> {
+        std::fs::create_dir_all(data).map_err(|e| {
+            anyhow::anyhow!("cannot create the data directory `{}`: {e}", data.display())
+        })?;
+        let store = Store::open(&data.join("store"))?;
+        let token_path = data.join("token");
+        let token = token::load_or_create(&token_path)?;
+        Ok(AppState::new(store, token, token_path, cache_dir))
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.0.store
+    }
+
+    /// Where the token lives (printed at start, named in 401 answers).
+    pub fn token_path(&self) -> &std::path::Path {
+        &self.0.token_path
+    }
+
+    /// Starts the thread that executes queued campaigns one at a time. A
+    /// campaign left `running` by a killed daemon (or CLI) is queued again
+    /// and resumes from its first unfinished run.
+    ///
+    /// `machine_cpus` are the CPUs the daemon was started with: the thread
+    /// widens itself back to them before each campaign, because placement is
+    /// derived from the CPUs the calling thread may use (the supervisor then
+    /// pins it to the runner group again).
+    pub fn start_queue(
+        &self,
+        machine_cpus: Vec<usize>,
+    ) -> anyhow::Result<std::thread::JoinHandle<()>> {
+        queue::start(self.clone(), machine_cpus)
+    }
+
+    fn publish(&self, event: Event) {
+        // No subscribers is not an error.
+        let _ = self.0.events.send(event);
+    }
+
+    fn wake_queue(&self) {
+        if let Some(tx) = lock(&self.0.wake).as_ref() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// The router: the JSON API under /api, the web UI at /.
+pub fn app(state: AppState) -> axum::Router {
+    api::router(state.clone()).merge(assets::router())
+}
+
+/// How `blocklab serve` was asked to run.
+pub struct Config {
+    pub data: PathBuf,
+    pub listen: SocketAddr,
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Runs the daemon until Ctrl-C or SIGTERM. A campaign in flight is left
+/// `running` in the store and resumes at the next start.
+pub fn run(config: Config) -> anyhow::Result<()> {
+    if !config.listen.ip().is_loopback() {
+        anyhow::bail!(
+            "`--listen {}` is not a loopback address; the daemon serves 127.0.0.1 or ::1 only (reach it from elsewhere through an SSH tunnel)",
+            config.listen
+        );
+    }
+    // Pinned before any other thread exists, so every thread (the runtime's,
+    // the queue's) inherits it and none competes with the measured runs.
+    let machine_cpus = crate::run::cpu::affinity();
+    let placement = crate::run::placement::Placement::resolve(None, false)?;
+    crate::run::placement::pin_current(&placement.runner).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot pin the daemon to the runner CPUs {:?}: {e}",
+            placement.runner
+        )
+    })?;
+    let state = AppState::open(&config.data, config.cache_dir)?;
+    eprintln!(
+        "blocklab serve: store `{}`, token in `{}` (send it as `Authorization: Bearer TOKEN` for POSTs), pinned to CPUs {}",
+        config.data.join("store").display(),
+        state.token_path().display(),
+        crate::run::placement::format_cpu_list(&placement.runner)
+    );
+    state.start_queue(machine_cpus)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let served = runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on `{}`: {e}", config.listen))?;
+        let addr = listener.local_addr()?;
+        // Tests and scripts read this line to find a port chosen by the OS.
+        println!("blocklab serve: listening on http://{addr}/");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        // No graceful drain: SSE streams never end by themselves, and the
+        // store is durable after every write, so stopping at once loses nothing.
+        tokio::select! {
+            served = axum::serve(listener, app(state)) => served?,
+            () = shutdown_signal() => {}
+        }
+        anyhow::Ok(())
+    });
+    runtime.shutdown_background();
+    served
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let ctrl_c = tokio::signal::ctrl_c();
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = ctrl_c.await;
+        }
+    }
+    eprintln!("blocklab serve: stopping; a campaign in flight resumes at the next start");
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,356 @@
+//! The router without a socket (`oneshot`), and once over a real socket.
+
+use super::*;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+const TOKEN: &str = "test-token-0123";
+
+/// A plan that needs no plugin file: builtin workloads, 2 arms, 2 blocks.
+const PLAN: &str = r#"
+name = "unit"
+seed = 3
+blocks = 2
+plugin = "builtin"
+[measure]
+warmup = 10
+measured = 100
+[[workloads]]
+name = "get100"
+[[arms]]
+name = "a"
+baseline = true
+[[arms]]
+name = "b"
+"#;
+
+fn state(dir: &std::path::Path) -> AppState {
+    let store = Store::open(&dir.join("store")).unwrap();
+    AppState::new(store, TOKEN.into(), dir.join("token"), None)
+}
+
+async fn call(state: &AppState, request: Request<Body>) -> (StatusCode, Value) {
+    let response = app(state.clone()).oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    (status, body)
+}
+
+fn get(uri: &str) -> Request<Body> {
+    Request::get(uri).body(Body::empty()).unwrap()
+}
+
+fn post(
+    uri: &str,
+    token: Option<&str>,
+    content_type: &str,
+    body: impl Into<Body>,
+) -> Request<Body> {
+    let mut r = Request::post(uri).header(header::CONTENT_TYPE, content_type);
+    if let Some(t) = token {
+        r = r.header(header::AUTHORIZATION, format!("Bearer {t}"));
+    }
+    r.body(body.into()).unwrap()
+}
+
+/// What a refused request must leave as it was.
+fn snapshot(state: &AppState) -> (Vec<blocklab_store::CampaignMeta>, Vec<CampaignId>) {
+    (
+        state.store().campaigns().unwrap(),
+        state.store().queue().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn bad_requests_get_their_status_and_leave_the_store_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let before = snapshot(&s);
+
+    // No token, and a wrong one: 401 naming the token file.
+    for token in [None, Some("wrong")] {
+        let (status, body) =
+            call(&s, post("/api/campaigns", token, "application/toml", PLAN)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.contains(&dir.path().join("token").display().to_string()),
+            "{message}"
+        );
+        assert!(message.contains("Authorization: Bearer"), "{message}");
+    }
+
+    // Malformed TOML: 400 with the parser's message and location.
+    let broken = "name = \"x\"\nseed = 1\nblocks = = 2\n";
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", broken),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (body["line"].as_u64(), body["column"].as_u64()),
+        (Some(3), Some(10)),
+        "{body}"
+    );
+    assert!(
+        body["error"].as_str().unwrap().contains("TOML parse error"),
+        "{body}"
+    );
+
+    // A plan that parses but does not validate: the validator's message.
+    let no_baseline = PLAN.replace("baseline = true", "");
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "text/plain", no_baseline),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("no arm is the baseline"),
+        "{body}"
+    );
+
+    // Malformed JSON: 400 with serde's line and column.
+    let (status, body) = call(
+        &s,
+        post(
+            "/api/campaigns",
+            Some(TOKEN),
+            "application/json",
+            "{\n \"name\": }",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["line"].as_u64(), Some(2), "{body}");
+
+    // Oversized: 413.
+    let huge = format!("# {}\n{PLAN}", "x".repeat(BODY_LIMIT));
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", huge),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("limit"), "{body}");
+
+    // Unknown ids: 404 on every per-campaign route; cancel needs the token first.
+    for uri in [
+        "/api/campaigns/7",
+        "/api/campaigns/7/report",
+        "/api/campaigns/7/runs",
+        "/api/campaigns/7/latency?workload=get100",
+        "/api/campaigns/seven",
+    ] {
+        let (status, body) = call(&s, get(uri)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}: {body}");
+        assert!(body["error"].is_string(), "{uri}: {body}");
+    }
+    let (status, _) = call(&s, post("/api/campaigns/7/cancel", None, "text/plain", "")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns/7/cancel", Some(TOKEN), "text/plain", ""),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("campaign `7` not found"),
+        "{body}"
+    );
+
+    assert_eq!(snapshot(&s), before);
+}
+
+#[tokio::test]
+async fn a_posted_plan_is_sealed_stored_queued_and_can_be_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let mut events = s.0.events.subscribe();
+
+    let (status, created) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", PLAN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["id"], 1);
+    assert_eq!(created["total_runs"], 4); // 1 workload × 2 arms × 2 blocks
+    assert_eq!(created["status"]["state"], "queued");
+    assert_eq!(s.store().queue().unwrap(), vec![1]);
+    match events.try_recv().unwrap() {
+        Event::CampaignQueued {
+            campaign, total, ..
+        } => assert_eq!((campaign, total), (1, 4)),
+        other => panic!("unexpected event {other:?}"),
+    }
+
+    // The same plan as JSON is a second campaign with the same schedule.
+    let spec: crate::plan::spec::PlanSpec = toml::from_str(PLAN).unwrap();
+    let json = serde_json::to_string(&spec).unwrap();
+    let (status, second) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/json", json),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{second}");
+    assert_eq!(s.store().queue().unwrap(), vec![1, 2]);
+
+    let (_, list) = call(&s, get("/api/campaigns")).await;
+    assert_eq!(list[0]["arms"], serde_json::json!(["a", "b"]));
+    assert_eq!(list[0]["baseline"], "a");
+    assert_eq!(list[0]["workloads"], serde_json::json!(["get100"]));
+
+    let (status, detail) = call(&s, get("/api/campaigns/2")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(detail["queue_position"], 1);
+    assert_eq!(detail["sealed"]["schedule"].as_array().unwrap().len(), 4);
+    assert_eq!(detail["sealed"]["source"], "api");
+    assert_eq!(
+        detail["sealed"]["schedule"],
+        serde_json::to_value(
+            &s.store()
+                .sealed_plan::<SealedPlanAlias>(1)
+                .unwrap()
+                .schedule
+        )
+        .unwrap()
+    );
+
+    // A report of a campaign with no runs yet is served, with nothing in it.
+    let (status, report) = call(&s, get("/api/campaigns/1/report")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(report["gates"]["unfinished_slots"], 4);
+    let response = app(s.clone())
+        .oneshot(get("/api/campaigns/1/report?format=csv"))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/csv; charset=utf-8"
+    );
+
+    // Cancel the queued campaign: out of the queue, status cancelled; a
+    // second cancel has nothing to do.
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns/1/cancel", Some(TOKEN), "text/plain", ""),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "cancelled");
+    assert_eq!(s.store().queue().unwrap(), vec![2]);
+    assert_eq!(
+        s.store().campaign(1).unwrap().status,
+        blocklab_store::CampaignStatus::Cancelled
+    );
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns/1/cancel", Some(TOKEN), "text/plain", ""),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+}
+
+type SealedPlanAlias = crate::plan::seal::SealedPlan;
+
+#[tokio::test]
+async fn events_stream_as_server_sent_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let response = app(s.clone()).oneshot(get("/api/events")).await.unwrap();
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/event-stream"
+    );
+    s.publish(Event::CampaignStarted { campaign: 5 });
+    let mut body = response.into_body();
+    let frame = body.frame().await.unwrap().unwrap();
+    let text = String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap();
+    assert_eq!(
+        text,
+        "event: campaign-started\ndata: {\"event\":\"campaign-started\",\"campaign\":5}\n\n"
+    );
+}
+
+#[tokio::test]
+async fn the_ui_and_the_api_description_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let response = app(s.clone()).oneshot(get("/")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let html = response.into_body().collect().await.unwrap().to_bytes();
+    let html = String::from_utf8_lossy(&html);
+    // Every script and stylesheet comes from this daemon.
+    for asset in [
+        "/assets/app.js",
+        "/assets/uPlot.iife.min.js",
+        "/assets/style.css",
+    ] {
+        assert!(html.contains(asset), "{asset}");
+        let (status, _) = call(&s, get(asset)).await;
+        assert_eq!(status, StatusCode::OK, "{asset}");
+    }
+    assert!(!html.contains("http://") && !html.contains("https://"));
+
+    let (status, doc) = call(&s, get("/api/openapi.json")).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut paths: Vec<&str> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "/api/campaigns",
+            "/api/campaigns/{id}",
+            "/api/campaigns/{id}/cancel",
+            "/api/campaigns/{id}/latency",
+            "/api/campaigns/{id}/report",
+            "/api/campaigns/{id}/runs",
+            "/api/events",
+            "/api/health",
+            "/api/openapi.json",
+        ]
+    );
+    let (status, health) = call(&s, get("/api/health")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["queue"], serde_json::json!([]));
+}
+
+/// The same router over a real loopback socket, with a hand-written request.
+#[tokio::test]
+async fn the_router_answers_on_a_real_socket() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app(s)).await });
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+    assert!(response.contains("\"status\":\"ok\""), "{response}");
+    server.abort();
+}

@@ -1,0 +1,110 @@
+//! The web UI in a real browser (issue 5): Debian's headless Chromium driven
+//! by playwright-core through web/tests/run.mjs, against a daemon started
+//! here. `make test` installs both (`make deps-browser`) and sets
+//! BLOCKLAB_BROWSER_TESTS=1, which turns a missing browser into a failure
+//! instead of a skip. Screenshots go to target/browser-artifacts/.
+
+use crate::daemon_support::{Daemon, builtin_plan, state};
+use crate::support::plugin;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Whether the browser tests can run; panics if they must and cannot.
+fn browser_available() -> bool {
+    let chromium = Path::new("/usr/bin/chromium").exists();
+    let playwright = repo()
+        .join("web/tests/node_modules/playwright-core")
+        .exists();
+    let node = Command::new("node").arg("--version").output().is_ok();
+    if chromium && playwright && node {
+        return true;
+    }
+    let missing = format!(
+        "browser tests need /usr/bin/chromium ({chromium}), node ({node}) and web/tests/node_modules ({playwright}); `make deps-browser` installs them"
+    );
+    assert!(
+        std::env::var_os("BLOCKLAB_BROWSER_TESTS").is_none(),
+        "{missing}"
+    );
+    eprintln!("skipped: {missing}");
+    false
+}
+
+#[test]
+fn the_web_ui_in_headless_chromium() {
+    if !browser_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("data"));
+    // A finished small campaign: 2 workloads × 2 arms × 2 blocks, wasm
+    // against builtin, so effects are far from 1.
+    let plan = format!(
+        r#"
+name = "small"
+seed = 5
+blocks = 2
+plugin = "{plugin}"
+[measure]
+warmup = 50
+measured = 300
+[bootstrap]
+resamples = 2000
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+[[workloads]]
+name = "get100"
+[[workloads]]
+name = "set100"
+[[arms]]
+name = "builtin"
+baseline = true
+plugin = "builtin"
+[[arms]]
+name = "wasm"
+"#,
+        plugin = plugin("kv-basic").display()
+    );
+    let (status, created) = d.post("/api/campaigns", "application/toml", &plan, true);
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_u64().unwrap();
+    d.wait_for(id, Duration::from_secs(240), |c| state(c) == "finished");
+
+    // The campaign the progress test watches: 24 runs, cancelled by the test.
+    let running = dir.path().join("running.toml");
+    std::fs::write(&running, builtin_plan("watched", 12, 20_000)).unwrap();
+    let artifacts = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"))
+        .join("browser-artifacts");
+    let output = Command::new("node")
+        .arg(repo().join("web/tests/run.mjs"))
+        .env("BLOCKLAB_URL", d.url())
+        .env("BLOCKLAB_TOKEN", &d.token)
+        .env("BLOCKLAB_FINISHED", id.to_string())
+        .env("BLOCKLAB_RUNNING_PLAN", &running)
+        .env("BLOCKLAB_ARTIFACTS", &artifacts)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "browser tests failed:\n{stdout}\n{stderr}\ndaemon log:\n{}",
+        std::fs::read_to_string(d.data.join("daemon.log")).unwrap_or_default()
+    );
+    assert!(stdout.contains("# pass 3"), "{stdout}");
+    for shot in [
+        "campaign-finished.png",
+        "campaign-running.png",
+        "submit-refused.png",
+    ] {
+        assert!(artifacts.join(shot).exists(), "{shot} not saved");
+    }
+}

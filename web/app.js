@@ -1,0 +1,506 @@
+// blocklab's web UI: plain JS over the daemon's JSON API (/api), no build
+// step. Views by URL hash: #/ list, #/campaigns/ID, #/compare/A/B, #/submit.
+// Charts: forest plots are drawn as SVG here (one element per effect, so
+// each mark carries its values as data-* attributes); per-block dots and
+// latency distributions use the vendored uPlot.
+"use strict";
+
+const $main = document.getElementById("main");
+const $live = document.getElementById("live");
+let view = null; // { kind, id, onEvent? }
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, text) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+async function api(path, options) {
+  const r = await fetch(path, options);
+  const type = r.headers.get("content-type") || "";
+  const body = type.includes("json") ? await r.json() : await r.text();
+  if (!r.ok) {
+    const message = body && body.error ? body.error : String(body);
+    throw Object.assign(new Error(message), { status: r.status, body });
+  }
+  return body;
+}
+
+function fmt(x) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "—";
+  const a = Math.abs(x);
+  if (a >= 1000) return x.toFixed(0);
+  if (a >= 100) return x.toFixed(1);
+  if (a >= 1) return x.toFixed(2);
+  return x.toPrecision(3);
+}
+const fmtRatio = (x) => x.toFixed(3);
+const stateOf = (c) => c.status.state;
+const date = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 16) + " UTC";
+
+function statusBadge(status) {
+  return el("span", { class: "status " + status.state, title: status.reason || "" }, status.state);
+}
+
+// ---- live events ---------------------------------------------------------
+
+function connectEvents() {
+  const source = new EventSource("/api/events");
+  source.onopen = () => { $live.textContent = "● live"; $live.className = "on"; };
+  source.onerror = () => { $live.textContent = "○ reconnecting"; $live.className = ""; };
+  for (const name of ["campaign-queued", "campaign-started", "run-started", "run-finished", "campaign-finished"]) {
+    source.addEventListener(name, (m) => {
+      const data = JSON.parse(m.data);
+      if (view && view.onEvent) view.onEvent(data);
+    });
+  }
+}
+
+// ---- routing -------------------------------------------------------------
+
+async function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
+  $main.replaceChildren(el("p", { class: "muted" }, "loading…"));
+  view = null;
+  try {
+    if (parts[0] === "campaigns" && parts[1]) await campaignPage(parts[1]);
+    else if (parts[0] === "compare") await comparePage(parts[1], parts[2]);
+    else if (parts[0] === "submit") submitPage();
+    else await listPage();
+  } catch (e) {
+    $main.replaceChildren(el("p", { class: "error", id: "page-error" }, e.message));
+  }
+}
+window.addEventListener("hashchange", route);
+
+// ---- campaign list -------------------------------------------------------
+
+async function listPage() {
+  const list = await api("/api/campaigns");
+  const rows = list.slice().reverse().map((c) =>
+    el("tr", { "data-campaign": c.id },
+      el("td", { class: "num" }, el("a", { href: `#/campaigns/${c.id}` }, c.id)),
+      el("td", {}, el("a", { href: `#/campaigns/${c.id}` }, c.name)),
+      el("td", {}, statusBadge(c.status)),
+      el("td", { class: "num" }, `${c.finished_runs}/${c.total_runs}`),
+      el("td", {}, c.arms.map((a) => (a === c.baseline ? a + " (baseline)" : a)).join(", ")),
+      el("td", { title: c.workloads.join(", ") }, `${c.workloads.length}: ${c.workloads.slice(0, 4).join(", ")}${c.workloads.length > 4 ? ", …" : ""}`),
+      el("td", {}, date(c.created_unix_ms))));
+  $main.replaceChildren(
+    el("h1", {}, "Campaigns"),
+    list.length === 0
+      ? el("p", { class: "muted" }, "No campaigns yet. ", el("a", { href: "#/submit" }, "Submit a plan"), " or run `blocklab campaign PLAN.toml` with this data directory.")
+      : el("table", { id: "campaigns" },
+          el("thead", {}, el("tr", {}, ["id", "name", "status", "runs", "arms", "workloads", "created"].map((h) => el("th", {}, h)))),
+          el("tbody", {}, rows)));
+  view = { kind: "list", onEvent: (e) => { if (e.event !== "run-started") scheduleRefresh(); } };
+}
+
+let refreshTimer = null;
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => { if (view && view.kind === "list") listPage(); }, 300);
+}
+
+// ---- campaign page -------------------------------------------------------
+
+async function campaignPage(id) {
+  const detail = await api(`/api/campaigns/${id}`);
+  const c = detail.campaign;
+  const sealed = detail.sealed;
+  const plan = sealed.plan;
+  const baseline = plan.arms.find((a) => a.baseline).name;
+
+  const progress = el("progress", { id: "progress", max: c.total_runs, value: c.finished_runs,
+    "data-finished": c.finished_runs, "data-total": c.total_runs });
+  const progressText = el("span", { id: "progress-text" }, ` ${c.finished_runs}/${c.total_runs} runs`);
+  const current = el("div", { id: "current", class: "muted" }, currentText(detail.current, detail.queue_position));
+  const status = el("span", { id: "status" }, statusBadge(c.status));
+  const cancelBox = el("span", {});
+  if (["queued", "running"].includes(stateOf(c))) cancelBox.append(cancelControl(c.id));
+
+  const body = el("div", { id: "report" }, el("p", { class: "muted" }, "loading the report…"));
+  $main.replaceChildren(
+    el("h1", {}, `Campaign ${c.id} `, el("span", { class: "muted" }, `“${c.name}”`)),
+    el("div", {}, status, " ", progress, progressText, " ", cancelBox),
+    current,
+    el("p", { class: "muted" }, `${plan.workloads.length} workloads × ${plan.arms.length} arms × ${plan.blocks} blocks; baseline `, el("b", {}, baseline),
+      `; plan `, el("span", { class: "hash" }, sealed.hash.slice(0, 16)), ` · created ${date(c.created_unix_ms)}`),
+    el("p", { class: "downloads" }, "report: ",
+      ["md", "json", "csv"].map((f) => el("a", { href: `/api/campaigns/${c.id}/report?format=${f}`, download: `campaign-${c.id}.${f}` }, f)),
+      el("a", { href: `#/compare/${c.id}` }, "compare with…")),
+    body);
+
+  let finished = c.finished_runs;
+  let reloadTimer = null;
+  const reloadReport = () => {
+    clearTimeout(reloadTimer);
+    reloadTimer = setTimeout(() => renderReport(c.id, detail.statistics, body).catch((e) =>
+      body.replaceChildren(el("p", { class: "error" }, e.message))), 250);
+  };
+  view = {
+    kind: "campaign", id: c.id,
+    onEvent: (e) => {
+      if (e.campaign !== c.id) return;
+      if (e.event === "run-started") {
+        current.textContent = currentText(e, null);
+        status.replaceChildren(statusBadge({ state: "running" }));
+      } else if (e.event === "run-finished") {
+        finished = Math.max(finished, e.finished_runs);
+        progress.value = finished;
+        progress.setAttribute("data-finished", finished);
+        progressText.textContent = ` ${finished}/${e.total} runs`;
+        // The report is rebuilt with every finished block, not every run.
+        if (finished % plan.arms.length === 0) reloadReport();
+      } else if (e.event === "campaign-started") {
+        status.replaceChildren(statusBadge({ state: "running" }));
+      } else if (e.event === "campaign-finished") {
+        status.replaceChildren(statusBadge({ state: e.status, reason: e.reason }));
+        current.textContent = e.reason ? `stopped: ${e.reason}` : "";
+        cancelBox.replaceChildren();
+        reloadReport();
+      }
+    },
+  };
+  await renderReport(c.id, detail.statistics, body);
+}
+
+function currentText(cur, queuePosition) {
+  if (cur && cur.workload) return `now: ${cur.workload}, block ${cur.block + 1}, arm ${cur.arm} (slot ${cur.slot})`;
+  if (queuePosition !== null && queuePosition !== undefined) return `queued (position ${queuePosition + 1})`;
+  return "";
+}
+
+function cancelControl(id) {
+  const token = el("input", { type: "password", placeholder: "token", size: 12, "aria-label": "token" });
+  token.value = localStorage.getItem("blocklab-token") || "";
+  const out = el("span", { class: "error" });
+  return el("span", {}, token, " ", el("button", { onclick: async () => {
+    try {
+      const r = await api(`/api/campaigns/${id}/cancel`, { method: "POST", headers: authHeaders(token.value) });
+      out.className = "ok"; out.textContent = ` ${r.status}`;
+    } catch (e) { out.className = "error"; out.textContent = ` ${e.message}`; }
+  } }, "cancel"), out);
+}
+
+function authHeaders(token) {
+  return token ? { Authorization: `Bearer ${token.trim()}` } : {};
+}
+
+async function renderReport(id, statistics, into) {
+  const report = await api(`/api/campaigns/${id}/report`);
+  const plan = report.plan;
+  const arms = plan.arms.map((a) => a.name);
+  const baseline = plan.arms.find((a) => a.baseline).name;
+  const workloads = plan.workloads.map((w) => w.name);
+  const level = Math.round((plan.bootstrap.level || 0.95) * 100);
+
+  const forests = el("div", { id: "forests" });
+  for (const stat of statistics) {
+    const rows = report.effects.filter((e) => e.statistic === stat.name);
+    if (rows.length === 0) continue;
+    const better = stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better (more per second)";
+    forests.append(el("h3", {}, `${stat.name} (${stat.unit}): ratio arm/${baseline}, ${level}% interval; ${better}`),
+      forestPlot(stat, [rows], workloads, arms.filter((a) => a !== baseline)));
+  }
+  if (report.missing_effects.length) {
+    forests.append(el("p", { class: "muted" }, `${report.missing_effects.length} effects could not be computed, e.g. `,
+      `${report.missing_effects[0].workload}/${report.missing_effects[0].arm}: ${report.missing_effects[0].reason}`));
+  }
+
+  const blockSection = el("div", {});
+  const wlSelect = el("select", { id: "block-workload", "aria-label": "workload" }, workloads.map((w) => el("option", { value: w }, w)));
+  const stSelect = el("select", { id: "block-statistic", "aria-label": "statistic" }, statistics.map((s) => el("option", { value: s.name }, s.name)));
+  const blockChart = el("div", { id: "block-plot" });
+  const latencyChart = el("div", { id: "latency-plot" });
+  const drawBlocks = () => blockPlot(report, statistics.find((s) => s.name === stSelect.value), wlSelect.value, arms, blockChart);
+  const drawLatency = () => latencyPlot(id, wlSelect.value, latencyChart).catch((e) =>
+    latencyChart.replaceChildren(el("p", { class: "error" }, e.message)));
+  wlSelect.addEventListener("change", () => { drawBlocks(); drawLatency(); });
+  stSelect.addEventListener("change", drawBlocks);
+  blockSection.append(el("p", {}, "workload ", wlSelect, " statistic ", stSelect),
+    el("h3", {}, "Per-block runs (x: block, offset by position in the block)"), blockChart,
+    el("h3", {}, "Latency distribution per arm (final runs' histograms merged)"), latencyChart);
+
+  into.replaceChildren(
+    el("h2", {}, "Effects"), forests,
+    el("h2", {}, "Absolute medians"), absolutesTable(report, statistics, workloads, arms),
+    el("h2", {}, "Runs by block and latency"), blockSection,
+    el("h2", {}, "Gates and provenance"), provenance(report));
+  drawBlocks();
+  drawLatency();
+}
+
+// rowsBySet: one array of effect rows per campaign (1 here, 2 when comparing).
+function forestPlot(stat, rowsBySet, workloads, arms, setNames) {
+  const lines = [];
+  for (const w of workloads) for (const a of arms) {
+    const found = rowsBySet.map((rows) => rows.find((r) => r.workload === w && r.arm === a));
+    if (found.some(Boolean)) lines.push({ w, a, found });
+  }
+  const all = lines.flatMap((l) => l.found.filter(Boolean)).flatMap((r) => [r.ci_low, r.ci_high, r.ratio]).filter((x) => x > 0);
+  let lo = Math.min(1, ...all), hi = Math.max(1, ...all);
+  const pad = Math.max(Math.log(hi / lo) * 0.08, 0.01);
+  lo = Math.exp(Math.log(lo) - pad); hi = Math.exp(Math.log(hi) + pad);
+  const left = 210, right = 130, width = 860, rowH = 16 * rowsBySet.length + 4, top = 20;
+  const height = top + lines.length * rowH + 26;
+  const x = (v) => left + (Math.log(v) - Math.log(lo)) / (Math.log(hi) - Math.log(lo)) * (width - left - right);
+  const s = svg("svg", { class: "forest", width, height, viewBox: `0 0 ${width} ${height}`, "data-statistic": stat.name, role: "img",
+    "aria-label": `forest plot of ${stat.name}` });
+  for (const t of ticks(lo, hi, x)) {
+    s.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top - 4, y2: height - 22 }));
+    s.append(svg("text", { x: x(t), y: height - 8, "text-anchor": "middle" }, String(t)));
+  }
+  s.append(svg("line", { class: "one", x1: x(1), x2: x(1), y1: top - 8, y2: height - 22 }));
+  if (setNames) setNames.forEach((n, i) => s.append(svg("text", { x: left + 160 * i, y: 11, class: i ? "b" : "" }, `${n} (${i ? "orange" : "blue"} intervals)`)));
+  lines.forEach((l, i) => {
+    const y0 = top + i * rowH;
+    s.append(svg("text", { x: 4, y: y0 + rowH / 2 + 4 }, `${l.w} · ${l.a}`));
+    l.found.forEach((r, k) => {
+      if (!r) return;
+      const y = y0 + 10 + k * 16;
+      const cls = k ? " b" : "";
+      s.append(svg("line", { class: "ci" + cls, x1: x(r.ci_low), x2: x(r.ci_high), y1: y, y2: y }));
+      const sig = r.ci_high < 1 ? (stat.lower_is_better ? " better" : " worse") : r.ci_low > 1 ? (stat.lower_is_better ? " worse" : " better") : "";
+      const mark = svg("circle", { class: "forest-mark" + sig + cls, cx: x(r.ratio), cy: y, r: 4,
+        "data-workload": r.workload, "data-arm": r.arm, "data-statistic": r.statistic,
+        "data-ratio": r.ratio, "data-ci-low": r.ci_low, "data-ci-high": r.ci_high, "data-set": k });
+      mark.append(svg("title", {}, `${r.workload} ${r.arm}: ${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}], won ${r.won}/${r.blocks} blocks`));
+      s.append(mark);
+      s.append(svg("text", { x: width - right + 6, y: y + 4 }, `${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]`));
+    });
+  });
+  return s;
+}
+
+// Ticks at round ratios, at least `gap` pixels apart, 1 always among them.
+function ticks(lo, hi, x, gap = 36) {
+  const candidates = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100];
+  const inside = candidates.filter((t) => t >= lo && t <= hi);
+  const kept = [1];
+  for (const t of inside.filter((t) => t > 1)) if (x(t) - x(kept[kept.length - 1]) >= gap) kept.push(t);
+  for (const t of inside.filter((t) => t < 1).reverse()) if (x(kept[0]) - x(t) >= gap) kept.unshift(t);
+  return kept;
+}
+
+function absolutesTable(report, statistics, workloads, arms) {
+  const head = el("tr", {}, el("th", {}, "workload"), el("th", {}, "arm"),
+    statistics.map((s) => el("th", { class: "num" }, `${s.name} (${s.unit})`)), el("th", { class: "num" }, "runs"));
+  const rows = [];
+  for (const w of workloads) for (const a of arms) {
+    const cells = statistics.map((s) => {
+      const row = report.absolutes.find((x) => x.workload === w && x.arm === a && x.statistic === s.name);
+      return el("td", { class: "num", "data-statistic": s.name }, row ? fmt(row.median) : "—");
+    });
+    const any = report.absolutes.find((x) => x.workload === w && x.arm === a);
+    rows.push(el("tr", { "data-workload": w, "data-arm": a }, el("td", {}, w), el("td", {}, a), cells,
+      el("td", { class: "num" }, any ? any.runs : 0)));
+  }
+  return el("table", { id: "absolutes" }, el("thead", {}, head), el("tbody", {}, rows));
+}
+
+const PALETTE = ["#2563eb", "#d97706", "#15803d", "#9333ea", "#dc2626", "#0891b2"];
+
+function blockPlot(report, stat, workload, arms, into) {
+  into.replaceChildren();
+  if (!stat) return;
+  const runs = report.runs.filter((r) => r.workload === workload && r.status === "ok");
+  const value = (r) => {
+    switch (stat.name) {
+      case "mean_latency": return r.latency_us.mean;
+      case "p99_latency": return r.latency_us.p99;
+      case "throughput": return r.throughput_per_s;
+      case "cpu_measured": return r.cpu.measured_us_per_txn;
+      case "cpu_process": return r.cpu.process_us_per_txn;
+      case "alloc_bytes": return r.alloc.bytes_per_txn;
+      case "allocs": return r.alloc.allocs_per_txn;
+      default: return null;
+    }
+  };
+  if (runs.length === 0) { into.append(el("p", { class: "muted" }, "no successful runs of this workload yet")); return; }
+  const k = arms.length;
+  // One x per run: block + position / k, so a block's runs sit side by side in run order.
+  const points = runs.map((r) => ({ x: r.block + 1 + r.position / (k + 1), arm: r.arm, y: value(r), pos: r.position }))
+    .sort((a, b) => a.x - b.x);
+  const xs = points.map((p) => p.x);
+  const series = arms.map((a) => points.map((p) => (p.arm === a ? p.y : null)));
+  const opts = {
+    width: 860, height: 280,
+    scales: { x: { time: false, range: [0.6, report.plan.blocks + 1] } },
+    axes: [{ label: "block (runs in block order)", splits: () => Array.from({ length: report.plan.blocks }, (_, i) => i + 1), values: (u, vals) => vals.map((v) => (Number.isInteger(v) ? v : "")) },
+           { label: `${stat.name} (${stat.unit})`, size: 70 }],
+    series: [{ label: "x", value: (u, v) => (v == null ? "" : `block ${Math.floor(v)}, position ${Math.round((v % 1) * (k + 1)) + 1}`) },
+      ...arms.map((a, i) => ({ label: a, stroke: PALETTE[i % PALETTE.length], paths: () => null,
+        points: { show: true, size: 8, fill: PALETTE[i % PALETTE.length] }, value: (u, v) => (v == null ? "—" : fmt(v)) }))],
+  };
+  new uPlot(opts, [xs, ...series], into);
+}
+
+async function latencyPlot(id, workload, into) {
+  const data = await api(`/api/campaigns/${id}/latency?workload=${encodeURIComponent(workload)}`);
+  into.replaceChildren();
+  if (data.arms.length === 0) { into.append(el("p", { class: "muted" }, "no stored histograms for this workload yet")); return; }
+  // x: the number of nines, -log10(1 - p), so the tail gets room.
+  const nines = (p) => -Math.log10(Math.max(1 - p / 100, 1e-5));
+  const percentiles = data.arms[0].points.map((p) => p.percentile);
+  const xs = percentiles.map(nines);
+  const series = data.arms.map((a) => a.points.map((p) => p.latency_us));
+  const label = (v) => { const p = 100 * (1 - Math.pow(10, -v)); return p >= 99.999 ? "max" : `p${+p.toFixed(3)}`; };
+  const opts = {
+    width: 860, height: 300,
+    scales: { x: { time: false }, y: { distr: 3 } },
+    axes: [{ label: "percentile", splits: () => [0, nines(50), 1, 2, 3, 4, 5], values: (u, vals) => vals.map(label) }, { label: "latency (µs, log)", size: 70 }],
+    series: [{ label: "percentile", value: (u, v) => (v == null ? "" : label(v)) },
+      ...data.arms.map((a, i) => ({ label: `${a.arm} (${a.runs} runs, ${a.count} txn)`, stroke: PALETTE[i % PALETTE.length], width: 2,
+        value: (u, v) => (v == null ? "—" : `${fmt(v)} µs`) }))],
+  };
+  new uPlot(opts, [xs, ...series], into);
+  into.setAttribute("data-arms", data.arms.map((a) => a.arm).join(","));
+}
+
+function provenance(report) {
+  const plan = report.plan;
+  const kv = (rows) => el("table", { class: "kv" }, el("tbody", {}, rows.map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, v)))));
+  const env = report.environment || {};
+  const place = report.placement;
+  const g = report.gates;
+  const cpus = (xs) => (xs && xs.length ? xs.join(",") : "—");
+  const orders = plan.workloads.slice(0, 1).map((w) => {
+    const blocks = [];
+    for (let b = 0; b < plan.blocks; b++) {
+      blocks.push(report.schedule.filter((s) => s.workload === w.name && s.block === b).map((s) => s.arm).join(" → "));
+    }
+    return el("div", {}, el("b", {}, w.name), el("ol", {}, blocks.map((o) => el("li", {}, o))));
+  });
+  return el("div", { id: "provenance", class: "cols" },
+    el("div", {},
+      el("h3", {}, "Design"),
+      kv([["plan hash", el("span", { class: "hash" }, report.hash)], ["seed", plan.seed], ["blocks", plan.blocks],
+          ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "")).join(", ")],
+          ["measure", JSON.stringify(plan.measure)], ["bootstrap", `${plan.bootstrap.method || "percentile"}, ${plan.bootstrap.resamples} resamples, level ${plan.bootstrap.level}, seed ${plan.bootstrap.seed ?? plan.seed}`],
+          ["overrides", report.overrides.join("; ") || "none"], ["source", report.source], ["blocklab", report.version]]),
+      el("h3", {}, "Orders (first workload; every workload has its own)"), orders),
+    el("div", {},
+      el("h3", {}, "Inputs (sha256)"),
+      kv(Object.entries(report.inputs).map(([k, v]) => [k, el("span", { class: "hash" }, v)]))),
+    el("div", {},
+      el("h3", {}, "Environment"),
+      kv([["CPU", env.cpu_model || "—"], ["kernel", env.kernel || "—"], ["governor", env.governor || "—"],
+          ["SMT layout", (env.smt_layout || []).join(" ")], ["online CPUs", env.online_cpus ?? "—"], ["host", env.hostname || "—"]]),
+      el("h3", {}, "Placement"),
+      kv(place ? [["runner", cpus(place.runner)], ["client", cpus(place.client)], ["server", cpus(place.server)], ["origin", place.origin]] : [["placement", "not recorded yet"]])),
+    el("div", { id: "gates" },
+      el("h3", {}, "Gates"),
+      kv([["runs", g.runs], ["failed", g.failed.length], ["flagged (quiescence)", g.flagged.length], ["reruns", g.reruns],
+          ["max steal", `${fmt(g.max_steal_pct)} %`], ["OOM kills", g.oom_kills], ["unfinished slots", g.unfinished_slots]]),
+      g.failed.length ? el("div", {}, el("b", {}, "failed runs"), el("ul", { class: "error" }, g.failed.slice(0, 20).map((f) => el("li", {}, f)))) : null,
+      el("h3", {}, "Limits"), el("ul", {}, report.limits.map((l) => el("li", {}, l)))));
+}
+
+// ---- compare -------------------------------------------------------------
+
+async function comparePage(a, b) {
+  const list = await api("/api/campaigns");
+  const pick = (id, value) => el("select", { id }, el("option", { value: "" }, "—"),
+    list.map((c) => el("option", { value: c.id, selected: String(c.id) === String(value) ? "selected" : null }, `${c.id} ${c.name} (${c.status.state})`)));
+  const sa = pick("compare-a", a), sb = pick("compare-b", b);
+  // B is drawn under A on each row, in orange.
+  const go = () => { if (sa.value && sb.value) location.hash = `#/compare/${sa.value}/${sb.value}`; };
+  sa.addEventListener("change", go); sb.addEventListener("change", go);
+  const out = el("div", { id: "compare" });
+  $main.replaceChildren(el("h1", {}, "Compare two campaigns"), el("p", {}, "A ", sa, " B ", sb), out);
+  if (!a || !b) { out.append(el("p", { class: "muted" }, "Pick two campaigns with the same workloads and arms.")); return; }
+  const [ra, rb, detail] = await Promise.all([api(`/api/campaigns/${a}/report`), api(`/api/campaigns/${b}/report`), api(`/api/campaigns/${a}`)]);
+  const wa = ra.plan.workloads.map((w) => w.name), wb = rb.plan.workloads.map((w) => w.name);
+  const workloads = wa.filter((w) => wb.includes(w));
+  const armsB = rb.plan.arms.map((x) => x.name);
+  const arms = ra.plan.arms.filter((x) => !x.baseline && armsB.includes(x.name)).map((x) => x.name);
+  if (workloads.length === 0 || arms.length === 0) {
+    out.append(el("p", { class: "error" }, "These campaigns share no workload × non-baseline arm; nothing to put side by side."));
+    return;
+  }
+  if (workloads.length < Math.max(wa.length, wb.length)) out.append(el("p", { class: "muted" }, `Only the ${workloads.length} shared workloads are shown.`));
+  for (const stat of detail.statistics) {
+    const rows = [ra, rb].map((r) => r.effects.filter((e) => e.statistic === stat.name));
+    if (rows[0].length === 0 && rows[1].length === 0) continue;
+    out.append(el("h3", {}, `${stat.name}: ${stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better"}`),
+      forestPlot(stat, rows, workloads, arms, [`A: campaign ${a}`, `B: campaign ${b}`]));
+  }
+}
+
+// ---- submit --------------------------------------------------------------
+
+const EXAMPLE_PLAN = `name = "from-the-ui"
+seed = 1
+blocks = 2
+plugin = "builtin"
+
+[measure]
+warmup = 100
+measured = 500
+
+[[workloads]]
+name = "get100"
+
+[[arms]]
+name = "a"
+baseline = true
+
+[[arms]]
+name = "b"
+`;
+
+function submitPage() {
+  const text = el("textarea", { id: "plan", spellcheck: "false", "aria-label": "plan (TOML)" });
+  text.value = EXAMPLE_PLAN;
+  const file = el("input", { type: "file", id: "plan-file", accept: ".toml,.json,text/plain" });
+  file.addEventListener("change", async () => { if (file.files[0]) text.value = await file.files[0].text(); });
+  const token = el("input", { type: "password", id: "token", size: 40, placeholder: "contents of <data>/token", "aria-label": "token" });
+  token.value = localStorage.getItem("blocklab-token") || "";
+  const remember = el("input", { type: "checkbox", id: "remember" });
+  remember.checked = !!localStorage.getItem("blocklab-token");
+  const out = el("div", { id: "submit-result" });
+  const submit = el("button", { id: "submit", onclick: async () => {
+    out.className = ""; out.textContent = "submitting…";
+    if (remember.checked && token.value) localStorage.setItem("blocklab-token", token.value.trim());
+    if (!remember.checked) localStorage.removeItem("blocklab-token");
+    const json = text.value.trim().startsWith("{");
+    try {
+      const r = await api("/api/campaigns", { method: "POST", body: text.value,
+        headers: { "Content-Type": json ? "application/json" : "application/toml", ...authHeaders(token.value) } });
+      out.className = "ok";
+      out.replaceChildren(`queued campaign ${r.id} (${r.total_runs} runs): `, el("a", { href: `#/campaigns/${r.id}`, id: "submitted-link" }, "open it"));
+    } catch (e) {
+      out.className = "error";
+      const where = e.body && e.body.line ? ` (line ${e.body.line}, column ${e.body.column})` : "";
+      out.textContent = `refused (HTTP ${e.status || "?"})${where}: ${e.message}`;
+    }
+  } }, "submit");
+  $main.replaceChildren(el("h1", {}, "Submit a plan"),
+    el("p", { class: "muted" }, "A plan in TOML (docs/plans.md) or the same fields as JSON. Plugin paths are read on the daemon's machine, relative to where it was started. The token is in the file `token` of the daemon's data directory."),
+    el("p", {}, "upload ", file), text,
+    el("p", {}, "token ", token, " ", el("label", {}, remember, " remember in this browser"), " ", submit),
+    out);
+  view = { kind: "submit" };
+}
+
+connectEvents();
+route();
