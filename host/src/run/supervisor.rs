@@ -112,16 +112,18 @@ pub fn execute(
     let plan: SealedPlan = store.sealed_plan(id)?;
     plan.verify()?;
     let placement = Placement::resolve(plan.spec.cpus.as_ref(), false)?;
-    // The supervisor stays off the client CPUs.
-    placement::pin_current(&placement.runner)
-        .with_context(|| format!("cannot pin the supervisor to CPUs {:?}", placement.runner))?;
-    store.put_blob(id, "placement", &placement)?;
+    // Read the machine before pinning: afterwards this process sees only the
+    // runner's CPUs.
     if store
         .blob::<gates::Environment>(id, "environment")?
         .is_none()
     {
         store.put_blob(id, "environment", &gates::Environment::read())?;
     }
+    // The supervisor stays off the client CPUs.
+    placement::pin_current(&placement.runner)
+        .with_context(|| format!("cannot pin the supervisor to CPUs {:?}", placement.runner))?;
+    store.put_blob(id, "placement", &placement)?;
     store.set_status(id, CampaignStatus::Running)?;
     let finished = store.finished_slots(id)?;
     let total = plan.schedule.len() as u32;
