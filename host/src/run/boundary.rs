@@ -75,6 +75,8 @@ pub fn measure(
                     cache_dir: cache_dir.clone(),
                     expected_inputs: Default::default(),
                     inject_busy_ns: 0,
+                    adapters: Vec::new(),
+                    grants: Default::default(),
                 };
                 let result = execute(&spec).with_context(|| format!("workload `{name}`"))?;
                 let mean = result.latency_us.mean;

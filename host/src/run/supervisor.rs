@@ -274,6 +274,8 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, options: &Options) -> anyhow::Re
         cache_dir: options.cache_dir.clone(),
         expected_inputs: plan.inputs_of(slot)?,
         inject_busy_ns: arm.inject_busy_ns,
+        adapters: arm.adapter_paths(),
+        grants: arm.grants(),
     })
 }
 
