@@ -10,8 +10,14 @@ PLUGIN_NAMES := $(notdir $(PLUGIN_DIRS))
 PLUGIN_OUT := $(CARGO_TARGET_DIR)/plugins
 BLOCKLAB := $(CARGO_TARGET_DIR)/release/blocklab
 SERVE ?= 1
+# Workload plugins in Python (plugins/python/NAME/app.py), built with
+# componentize-py from PyPI into target/plugins/NAME.wasm.
+PYTHON ?= python3
+COMPONENTIZE_PY_VERSION := 0.25.1
+PY_PLUGIN_NAMES := $(notdir $(patsubst %/app.py,%,$(wildcard plugins/python/*/app.py)))
+PY_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(PY_PLUGIN_NAMES)))
 
-.PHONY: all demo test build host plugins deps deps-wasm lint clean-data
+.PHONY: all demo test build host plugins plugins-py deps deps-wasm deps-python lint clean-data
 
 all: build
 
@@ -19,6 +25,21 @@ all: build
 deps: deps-wasm
 deps-wasm:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+
+## deps-python: componentize-py at the pinned version (for plugins-py).
+deps-python:
+	@$(PYTHON) -m pip show componentize-py 2>/dev/null | grep -qx "Version: $(COMPONENTIZE_PY_VERSION)" \
+		|| $(PYTHON) -m pip install --quiet componentize-py==$(COMPONENTIZE_PY_VERSION)
+
+## plugins-py: every Python plugin as a component into target/plugins/NAME.wasm.
+## --stub-wasi replaces CPython's WASI imports (files, sockets) with traps, so
+## the component imports blocklab:bench only and needs no grant.
+plugins-py: deps-python $(PY_PLUGINS)
+
+$(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py $(wildcard wit/*.wit) | deps-python
+	@mkdir -p $(PLUGIN_OUT)
+	cd plugins/python/$* && componentize-py -d $(CURDIR)/wit -w workload-plugin \
+		componentize --stub-wasi app -o $@
 
 ## plugins: every plugin crate built as a component into target/plugins/NAME.wasm.
 plugins: deps-wasm
@@ -43,7 +64,7 @@ demo: build
 	$(BLOCKLAB) campaign examples/quick.toml --data $(CURDIR)/blocklab-data
 
 ## test: the whole suite (unit, integration, the fdb feature's type-check).
-test: plugins check-fdb
+test: plugins plugins-py check-fdb
 	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 
 ## lint: formatting and clippy, as CI would want them.

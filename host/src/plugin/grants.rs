@@ -72,7 +72,7 @@ pub fn need(import: &str) -> Need {
 #[derive(Debug, thiserror::Error)]
 pub enum GrantError {
     #[error(
-        "plugin `{plugin}` imports `{import}`, which needs the grant `{grant}` that this arm does not give; add `grants = [\"{grant}\"]`{allow_toml} to the arm in the plan, or pass `--grant {grant}`{allow_flag} to `blocklab run`"
+        "plugin `{plugin}` imports `{import}`, which needs the grant `{grant}` that this arm does not give; add `grants = [\"{grant}\"]`{allow_toml} to the arm in the plan, or pass `--grant {grant}{allow_flag}` to `blocklab run`"
     )]
     NotGranted {
         plugin: String,
@@ -236,7 +236,10 @@ impl Grants {
             .allow_ip_name_lookup(false);
         if sockets {
             builder.socket_addr_check(move |addr, _use| {
-                let ok = allowed.contains(&addr);
+                // A connect first binds implicitly to an ephemeral local
+                // port (0.0.0.0:0); that reaches nothing, so it is allowed.
+                let ephemeral = addr.ip().is_unspecified() && addr.port() == 0;
+                let ok = ephemeral || allowed.contains(&addr);
                 Box::pin(async move { ok })
             });
         }
