@@ -420,7 +420,11 @@ fn plugin(command: PluginCommand) -> anyhow::Result<ExitCode> {
             let root = scaffold::new_plugin(&args.name, kind, &args.dir, &sdk)?;
             writeln!(out, "created {} ({})", root.display(), args.kind)?;
             writeln!(out, "build it:  blocklab plugin build {}", root.display())?;
-            writeln!(out, "test it:   cargo test --manifest-path {}/Cargo.toml", root.display())?;
+            writeln!(
+                out,
+                "test it:   cargo test --manifest-path {}/Cargo.toml",
+                root.display()
+            )?;
         }
         PluginCommand::Build(args) => {
             let wasm = scaffold::build(&args.dir)?;

@@ -60,8 +60,9 @@ fn plug_one(
         message: format!("{e:#}"),
     };
     let mut graph = CompositionGraph::new();
-    let socket_package = Package::from_bytes("blocklab:socket", None, socket_bytes, graph.types_mut())
-        .map_err(graph_error)?;
+    let socket_package =
+        Package::from_bytes("blocklab:socket", None, socket_bytes, graph.types_mut())
+            .map_err(graph_error)?;
     let socket_id = graph
         .register_package(socket_package)
         .map_err(|e| graph_error(e.into()))?;

@@ -28,7 +28,11 @@ pub const GRANTABLE: &[(&str, &str)] = &[
 /// WASI interface families every plugin gets without a grant.
 const BASICS: &[&str] = &["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/"];
 /// blocklab's own interfaces (their version is checked separately).
-const BLOCKLAB: &[&str] = &["blocklab:bench/kv@", "blocklab:bench/grpc@", "blocklab:bench/env@"];
+const BLOCKLAB: &[&str] = &[
+    "blocklab:bench/kv@",
+    "blocklab:bench/grpc@",
+    "blocklab:bench/env@",
+];
 
 /// The capabilities one arm grants its plugins.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,7 +163,11 @@ impl Grants {
                         } else {
                             ""
                         },
-                        allow_flag: if sockets { " --allow 127.0.0.1:7000" } else { "" },
+                        allow_flag: if sockets {
+                            " --allow 127.0.0.1:7000"
+                        } else {
+                            ""
+                        },
                     });
                 }
                 Need::Unknown => {
@@ -175,7 +183,10 @@ impl Grants {
     }
 
     /// Links the WASI interfaces every plugin gets, and those granted.
-    pub fn add_to_linker<T: WasiView + 'static>(&self, linker: &mut Linker<T>) -> anyhow::Result<()> {
+    pub fn add_to_linker<T: WasiView + 'static>(
+        &self,
+        linker: &mut Linker<T>,
+    ) -> anyhow::Result<()> {
         use wasmtime_wasi::cli::{WasiCli, WasiCliView};
         use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
         use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
@@ -212,8 +223,7 @@ impl Grants {
         if self.has("wasi:sockets") {
             sockets::tcp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)
                 .map_err(e)?;
-            sockets::instance_network::add_to_linker::<T, WasiSockets>(l, T::sockets)
-                .map_err(e)?;
+            sockets::instance_network::add_to_linker::<T, WasiSockets>(l, T::sockets).map_err(e)?;
             sockets::network::add_to_linker::<T, WasiSockets>(l, &Default::default(), T::sockets)
                 .map_err(e)?;
             sockets::ip_name_lookup::add_to_linker::<T, WasiSockets>(l, T::sockets).map_err(e)?;
@@ -283,7 +293,10 @@ mod tests {
     #[test]
     fn an_ungranted_import_names_the_grant_and_the_toml_line() {
         let error = Grants::default()
-            .check_imports("net.wasm", ["wasi:cli/exit@0.2.6", "wasi:sockets/tcp@0.2.6"])
+            .check_imports(
+                "net.wasm",
+                ["wasi:cli/exit@0.2.6", "wasi:sockets/tcp@0.2.6"],
+            )
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -301,7 +314,9 @@ mod tests {
     #[test]
     fn grants_are_validated() {
         assert_eq!(
-            grants(&["wasi:sockets"], &["127.0.0.1:7000"]).validate().unwrap(),
+            grants(&["wasi:sockets"], &["127.0.0.1:7000"])
+                .validate()
+                .unwrap(),
             vec!["127.0.0.1:7000".parse::<SocketAddr>().unwrap()]
         );
         assert!(matches!(

@@ -55,7 +55,9 @@ pub fn find_sdk() -> Option<PathBuf> {
 /// on the SDK at `sdk` by path.
 pub fn new_plugin(name: &str, kind: Kind, dir: &Path, sdk: &Path) -> anyhow::Result<PathBuf> {
     let valid = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && name.starts_with(|c: char| c.is_ascii_lowercase());
     if !valid {
         bail!(
@@ -102,9 +104,8 @@ pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
             dir.display()
         )
     })?;
-    let name = package_name(&text).with_context(|| {
-        format!("`{}` has no `[package] name`", manifest.display())
-    })?;
+    let name = package_name(&text)
+        .with_context(|| format!("`{}` has no `[package] name`", manifest.display()))?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(dir)

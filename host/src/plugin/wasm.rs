@@ -235,7 +235,10 @@ impl Runtime {
         let (component, cached) = self.compile(name, bytes, &sha256)?;
         check_world(&self.engine, name, &component)?;
         let ty = component.component_type();
-        let imports: Vec<String> = ty.imports(&self.engine).map(|(n, _)| n.to_owned()).collect();
+        let imports: Vec<String> = ty
+            .imports(&self.engine)
+            .map(|(n, _)| n.to_owned())
+            .collect();
         self.grants
             .check_imports(name, imports.iter().map(String::as_str))?;
         let pre = self.linker.instantiate_pre(&component).map_err(|e| {

@@ -152,11 +152,7 @@ pub fn check_adapters(plugin: &PluginSource, adapters: &[PathBuf]) -> anyhow::Re
 }
 
 /// Checks `found`, the sha256 of input `name`, against the sealed one.
-fn check_input(
-    expected: &BTreeMap<String, String>,
-    name: &str,
-    found: &str,
-) -> anyhow::Result<()> {
+fn check_input(expected: &BTreeMap<String, String>, name: &str, found: &str) -> anyhow::Result<()> {
     match expected.get(name) {
         Some(sealed) if sealed != found => bail!(
             "input `{name}` changed since the plan was sealed (sha256 {found}, sealed {sealed}); restore it or seal a new plan"

@@ -147,9 +147,7 @@ pub mod __private {
             Error::TransactionTooLarge => wit::Error::TransactionTooLarge,
             Error::TimedOut => wit::Error::TimedOut,
             Error::Cancelled => wit::Error::Cancelled,
-            Error::Other { code, message } => {
-                wit::Error::Other(wit::ErrorDetail { code, message })
-            }
+            Error::Other { code, message } => wit::Error::Other(wit::ErrorDetail { code, message }),
         }
     }
 

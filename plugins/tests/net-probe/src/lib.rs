@@ -11,8 +11,11 @@ struct NetProbe;
 impl Plugin for NetProbe {
     fn workloads() -> Vec<Info> {
         vec![
-            Info::new("connect", "one TCP connect to `addr` per transaction, then close")
-                .param("addr", "127.0.0.1:7000", "IP:PORT to connect to"),
+            Info::new(
+                "connect",
+                "one TCP connect to `addr` per transaction, then close",
+            )
+            .param("addr", "127.0.0.1:7000", "IP:PORT to connect to"),
         ]
     }
 
