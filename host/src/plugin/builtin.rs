@@ -275,7 +275,7 @@ impl Current {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::kv::KeyValue;
+    use crate::target::kv::{KeyValue, Transaction};
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
