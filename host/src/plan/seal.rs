@@ -126,8 +126,8 @@ pub fn seal(
             let source = spec.plugin_for(workload, arm)?;
             let adapters = arm.adapter_paths();
             for (name, path) in input_files(&source, &adapters)? {
-                if !inputs.contains_key(&name) {
-                    inputs.insert(name, sha256_file(&path)?);
+                if let std::collections::btree_map::Entry::Vacant(slot) = inputs.entry(name) {
+                    slot.insert(sha256_file(&path)?);
                 }
             }
             // The composed component is sealed too: it is what runs.
@@ -135,9 +135,9 @@ pub fn seal(
                 && !adapters.is_empty()
             {
                 let name = compose::input_name(path, &adapters);
-                if !inputs.contains_key(&name) {
+                if let std::collections::btree_map::Entry::Vacant(slot) = inputs.entry(name) {
                     let (_, bytes) = compose::compose_files(path, &adapters)?;
-                    inputs.insert(name, hex::encode(Sha256::digest(bytes)));
+                    slot.insert(hex::encode(Sha256::digest(bytes)));
                 }
             }
         }
