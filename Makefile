@@ -41,8 +41,9 @@ $(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py $(wildcard wit/*.wit) | deps-pytho
 	cd plugins/python/$* && componentize-py -d $(CURDIR)/wit -w workload-plugin \
 		componentize --stub-wasi app -o $@
 
-## plugins: every plugin crate built as a component into target/plugins/NAME.wasm.
-plugins: deps-wasm
+## plugins: every plugin crate built as a component into target/plugins/NAME.wasm,
+## and the Python plugins (plugins-py).
+plugins: deps-wasm plugins-py
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin $(addprefix -p ,$(PLUGIN_NAMES))
 	@mkdir -p $(PLUGIN_OUT)
 	@for name in $(PLUGIN_NAMES); do \
@@ -50,7 +51,7 @@ plugins: deps-wasm
 	done
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin-size -p kv-basic
 	cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin-size/kv_basic.wasm $(PLUGIN_OUT)/kv-basic-size.wasm
-	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES)))"
+	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES))) $(PY_PLUGINS)"
 
 ## host: the blocklab binary, release build.
 host:
@@ -64,8 +65,9 @@ demo: build
 	$(BLOCKLAB) campaign examples/quick.toml --data $(CURDIR)/blocklab-data
 
 ## test: the whole suite (unit, integration, the fdb feature's type-check).
-test: plugins plugins-py check-fdb
+test: plugins check-fdb
 	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
 ## lint: formatting and clippy, as CI would want them.
 lint:
