@@ -15,7 +15,14 @@ DEMO_LISTEN ?= 127.0.0.1:7878
 # The charting library vendored under web/vendor (see docs/daemon.md).
 UPLOT_VERSION := 1.6.32
 
-.PHONY: all demo test build host plugins deps deps-wasm deps-browser vendor-web lint clean-data bench-boundary
+# Workload plugins in Python (plugins/python/NAME/app.py), built with
+# componentize-py from PyPI into target/plugins/NAME.wasm.
+PYTHON ?= python3
+COMPONENTIZE_PY_VERSION := 0.25.1
+PY_PLUGIN_NAMES := $(notdir $(patsubst %/app.py,%,$(wildcard plugins/python/*/app.py)))
+PY_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(PY_PLUGIN_NAMES)))
+
+.PHONY: all demo test build host plugins plugins-py deps deps-wasm deps-python deps-browser vendor-web lint clean-data bench-boundary
 
 all: build
 
@@ -24,8 +31,24 @@ deps: deps-wasm
 deps-wasm:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
 
-## plugins: every plugin crate built as a component into target/plugins/NAME.wasm.
-plugins: deps-wasm
+## deps-python: componentize-py at the pinned version (for plugins-py).
+deps-python:
+	@$(PYTHON) -m pip show componentize-py 2>/dev/null | grep -qx "Version: $(COMPONENTIZE_PY_VERSION)" \
+		|| $(PYTHON) -m pip install --quiet componentize-py==$(COMPONENTIZE_PY_VERSION)
+
+## plugins-py: every Python plugin as a component into target/plugins/NAME.wasm.
+## --stub-wasi replaces CPython's WASI imports (files, sockets) with traps, so
+## the component imports blocklab:bench only and needs no grant.
+plugins-py: deps-python $(PY_PLUGINS)
+
+$(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py $(wildcard wit/*.wit) | deps-python
+	@mkdir -p $(PLUGIN_OUT)
+	cd plugins/python/$* && componentize-py -d $(CURDIR)/wit -w workload-plugin \
+		componentize --stub-wasi app -o $@
+
+## plugins: every plugin crate built as a component into target/plugins/NAME.wasm,
+## and the Python plugins (plugins-py).
+plugins: deps-wasm plugins-py
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin $(addprefix -p ,$(PLUGIN_NAMES))
 	@mkdir -p $(PLUGIN_OUT)
 	@for name in $(PLUGIN_NAMES); do \
@@ -33,7 +56,7 @@ plugins: deps-wasm
 	done
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin-size -p kv-basic
 	cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin-size/kv_basic.wasm $(PLUGIN_OUT)/kv-basic-size.wasm
-	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES)))"
+	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES))) $(PY_PLUGINS)"
 
 ## host: the blocklab binary, release build.
 host:
@@ -70,6 +93,7 @@ vendor-web:
 ## test: the whole suite (unit, integration, browser, the fdb feature's type-check).
 test: plugins check-fdb deps-browser
 	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async
 ## host imports, beside wasmtime-style reference calls (docs/benchmarks.md).

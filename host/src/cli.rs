@@ -42,6 +42,9 @@ enum Command {
     /// Run the daemon: the JSON API, a persistent campaign queue, live
     /// progress and the web UI, on a loopback address (docs/daemon.md).
     Serve(ServeArgs),
+    /// Write, build and inspect plugins.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
     /// Internal: perform the run described by the JSON RunSpec on stdin and
     /// write its RunResult as JSON to stdout (what campaigns spawn).
     #[command(hide = true)]
@@ -53,6 +56,74 @@ struct WorkloadsArgs {
     /// A workload component (.wasm) or `builtin`.
     plugin: String,
     /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+    #[command(flatten)]
+    grants: GrantArgs,
+}
+
+/// Capabilities granted to the plugin beyond kv, grpc, env and the WASI
+/// basics (docs/plugins.md).
+#[derive(Debug, Args, Clone)]
+struct GrantArgs {
+    /// Grant a capability, e.g. `wasi:sockets`; repeatable.
+    #[arg(long = "grant", value_name = "CAPABILITY")]
+    grants: Vec<String>,
+    /// With `--grant wasi:sockets`: an IP:PORT sockets may reach; repeatable.
+    #[arg(long = "allow", value_name = "IP:PORT")]
+    allow: Vec<String>,
+}
+
+impl GrantArgs {
+    fn grants(&self) -> crate::plugin::grants::Grants {
+        crate::plugin::grants::Grants {
+            grants: self.grants.clone(),
+            allow: self.allow.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum PluginCommand {
+    /// Scaffold a plugin crate that builds out of the box, with a test.
+    New(PluginNewArgs),
+    /// Build a plugin crate for wasm32-wasip2 (release) and print the
+    /// component's path.
+    Build(PluginBuildArgs),
+    /// Print a component's world, WIT version, exports, imports, workloads
+    /// and sha256, and warn about imports the host will not grant.
+    Inspect(PluginInspectArgs),
+}
+
+#[derive(Debug, Args)]
+struct PluginNewArgs {
+    /// The crate name, e.g. `my-workloads`.
+    name: String,
+    /// `workload`, `kv-adapter` or `grpc-adapter`.
+    #[arg(long, default_value = "workload")]
+    kind: String,
+    /// Where to create the crate directory.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// blocklab's plugins/sdk [default: the tree blocklab was built from].
+    #[arg(long, value_name = "PATH")]
+    sdk: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct PluginBuildArgs {
+    /// The plugin crate's directory.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct PluginInspectArgs {
+    /// The component (.wasm).
+    plugin: PathBuf,
+    /// Print JSON.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -122,6 +193,12 @@ struct RunArgs {
     /// Name of the arm in the result.
     #[arg(long, default_value = "cli")]
     arm: String,
+    /// An adapter component composed with the plugin; repeat to chain them,
+    /// the first nearest the workload.
+    #[arg(long = "adapter", value_name = "ADAPTER.wasm")]
+    adapters: Vec<PathBuf>,
+    #[command(flatten)]
+    grants: GrantArgs,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
@@ -264,12 +341,17 @@ pub fn main() -> anyhow::Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Plugin(command) => plugin(command),
         Command::Worker => worker_main(),
     }
 }
 
 fn workloads(args: WorkloadsArgs) -> anyhow::Result<ExitCode> {
-    let infos = list_workloads(&PluginSource::parse(&args.plugin), &args.limits)?;
+    let infos = list_workloads(
+        &PluginSource::parse(&args.plugin),
+        &args.limits,
+        &args.grants,
+    )?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &infos)?;
@@ -292,7 +374,11 @@ fn workloads(args: WorkloadsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The workloads of a source, without a target.
-fn list_workloads(source: &PluginSource, limits: &LimitArgs) -> anyhow::Result<Vec<WorkloadInfo>> {
+fn list_workloads(
+    source: &PluginSource,
+    limits: &LimitArgs,
+    grants: &GrantArgs,
+) -> anyhow::Result<Vec<WorkloadInfo>> {
     match source {
         PluginSource::Builtin => {
             let env = crate::plugin::env::Env::new("builtin", 0, 0);
@@ -300,7 +386,8 @@ fn list_workloads(source: &PluginSource, limits: &LimitArgs) -> anyhow::Result<V
             crate::plugin::builtin::Builtin::new(db, env).list()
         }
         PluginSource::Wasm(path) => {
-            let runtime = Runtime::new(limits.limits(), limits.cache_dir())?;
+            let runtime =
+                Runtime::with_grants(limits.limits(), limits.cache_dir(), grants.grants())?;
             let plugin = runtime.load(path)?;
             let env = crate::plugin::env::Env::new(plugin.name(), 0, 0);
             plugin.instantiate(None, env, 0)?.list()
@@ -327,6 +414,8 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         expected_inputs: Default::default(),
         inject_busy_ns: 0,
         binary: None,
+        adapters: args.adapters,
+        grants: args.grants.grants(),
     };
     let mut result = worker::execute(&spec)?;
     result.histogram = None;
@@ -336,6 +425,45 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
     } else {
         write!(out, "{}", result.summary())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plugin(command: PluginCommand) -> anyhow::Result<ExitCode> {
+    use crate::plugin::{inspect, scaffold};
+    let mut out = std::io::stdout().lock();
+    match command {
+        PluginCommand::New(args) => {
+            let kind = scaffold::Kind::parse(&args.kind)?;
+            let sdk = match args.sdk.or_else(scaffold::find_sdk) {
+                Some(sdk) => sdk,
+                None => anyhow::bail!(
+                    "cannot find blocklab's plugins/sdk; pass `--sdk PATH` pointing at it"
+                ),
+            };
+            let root = scaffold::new_plugin(&args.name, kind, &args.dir, &sdk)?;
+            writeln!(out, "created {} ({})", root.display(), args.kind)?;
+            writeln!(out, "build it:  blocklab plugin build {}", root.display())?;
+            writeln!(
+                out,
+                "test it:   cargo test --manifest-path {}/Cargo.toml",
+                root.display()
+            )?;
+        }
+        PluginCommand::Build(args) => {
+            let wasm = scaffold::build(&args.dir)?;
+            writeln!(out, "{}", wasm.display())?;
+        }
+        PluginCommand::Inspect(args) => {
+            let report =
+                inspect::inspect(&args.plugin, args.limits.limits(), args.limits.cache_dir())?;
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                write!(out, "{}", inspect::render(&report))?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

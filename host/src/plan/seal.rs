@@ -4,6 +4,7 @@
 
 use super::design;
 use super::spec::PlanSpec;
+use crate::plugin::compose;
 use crate::run::worker::{PluginSource, input_files, sha256_file};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -35,8 +36,9 @@ pub struct SealedPlan {
     /// Where the plan came from (a path, or `api`).
     pub source: String,
     pub schedule: Vec<Slot>,
-    /// Input name → sha256: `blocklab` (the binary), each plugin by
-    /// absolute path, and `plan` (the plan file's bytes).
+    /// Input name → sha256: `blocklab` (the binary), each plugin and
+    /// adapter by absolute path, each composed component
+    /// (`composed:WORKLOAD+ADAPTER...`), and `plan` (the plan file's bytes).
     pub inputs: BTreeMap<String, String>,
     /// The blocklab version that sealed it.
     pub version: String,
@@ -97,6 +99,11 @@ fn resolve_plugins(spec: &mut PlanSpec) -> anyhow::Result<()> {
     }
     for a in &mut spec.arms {
         resolve(&mut a.plugin)?;
+        for adapter in &mut a.adapters {
+            let mut slot = Some(std::mem::take(adapter));
+            resolve(&mut slot)?;
+            *adapter = slot.unwrap_or_default();
+        }
     }
     Ok(())
 }
@@ -117,9 +124,20 @@ pub fn seal(
     for workload in &spec.workloads {
         for arm in &spec.arms {
             let source = spec.plugin_for(workload, arm)?;
-            for (name, path) in input_files(&source)? {
+            let adapters = arm.adapter_paths();
+            for (name, path) in input_files(&source, &adapters)? {
                 if let std::collections::btree_map::Entry::Vacant(slot) = inputs.entry(name) {
                     slot.insert(sha256_file(&path)?);
+                }
+            }
+            // The composed component is sealed too: it is what runs.
+            if let PluginSource::Wasm(path) = &source
+                && !adapters.is_empty()
+            {
+                let name = compose::input_name(path, &adapters);
+                if let std::collections::btree_map::Entry::Vacant(slot) = inputs.entry(name) {
+                    let (_, bytes) = compose::compose_files(path, &adapters)?;
+                    slot.insert(hex::encode(Sha256::digest(bytes)));
                 }
             }
         }
@@ -210,7 +228,18 @@ impl SealedPlan {
     pub fn inputs_of(&self, slot: &Slot) -> anyhow::Result<BTreeMap<String, String>> {
         let mut out = BTreeMap::new();
         let source = self.plugin_of(slot)?;
-        for (name, _) in input_files(&source)? {
+        let (_, arm) = self.workload_and_arm(slot)?;
+        let adapters = arm.adapter_paths();
+        let mut names: Vec<String> = input_files(&source, &adapters)?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        if let PluginSource::Wasm(path) = &source
+            && !adapters.is_empty()
+        {
+            names.push(compose::input_name(path, &adapters));
+        }
+        for name in names {
             if let Some(hash) = self.inputs.get(&name) {
                 out.insert(name, hash.clone());
             }

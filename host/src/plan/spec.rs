@@ -2,7 +2,8 @@
 //! strictly (unknown keys and wrong types name the key and line), with
 //! `--set path=value` overrides applied before parsing and recorded.
 
-use crate::run::worker::{Measure, PluginSource};
+use crate::plugin::grants::Grants;
+use crate::run::worker::{Measure, PluginSource, check_adapters};
 use crate::stats::Method;
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
@@ -284,6 +285,32 @@ pub struct ArmSpec {
     /// Test arms only: a busy wait added to every transaction, nanoseconds.
     #[serde(default)]
     pub inject_busy_ns: u64,
+    /// Adapter components composed with the workload plugin, the first
+    /// nearest the workload: `["target/plugins/kv-passthrough.wasm"]`.
+    #[serde(default)]
+    pub adapters: Vec<String>,
+    /// Capabilities granted to the plugin beyond the basics, e.g.
+    /// `["wasi:sockets"]` (docs/plugins.md lists them).
+    #[serde(default)]
+    pub grants: Vec<String>,
+    /// With `wasi:sockets`: the `IP:PORT` addresses sockets may reach.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+impl ArmSpec {
+    /// The arm's capability grants.
+    pub fn grants(&self) -> Grants {
+        Grants {
+            grants: self.grants.clone(),
+            allow: self.allow.clone(),
+        }
+    }
+
+    /// The arm's adapter paths.
+    pub fn adapter_paths(&self) -> Vec<std::path::PathBuf> {
+        self.adapters.iter().map(std::path::PathBuf::from).collect()
+    }
 }
 
 /// A param value as written: TOML strings, integers, floats and booleans
@@ -363,6 +390,9 @@ impl PlanSpec {
         }
         let mut seen = std::collections::BTreeSet::new();
         for arm in &self.arms {
+            arm.grants()
+                .validate()
+                .with_context(|| format!("in arm `{}`", arm.name))?;
             if !seen.insert(arm.name.as_str()) {
                 bail!(
                     "two arms are named `{}`; arm names must be unique",
@@ -376,7 +406,9 @@ impl PlanSpec {
                 bail!("workload `{}` is listed twice", w.name);
             }
             for arm in &self.arms {
-                self.plugin_for(w, arm)?;
+                let plugin = self.plugin_for(w, arm)?;
+                check_adapters(&plugin, &arm.adapter_paths())
+                    .with_context(|| format!("in arm `{}`", arm.name))?;
             }
         }
         if !(0.0..1.0).contains(&self.bootstrap.level) || self.bootstrap.level == 0.0 {

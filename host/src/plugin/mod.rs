@@ -1,10 +1,16 @@
 //! Plugins: loading workload components into wasmtime (engine, compiled-code
-//! cache, limits, host imports) and the builtin native workloads that share
-//! their interface. Everything above this module sees a workload source as a
-//! [`Instance`], whether it is wasm or native.
+//! cache, limits, host imports), composing adapters with them, capability
+//! grants, the builtin native workloads that share their interface, and the
+//! plugin author's tools (`plugin new`, `build`, `inspect`). Everything above
+//! this module sees a workload source as a [`Instance`], whether it is wasm
+//! or native.
 
 pub mod builtin;
+pub mod compose;
 pub mod env;
+pub mod grants;
+pub mod inspect;
+pub mod scaffold;
 pub mod wasm;
 
 use serde::{Deserialize, Serialize};

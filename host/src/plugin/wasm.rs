@@ -8,6 +8,7 @@
 //! docs/adr/0001-wasmtime-features.md and docs/benchmarks.md).
 
 use super::env::Env;
+use super::grants::Grants;
 use super::{Instance, ParamSpec, WorkloadInfo};
 use crate::target::kv::{KvError, RangeOptions, SharedDatabase, Transaction};
 use anyhow::{Context, anyhow, bail};
@@ -39,8 +40,19 @@ mod bindings {
 
 use bindings::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
 
-/// The WIT package version this host speaks.
+/// The WIT package version this host's bindings are generated from: the
+/// newest it speaks, and the one new plugins should be built against.
 pub const WIT_VERSION: &str = "0.1.0";
+/// Every version of `blocklab:bench` this host loads plugins of. The
+/// promise (docs/plugins.md): a 0.x.y host loads every 0.x.z plugin, since
+/// patch releases only add docs; minor and major releases may break and are
+/// listed here only once the host carries bindings for them.
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION];
+
+/// Whether plugins built against `blocklab:bench@version` load here.
+pub fn wit_version_supported(version: &str) -> bool {
+    SUPPORTED_WIT_VERSIONS.contains(&version)
+}
 /// The interface a workload plugin must export.
 const WORKLOAD_EXPORT: &str = "blocklab:bench/workload@0.1.0";
 /// How often the epoch advances; deadlines are whole ticks.
@@ -83,7 +95,7 @@ pub enum PluginError {
     )]
     CoreModule(String),
     #[error(
-        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {WIT_VERSION} (rebuild it against wit/ of this release)"
+        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
     )]
     WitVersion { name: String, found: String },
     #[error(
@@ -102,6 +114,7 @@ pub enum PluginError {
 pub struct Runtime {
     engine: Engine,
     linker: Linker<HostState>,
+    grants: Grants,
     cache_dir: Option<PathBuf>,
     limits: Limits,
     ticker: Arc<Ticker>,
@@ -121,6 +134,17 @@ impl Runtime {
     /// An engine with the pooling allocator and epoch interruption. Compiled
     /// components are cached under `cache_dir` (none: always compile).
     pub fn new(limits: Limits, cache_dir: Option<PathBuf>) -> anyhow::Result<Runtime> {
+        Self::with_grants(limits, cache_dir, Grants::default())
+    }
+
+    /// [`Runtime::new`] whose plugins may also use the capabilities in
+    /// `grants` (nothing else beyond the basics is linked).
+    pub fn with_grants(
+        limits: Limits,
+        cache_dir: Option<PathBuf>,
+        grants: Grants,
+    ) -> anyhow::Result<Runtime> {
+        grants.validate()?;
         let mut pool = PoolingAllocationConfig::default();
         // A Rust wasip2 component holds a handful of core instances and
         // memories; these bounds allow a few dozen concurrent workers.
@@ -137,7 +161,7 @@ impl Runtime {
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
 
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+        grants.add_to_linker(&mut linker)?;
         bindings::WorkloadPlugin::add_to_linker::<HostState, HasSelf<HostState>>(
             &mut linker,
             |state| state,
@@ -163,6 +187,7 @@ impl Runtime {
         Ok(Runtime {
             engine,
             linker,
+            grants,
             cache_dir,
             limits,
             ticker: Arc::new(Ticker(ticker_stop)),
@@ -192,12 +217,30 @@ impl Runtime {
         self.load_bytes(&name, &bytes)
     }
 
+    /// Composes the workload component at `workload` with `adapters` (the
+    /// first nearest the workload; see [`super::compose`]) and loads the
+    /// result: the composed bytes are what is checked, cached and hashed.
+    pub fn load_composed(&self, workload: &Path, adapters: &[PathBuf]) -> anyhow::Result<Plugin> {
+        if adapters.is_empty() {
+            return self.load(workload);
+        }
+        let (label, bytes) = super::compose::compose_files(workload, adapters)?;
+        self.load_bytes(&label, &bytes)
+    }
+
     /// [`Runtime::load`] for bytes already in memory; `name` labels errors.
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> anyhow::Result<Plugin> {
         check_header(name, bytes)?;
         let sha256 = hex::encode(Sha256::digest(bytes));
         let (component, cached) = self.compile(name, bytes, &sha256)?;
         check_world(&self.engine, name, &component)?;
+        let ty = component.component_type();
+        let imports: Vec<String> = ty
+            .imports(&self.engine)
+            .map(|(n, _)| n.to_owned())
+            .collect();
+        self.grants
+            .check_imports(name, imports.iter().map(String::as_str))?;
         let pre = self.linker.instantiate_pre(&component).map_err(|e| {
             let message = format!("{e:#}");
             match message.split('`').nth(1) {
@@ -220,6 +263,7 @@ impl Runtime {
             sha256,
             cached,
             pre,
+            grants: self.grants.clone(),
             limits: self.limits,
             ticker: self.ticker.clone(),
         })
@@ -288,7 +332,7 @@ fn plugin_name(path: &Path) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
-fn check_header(name: &str, bytes: &[u8]) -> Result<(), PluginError> {
+pub(crate) fn check_header(name: &str, bytes: &[u8]) -> Result<(), PluginError> {
     // The preamble is `\0asm` then a 4-byte version: 1 for core modules,
     // 0x0001000d (version 0xd, layer 1) for components.
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
@@ -314,7 +358,7 @@ fn check_world(engine: &Engine, name: &str, component: &Component) -> Result<(),
         .chain(&imports)
         .filter_map(|e| e.strip_prefix("blocklab:bench/")?.split_once('@'))
         .map(|(_, version)| version.to_owned())
-        .find(|version| version != WIT_VERSION);
+        .find(|version| !wit_version_supported(version));
     if let Some(found) = other_version {
         return Err(PluginError::WitVersion {
             name: name.to_owned(),
@@ -337,6 +381,7 @@ pub struct Plugin {
     sha256: String,
     cached: bool,
     pre: bindings::WorkloadPluginPre<HostState>,
+    grants: Grants,
     limits: Limits,
     ticker: Arc<Ticker>,
 }
@@ -366,15 +411,13 @@ impl Plugin {
         wasi_seed: u64,
     ) -> anyhow::Result<WasmInstance> {
         use rand_wasi::SeedableRng;
-        let wasi = WasiCtxBuilder::new()
-            // Deterministic randomness, even for std's hash seeds.
-            .secure_random(rand_wasi::rngs::StdRng::seed_from_u64(wasi_seed))
+        let mut wasi = WasiCtxBuilder::new();
+        // Deterministic randomness, even for std's hash seeds.
+        wasi.secure_random(rand_wasi::rngs::StdRng::seed_from_u64(wasi_seed))
             .insecure_random(rand_wasi::rngs::StdRng::seed_from_u64(wasi_seed ^ 1))
-            .insecure_random_seed(u128::from(wasi_seed))
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
+            .insecure_random_seed(u128::from(wasi_seed));
+        self.grants.configure(&mut wasi)?;
+        let wasi = wasi.build();
         let state = HostState {
             wasi,
             table: ResourceTable::new(),

@@ -76,6 +76,8 @@ pub fn measure(
                     expected_inputs: Default::default(),
                     inject_busy_ns: 0,
                     binary: None,
+                    adapters: Vec::new(),
+                    grants: Default::default(),
                 };
                 let result = execute(&spec).with_context(|| format!("workload `{name}`"))?;
                 let mean = result.latency_us.mean;

@@ -308,6 +308,8 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, options: &Options) -> anyhow::Re
         expected_inputs: plan.inputs_of(slot)?,
         inject_busy_ns: arm.inject_busy_ns,
         binary: None,
+        adapters: arm.adapter_paths(),
+        grants: arm.grants(),
     })
 }
 

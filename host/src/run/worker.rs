@@ -8,6 +8,7 @@ use super::cpu::{self, Usage};
 use super::result::{Alloc, Cpu, Latency, RunResult};
 use crate::plugin::builtin::Builtin;
 use crate::plugin::env::Env;
+use crate::plugin::grants::Grants;
 use crate::plugin::wasm::{Limits, Runtime, WorkloadFailed};
 use crate::plugin::{Instance, WorkloadInfo};
 use crate::target::TargetSpec;
@@ -99,6 +100,13 @@ pub struct RunSpec {
     /// slower arm for testing that campaigns detect a known effect.
     #[serde(default)]
     pub inject_busy_ns: u64,
+    /// Adapter components composed with the wasm plugin, the first nearest
+    /// the workload.
+    #[serde(default)]
+    pub adapters: Vec<PathBuf>,
+    /// Capabilities the plugin may use beyond the basics.
+    #[serde(default)]
+    pub grants: Grants,
 }
 
 impl RunSpec {
@@ -119,13 +127,20 @@ pub fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// The files a run executes, by input name: `blocklab` (this binary) and the
-/// plugin by its path. The binary is named by role, not path, so a campaign
-/// may run from a copy of it.
-pub fn input_files(plugin: &PluginSource) -> anyhow::Result<Vec<(String, PathBuf)>> {
+/// The files a run executes, by input name: `blocklab` (this binary), the
+/// plugin and each adapter by its path. The binary is named by role, not
+/// path, so a campaign may run from a copy of it. The composed component
+/// is an input too (`composed:...`), hashed once composed.
+pub fn input_files(
+    plugin: &PluginSource,
+    adapters: &[PathBuf],
+) -> anyhow::Result<Vec<(String, PathBuf)>> {
     let exe = std::env::current_exe().context("cannot locate the blocklab binary")?;
     let mut files = vec![("blocklab".to_owned(), exe)];
     if let PluginSource::Wasm(path) = plugin {
+        files.push((path.display().to_string(), path.clone()));
+    }
+    for path in adapters {
         files.push((path.display().to_string(), path.clone()));
     }
     Ok(files)
@@ -164,34 +179,58 @@ impl HashedFile {
     }
 }
 
+/// Refuses adapters on a builtin source: there is no component to compose.
+pub fn check_adapters(plugin: &PluginSource, adapters: &[PathBuf]) -> anyhow::Result<()> {
+    if plugin == &PluginSource::Builtin && !adapters.is_empty() {
+        bail!(
+            "adapters compose with wasm workload plugins only, and this arm's plugin is `builtin`; give the arm a `plugin = \"...wasm\"` or remove its `adapters`"
+        );
+    }
+    Ok(())
+}
+
+/// Checks `found`, the sha256 of input `name`, against the sealed one.
+fn check_input(expected: &BTreeMap<String, String>, name: &str, found: &str) -> anyhow::Result<()> {
+    match expected.get(name) {
+        Some(sealed) if sealed != found => bail!(
+            "input `{name}` changed since the plan was sealed (sha256 {found}, sealed {sealed}); restore it or seal a new plan"
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Hashes the run's inputs and checks them against the sealed ones.
 fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
+    check_adapters(&spec.plugin, &spec.adapters)?;
     let mut inputs = BTreeMap::new();
-    for (name, path) in input_files(&spec.plugin)? {
+    for (name, path) in input_files(&spec.plugin, &spec.adapters)? {
         let known = spec
             .binary
             .as_ref()
             .filter(|b| name == "blocklab" && identity(&path).is_ok_and(|id| id == b.identity));
-        let sha256 = match known {
+        let found = match known {
             Some(b) => b.sha256.clone(),
             None => sha256_file(&path)?,
         };
-        inputs.insert(name, sha256);
+        check_input(&spec.expected_inputs, &name, &found)?;
+        inputs.insert(name, found);
     }
-    for (name, expected) in &spec.expected_inputs {
-        match inputs.get(name) {
-            Some(found) if found == expected => {}
-            Some(found) => bail!(
-                "input `{name}` changed since the plan was sealed (sha256 {found}, sealed {expected}); restore it or seal a new plan"
-            ),
-            None => bail!("input `{name}` of the sealed plan is not used by this run"),
+    for name in spec.expected_inputs.keys() {
+        // The composed component is checked once it is composed, at load.
+        if !inputs.contains_key(name) && !name.starts_with("composed:") {
+            bail!("input `{name}` of the sealed plan is not used by this run");
         }
     }
     Ok(inputs)
 }
 
-/// Loads the workload source: one instance per worker.
-fn instances(spec: &RunSpec, from_cache: &mut bool) -> anyhow::Result<Vec<Box<dyn Instance>>> {
+/// Loads the workload source (composed with its adapters): one instance
+/// per worker. A composed component's hash joins `inputs`.
+fn instances(
+    spec: &RunSpec,
+    from_cache: &mut bool,
+    inputs: &mut BTreeMap<String, String>,
+) -> anyhow::Result<Vec<Box<dyn Instance>>> {
     let db = spec.target.open_kv()?;
     let label = spec.plugin.label();
     let env = |worker: u32| Env::new(label.clone(), spec.seed, u64::from(worker));
@@ -203,8 +242,14 @@ fn instances(spec: &RunSpec, from_cache: &mut bool) -> anyhow::Result<Vec<Box<dy
             }
         }
         PluginSource::Wasm(path) => {
-            let runtime = Runtime::new(spec.limits(), spec.cache_dir.clone())?;
-            let plugin = runtime.load(path)?;
+            let runtime =
+                Runtime::with_grants(spec.limits(), spec.cache_dir.clone(), spec.grants.clone())?;
+            let plugin = runtime.load_composed(path, &spec.adapters)?;
+            if !spec.adapters.is_empty() {
+                let name = crate::plugin::compose::input_name(path, &spec.adapters);
+                check_input(&spec.expected_inputs, &name, plugin.sha256())?;
+                inputs.insert(name, plugin.sha256().to_owned());
+            }
             *from_cache = plugin.from_cache();
             for worker in 0..spec.workers {
                 let wasi_seed = spec.seed ^ (u64::from(worker) << 32);
@@ -369,12 +414,12 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         bail!("`workers` must be at least 1");
     }
     let mut phases = BTreeMap::new();
-    let inputs = hash_inputs(spec)?;
+    let mut inputs = hash_inputs(spec)?;
     // A: the E−A CPU scope starts after input hashing.
     let usage_a = Usage::now();
     let t = Instant::now();
     let mut from_cache = false;
-    let mut instances = instances(spec, &mut from_cache)?;
+    let mut instances = instances(spec, &mut from_cache, &mut inputs)?;
     let infos = instances[0].list()?;
     check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
     phases.insert("load".to_owned(), ms(t.elapsed()));

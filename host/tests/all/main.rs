@@ -6,5 +6,6 @@ mod bad_plugins;
 mod campaign;
 mod daemon;
 mod daemon_support;
+mod plugins;
 mod support;
 mod web;

@@ -36,7 +36,9 @@
 
 extern crate self as blocklab_sdk;
 
+pub mod adapter;
 pub mod env;
+pub mod grpc;
 pub mod kv;
 mod params;
 

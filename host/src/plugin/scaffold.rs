@@ -1,0 +1,392 @@
+//! `blocklab plugin new` and `plugin build`: a plugin crate that builds out
+//! of the box against the Rust SDK, and the cargo call that builds one.
+
+use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What kind of plugin to scaffold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Workload,
+    KvAdapter,
+    GrpcAdapter,
+}
+
+impl Kind {
+    /// `workload`, `kv-adapter` or `grpc-adapter`.
+    pub fn parse(text: &str) -> anyhow::Result<Kind> {
+        match text {
+            "workload" => Ok(Kind::Workload),
+            "kv-adapter" => Ok(Kind::KvAdapter),
+            "grpc-adapter" => Ok(Kind::GrpcAdapter),
+            other => bail!(
+                "plugin kind `{other}` is unknown; use `workload`, `kv-adapter` or `grpc-adapter`"
+            ),
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            Kind::Workload => WORKLOAD_RS,
+            Kind::KvAdapter => KV_ADAPTER_RS,
+            Kind::GrpcAdapter => GRPC_ADAPTER_RS,
+        }
+    }
+}
+
+/// The SDK of the blocklab tree this binary was built from, when it is
+/// still there; else the first `plugins/sdk` above the current directory.
+pub fn find_sdk() -> Option<PathBuf> {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk");
+    let cwd = std::env::current_dir().ok();
+    let mut candidates = vec![built];
+    if let Some(cwd) = cwd {
+        candidates.extend(cwd.ancestors().map(|d| d.join("plugins/sdk")));
+    }
+    candidates
+        .into_iter()
+        .find(|d| d.join("Cargo.toml").is_file())
+        .and_then(|d| std::fs::canonicalize(d).ok())
+}
+
+/// Writes crate `name` of `kind` into `dir/name` and returns its path. The
+/// crate is its own workspace, so it builds wherever it lies, and depends
+/// on the SDK at `sdk` by path.
+pub fn new_plugin(name: &str, kind: Kind, dir: &Path, sdk: &Path) -> anyhow::Result<PathBuf> {
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name.starts_with(|c: char| c.is_ascii_lowercase());
+    if !valid {
+        bail!(
+            "plugin name `{name}` is not a crate name blocklab accepts; use lowercase letters, digits and `-`, starting with a letter (e.g. `my-workloads`)"
+        );
+    }
+    let sdk = std::fs::canonicalize(sdk).with_context(|| {
+        format!(
+            "the SDK `{}` does not exist; pass `--sdk PATH` pointing at blocklab's plugins/sdk",
+            sdk.display()
+        )
+    })?;
+    if !sdk.join("Cargo.toml").is_file() {
+        bail!(
+            "`{}` is not the blocklab SDK (no Cargo.toml); pass `--sdk PATH` pointing at blocklab's plugins/sdk",
+            sdk.display()
+        );
+    }
+    let root = dir.join(name);
+    if root.exists() {
+        bail!(
+            "`{}` already exists; choose another name or `--dir`",
+            root.display()
+        );
+    }
+    std::fs::create_dir_all(root.join("src"))
+        .with_context(|| format!("cannot create `{}`", root.display()))?;
+    let manifest = CARGO_TOML
+        .replace("{name}", name)
+        .replace("{sdk}", &sdk.display().to_string().replace('\\', "/"));
+    std::fs::write(root.join("Cargo.toml"), manifest)?;
+    std::fs::write(root.join("src/lib.rs"), kind.source())?;
+    std::fs::write(root.join(".gitignore"), "/target\n")?;
+    Ok(root)
+}
+
+/// Builds the plugin crate in `dir` for wasm32-wasip2 in release mode and
+/// returns the component's path.
+pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).with_context(|| {
+        format!(
+            "`{}` is not a plugin crate (no Cargo.toml); scaffold one with `blocklab plugin new`",
+            dir.display()
+        )
+    })?;
+    let name = package_name(&text)
+        .with_context(|| format!("`{}` has no `[package] name`", manifest.display()))?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(dir)
+        .args(["build", "--target", "wasm32-wasip2", "--release"])
+        .status()
+        .context("cannot run `cargo` (install Rust with rustup)")?;
+    if !status.success() {
+        bail!(
+            "`cargo build --target wasm32-wasip2 --release` failed in `{}` (see its output above; `rustup target add wasm32-wasip2` if the target is missing)",
+            dir.display()
+        );
+    }
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(t) => PathBuf::from(t),
+        None => dir.join("target"),
+    };
+    let wasm = target
+        .join("wasm32-wasip2/release")
+        .join(format!("{}.wasm", name.replace('-', "_")));
+    if !wasm.is_file() {
+        bail!(
+            "cargo succeeded but `{}` is missing (is the crate a `cdylib`?)",
+            wasm.display()
+        );
+    }
+    Ok(wasm)
+}
+
+/// The `name` of `[package]` in a Cargo.toml.
+fn package_name(manifest: &str) -> Option<String> {
+    let table: toml::Table = toml::from_str(manifest).ok()?;
+    Some(table.get("package")?.get("name")?.as_str()?.to_owned())
+}
+
+const CARGO_TOML: &str = r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+blocklab-sdk = { path = "{sdk}" }
+
+[profile.release]
+strip = "debuginfo" # keep function names: wasm backtraces show them
+
+# Its own workspace: the crate builds wherever it lies.
+[workspace]
+"#;
+
+const WORKLOAD_RS: &str = r#"//! A blocklab workload plugin. Build it with `blocklab plugin build .`, run
+//! it with `blocklab run --plugin PATH.wasm --workload get`.
+
+use blocklab_sdk::{Info, Params, Plugin, Workload, env, kv};
+
+struct Workloads;
+
+impl Plugin for Workloads {
+    fn workloads() -> Vec<Info> {
+        vec![
+            Info::new("get", "one point read of a fixture row, committed")
+                .param("keys", "1000", "fixture rows")
+                .param("value-bytes", "100", "bytes per value")
+                .uses("kv"),
+        ]
+    }
+
+    fn setup(_name: &str, params: &Params) -> Result<Box<dyn Workload>, String> {
+        let keys = params.u64("keys")?;
+        if keys == 0 {
+            return Err("param `keys` must be at least 1".into());
+        }
+        let value_bytes = params.usize("value-bytes")?;
+        let value = vec![b'x'; value_bytes];
+        // The fixture, in transactions well under FoundationDB's 10 MB.
+        let mut start = 0;
+        while start < keys {
+            let stop = keys.min(start + 1000);
+            kv::transact(|tr| {
+                for i in start..stop {
+                    tr.set(&key(i), &value);
+                }
+                Ok(())
+            })?;
+            start = stop;
+        }
+        env::count("fixture-rows", keys as i64);
+        Ok(Box::new(Get { keys, value_bytes }))
+    }
+}
+
+struct Get {
+    keys: u64,
+    value_bytes: usize,
+}
+
+impl Workload for Get {
+    fn run(&mut self, _iteration: u64) -> Result<u32, String> {
+        // Keys come from env::random_u64: seeded by the plan, reproducible.
+        let key = key(env::random_u64() % self.keys);
+        let (value, retries) = kv::transact(|tr| tr.get(&key))?;
+        match value {
+            Some(v) if v.len() == self.value_bytes => Ok(retries),
+            Some(v) => Err(format!(
+                "key `{}` holds {} bytes, expected {}",
+                String::from_utf8_lossy(&key),
+                v.len(),
+                self.value_bytes
+            )),
+            None => Err(format!("key `{}` is missing", String::from_utf8_lossy(&key))),
+        }
+    }
+}
+
+/// Row `i`'s key; 8 digits keep key order equal to row order.
+fn key(i: u64) -> Vec<u8> {
+    format!("example/get/{i:08}").into_bytes()
+}
+
+blocklab_sdk::export_plugin!(Workloads);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_sort_in_row_order() {
+        assert_eq!(key(42), b"example/get/00000042".to_vec());
+        assert!(key(9) < key(10));
+    }
+}
+"#;
+
+const KV_ADAPTER_RS: &str = r#"//! A blocklab kv adapter: composed between a workload and the target with
+//! `blocklab run --adapter PATH.wasm` or `adapters = [...]` on an arm. This
+//! one puts every key under a fixed prefix; every method it does not
+//! override forwards unchanged.
+
+use blocklab_sdk::adapter::KvAdapter;
+use blocklab_sdk::kv::{self, Error, KeyValue, RangeOptions};
+
+const PREFIX: &[u8] = b"example/";
+
+struct Prefixed(kv::Transaction);
+
+impl KvAdapter for Prefixed {
+    fn begin() -> Self {
+        Prefixed(kv::Transaction::new())
+    }
+
+    fn next(&self) -> &kv::Transaction {
+        &self.0
+    }
+
+    fn get(&self, key: Vec<u8>, snapshot: bool) -> Result<Option<Vec<u8>>, Error> {
+        let key = prefixed(&key);
+        if snapshot {
+            self.0.snapshot_get(&key)
+        } else {
+            self.0.get(&key)
+        }
+    }
+
+    fn get_range(
+        &self,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+        options: RangeOptions,
+    ) -> Result<Vec<KeyValue>, Error> {
+        let rows = self
+            .0
+            .get_range_with(&prefixed(&begin), &prefixed(&end), options)?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                Some(KeyValue {
+                    key: unprefixed(&row.key)?.to_vec(),
+                    value: row.value,
+                })
+            })
+            .collect())
+    }
+
+    fn set(&self, key: Vec<u8>, value: Vec<u8>) {
+        self.0.set(&prefixed(&key), &value);
+    }
+
+    fn clear(&self, key: Vec<u8>) {
+        self.0.clear(&prefixed(&key));
+    }
+
+    fn clear_range(&self, begin: Vec<u8>, end: Vec<u8>) {
+        self.0.clear_range(&prefixed(&begin), &prefixed(&end));
+    }
+}
+
+fn prefixed(key: &[u8]) -> Vec<u8> {
+    [PREFIX, key].concat()
+}
+
+fn unprefixed(key: &[u8]) -> Option<&[u8]> {
+    key.strip_prefix(PREFIX)
+}
+
+blocklab_sdk::export_kv_adapter!(Prefixed);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_through_the_prefix() {
+        assert_eq!(prefixed(b"k"), b"example/k".to_vec());
+        assert_eq!(unprefixed(b"example/k"), Some(&b"k"[..]));
+        assert_eq!(unprefixed(b"other/k"), None);
+    }
+}
+"#;
+
+const GRPC_ADAPTER_RS: &str = r#"//! A blocklab grpc adapter: composed between a workload and the grpc
+//! target. This one counts the messages that pass through it per method
+//! family and forwards everything unchanged.
+
+use blocklab_sdk::adapter::grpc::{GrpcAdapter, GrpcStreamAdapter};
+use blocklab_sdk::env;
+use blocklab_sdk::grpc::{self, Status};
+
+struct Counting;
+
+impl GrpcAdapter for Counting {
+    type Stream = CountingStream;
+
+    fn unary(method: String, request: Vec<u8>) -> Result<Vec<u8>, Status> {
+        env::count(&counter("unary", &method), 1);
+        grpc::unary(&method, &request)
+    }
+
+    fn open_stream(method: String) -> Result<CountingStream, Status> {
+        Ok(CountingStream {
+            counter: counter("sent", &method),
+            next: grpc::open_stream(&method)?,
+        })
+    }
+}
+
+struct CountingStream {
+    counter: String,
+    next: grpc::Stream,
+}
+
+impl GrpcStreamAdapter for CountingStream {
+    fn next(&self) -> &grpc::Stream {
+        &self.next
+    }
+
+    fn send(&self, message: Vec<u8>) -> Result<(), Status> {
+        env::count(&self.counter, 1);
+        self.next.send(&message)
+    }
+}
+
+/// `sent:ingest.v1.Ingest` for `/ingest.v1.Ingest/Stream`: one counter per
+/// service.
+fn counter(what: &str, method: &str) -> String {
+    let service = method.trim_start_matches('/').split('/').next().unwrap_or("");
+    format!("{what}:{service}")
+}
+
+blocklab_sdk::export_grpc_adapter!(Counting);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_per_service() {
+        assert_eq!(counter("sent", "/ingest.v1.Ingest/Stream"), "sent:ingest.v1.Ingest");
+        assert_eq!(counter("unary", "bare"), "unary:bare");
+    }
+}
+"#;

@@ -1,0 +1,141 @@
+//! kv-subspace: a kv adapter that runs a workload unchanged inside a
+//! FoundationDB subspace. Every key and range bound gets the prefix of the
+//! tuple `("blocklab", "subspace")`, and keys read back from a range lose it,
+//! so the workload sees its own key space while the database sees the
+//! prefixed one.
+//!
+//! Adapters take no params, so the subspace is a constant; build a copy with
+//! another [`SUBSPACE`] for another prefix.
+
+use blocklab_sdk::adapter::KvAdapter;
+use blocklab_sdk::kv::{self, Error, KeyValue, RangeOptions};
+
+/// The tuple whose encoding prefixes every key.
+const SUBSPACE: &[&str] = &["blocklab", "subspace"];
+
+/// FoundationDB tuple-layer encoding of a tuple of strings: each is the type
+/// code 0x02, its UTF-8 bytes with every 0x00 written as 0x00 0xff, and a
+/// terminating 0x00.
+fn tuple_pack(items: &[&str]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for item in items {
+        out.push(0x02);
+        for &b in item.as_bytes() {
+            out.push(b);
+            if b == 0x00 {
+                out.push(0xff);
+            }
+        }
+        out.push(0x00);
+    }
+    out
+}
+
+/// Keys inside the subspace.
+struct Subspace {
+    prefix: Vec<u8>,
+}
+
+impl Subspace {
+    fn new(items: &[&str]) -> Subspace {
+        Subspace {
+            prefix: tuple_pack(items),
+        }
+    }
+
+    fn pack(&self, key: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.prefix.len() + key.len());
+        out.extend_from_slice(&self.prefix);
+        out.extend_from_slice(key);
+        out
+    }
+
+    /// The workload's key of a database key; `None` outside the subspace.
+    fn unpack(&self, key: Vec<u8>) -> Option<Vec<u8>> {
+        key.starts_with(&self.prefix)
+            .then(|| key[self.prefix.len()..].to_vec())
+    }
+}
+
+struct SubspaceTransaction {
+    next: kv::Transaction,
+    subspace: Subspace,
+}
+
+impl KvAdapter for SubspaceTransaction {
+    fn begin() -> Self {
+        SubspaceTransaction {
+            next: kv::Transaction::new(),
+            subspace: Subspace::new(SUBSPACE),
+        }
+    }
+
+    fn next(&self) -> &kv::Transaction {
+        &self.next
+    }
+
+    fn get(&self, key: Vec<u8>, snapshot: bool) -> Result<Option<Vec<u8>>, Error> {
+        let key = self.subspace.pack(&key);
+        if snapshot {
+            self.next.snapshot_get(&key)
+        } else {
+            self.next.get(&key)
+        }
+    }
+
+    fn get_range(
+        &self,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+        options: RangeOptions,
+    ) -> Result<Vec<KeyValue>, Error> {
+        let (begin, end) = (self.subspace.pack(&begin), self.subspace.pack(&end));
+        let rows = self.next.get_range_with(&begin, &end, options)?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                Some(KeyValue {
+                    key: self.subspace.unpack(row.key)?,
+                    value: row.value,
+                })
+            })
+            .collect())
+    }
+
+    fn set(&self, key: Vec<u8>, value: Vec<u8>) {
+        self.next.set(&self.subspace.pack(&key), &value);
+    }
+
+    fn clear(&self, key: Vec<u8>) {
+        self.next.clear(&self.subspace.pack(&key));
+    }
+
+    fn clear_range(&self, begin: Vec<u8>, end: Vec<u8>) {
+        self.next
+            .clear_range(&self.subspace.pack(&begin), &self.subspace.pack(&end));
+    }
+}
+
+blocklab_sdk::export_kv_adapter!(SubspaceTransaction);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_packed_as_the_tuple_layer_does() {
+        assert_eq!(
+            tuple_pack(&["blocklab", "subspace"]),
+            b"\x02blocklab\x00\x02subspace\x00".to_vec()
+        );
+        assert_eq!(tuple_pack(&["a\0b"]), b"\x02a\x00\xffb\x00".to_vec());
+    }
+
+    #[test]
+    fn keys_round_trip_and_outsiders_are_dropped() {
+        let s = Subspace::new(&["s"]);
+        assert_eq!(s.pack(b"k"), b"\x02s\x00k".to_vec());
+        assert_eq!(s.unpack(b"\x02s\x00k".to_vec()), Some(b"k".to_vec()));
+        assert_eq!(s.unpack(b"\x02t\x00k".to_vec()), None);
+    }
+}
