@@ -4,6 +4,7 @@
 //! [`Instance`], whether it is wasm or native.
 
 pub mod builtin;
+pub mod builtin_grpc;
 pub mod env;
 pub mod wasm;
 
