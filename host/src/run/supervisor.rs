@@ -11,6 +11,7 @@ use super::placement::{self, Placement};
 use super::worker::{Measure, RunSpec};
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::plan::spec::{OnFail, OnRunFailure};
+use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
 use blocklab_store::{CampaignId, CampaignStatus, RunKey, Store};
 use serde::{Deserialize, Serialize};
@@ -111,7 +112,9 @@ pub fn execute(
 ) -> anyhow::Result<Outcome> {
     let plan: SealedPlan = store.sealed_plan(id)?;
     plan.verify()?;
-    let placement = Placement::resolve(plan.spec.cpus.as_ref(), false)?;
+    let targets = || plan.spec.arms.iter().map(|a| &a.target);
+    let needs_server = LocalServers::needed(targets());
+    let placement = Placement::resolve(plan.spec.cpus.as_ref(), needs_server)?;
     // The supervisor stays off the client CPUs.
     placement::pin_current(&placement.runner)
         .with_context(|| format!("cannot pin the supervisor to CPUs {:?}", placement.runner))?;
@@ -136,6 +139,12 @@ pub fn execute(
         .copied()
         .collect();
     let gate = &plan.spec.gates;
+    // Local targets serve the whole execution; dropping them stops them.
+    let servers = if needs_server {
+        LocalServers::start(&exe, targets(), &placement.server)
+    } else {
+        LocalServers::default()
+    };
 
     for slot in plan.schedule.iter().filter(|s| !finished.contains(&s.slot)) {
         if options.cancel.load(Ordering::Relaxed) {
@@ -172,11 +181,32 @@ pub fn execute(
                 )?;
                 return Ok(Outcome::Stopped(reason));
             }
-            let spec = run_spec(&plan, slot, options)?;
+            let mut spec = run_spec(&plan, slot, options)?;
             let started_unix_ms = unix_ms();
             let t0 = Instant::now();
             let probe = gates::Probe::start();
-            let outcome = spawn_worker(&exe, &spec, &placement.client, gate.run_timeout_s);
+            // A grpc target is health-checked before and after the run; a
+            // target that fails the first check fails the run unstarted.
+            let ready = servers.resolve(&spec.target).and_then(|target| {
+                LocalServers::check(&target)?;
+                spec.target = target;
+                Ok(())
+            });
+            let outcome = match &ready {
+                Ok(()) => spawn_worker(&exe, &spec, &placement.client, gate.run_timeout_s),
+                Err(why) => Err(anyhow::anyhow!("{why}")),
+            };
+            let health = matches!(spec.target, crate::target::TargetSpec::Grpc(_)).then(|| {
+                let after = ready.is_ok().then(|| LocalServers::check(&spec.target));
+                serde_json::json!({
+                    "before": ready.as_ref().err().map_or("serving", |e| e.as_str()),
+                    "after": match &after {
+                        Some(Ok(())) => "serving",
+                        Some(Err(e)) => e.as_str(),
+                        None => "not checked",
+                    },
+                })
+            });
             let telemetry = probe.finish(&placement.client);
             let (status, reason, result, histogram) = match outcome {
                 Ok(mut result) => {
@@ -202,7 +232,7 @@ pub fn execute(
                 gate_flagged: !quiescence.passed,
                 quiescence,
                 telemetry,
-                health: None,
+                health,
                 pinned: placement.client.clone(),
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),

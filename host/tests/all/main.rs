@@ -4,4 +4,5 @@
 
 mod bad_plugins;
 mod campaign;
+mod grpc;
 mod support;

@@ -360,13 +360,20 @@ impl GrpcStream {
         if sent.is_ok() {
             return Ok(());
         }
-        // The request side is gone because the call ended: its status says why.
+        // The request side is gone because the call ended: its status, after
+        // any messages still queued, says why.
         self.tx = None;
-        match self.recv_deadline(Instant::now() + timeout) {
-            Err(status) => Err(status),
-            Ok(_) => Err(Status::unavailable(
-                "the server ended the stream; nothing more can be sent on it",
-            )),
+        let until = Instant::now() + timeout;
+        loop {
+            match self.recv_deadline(until) {
+                Ok(Some(_)) => continue,
+                Ok(None) => {
+                    return Err(Status::unavailable(
+                        "the server ended the stream; nothing more can be sent on it",
+                    ));
+                }
+                Err(status) => return Err(status),
+            }
         }
     }
 
