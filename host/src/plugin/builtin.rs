@@ -20,7 +20,7 @@ mod catalog;
 // The SDK's whole `Params`; the builtin needs only part of it.
 #[allow(dead_code)]
 #[path = "../../../plugins/sdk/src/params.rs"]
-mod params;
+pub(super) mod params;
 
 use catalog::{Kind, Settings, Spec};
 use params::Params;
@@ -275,7 +275,7 @@ impl Current {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::kv::KeyValue;
+    use crate::target::kv::{KeyValue, Transaction};
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 

@@ -17,10 +17,7 @@ use std::sync::Arc;
 mod ingest;
 #[path = "../../../plugins/workloads/grpc-ingest/src/wire.rs"]
 mod wire;
-// The SDK's whole `Params`; only part of it is used here.
-#[allow(dead_code)]
-#[path = "../../../plugins/sdk/src/params.rs"]
-mod params;
+use super::builtin::params;
 
 /// grpc-ingest's workloads against a grpc target, without wasm.
 pub struct BuiltinGrpc {

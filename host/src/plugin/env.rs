@@ -126,6 +126,7 @@ mod tests {
         let h = &env.histograms()["ack_latency_ns"];
         assert_eq!(h.len(), 3);
         assert_eq!(h.min(), 1);
-        assert_eq!(h.max(), 3000);
+        // HDR keeps 3 significant digits: 3000 reads back within 0.1%.
+        assert!(h.max().abs_diff(3000) <= 3, "{}", h.max());
     }
 }

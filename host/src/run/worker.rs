@@ -148,12 +148,12 @@ fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
     Ok(inputs)
 }
 
+/// Every worker's instance, and the run's gRPC client if its target is grpc.
+type Loaded = (Vec<Box<dyn Instance>>, Option<Arc<GrpcClient>>);
+
 /// Loads the workload source: one instance per worker, all sharing the
 /// arm's target (a kv database or a gRPC client).
-fn instances(
-    spec: &RunSpec,
-    from_cache: &mut bool,
-) -> anyhow::Result<(Vec<Box<dyn Instance>>, Option<Arc<GrpcClient>>)> {
+fn instances(spec: &RunSpec, from_cache: &mut bool) -> anyhow::Result<Loaded> {
     let (db, grpc) = match &spec.target {
         TargetSpec::Grpc(settings) => (None, Some(GrpcClient::connect(settings)?)),
         other => (Some(other.open_kv()?), None),
@@ -516,7 +516,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             bytes_per_s: bytes as f64 / secs,
             ack_latency_us: window_histograms
                 .get("ack_latency_ns")
-                .filter(|h| h.len() > 0)
+                .filter(|h| !h.is_empty())
                 .map(latency_us),
         }
     });

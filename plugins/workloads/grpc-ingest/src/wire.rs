@@ -47,18 +47,22 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
 pub fn encode_batch(buf: &mut Vec<u8>, first_offset: u64, n: u64, payload: &[u8]) {
     buf.clear();
     for offset in first_offset..first_offset + n {
-        let record_len = 1
-            + varint_len(offset)
-            + if payload.is_empty() {
-                0
-            } else {
-                1 + varint_len(payload.len() as u64) + payload.len()
-            };
+        // proto3 leaves fields at their default (0, empty) out.
+        let record_len = if offset == 0 {
+            0
+        } else {
+            1 + varint_len(offset)
+        } + if payload.is_empty() {
+            0
+        } else {
+            1 + varint_len(payload.len() as u64) + payload.len()
+        };
         buf.push(key(1, LEN));
         put_varint(buf, record_len as u64);
-        buf.push(key(1, VARINT));
-        put_varint(buf, offset);
-        // proto3 leaves empty bytes fields out.
+        if offset != 0 {
+            buf.push(key(1, VARINT));
+            put_varint(buf, offset);
+        }
         if !payload.is_empty() {
             buf.push(key(2, LEN));
             put_varint(buf, payload.len() as u64);
