@@ -45,10 +45,33 @@ enum Command {
     /// Write, build and inspect plugins.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Serve a local target for gRPC arms.
+    #[command(subcommand)]
+    Target(TargetCommand),
     /// Internal: perform the run described by the JSON RunSpec on stdin and
     /// write its RunResult as JSON to stdout (what campaigns spawn).
     #[command(hide = true)]
     Worker,
+}
+
+#[derive(Debug, Subcommand)]
+enum TargetCommand {
+    /// The ingest.v1 gRPC server: a bidirectional ingest stream with
+    /// cumulative durability acks, a unary Echo and the standard health
+    /// service. Prints `listening on ADDR` once bound; runs until killed.
+    GrpcIngest(GrpcIngestArgs),
+}
+
+#[derive(Debug, Args)]
+struct GrpcIngestArgs {
+    /// Address to listen on; port 0 picks a free one (printed).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
+    listen: std::net::SocketAddr,
+    /// Pin the server to these CPUs, e.g. `2-3`.
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    #[command(flatten)]
+    settings: crate::target::grpc::IngestSettings,
 }
 
 #[derive(Debug, Args)]
@@ -175,9 +198,25 @@ struct RunArgs {
     /// A workload param, `name=value`; repeat for several.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
     params: Vec<(String, String)>,
-    /// What the client calls talk to: `embedded` or `fdb`.
+    /// What the client calls talk to: `embedded` or `fdb` (ignored with
+    /// `--endpoint`).
     #[arg(long, default_value = "embedded")]
     target: String,
+    /// A gRPC endpoint, `http://HOST:PORT`: the run's target becomes grpc.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// With `--endpoint`: `shared`, `per-stream` or a number of connections.
+    #[arg(long, default_value = "shared")]
+    connections: String,
+    /// With `--endpoint`: worker threads of the client's tokio runtime.
+    #[arg(long, default_value_t = 1)]
+    client_threads: usize,
+    /// Window mode: seconds measured (instead of `--measured` transactions).
+    #[arg(long, value_name = "S")]
+    measured_s: Option<f64>,
+    /// Window mode: seconds of warmup before the window.
+    #[arg(long, value_name = "S", default_value_t = 0.5)]
+    warmup_s: f64,
     /// Transactions before measuring.
     #[arg(long, default_value_t = 200)]
     warmup: u64,
@@ -342,6 +381,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugin(command) => plugin(command),
+        Command::Target(TargetCommand::GrpcIngest(args)) => grpc_ingest(args),
         Command::Worker => worker_main(),
     }
 }
@@ -383,14 +423,16 @@ fn list_workloads(
         PluginSource::Builtin => {
             let env = crate::plugin::env::Env::new("builtin", 0, 0);
             let db = TargetSpec::Embedded.open_kv()?;
-            crate::plugin::builtin::Builtin::new(db, env).list()
+            let mut infos = crate::plugin::builtin::Builtin::new(db, env).list()?;
+            infos.extend(crate::plugin::builtin_grpc::BuiltinGrpc::infos());
+            Ok(infos)
         }
         PluginSource::Wasm(path) => {
             let runtime =
                 Runtime::with_grants(limits.limits(), limits.cache_dir(), grants.grants())?;
             let plugin = runtime.load(path)?;
             let env = crate::plugin::env::Env::new(plugin.name(), 0, 0);
-            plugin.instantiate(None, env, 0)?.list()
+            plugin.instantiate(None, None, env, 0)?.list()
         }
     }
 }
@@ -401,10 +443,27 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         params: args.params,
         arm: args.arm,
         plugin: PluginSource::parse(&args.plugin),
-        target: TargetSpec::from_flag(&args.target)?,
-        measure: Measure::Transactions {
-            warmup: args.warmup,
-            measured: args.measured,
+        target: match &args.endpoint {
+            Some(url) => {
+                let mut settings = crate::target::grpc::GrpcSettings::new(url.clone());
+                settings.connections = toml::Value::String(args.connections.clone())
+                    .try_into()
+                    .map_err(|e| anyhow::anyhow!("--connections: {e}"))?;
+                settings.client_threads = args.client_threads;
+                settings.validate()?;
+                TargetSpec::Grpc(settings)
+            }
+            None => TargetSpec::from_flag(&args.target)?,
+        },
+        measure: match args.measured_s {
+            Some(measured_s) => Measure::Window {
+                warmup_s: args.warmup_s,
+                measured_s,
+            },
+            None => Measure::Transactions {
+                warmup: args.warmup,
+                measured: args.measured,
+            },
         },
         workers: args.workers,
         seed: args.seed,
@@ -465,6 +524,22 @@ fn plugin(command: PluginCommand) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn grpc_ingest(args: GrpcIngestArgs) -> anyhow::Result<ExitCode> {
+    if let Some(list) = &args.cpus {
+        let cpus = crate::run::placement::parse_cpu_list(list).context("in `--cpus`")?;
+        crate::run::placement::pin_current(&cpus)
+            .with_context(|| format!("cannot pin the server to CPUs `{list}`"))?;
+    }
+    let listener = std::net::TcpListener::bind(args.listen).with_context(|| {
+        format!(
+            "cannot listen on `{}` (is the port in use? `--listen 127.0.0.1:0` picks a free one)",
+            args.listen
+        )
+    })?;
+    crate::target::grpc::server::serve(listener, args.settings)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,7 +4,7 @@
 //!
 //! - [`plan`]: plan files, balanced orders, sealing.
 //! - [`plugin`]: wasm workload components and builtin workloads.
-//! - [`target`]: what client calls talk to (`embedded` kv, `fdb`).
+//! - [`target`]: what client calls talk to (`embedded` kv, `fdb`, `grpc`).
 //! - [`run`]: one measured run (worker) and the campaign supervisor.
 //! - [`stats`]: run statistics, paired effects, bootstrap intervals.
 //! - [`report`]: effects and absolutes rendered as tables, md, json, csv.

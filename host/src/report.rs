@@ -68,6 +68,66 @@ pub const STATISTICS: &[Statistic] = &[
     },
 ];
 
+/// The statistics every window-mode campaign compares: what the server
+/// acknowledged in the measured window (the workload's `acked_records` and
+/// `acked_bytes` counters) and the ack latency it reported
+/// (`hdr:ack_latency_ns`). A run without them has 0 here, which the effects
+/// report as missing.
+pub const WINDOW_STATISTICS: &[Statistic] = &[
+    Statistic {
+        name: "records_per_s",
+        unit: "records/s",
+        lower_is_better: false,
+        of: |r| r.window.map_or(0.0, |w| w.records_per_s),
+    },
+    Statistic {
+        name: "bytes_per_s",
+        unit: "B/s",
+        lower_is_better: false,
+        of: |r| r.window.map_or(0.0, |w| w.bytes_per_s),
+    },
+    Statistic {
+        name: "ack_p50_latency",
+        unit: "µs",
+        lower_is_better: true,
+        of: |r| {
+            r.window
+                .and_then(|w| w.ack_latency_us)
+                .map_or(0.0, |l| l.p50)
+        },
+    },
+    Statistic {
+        name: "ack_p99_latency",
+        unit: "µs",
+        lower_is_better: true,
+        of: |r| {
+            r.window
+                .and_then(|w| w.ack_latency_us)
+                .map_or(0.0, |l| l.p99)
+        },
+    },
+    Statistic {
+        name: "cpu_per_record",
+        unit: "µs/record",
+        lower_is_better: true,
+        of: |r| match r.window {
+            Some(w) if w.records > 0 => {
+                r.cpu.measured_us_per_txn * r.measured as f64 / w.records as f64
+            }
+            _ => 0.0,
+        },
+    },
+];
+
+/// The statistics a plan's measure mode compares.
+pub fn statistics(spec: &crate::plan::spec::PlanSpec) -> &'static [Statistic] {
+    if spec.measure.mode == "window" {
+        WINDOW_STATISTICS
+    } else {
+        STATISTICS
+    }
+}
+
 /// A paired effect of one arm against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EffectRow {
@@ -104,7 +164,8 @@ pub struct AbsoluteRow {
     pub runs: usize,
 }
 
-/// The order diagnostic: mean latency at each position relative to each
+/// The order diagnostic: the mode's first statistic (mean latency, or
+/// records per second in window mode) at each position relative to each
 /// arm's geometric mean, pooled over arms.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PositionRow {
@@ -239,7 +300,7 @@ pub fn analyse(
         }
         for arm in &spec.arms {
             let runs = ok.get(arm.name.as_str());
-            for s in STATISTICS {
+            for s in statistics(spec) {
                 let values: Vec<f64> = runs
                     .map(|m| m.values().map(|r| (s.of)(r)).collect())
                     .unwrap_or_default();
@@ -271,7 +332,7 @@ pub fn analyse(
                 .filter(|b| base_runs.contains_key(b))
                 .copied()
                 .collect();
-            for s in STATISTICS {
+            for s in statistics(spec) {
                 let a: Vec<f64> = blocks.iter().map(|b| (s.of)(arm_runs[b])).collect();
                 let b: Vec<f64> = blocks.iter().map(|b| (s.of)(base_runs[b])).collect();
                 match stats::paired_effect(
@@ -333,7 +394,7 @@ pub fn analyse(
                         complete.iter().position(|b| *b == r.slot.block)?,
                         r.slot.position as usize,
                         arm_index[r.slot.arm.as_str()],
-                        result.latency_us.mean,
+                        (statistics(spec)[0].of)(result),
                     ))
                 })
                 .collect();
@@ -442,6 +503,16 @@ fn limits(
         "No outliers were removed. Latency is closed-loop per transaction, including retries.".into(),
         "CPU through shutdown (E−A) includes startup, fixture, warmup and teardown; host heap figures count the blocklab process's Rust heap only (not plugin linear memory, not native libraries).".into(),
     ];
+    if spec.measure.mode == "window" {
+        out.push("Window mode: throughput counts the records the server acknowledged during the measured window (acks of records sent in warmup included, records in flight at its end excluded); ack latency runs from a batch's send to the first ack covering it, as the workload saw it.".into());
+    }
+    if spec
+        .arms
+        .iter()
+        .any(|a| matches!(&a.target, crate::target::TargetSpec::Grpc(g) if g.is_local()))
+    {
+        out.push("gRPC arms used the local grpc-ingest server over loopback on the same machine: no network latency, loss or bandwidth limit, and client and server compete for the machine's cores; only limits emulated by the server's knobs apply.".into());
+    }
     if spec.workers == 1 {
         out.push("One worker: batching and contention under concurrency were not tested.".into());
     }
@@ -498,11 +569,22 @@ pub fn terminal(report: &Report) -> String {
         spec.blocks,
         &report.plan.hash[..12]
     );
-    for stat in ["mean_latency", "cpu_process"] {
+    let window = spec.measure.mode == "window";
+    let headline: &[&str] = if window {
+        &["records_per_s", "ack_p99_latency"]
+    } else {
+        &["mean_latency", "cpu_process"]
+    };
+    for stat in headline {
         let _ = writeln!(
             s,
-            "\n{stat}: ratio arm/{baseline} [{:.0}% interval] (blocks won); below 1 is faster/cheaper",
-            spec.bootstrap.level * 100.0
+            "\n{stat}: ratio arm/{baseline} [{:.0}% interval] (blocks won); {}",
+            spec.bootstrap.level * 100.0,
+            if *stat == "records_per_s" {
+                "above 1 is more throughput"
+            } else {
+                "below 1 is faster/cheaper"
+            }
         );
         let _ = write!(s, "{:<18}", "workload");
         for arm in &arms {
@@ -515,7 +597,7 @@ pub fn terminal(report: &Report) -> String {
                 let cell = report
                     .effects
                     .iter()
-                    .find(|e| e.workload == w.name && e.arm == *arm && e.statistic == stat)
+                    .find(|e| e.workload == w.name && e.arm == *arm && e.statistic == *stat)
                     .map(|e| format!("{} ({}/{})", fmt_ratio(e), e.won, e.blocks))
                     .unwrap_or_else(|| "—".into());
                 let _ = write!(s, " {cell:>30}");
@@ -524,11 +606,28 @@ pub fn terminal(report: &Report) -> String {
         }
     }
     let _ = writeln!(s, "\nmedians of run-level statistics");
-    let _ = writeln!(
-        s,
-        "{:<18} {:<14} {:>12} {:>12} {:>12} {:>12} {:>12}",
-        "workload", "arm", "mean µs", "p99 µs", "txn/s", "cpu µs/txn", "E−A µs/txn"
-    );
+    let columns: [(&str, &str); 5] = if window {
+        [
+            ("records/s", "records_per_s"),
+            ("B/s", "bytes_per_s"),
+            ("ack p50 µs", "ack_p50_latency"),
+            ("ack p99 µs", "ack_p99_latency"),
+            ("cpu µs/rec", "cpu_per_record"),
+        ]
+    } else {
+        [
+            ("mean µs", "mean_latency"),
+            ("p99 µs", "p99_latency"),
+            ("txn/s", "throughput"),
+            ("cpu µs/txn", "cpu_measured"),
+            ("E−A µs/txn", "cpu_process"),
+        ]
+    };
+    let _ = write!(s, "{:<18} {:<14}", "workload", "arm");
+    for (header, _) in columns {
+        let _ = write!(s, " {header:>12}");
+    }
+    let _ = writeln!(s);
     for w in &spec.workloads {
         for arm in &spec.arms {
             let get = |stat: &str| {
@@ -538,17 +637,11 @@ pub fn terminal(report: &Report) -> String {
                     .find(|a| a.workload == w.name && a.arm == arm.name && a.statistic == stat)
                     .map_or("—".into(), |a| fmt_value(a.median))
             };
-            let _ = writeln!(
-                s,
-                "{:<18} {:<14} {:>12} {:>12} {:>12} {:>12} {:>12}",
-                w.name,
-                arm.name,
-                get("mean_latency"),
-                get("p99_latency"),
-                get("throughput"),
-                get("cpu_measured"),
-                get("cpu_process")
-            );
+            let _ = write!(s, "{:<18} {:<14}", w.name, arm.name);
+            for (_, stat) in columns {
+                let _ = write!(s, " {:>12}", get(stat));
+            }
+            let _ = writeln!(s);
         }
     }
     let g = &report.gates;
@@ -682,7 +775,7 @@ pub fn markdown(report: &Report) -> String {
                 .join(" | "),
             "---|".repeat(spec.arms.len())
         );
-        for st in STATISTICS {
+        for st in statistics(spec) {
             let cells: Vec<String> = spec
                 .arms
                 .iter()

@@ -399,6 +399,11 @@ impl PlanSpec {
                     arm.name
                 );
             }
+            if let TargetSpec::Grpc(settings) = &arm.target {
+                settings
+                    .validate()
+                    .with_context(|| format!("in arm `{}`", arm.name))?;
+            }
         }
         let mut seen = std::collections::BTreeSet::new();
         for w in &self.workloads {

@@ -20,7 +20,7 @@ mod catalog;
 // The SDK's whole `Params`; the builtin needs only part of it.
 #[allow(dead_code)]
 #[path = "../../../plugins/sdk/src/params.rs"]
-mod params;
+pub(super) mod params;
 
 use catalog::{Kind, Settings, Spec};
 use params::Params;

@@ -1,6 +1,12 @@
 //! The `env` capability: the run's clock origin, its seeded generator, its
 //! counters and log. Both wasm plugins and builtin workloads get one.
+//!
+//! A counter whose name starts with [`HISTOGRAM_PREFIX`] (`hdr:`) is a
+//! histogram instead: each `count` records `delta` as one value (e.g.
+//! `hdr:ack_latency_ns`), so workloads report latencies of their own without
+//! a WIT change.
 
+use hdrhistogram::Histogram;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -11,6 +17,7 @@ pub struct Env {
     origin: Instant,
     rng: ChaCha8Rng,
     counters: BTreeMap<String, i64>,
+    histograms: BTreeMap<String, Histogram<u64>>,
     /// Name shown in log lines, e.g. the plugin file name.
     label: String,
 }
@@ -26,6 +33,7 @@ impl Env {
             origin: Instant::now(),
             rng,
             counters: BTreeMap::new(),
+            histograms: BTreeMap::new(),
             label: label.into(),
         }
     }
@@ -47,8 +55,22 @@ impl Env {
         self.rng.next_u64()
     }
 
-    /// Adds `delta` to counter `name`.
+    /// Adds `delta` to counter `name`, or records it in histogram `name`
+    /// when the name starts with `hdr:` (values below 1 are recorded as 1).
     pub fn count(&mut self, name: &str, delta: i64) {
+        if let Some(histogram) = name.strip_prefix(HISTOGRAM_PREFIX) {
+            let value = delta.max(1) as u64;
+            match self.histograms.get_mut(histogram) {
+                Some(h) => h.saturating_record(value),
+                None => {
+                    if let Ok(mut h) = new_histogram() {
+                        h.saturating_record(value);
+                        self.histograms.insert(histogram.to_owned(), h);
+                    }
+                }
+            }
+            return;
+        }
         match self.counters.get_mut(name) {
             Some(value) => *value += delta,
             None => {
@@ -62,6 +84,11 @@ impl Env {
         &self.counters
     }
 
+    /// The histograms so far, by name without the `hdr:` prefix.
+    pub fn histograms(&self) -> &BTreeMap<String, Histogram<u64>> {
+        &self.histograms
+    }
+
     /// Writes a plugin's log line to stderr: 0 error, 1 warn, 2 info, 3 debug.
     pub fn log(&self, level: u8, message: &str) {
         let level = match level {
@@ -71,5 +98,35 @@ impl Env {
             _ => "debug",
         };
         eprintln!("[{}] {level}: {message}", self.label);
+    }
+}
+
+/// Counter names with this prefix are histograms.
+pub const HISTOGRAM_PREFIX: &str = "hdr:";
+
+/// Values from 1 to one hour in nanoseconds, 3 significant digits.
+fn new_histogram() -> Result<Histogram<u64>, hdrhistogram::CreationError> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hdr_counters_are_histograms_and_others_sum() {
+        let mut env = Env::new("t", 1, 0);
+        env.count("acked_records", 64);
+        env.count("acked_records", 64);
+        env.count("hdr:ack_latency_ns", 1000);
+        env.count("hdr:ack_latency_ns", 3000);
+        env.count("hdr:ack_latency_ns", -5);
+        assert_eq!(env.counters().get("acked_records"), Some(&128));
+        assert!(!env.counters().contains_key("hdr:ack_latency_ns"));
+        let h = &env.histograms()["ack_latency_ns"];
+        assert_eq!(h.len(), 3);
+        assert_eq!(h.min(), 1);
+        // HDR keeps 3 significant digits: 3000 reads back within 0.1%.
+        assert!(h.max().abs_diff(3000) <= 3, "{}", h.max());
     }
 }

@@ -113,7 +113,7 @@ pub fn inspect(
         let runtime = Runtime::new(limits, cache_dir)?;
         let plugin = runtime.load_bytes(&file, &bytes)?;
         let env = super::env::Env::new(plugin.name(), 0, 0);
-        workloads = super::Instance::list(&mut plugin.instantiate(None, env, 0)?)?;
+        workloads = super::Instance::list(&mut plugin.instantiate(None, None, env, 0)?)?;
     }
     Ok(Inspection {
         file,

@@ -6,6 +6,7 @@
 //! or native.
 
 pub mod builtin;
+pub mod builtin_grpc;
 pub mod compose;
 pub mod env;
 pub mod grants;

@@ -10,6 +10,7 @@
 use super::env::Env;
 use super::grants::Grants;
 use super::{Instance, ParamSpec, WorkloadInfo};
+use crate::target::grpc::GrpcClient;
 use crate::target::kv::{KvError, RangeOptions, SharedDatabase, Transaction};
 use anyhow::{Context, anyhow, bail};
 use sha2::{Digest, Sha256};
@@ -39,6 +40,8 @@ mod bindings {
 }
 
 use bindings::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
+
+mod grpc_host;
 
 /// The WIT package version this host's bindings are generated from: the
 /// newest it speaks, and the one new plugins should be built against.
@@ -402,11 +405,12 @@ impl Plugin {
         self.cached
     }
 
-    /// A fresh instance with its own store, talking to `kv` (if the arm has a
-    /// kv target) and using `env`.
+    /// A fresh instance with its own store, talking to `kv` or `grpc` (the
+    /// arm's target) and using `env`.
     pub fn instantiate(
         &self,
         kv: Option<SharedDatabase>,
+        grpc: Option<Arc<GrpcClient>>,
         env: Env,
         wasi_seed: u64,
     ) -> anyhow::Result<WasmInstance> {
@@ -423,6 +427,7 @@ impl Plugin {
             table: ResourceTable::new(),
             env,
             kv,
+            grpc,
             limiter: MemoryCap {
                 cap: self.limits.memory_bytes,
                 high_water: 0,
@@ -627,6 +632,7 @@ struct HostState {
     table: ResourceTable,
     env: Env,
     kv: Option<SharedDatabase>,
+    grpc: Option<Arc<GrpcClient>>,
     limiter: MemoryCap,
 }
 
@@ -642,9 +648,7 @@ impl WasiView for HostState {
 /// The host side of a `kv.transaction` resource.
 pub struct TransactionHandle(Box<dyn Transaction>);
 
-/// The host side of a `grpc.stream` resource (none can be opened until an arm
-/// has a grpc target).
-pub struct StreamHandle;
+pub use grpc_host::StreamHandle;
 
 fn to_wit(error: KvError) -> wit_kv::Error {
     match error {
@@ -784,56 +788,6 @@ impl wit_kv::HostTransaction for HostState {
 
     fn drop(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
         self.table.delete(tr)?;
-        Ok(())
-    }
-}
-
-fn no_grpc_target() -> wit_grpc::Status {
-    wit_grpc::Status {
-        code: 14,
-        message: "this arm has no grpc target: set the arm's `target` to a grpc endpoint".into(),
-    }
-}
-
-impl wit_grpc::Host for HostState {
-    fn unary(
-        &mut self,
-        _method: String,
-        _request: Vec<u8>,
-    ) -> anyhow::Result<Result<Vec<u8>, wit_grpc::Status>> {
-        Ok(Err(no_grpc_target()))
-    }
-
-    fn open_stream(
-        &mut self,
-        _method: String,
-    ) -> anyhow::Result<Result<Resource<StreamHandle>, wit_grpc::Status>> {
-        Ok(Err(no_grpc_target()))
-    }
-}
-
-impl wit_grpc::HostStream for HostState {
-    fn send(
-        &mut self,
-        _stream: Resource<StreamHandle>,
-        _message: Vec<u8>,
-    ) -> anyhow::Result<Result<(), wit_grpc::Status>> {
-        Ok(Err(no_grpc_target()))
-    }
-
-    fn recv(
-        &mut self,
-        _stream: Resource<StreamHandle>,
-    ) -> anyhow::Result<Result<Option<Vec<u8>>, wit_grpc::Status>> {
-        Ok(Err(no_grpc_target()))
-    }
-
-    fn close_send(&mut self, _stream: Resource<StreamHandle>) -> anyhow::Result<()> {
-        Ok(())
-    }
-
-    fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
-        self.table.delete(stream)?;
         Ok(())
     }
 }

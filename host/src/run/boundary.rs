@@ -33,7 +33,7 @@ pub fn measure(
     let runtime = Runtime::new(limits, cache_dir.clone())?;
     let names: Vec<String> = if workloads.is_empty() {
         let loaded = runtime.load(plugin)?;
-        let mut instance = loaded.instantiate(None, Env::new(loaded.name(), 0, 0), 0)?;
+        let mut instance = loaded.instantiate(None, None, Env::new(loaded.name(), 0, 0), 0)?;
         instance.list()?.into_iter().map(|i| i.name).collect()
     } else {
         workloads.to_vec()
@@ -123,7 +123,7 @@ fn load_costs(plugin: &Path, limits: Limits) -> anyhow::Result<()> {
     let mut instantiate = Vec::new();
     for i in 0..50 {
         let t = Instant::now();
-        let instance = loaded.instantiate(None, Env::new("bench", i, 0), i)?;
+        let instance = loaded.instantiate(None, None, Env::new("bench", i, 0), i)?;
         instantiate.push(t.elapsed().as_secs_f64() * 1e6);
         drop(instance);
     }

@@ -35,6 +35,40 @@ pub struct Alloc {
     pub allocs_per_txn: f64,
 }
 
+/// Window mode: what the server acknowledged during the measured window,
+/// from the workload's `acked_records` and `acked_bytes` counters and its
+/// `hdr:ack_latency_ns` histogram (measured window only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowStats {
+    pub records: u64,
+    pub bytes: u64,
+    pub records_per_s: f64,
+    pub bytes_per_s: f64,
+    /// From a batch's send to the first ack covering its last record, µs;
+    /// absent when the workload reports no `hdr:ack_latency_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_latency_us: Option<Latency>,
+}
+
+/// The grpc client's tokio runtime over the measured window (stable
+/// `RuntimeMetrics` only; per-task poll counts need `tokio_unstable`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientRuntime {
+    pub workers: usize,
+    /// Busy time over wall time, summed over workers (0..workers).
+    pub busy_ratio: f64,
+    /// Times a worker went idle.
+    pub parks: u64,
+    pub park_unparks: u64,
+    /// Tasks in the global queue, sampled every 10 ms: mean and max.
+    pub queue_depth_mean: f64,
+    pub queue_depth_max: usize,
+    /// Tasks alive at the end of the window.
+    pub alive_tasks: usize,
+    /// HTTP/2 connections the client opened in the whole run.
+    pub connections: usize,
+}
+
 /// One run's result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -76,6 +110,12 @@ pub struct RunResult {
     /// Phase timings in milliseconds: load, setup (fixture), warmup, measure,
     /// teardown.
     pub phases_ms: BTreeMap<String, f64>,
+    /// Window mode only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowStats>,
+    /// grpc targets only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_runtime: Option<ClientRuntime>,
     /// The latency histogram in HdrHistogram's V2 deflate format, base64,
     /// nanoseconds; kept for the store and omitted from printed results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +151,29 @@ impl RunResult {
             self.alloc.allocs_per_txn,
             self.plugin_memory_bytes >> 10
         );
+        if let Some(w) = &self.window {
+            s += &format!(
+                "  acked        {:.0} records/s  {:.0} bytes/s  ({} records)\n",
+                w.records_per_s, w.bytes_per_s, w.records
+            );
+            if let Some(a) = &w.ack_latency_us {
+                s += &format!(
+                    "  ack µs       mean {:.1}  p50 {:.1}  p99 {:.1}  max {:.1}\n",
+                    a.mean, a.p50, a.p99, a.max
+                );
+            }
+        }
+        if let Some(r) = &self.client_runtime {
+            s += &format!(
+                "  client rt    {} worker(s) busy {:.2}  parks {}  queue mean {:.2} max {}  connections {}\n",
+                r.workers,
+                r.busy_ratio,
+                r.parks,
+                r.queue_depth_mean,
+                r.queue_depth_max,
+                r.connections
+            );
+        }
         s += &format!("  errors {}  retries {}\n", self.errors, self.retries);
         for (kind, n) in &self.errors_by_kind {
             s += &format!("    {n} × {kind}\n");

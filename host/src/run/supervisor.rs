@@ -11,6 +11,7 @@ use super::placement::{self, Placement};
 use super::worker::{Measure, RunSpec};
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::plan::spec::{OnFail, OnRunFailure};
+use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
 use blocklab_store::{CampaignId, CampaignStatus, RunKey, Store};
 use serde::{Deserialize, Serialize};
@@ -111,7 +112,9 @@ pub fn execute(
 ) -> anyhow::Result<Outcome> {
     let plan: SealedPlan = store.sealed_plan(id)?;
     plan.verify()?;
-    let placement = Placement::resolve(plan.spec.cpus.as_ref(), false)?;
+    let targets = || plan.spec.arms.iter().map(|a| &a.target);
+    let needs_server = LocalServers::needed(targets());
+    let placement = Placement::resolve(plan.spec.cpus.as_ref(), needs_server)?;
     // Read the machine before pinning: afterwards this process sees only the
     // runner's CPUs.
     if store
@@ -150,6 +153,12 @@ pub fn execute(
             binary.sha256
         );
     }
+    // Local targets serve the whole execution; dropping them stops them.
+    let servers = if needs_server {
+        LocalServers::start(&exe, targets(), &placement.server)
+    } else {
+        LocalServers::default()
+    };
 
     for slot in plan.schedule.iter().filter(|s| !finished.contains(&s.slot)) {
         if options.cancel.load(Ordering::Relaxed) {
@@ -190,7 +199,18 @@ pub fn execute(
             spec.binary = Some(binary.clone());
             let started_unix_ms = unix_ms();
             let t0 = Instant::now();
-            let before = crate::target::health(&spec.target);
+            // A `local:` grpc endpoint becomes the server this execution
+            // started; a target that cannot be resolved fails the run unstarted.
+            let before = match servers.resolve(&spec.target) {
+                Ok(target) => {
+                    spec.target = target;
+                    crate::target::health(&spec.target)
+                }
+                Err(why) => Some(crate::target::Health {
+                    detail: serde_json::Value::Null,
+                    failed: Some(why),
+                }),
+            };
             let probe = gates::Probe::start();
             let outcome = match before.as_ref().and_then(|h| h.failed.as_ref()) {
                 Some(why) => Err(anyhow::anyhow!(

@@ -5,13 +5,15 @@
 
 use super::alloc::AllocCount;
 use super::cpu::{self, Usage};
-use super::result::{Alloc, Cpu, Latency, RunResult};
+use super::result::{Alloc, ClientRuntime, Cpu, Latency, RunResult, WindowStats};
 use crate::plugin::builtin::Builtin;
+use crate::plugin::builtin_grpc::BuiltinGrpc;
 use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
 use crate::plugin::wasm::{Limits, Runtime, WorkloadFailed};
 use crate::plugin::{Instance, WorkloadInfo};
 use crate::target::TargetSpec;
+use crate::target::grpc::GrpcClient;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Serializer as _;
@@ -19,6 +21,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Where a run's workloads come from.
@@ -224,21 +228,34 @@ fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
     Ok(inputs)
 }
 
-/// Loads the workload source (composed with its adapters): one instance
-/// per worker. A composed component's hash joins `inputs`.
+/// Every worker's instance, and the run's gRPC client if its target is grpc.
+type Loaded = (Vec<Box<dyn Instance>>, Option<Arc<GrpcClient>>);
+
+/// Loads the workload source (composed with its adapters): one instance per
+/// worker, all sharing the arm's target (a kv database or a gRPC client). A
+/// composed component's hash joins `inputs`.
 fn instances(
     spec: &RunSpec,
     from_cache: &mut bool,
     inputs: &mut BTreeMap<String, String>,
-) -> anyhow::Result<Vec<Box<dyn Instance>>> {
-    let db = spec.target.open_kv()?;
+) -> anyhow::Result<Loaded> {
+    let (db, grpc) = match &spec.target {
+        TargetSpec::Grpc(settings) => (None, Some(GrpcClient::connect(settings)?)),
+        other => (Some(other.open_kv()?), None),
+    };
     let label = spec.plugin.label();
     let env = |worker: u32| Env::new(label.clone(), spec.seed, u64::from(worker));
     let mut out: Vec<Box<dyn Instance>> = Vec::new();
     match &spec.plugin {
         PluginSource::Builtin => {
             for worker in 0..spec.workers {
-                out.push(Box::new(Builtin::new(db.clone(), env(worker))));
+                match (&db, &grpc) {
+                    (Some(db), _) => out.push(Box::new(Builtin::new(db.clone(), env(worker)))),
+                    (None, Some(client)) => {
+                        out.push(Box::new(BuiltinGrpc::new(client.clone(), env(worker))))
+                    }
+                    (None, None) => bail!("the run has no target"),
+                }
             }
         }
         PluginSource::Wasm(path) => {
@@ -254,14 +271,15 @@ fn instances(
             for worker in 0..spec.workers {
                 let wasi_seed = spec.seed ^ (u64::from(worker) << 32);
                 out.push(Box::new(plugin.instantiate(
-                    Some(db.clone()),
+                    db.clone(),
+                    grpc.clone(),
                     env(worker),
                     wasi_seed,
                 )?));
             }
         }
     }
-    Ok(out)
+    Ok((out, grpc))
 }
 
 /// Checks `params` against the workload's specs before the plugin sees them,
@@ -309,6 +327,9 @@ fn spin(ns: u64) {
 /// What one worker thread measured.
 struct WorkerOutcome {
     histogram: Histogram<u64>,
+    /// Window mode: counters and histograms of the measured window only.
+    window_counters: BTreeMap<String, i64>,
+    window_histograms: BTreeMap<String, Histogram<u64>>,
     measured: u64,
     warmup: u64,
     retries: u64,
@@ -329,6 +350,8 @@ fn drive(
     let mut histogram = new_histogram()?;
     let mut outcome = WorkerOutcome {
         histogram: new_histogram()?,
+        window_counters: BTreeMap::new(),
+        window_histograms: BTreeMap::new(),
         measured: 0,
         warmup: 0,
         retries: 0,
@@ -391,10 +414,24 @@ fn drive(
             }
         }
         Measure::Window { measured_s, .. } => {
+            let counters = instance.env().counters().clone();
+            let histograms = instance.env().histograms().clone();
             let end = Instant::now() + Duration::from_secs_f64(measured_s);
             while Instant::now() < end {
                 one(instance, Some(&mut histogram), &mut outcome)?;
                 outcome.measured += 1;
+            }
+            for (name, value) in instance.env().counters() {
+                let delta = value - counters.get(name).copied().unwrap_or(0);
+                outcome.window_counters.insert(name.clone(), delta);
+            }
+            for (name, h) in instance.env().histograms() {
+                let mut h = h.clone();
+                if let Some(before) = histograms.get(name) {
+                    h.subtract(before)
+                        .map_err(|e| anyhow::anyhow!("histogram `{name}`: {e:?}"))?;
+                }
+                outcome.window_histograms.insert(name.clone(), h);
             }
         }
     }
@@ -419,7 +456,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     let usage_a = Usage::now();
     let t = Instant::now();
     let mut from_cache = false;
-    let mut instances = instances(spec, &mut from_cache, &mut inputs)?;
+    let (mut instances, grpc) = instances(spec, &mut from_cache, &mut inputs)?;
     let infos = instances[0].list()?;
     check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
     phases.insert("load".to_owned(), ms(t.elapsed()));
@@ -438,6 +475,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     let warmed = std::sync::Barrier::new(workers as usize + 1);
     let start = std::sync::Barrier::new(workers as usize + 1);
     let t_warm = Instant::now();
+    let sampling = AtomicBool::new(true);
     let (outcomes, window) = std::thread::scope(|scope| {
         let handles: Vec<_> = instances
             .iter_mut()
@@ -454,6 +492,11 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             .collect();
         warmed.wait();
         let warm_elapsed = t_warm.elapsed();
+        let sampling = &sampling;
+        let sampler = grpc
+            .as_deref()
+            .map(|client| scope.spawn(move || sample_queue(client, sampling)));
+        let rt_before = grpc.as_ref().map(|c| c.runtime_stats());
         let usage = Usage::now();
         let alloc = AllocCount::now();
         let t0 = Instant::now();
@@ -471,18 +514,46 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             AllocCount::now().since(alloc),
             warm_elapsed,
         );
-        (outcomes, window)
+        sampling.store(false, Ordering::Relaxed);
+        let queue = sampler.and_then(|h| h.join().ok()).unwrap_or_default();
+        let runtime = grpc.as_ref().zip(rt_before).map(|(client, before)| {
+            let stats = client.runtime_stats().since(&before);
+            ClientRuntime {
+                workers: stats.workers,
+                busy_ratio: stats.busy_s / window.0.as_secs_f64(),
+                parks: stats.parks,
+                park_unparks: stats.park_unparks,
+                queue_depth_mean: queue.0,
+                queue_depth_max: queue.1,
+                alive_tasks: stats.alive_tasks,
+                connections: client.connections_opened(),
+            }
+        });
+        (outcomes, (window, runtime))
     });
-    let (measured_wall, usage, alloc, warm_elapsed) = window;
+    let ((measured_wall, usage, alloc, warm_elapsed), client_runtime) = window;
     phases.insert("warmup".to_owned(), ms(warm_elapsed));
     phases.insert("measure".to_owned(), ms(measured_wall));
 
     let mut histogram = new_histogram()?;
     let (mut measured, mut warmup, mut retries) = (0, 0, 0);
     let mut errors_by_kind = BTreeMap::new();
+    let mut window_counters: BTreeMap<String, i64> = BTreeMap::new();
+    let mut window_histograms: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
     for outcome in outcomes {
         let outcome = outcome?;
         histogram.add(&outcome.histogram)?;
+        for (name, value) in outcome.window_counters {
+            *window_counters.entry(name).or_insert(0) += value;
+        }
+        for (name, h) in outcome.window_histograms {
+            match window_histograms.get_mut(&name) {
+                Some(total) => total.add(&h)?,
+                None => {
+                    window_histograms.insert(name, h);
+                }
+            }
+        }
         measured += outcome.measured;
         warmup += outcome.warmup;
         retries += outcome.retries;
@@ -503,6 +574,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     // Teardown belongs to E−A: dropping instances, the runtime and the target.
     let t = Instant::now();
     drop(instances);
+    drop(grpc);
     crate::target::shutdown();
     phases.insert("teardown".to_owned(), ms(t.elapsed()));
     let usage_e = Usage::now().since(usage_a);
@@ -511,12 +583,34 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         bail!("the run measured no transactions; give `measured` (or `measured_s`) a larger value");
     }
     let per_txn = |x: u64| x as f64 / measured as f64;
-    let us = |ns: u64| ns as f64 / 1_000.0;
     let mut serialized = Vec::new();
     hdrhistogram::serialization::V2DeflateSerializer::new()
         .serialize(&histogram, &mut serialized)
         .map_err(|e| anyhow::anyhow!("cannot serialize the latency histogram: {e:?}"))?;
     use base64::Engine as _;
+    let window = matches!(spec.measure, Measure::Window { .. }).then(|| {
+        let secs = measured_wall.as_secs_f64();
+        let records = window_counters
+            .get("acked_records")
+            .copied()
+            .unwrap_or(0)
+            .max(0) as u64;
+        let bytes = window_counters
+            .get("acked_bytes")
+            .copied()
+            .unwrap_or(0)
+            .max(0) as u64;
+        WindowStats {
+            records,
+            bytes,
+            records_per_s: records as f64 / secs,
+            bytes_per_s: bytes as f64 / secs,
+            ack_latency_us: window_histograms
+                .get("ack_latency_ns")
+                .filter(|h| !h.is_empty())
+                .map(latency_us),
+        }
+    });
 
     Ok(RunResult {
         workload: spec.workload.clone(),
@@ -532,14 +626,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         errors: errors_by_kind.values().sum(),
         errors_by_kind,
         retries,
-        latency_us: Latency {
-            mean: histogram.mean() / 1_000.0,
-            p50: us(histogram.value_at_quantile(0.50)),
-            p90: us(histogram.value_at_quantile(0.90)),
-            p99: us(histogram.value_at_quantile(0.99)),
-            p999: us(histogram.value_at_quantile(0.999)),
-            max: us(histogram.max()),
-        },
+        latency_us: latency_us(&histogram),
         throughput_per_s: measured as f64 / measured_wall.as_secs_f64(),
         cpu: Cpu {
             measured_us_per_txn: per_txn(usage.cpu_us()),
@@ -556,8 +643,37 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         cpus,
         from_cache,
         phases_ms: phases,
+        window,
+        client_runtime,
         histogram: Some(base64::engine::general_purpose::STANDARD.encode(serialized)),
     })
+}
+
+/// A nanosecond histogram's summary in microseconds.
+fn latency_us(histogram: &Histogram<u64>) -> Latency {
+    let us = |ns: u64| ns as f64 / 1_000.0;
+    Latency {
+        mean: histogram.mean() / 1_000.0,
+        p50: us(histogram.value_at_quantile(0.50)),
+        p90: us(histogram.value_at_quantile(0.90)),
+        p99: us(histogram.value_at_quantile(0.99)),
+        p999: us(histogram.value_at_quantile(0.999)),
+        max: us(histogram.max()),
+    }
+}
+
+/// Samples the client runtime's global queue every 10 ms while `running`;
+/// returns the mean and the largest depth seen.
+fn sample_queue(client: &GrpcClient, running: &AtomicBool) -> (f64, usize) {
+    let (mut sum, mut n, mut max) = (0usize, 0usize, 0usize);
+    while running.load(Ordering::Relaxed) {
+        let depth = client.runtime_stats().global_queue_depth;
+        sum += depth;
+        n += 1;
+        max = max.max(depth);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (if n == 0 { 0.0 } else { sum as f64 / n as f64 }, max)
 }
 
 /// A latency histogram in nanoseconds from 1 ns to one hour, 3 significant

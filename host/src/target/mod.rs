@@ -1,8 +1,10 @@
 //! Targets: what a run's client calls talk to. `kv` holds the transaction
 //! surface and its implementations (`embedded`, and `fdb` behind the cargo
-//! feature of that name). [`TargetSpec`] is an arm's choice of target as a
-//! plan or the command line states it.
+//! feature of that name); `grpc` the byte-level gRPC client and the local
+//! ingest server. [`TargetSpec`] is an arm's choice of target as a plan or
+//! the command line states it.
 
+pub mod grpc;
 pub mod kv;
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +19,8 @@ pub enum TargetSpec {
     Embedded,
     /// A FoundationDB cluster (needs the `fdb` cargo feature).
     Fdb(kv::fdb_settings::FdbSettings),
+    /// A gRPC endpoint, or the local ingest server a campaign starts.
+    Grpc(grpc::GrpcSettings),
 }
 
 impl TargetSpec {
@@ -25,6 +29,7 @@ impl TargetSpec {
         match self {
             TargetSpec::Embedded => "embedded",
             TargetSpec::Fdb(_) => "fdb",
+            TargetSpec::Grpc(_) => "grpc",
         }
     }
 
@@ -44,6 +49,10 @@ impl TargetSpec {
         match self {
             TargetSpec::Embedded => Ok(Arc::new(kv::embedded::Embedded::new())),
             TargetSpec::Fdb(settings) => open_fdb(settings),
+            TargetSpec::Grpc(settings) => anyhow::bail!(
+                "the arm's target is the grpc endpoint `{}`, which serves no kv transactions; give kv workloads an `embedded` or `fdb` target",
+                settings.endpoint
+            ),
         }
     }
 }
@@ -79,11 +88,23 @@ pub struct Health {
 }
 
 /// Checks the target's health; `None` for targets with nothing to check
-/// (`embedded` lives inside the worker process).
+/// (`embedded` lives inside the worker process). A `grpc` target must name a
+/// real endpoint here (a campaign resolves `local:` endpoints first).
 pub fn health(spec: &TargetSpec) -> Option<Health> {
     match spec {
         TargetSpec::Embedded => None,
         TargetSpec::Fdb(settings) => Some(fdb_health(settings)),
+        // The standard gRPC health service of the endpoint.
+        TargetSpec::Grpc(_) => Some(match grpc::local::LocalServers::check(spec) {
+            Ok(()) => Health {
+                detail: serde_json::json!("serving"),
+                failed: None,
+            },
+            Err(why) => Health {
+                detail: serde_json::json!(why),
+                failed: Some(why),
+            },
+        }),
     }
 }
 

@@ -244,7 +244,23 @@ fn workloads_lists_the_eleven_of_seed_000() {
     );
     let builtin = run(blocklab().args(["workloads", "builtin", "--json"]));
     let b: serde_json::Value = serde_json::from_str(&builtin.stdout).unwrap();
-    assert_eq!(v, b, "builtin workloads mirror the plugin's");
+    // The builtin source mirrors kv-basic, then grpc-ingest.
+    let grpc = run(blocklab()
+        .args(["workloads", "--json"])
+        .arg(plugin("grpc-ingest")));
+    let g: serde_json::Value = serde_json::from_str(&grpc.stdout).unwrap();
+    let both: Vec<serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(g.as_array().unwrap())
+        .cloned()
+        .collect();
+    assert_eq!(
+        b,
+        serde_json::Value::Array(both),
+        "builtin workloads mirror the plugins'"
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod bad_plugins;
 mod campaign;
 mod daemon;
 mod daemon_support;
+mod grpc;
 mod plugins;
 mod support;
 mod web;

@@ -68,7 +68,7 @@ fn the_subspace_adapter_puts_every_key_under_its_tuple_prefix() {
     assert_eq!(composed.name(), "kv-basic.wasm+kv-subspace.wasm");
     let db = TargetSpec::Embedded.open_kv().unwrap();
     let mut instance = composed
-        .instantiate(Some(db.clone()), Env::new("t", 1, 0), 1)
+        .instantiate(Some(db.clone()), None, Env::new("t", 1, 0), 1)
         .unwrap();
     instance
         .setup("get100", &[("keys".into(), "3".into())])

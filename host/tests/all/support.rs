@@ -3,9 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The blocklab binary under test.
+/// The blocklab binary under test (`$BLOCKLAB_BIN` overrides it, for a
+/// target directory other builds share).
 pub fn blocklab() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_blocklab"));
+    let exe = std::env::var_os("BLOCKLAB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_blocklab")));
+    let mut cmd = Command::new(exe);
     // Keep compiled plugins out of the user's cache, shared within this run.
     cmd.env("BLOCKLAB_CACHE_DIR", cache_dir());
     cmd

@@ -31,7 +31,7 @@
 //! ```
 //!
 //! The WIT bindings (world `workload-plugin` of `wit/`) are generated here
-//! and stay private; [`kv`] and [`env`] wrap the imports and
+//! and stay private; [`kv`], [`grpc`] and [`env`] wrap the imports and
 //! [`export_plugin!`] the export.
 
 extern crate self as blocklab_sdk;

@@ -1,0 +1,197 @@
+//! The builtin grpc workloads: grpc-ingest's `ingest` and `unary` performed
+//! natively on the host's gRPC client instead of through a component.
+//!
+//! The workload code is the plugin's own file
+//! (`plugins/workloads/grpc-ingest/src/ingest.rs`, with its hand-written
+//! wire format), so a builtin run and a plugin run send the same bytes and
+//! differ only by the component boundary.
+
+use super::env::Env;
+use super::{Instance, ParamSpec, WorkloadInfo};
+use crate::target::grpc::{GrpcClient, GrpcStream};
+use anyhow::anyhow;
+use bytes::Bytes;
+use std::sync::Arc;
+
+#[path = "../../../plugins/workloads/grpc-ingest/src/ingest.rs"]
+mod ingest;
+#[path = "../../../plugins/workloads/grpc-ingest/src/wire.rs"]
+mod wire;
+use super::builtin::params;
+
+/// grpc-ingest's workloads against a grpc target, without wasm.
+pub struct BuiltinGrpc {
+    client: Arc<GrpcClient>,
+    env: Env,
+    current: Option<ingest::Workload<HostStream>>,
+}
+
+impl BuiltinGrpc {
+    /// Builtin grpc workloads calling through `client`, drawing from `env`.
+    pub fn new(client: Arc<GrpcClient>, env: Env) -> Self {
+        BuiltinGrpc {
+            client,
+            env,
+            current: None,
+        }
+    }
+
+    /// The workloads, without a client (for `blocklab workloads builtin`).
+    pub fn infos() -> Vec<WorkloadInfo> {
+        ingest::WORKLOADS
+            .iter()
+            .map(|spec| WorkloadInfo {
+                name: spec.name.to_owned(),
+                description: spec.description.to_owned(),
+                params: spec
+                    .params
+                    .iter()
+                    .map(|(name, default, help)| ParamSpec {
+                        name: (*name).to_owned(),
+                        default: (*default).to_owned(),
+                        help: (*help).to_owned(),
+                    })
+                    .collect(),
+                uses: vec!["grpc".to_owned()],
+            })
+            .collect()
+    }
+}
+
+/// The host's client and env as the workloads' [`ingest::Client`].
+struct Host<'a> {
+    client: &'a GrpcClient,
+    env: &'a mut Env,
+}
+
+struct HostStream(GrpcStream);
+
+fn describe(status: tonic::Status) -> String {
+    wire::describe_status(status.code() as u32, status.message())
+}
+
+impl ingest::Client for Host<'_> {
+    type Stream = HostStream;
+
+    fn open_stream(&mut self, method: &str) -> Result<HostStream, String> {
+        self.client
+            .open_stream(method)
+            .map(HostStream)
+            .map_err(describe)
+    }
+
+    fn unary(&mut self, method: &str, request: &[u8]) -> Result<Vec<u8>, String> {
+        self.client
+            .unary(method, Bytes::copy_from_slice(request))
+            .map(Vec::from)
+            .map_err(describe)
+    }
+
+    fn now_ns(&mut self) -> u64 {
+        self.env.now_ns()
+    }
+
+    fn count(&mut self, name: &str, delta: i64) {
+        self.env.count(name, delta);
+    }
+
+    fn random(&mut self, len: u32) -> Vec<u8> {
+        self.env.random(len)
+    }
+}
+
+impl ingest::Stream for HostStream {
+    fn send(&mut self, message: &[u8]) -> Result<(), String> {
+        // The component boundary copies the message out of linear memory;
+        // this copy is the builtin's equivalent.
+        self.0
+            .send(Bytes::copy_from_slice(message))
+            .map_err(describe)
+    }
+
+    fn recv(&mut self) -> Result<Option<Vec<u8>>, String> {
+        self.0.recv().map(|m| m.map(Vec::from)).map_err(describe)
+    }
+}
+
+impl Instance for BuiltinGrpc {
+    fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
+        Ok(Self::infos())
+    }
+
+    fn setup(&mut self, name: &str, given: &[(String, String)]) -> anyhow::Result<()> {
+        self.current = None;
+        let spec = ingest::find(name).ok_or_else(|| {
+            anyhow!(params::unknown_workload(
+                name,
+                ingest::WORKLOADS.iter().map(|s| s.name)
+            ))
+        })?;
+        let params =
+            params::Params::resolve(name, spec.params.iter().map(|(n, d, _)| (*n, *d)), given)
+                .map_err(anyhow::Error::msg)?;
+        let mut host = Host {
+            client: &self.client,
+            env: &mut self.env,
+        };
+        let workload = ingest::Workload::setup(&mut host, name, |p| params.u64(p))
+            .map_err(|message| anyhow!("builtin workload `{name}` failed to set up: {message}"))?;
+        self.current = Some(workload);
+        Ok(())
+    }
+
+    fn run(&mut self, _iteration: u64) -> anyhow::Result<u32> {
+        let current = self.current.as_mut().ok_or_else(|| {
+            anyhow!("`run` was called before a successful `setup` (set a workload up first)")
+        })?;
+        let mut host = Host {
+            client: &self.client,
+            env: &mut self.env,
+        };
+        current
+            .run(&mut host)
+            .map_err(|message| anyhow!(crate::plugin::wasm::WorkloadFailed(message)))
+    }
+
+    fn env(&self) -> &Env {
+        &self.env
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wire;
+    use crate::target::grpc::proto::{Ack, Batch, EchoRequest, EchoResponse};
+    use prost::Message;
+
+    #[test]
+    fn the_hand_written_wire_format_is_ingest_v1() {
+        let mut buf = Vec::new();
+        wire::encode_batch(&mut buf, 300, 3, &[7u8; 200]);
+        let batch = Batch::decode(buf.as_slice()).unwrap();
+        let offsets: Vec<u64> = batch.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, [300, 301, 302]);
+        assert!(batch.records.iter().all(|r| r.payload == [7u8; 200]));
+        assert_eq!(buf, batch.encode_to_vec(), "byte for byte");
+
+        // Offset 0 and an empty payload are left out, as proto3 does.
+        wire::encode_batch(&mut buf, 0, 1, &[]);
+        assert_eq!(buf, Batch::decode(buf.as_slice()).unwrap().encode_to_vec());
+
+        for next_offset in [0, 1, 127, 128, 1 << 40] {
+            let ack = Ack { next_offset }.encode_to_vec();
+            assert_eq!(wire::decode_ack(&ack), Ok(next_offset));
+        }
+
+        wire::encode_echo(&mut buf, b"hello");
+        assert_eq!(
+            EchoRequest::decode(buf.as_slice()).unwrap().payload,
+            b"hello"
+        );
+        let response = EchoResponse {
+            payload: vec![1; 300],
+        }
+        .encode_to_vec();
+        assert_eq!(wire::decode_echo_len(&response), Ok(300));
+    }
+}

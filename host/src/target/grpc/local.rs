@@ -1,0 +1,255 @@
+//! Local ingest servers of a campaign: one `blocklab target grpc-ingest`
+//! process per distinct `target.server` table among the arms whose endpoint
+//! is `local:grpc-ingest`, pinned to the server CPUs, health-checked before
+//! use and before every run, stopped when the campaign's execution ends.
+
+use super::{GrpcSettings, IngestSettings};
+use crate::target::TargetSpec;
+use anyhow::Context;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+/// How long a new server may take to print its address and pass its first
+/// health check.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Timeout of one health check.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Asks `url`'s standard health service whether it is serving. A server
+/// without the service (UNIMPLEMENTED) passes: there is nothing to ask.
+pub fn check_health(url: &str, timeout: Duration) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime for the health check: {e}"))?;
+    runtime.block_on(async {
+        let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
+            .map_err(|e| format!("`{url}` is not a valid endpoint: {e}"))?
+            .connect_timeout(timeout)
+            .timeout(timeout);
+        let channel = endpoint.connect().await.map_err(|e| {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            format!("cannot connect: {text}")
+        })?;
+        let request = HealthCheckRequest {
+            service: String::new(),
+        };
+        match HealthClient::new(channel).check(request).await {
+            Ok(response) => {
+                let status = response.into_inner().status;
+                match ServingStatus::try_from(status) {
+                    Ok(ServingStatus::Serving) => Ok(()),
+                    Ok(other) => Err(format!("it reports {}", other.as_str_name())),
+                    Err(_) => Err(format!("it reports the unknown status {status}")),
+                }
+            }
+            Err(status) if status.code() == tonic::Code::Unimplemented => Ok(()),
+            Err(status) => Err(format!(
+                "the check failed with {:?}: {}",
+                status.code(),
+                status.message()
+            )),
+        }
+    })
+}
+
+/// One running `blocklab target grpc-ingest`.
+pub struct LocalServer {
+    child: Child,
+    url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl LocalServer {
+    /// Starts `exe target grpc-ingest` on a free loopback port, pinned to
+    /// `cpus`, and waits until it is serving.
+    pub fn start(exe: &Path, settings: &IngestSettings, cpus: &[usize]) -> anyhow::Result<Self> {
+        let mut command = Command::new(exe);
+        command
+            .args(["target", "grpc-ingest", "--listen", "127.0.0.1:0"])
+            .args(settings.to_args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let pin = cpus.to_vec();
+        // SAFETY: the closure only calls prctl and sched_setaffinity, both
+        // async-signal-safe, between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                // The server must not outlive a killed supervisor.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                crate::run::placement::pin_current(&pin)
+            });
+        }
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("cannot start `{} target grpc-ingest`", exe.display()))?;
+        let stderr = Arc::new(Mutex::new(String::new()));
+        if let Some(mut pipe) = child.stderr.take() {
+            let sink = stderr.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    if let Ok(mut s) = sink.lock() {
+                        s.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    }
+                }
+            });
+        }
+        let stdout = child.stdout.take().context("the server's stdout")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(line)) = lines.next() {
+                let _ = tx.send(line);
+            }
+            // Keep draining so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let mut server = LocalServer {
+            child,
+            url: String::new(),
+            stderr,
+        };
+        let line = rx.recv_timeout(READY_TIMEOUT).map_err(|_| {
+            anyhow::anyhow!(
+                "the local grpc-ingest server did not start within {READY_TIMEOUT:?}: {}",
+                server.log()
+            )
+        })?;
+        let addr = line
+            .strip_prefix("listening on ")
+            .with_context(|| format!("the local grpc-ingest server said `{line}`"))?;
+        server.url = format!("http://{addr}");
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            match check_health(&server.url, CHECK_TIMEOUT) {
+                Ok(()) => return Ok(server),
+                // A status it reports is its answer; only an unreachable
+                // server is given time.
+                Err(why) if Instant::now() >= deadline || why.starts_with("it reports") => {
+                    anyhow::bail!(
+                        "the local grpc-ingest server at `{}` failed its health check: {why}{}",
+                        server.url,
+                        server.log()
+                    )
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn log(&self) -> String {
+        let text = self.stderr.lock().map(|s| s.trim().to_owned());
+        match text {
+            Ok(t) if !t.is_empty() => format!(" (server log: {t})"),
+            _ => String::new(),
+        }
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The local servers of one campaign execution.
+#[derive(Default)]
+pub struct LocalServers {
+    servers: Vec<(IngestSettings, Result<LocalServer, String>)>,
+}
+
+impl LocalServers {
+    /// Starts one server per distinct `server` table among `targets` whose
+    /// endpoint is `local:grpc-ingest`. A server that does not come up is
+    /// remembered with its reason: the runs that need it fail with it.
+    pub fn start<'a>(
+        exe: &Path,
+        targets: impl IntoIterator<Item = &'a TargetSpec>,
+        cpus: &[usize],
+    ) -> LocalServers {
+        let mut servers: Vec<(IngestSettings, Result<LocalServer, String>)> = Vec::new();
+        for target in targets {
+            let TargetSpec::Grpc(settings) = target else {
+                continue;
+            };
+            if !settings.is_local() {
+                continue;
+            }
+            let knobs = settings.server_settings();
+            if servers.iter().any(|(k, _)| *k == knobs) {
+                continue;
+            }
+            let server = LocalServer::start(exe, &knobs, cpus).map_err(|e| format!("{e:#}"));
+            servers.push((knobs, server));
+        }
+        LocalServers { servers }
+    }
+
+    /// Whether any arm needs a local server.
+    pub fn needed<'a>(targets: impl IntoIterator<Item = &'a TargetSpec>) -> bool {
+        targets
+            .into_iter()
+            .any(|t| matches!(t, TargetSpec::Grpc(s) if s.is_local()))
+    }
+
+    /// The target a run uses: a local endpoint replaced by its server's URL.
+    pub fn resolve(&self, target: &TargetSpec) -> Result<TargetSpec, String> {
+        let TargetSpec::Grpc(settings) = target else {
+            return Ok(target.clone());
+        };
+        if !settings.is_local() {
+            return Ok(target.clone());
+        }
+        let knobs = settings.server_settings();
+        match self.servers.iter().find(|(k, _)| *k == knobs) {
+            Some((_, Ok(server))) => Ok(TargetSpec::Grpc(GrpcSettings {
+                endpoint: server.url().to_owned(),
+                server: None,
+                ..settings.clone()
+            })),
+            Some((_, Err(why))) => Err(why.clone()),
+            None => Err("no local grpc-ingest server was started for this arm".into()),
+        }
+    }
+
+    /// The health check before a run of a resolved grpc target.
+    pub fn check(target: &TargetSpec) -> Result<(), String> {
+        match target {
+            TargetSpec::Grpc(s) => check_health(&s.endpoint, CHECK_TIMEOUT).map_err(|why| {
+                format!(
+                    "target `{}` failed its health check: {why} (is the server overloaded or down?)",
+                    s.endpoint
+                )
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Stops every server.
+    pub fn stop(self) {
+        drop(self);
+    }
+}

@@ -1,0 +1,454 @@
+//! `blocklab target grpc-ingest`: a local ingest endpoint (ingest.v1) with the
+//! limits of a real one as knobs. Clients stream batches of records with
+//! gapless offsets; the server answers with cumulative durability acks every
+//! `ack_every` records or `ack_interval_ms`, after an injected durability
+//! delay, throttled by per-stream and per-connection token buckets. It also
+//! serves a unary `Echo` and the standard gRPC health service.
+
+use super::proto::echo_server::{Echo, EchoServer};
+use super::proto::ingest_server::{Ingest, IngestServer};
+use super::proto::{Ack, Batch, EchoRequest, EchoResponse};
+use anyhow::Context;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+/// The server's knobs, as `blocklab target grpc-ingest` flags and as an
+/// arm's `target.server` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Args)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestSettings {
+    /// Acknowledge after this many records of a stream (0: only on time).
+    #[arg(long, value_name = "RECORDS", default_value_t = 64)]
+    pub ack_every: u64,
+    /// Also acknowledge what is pending this often, milliseconds (0: off).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub ack_interval_ms: u64,
+    /// Most records per second one stream may deliver (0: no cap).
+    #[arg(long, value_name = "RECORDS_PER_S", default_value_t = 0.0)]
+    pub stream_rate: f64,
+    /// Most records per second one connection may deliver, over all its
+    /// streams (0: no cap): an endpoint's per-connection ceiling.
+    #[arg(long, value_name = "RECORDS_PER_S", default_value_t = 0.0)]
+    pub connection_rate: f64,
+    /// Records become durable (and acknowledged) this long after they
+    /// arrive, microseconds.
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    pub durability_delay_us: u64,
+    /// Most ingest streams open at once; more are refused with
+    /// RESOURCE_EXHAUSTED (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_streams: u32,
+    /// HTTP/2 initial stream window, bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub initial_stream_window: Option<u32>,
+    /// HTTP/2 initial connection window, bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub initial_connection_window: Option<u32>,
+    /// HTTP/2 max frame size the server advertises, bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub max_frame_size: Option<u32>,
+    /// Test knob: end every stream cleanly (status OK) after this many
+    /// records, unacknowledged ones included (0: never).
+    #[arg(long, value_name = "RECORDS", default_value_t = 0)]
+    pub close_after: u64,
+    /// Test knob: fail every stream with UNAVAILABLE after this many records
+    /// (0: never).
+    #[arg(long, value_name = "RECORDS", default_value_t = 0)]
+    pub fail_after: u64,
+    /// Test knob: report NOT_SERVING to health checks.
+    #[arg(long)]
+    pub not_serving: bool,
+    /// Worker threads of the server's runtime.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub threads: usize,
+}
+
+impl Default for IngestSettings {
+    fn default() -> Self {
+        IngestSettings {
+            ack_every: 64,
+            ack_interval_ms: 0,
+            stream_rate: 0.0,
+            connection_rate: 0.0,
+            durability_delay_us: 0,
+            max_streams: 0,
+            initial_stream_window: None,
+            initial_connection_window: None,
+            max_frame_size: None,
+            close_after: 0,
+            fail_after: 0,
+            not_serving: false,
+            threads: 1,
+        }
+    }
+}
+
+impl IngestSettings {
+    /// The flags that give a `blocklab target grpc-ingest` these settings.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            format!("--ack-every={}", self.ack_every),
+            format!("--ack-interval-ms={}", self.ack_interval_ms),
+            format!("--stream-rate={}", self.stream_rate),
+            format!("--connection-rate={}", self.connection_rate),
+            format!("--durability-delay-us={}", self.durability_delay_us),
+            format!("--max-streams={}", self.max_streams),
+            format!("--close-after={}", self.close_after),
+            format!("--fail-after={}", self.fail_after),
+            format!("--threads={}", self.threads),
+        ];
+        for (flag, value) in [
+            ("--initial-stream-window", self.initial_stream_window),
+            (
+                "--initial-connection-window",
+                self.initial_connection_window,
+            ),
+            ("--max-frame-size", self.max_frame_size),
+        ] {
+            if let Some(v) = value {
+                args.push(format!("{flag}={v}"));
+            }
+        }
+        if self.not_serving {
+            args.push("--not-serving".into());
+        }
+        args
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        if self.ack_every == 0 && self.ack_interval_ms == 0 {
+            anyhow::bail!(
+                "`ack_every = 0` and `ack_interval_ms = 0` would never acknowledge; set one of them"
+            );
+        }
+        if !(self.stream_rate >= 0.0 && self.connection_rate >= 0.0) {
+            anyhow::bail!("`stream_rate` and `connection_rate` must be 0 (no cap) or positive");
+        }
+        if self.threads == 0 {
+            anyhow::bail!("`threads` must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// A token bucket in its virtual-scheduling form (GCRA): records may be
+/// delivered once the bucket's theoretical arrival time is within `burst`
+/// of now.
+struct Bucket {
+    per_record: Duration,
+    burst: Duration,
+    tat: Instant,
+}
+
+impl Bucket {
+    /// `None` when `rate` is 0 (no cap). The burst is 100 ms of the rate.
+    fn new(rate: f64) -> Option<Bucket> {
+        (rate > 0.0).then(|| Bucket {
+            per_record: Duration::from_secs_f64(1.0 / rate),
+            burst: Duration::from_millis(100),
+            tat: Instant::now(),
+        })
+    }
+
+    /// Takes `n` records' worth and returns when they may go.
+    fn reserve(&mut self, n: u64, now: Instant) -> Option<Instant> {
+        let start = self.tat.max(now);
+        self.tat = start + self.per_record * n as u32;
+        let allowed = self.tat.checked_sub(self.burst)?;
+        (allowed > now).then_some(allowed)
+    }
+}
+
+async fn take(bucket: &Mutex<Bucket>, n: u64) {
+    let until = match bucket.lock() {
+        Ok(mut b) => b.reserve(n, Instant::now()),
+        Err(_) => None,
+    };
+    if let Some(until) = until {
+        tokio::time::sleep_until(until).await;
+    }
+}
+
+/// What the whole server shares.
+struct Shared {
+    settings: IngestSettings,
+    open_streams: AtomicUsize,
+    connections: Mutex<HashMap<SocketAddr, Arc<Mutex<Bucket>>>>,
+}
+
+/// Counts a stream as open until dropped.
+struct StreamSlot(Arc<Shared>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[derive(Clone)]
+struct IngestService(Arc<Shared>);
+
+impl IngestService {
+    fn admit(&self) -> Result<StreamSlot, Status> {
+        let max = self.0.settings.max_streams as usize;
+        let open = self.0.open_streams.fetch_add(1, Ordering::Relaxed) + 1;
+        let slot = StreamSlot(self.0.clone());
+        if max > 0 && open > max {
+            return Err(Status::resource_exhausted(format!(
+                "stream refused: {max} ingest streams are open, the server's limit (`max_streams`)"
+            )));
+        }
+        Ok(slot)
+    }
+
+    fn connection_bucket(&self, peer: Option<SocketAddr>) -> Option<Arc<Mutex<Bucket>>> {
+        let rate = self.0.settings.connection_rate;
+        let peer = peer?;
+        let bucket = Bucket::new(rate)?;
+        let mut map = self.0.connections.lock().ok()?;
+        Some(
+            map.entry(peer)
+                .or_insert_with(|| Arc::new(Mutex::new(bucket)))
+                .clone(),
+        )
+    }
+}
+
+#[tonic::async_trait]
+impl Ingest for IngestService {
+    type StreamStream = ReceiverStream<Result<Ack, Status>>;
+
+    async fn stream(
+        &self,
+        request: Request<Streaming<Batch>>,
+    ) -> Result<Response<Self::StreamStream>, Status> {
+        let slot = self.admit()?;
+        let connection = self.connection_bucket(request.remote_addr());
+        let (tx, rx) = mpsc::channel(64);
+        let settings = self.0.settings.clone();
+        tokio::spawn(async move {
+            serve_stream(settings, request.into_inner(), tx, connection).await;
+            drop(slot);
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+}
+
+/// One stream: check offsets, throttle, acknowledge.
+async fn serve_stream(
+    settings: IngestSettings,
+    mut inbound: Streaming<Batch>,
+    tx: mpsc::Sender<Result<Ack, Status>>,
+    connection: Option<Arc<Mutex<Bucket>>>,
+) {
+    let stream_bucket = Bucket::new(settings.stream_rate).map(Mutex::new);
+    let delay = Duration::from_micros(settings.durability_delay_us);
+    // With a durability delay, acks wait in order in a task of their own so
+    // the stream keeps receiving meanwhile.
+    let durable = (!delay.is_zero()).then(|| {
+        let (dtx, mut drx) = mpsc::unbounded_channel::<(u64, Instant)>();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while let Some((next_offset, at)) = drx.recv().await {
+                tokio::time::sleep_until(at).await;
+                if tx.send(Ok(Ack { next_offset })).await.is_err() {
+                    break;
+                }
+            }
+        });
+        dtx
+    });
+    let ack = |next_offset: u64| {
+        let (tx, durable) = (&tx, &durable);
+        async move {
+            match durable {
+                Some(d) => d.send((next_offset, Instant::now() + delay)).is_ok(),
+                None => tx.send(Ok(Ack { next_offset })).await.is_ok(),
+            }
+        }
+    };
+    let mut ticker = (settings.ack_interval_ms > 0).then(|| {
+        let period = Duration::from_millis(settings.ack_interval_ms);
+        tokio::time::interval_at(Instant::now() + period, period)
+    });
+    let (mut expected, mut pending) = (0u64, 0u64);
+    loop {
+        let tick = async {
+            match &mut ticker {
+                Some(t) => {
+                    t.tick().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let batch = tokio::select! {
+            message = inbound.message() => message,
+            () = tick => {
+                if pending > 0 {
+                    pending = 0;
+                    if !ack(expected).await {
+                        return;
+                    }
+                }
+                continue;
+            }
+        };
+        let batch = match batch {
+            Ok(Some(batch)) => batch,
+            // The client half-closed: everything received becomes durable.
+            Ok(None) => {
+                if pending > 0 {
+                    ack(expected).await;
+                }
+                return;
+            }
+            // The client went away or broke the stream: nobody to answer.
+            Err(_) => return,
+        };
+        for record in &batch.records {
+            if record.offset != expected {
+                let _ = tx
+                    .send(Err(Status::invalid_argument(format!(
+                        "out-of-order offset: expected {expected}, got {}",
+                        record.offset
+                    ))))
+                    .await;
+                return;
+            }
+            expected += 1;
+        }
+        let n = batch.records.len() as u64;
+        if let Some(b) = &stream_bucket {
+            take(b, n).await;
+        }
+        if let Some(b) = &connection {
+            take(b, n).await;
+        }
+        pending += n;
+        if settings.fail_after > 0 && expected >= settings.fail_after {
+            let _ = tx
+                .send(Err(Status::unavailable(format!(
+                    "injected failure after {expected} records (`fail_after = {}`)",
+                    settings.fail_after
+                ))))
+                .await;
+            return;
+        }
+        if settings.close_after > 0 && expected >= settings.close_after {
+            return;
+        }
+        if settings.ack_every > 0 && pending >= settings.ack_every {
+            pending = 0;
+            if !ack(expected).await {
+                return;
+            }
+        }
+    }
+}
+
+struct EchoService;
+
+#[tonic::async_trait]
+impl Echo for EchoService {
+    async fn echo(&self, request: Request<EchoRequest>) -> Result<Response<EchoResponse>, Status> {
+        Ok(Response::new(EchoResponse {
+            payload: request.into_inner().payload,
+        }))
+    }
+}
+
+/// Serves on `listener` until the process ends. Prints `listening on ADDR`
+/// once the port is bound (campaigns read it).
+pub fn serve(listener: std::net::TcpListener, settings: IngestSettings) -> anyhow::Result<()> {
+    settings.check()?;
+    let addr = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(settings.threads)
+        .thread_name("grpc-ingest")
+        .enable_all()
+        .build()
+        .context("cannot start the server's runtime")?;
+    runtime.block_on(async move {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        let (health, health_service) = tonic_health::server::health_reporter();
+        let status = if settings.not_serving {
+            tonic_health::ServingStatus::NotServing
+        } else {
+            tonic_health::ServingStatus::Serving
+        };
+        for name in ["", "ingest.v1.Ingest", "ingest.v1.Echo"] {
+            health.set_service_status(name, status).await;
+        }
+        let shared = Arc::new(Shared {
+            settings: settings.clone(),
+            open_streams: AtomicUsize::new(0),
+            connections: Mutex::new(HashMap::new()),
+        });
+        let server = tonic::transport::Server::builder()
+            .initial_stream_window_size(settings.initial_stream_window)
+            .initial_connection_window_size(settings.initial_connection_window)
+            .max_frame_size(settings.max_frame_size)
+            .add_service(health_service)
+            .add_service(IngestServer::new(IngestService(shared)))
+            .add_service(EchoServer::new(EchoService));
+        println!("listening on {addr}");
+        use std::io::Write as _;
+        std::io::stdout().flush()?;
+        server
+            .serve_with_incoming(incoming)
+            .await
+            .context("the grpc-ingest server stopped")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_lets_a_burst_through_then_spaces_records_at_the_rate() {
+        // 1000 records/s: 1 ms per record, a 100 ms burst.
+        let mut b = Bucket::new(1000.0).unwrap();
+        let t0 = Instant::now();
+        b.tat = t0;
+        assert_eq!(b.reserve(100, t0), None, "100 records fit the burst");
+        // The next 50 records push the arrival time to 150 ms: they may go
+        // at 150 − 100 = 50 ms.
+        assert_eq!(b.reserve(50, t0), Some(t0 + Duration::from_millis(50)));
+        assert!(Bucket::new(0.0).is_none());
+    }
+
+    #[test]
+    fn settings_survive_their_own_flags() {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            settings: IngestSettings,
+        }
+        let settings = IngestSettings {
+            ack_every: 8,
+            connection_rate: 2500.5,
+            max_streams: 3,
+            max_frame_size: Some(65536),
+            not_serving: true,
+            ..Default::default()
+        };
+        let args = std::iter::once("x".to_owned()).chain(settings.to_args());
+        let parsed = <Flags as clap::Parser>::parse_from(args);
+        assert_eq!(parsed.settings, settings);
+        let defaults = <Flags as clap::Parser>::parse_from(["x"]);
+        assert_eq!(defaults.settings, IngestSettings::default());
+    }
+}

@@ -1,0 +1,393 @@
+//! gRPC arms against the real `blocklab target grpc-ingest` on loopback
+//! (issue 4): the failures a run must report, the stream protocol's checks,
+//! and a short shared-connection campaign.
+
+use crate::support::{assert_error, blocklab, plugin, run};
+use blocklab::target::grpc::proto::{Ack, Batch, Record};
+use blocklab::target::grpc::{Connections, GrpcClient, GrpcSettings};
+use prost::Message;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+/// A `blocklab target grpc-ingest` on a free loopback port, killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(knobs: &[&str]) -> Server {
+        let mut child = blocklab()
+            .args(["target", "grpc-ingest", "--listen", "127.0.0.1:0"])
+            .args(knobs)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("server said `{line}`"));
+        Server {
+            child,
+            url: format!("http://{addr}"),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `blocklab run` of grpc-ingest's `workload` against `url` in window mode
+/// without warmup (an error in warmup fails a run; in the window it is
+/// counted), as JSON.
+fn window_run(url: &str, workload_args: &[&str]) -> crate::support::Run {
+    run(blocklab()
+        .args(["run", "--json", "--plugin"])
+        .arg(plugin("grpc-ingest"))
+        .args(["--endpoint", url, "--warmup-s", "0", "--measured-s", "0.4"])
+        .args(workload_args))
+}
+
+fn json(r: &crate::support::Run) -> serde_json::Value {
+    assert!(r.ok, "the run failed:\n{}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+/// A port nothing listens on: bound, then released.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn an_endpoint_that_is_down_fails_the_run_naming_it() {
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let r = window_run(&url, &["--workload", "ingest"]);
+    assert_error(
+        &r,
+        &["cannot connect to grpc endpoint", &format!("`{url}`")],
+    );
+}
+
+#[test]
+fn ingest_and_unary_run_as_plugin_and_as_builtin() {
+    let server = Server::start(&[]);
+    for source in [
+        plugin("grpc-ingest").display().to_string(),
+        "builtin".into(),
+    ] {
+        let r = json(&run(blocklab()
+            .args(["run", "--json", "--workers", "2", "--plugin", &source])
+            .args(["--workload", "ingest", "--endpoint", &server.url])
+            .args(["--warmup-s", "0.1", "--measured-s", "0.3"])
+            .args([
+                "--param",
+                "batch_records=16",
+                "--param",
+                "max_in_flight=64",
+            ])));
+        assert_eq!(r["errors"], 0, "{source}: {r}");
+        assert_eq!(r["mode"], "window");
+        let window = &r["window"];
+        assert!(window["records"].as_u64().unwrap() > 0, "{source}: {r}");
+        // Every record is `record_bytes` (1024) long.
+        assert_eq!(
+            window["bytes"].as_u64().unwrap(),
+            1024 * window["records"].as_u64().unwrap()
+        );
+        assert!(window["ack_latency_us"]["p99"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["counters"]["streams_opened"], 2, "one stream per worker");
+        assert_eq!(r["client_runtime"]["connections"], 1, "shared connection");
+
+        let r = json(&run(blocklab()
+            .args(["run", "--json", "--plugin", &source])
+            .args(["--workload", "unary", "--endpoint", &server.url])
+            .args(["--warmup", "10", "--measured", "50"])));
+        assert_eq!(r["errors"], 0, "{source}: {r}");
+        assert_eq!(r["measured"], 50);
+    }
+}
+
+#[test]
+fn a_server_closing_streams_mid_run_is_counted_and_the_stream_reopened() {
+    // Ack every 64 records, close after 256: each stream ends cleanly with
+    // records in flight, which the workload must notice.
+    let server = Server::start(&["--close-after", "256"]);
+    let r = json(&window_run(
+        &server.url,
+        &[
+            "--workload",
+            "ingest",
+            "--param",
+            "batch_records=32",
+            "--param",
+            "max_in_flight=512",
+        ],
+    ));
+    // The workload notices on its next receive (records unacknowledged) or
+    // on its next send (nothing more can be sent), whichever comes first.
+    let errors = r["errors_by_kind"].as_object().unwrap();
+    assert!(!errors.is_empty(), "closing went unnoticed: {r}");
+    for kind in errors.keys() {
+        assert!(
+            kind.starts_with("the server ended the ingest stream with")
+                || kind.ends_with("the server ended the stream; nothing more can be sent on it"),
+            "{kind}"
+        );
+    }
+    // Each closed stream is one error and is reopened by the next call,
+    // unless the window ended first.
+    let (errors, opened) = (
+        r["errors"].as_i64().unwrap(),
+        r["counters"]["streams_opened"].as_i64().unwrap(),
+    );
+    assert!(errors == opened - 1 || errors == opened, "{r}");
+    assert!(r["counters"]["streams_opened"].as_i64().unwrap() >= 2);
+}
+
+#[test]
+fn a_status_error_from_the_server_reaches_the_run_with_its_code() {
+    let server = Server::start(&["--fail-after", "128"]);
+    let r = json(&window_run(&server.url, &["--workload", "ingest"]));
+    let errors = r["errors_by_kind"].as_object().unwrap();
+    assert!(
+        errors
+            .keys()
+            .any(|k| k.contains("UNAVAILABLE (14)")
+                && k.contains("injected failure after 128 records")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn out_of_order_offsets_are_refused_naming_expected_and_got() {
+    let server = Server::start(&[]);
+    let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
+    let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
+    let batch = |offsets: &[u64]| {
+        Batch {
+            records: offsets
+                .iter()
+                .map(|&offset| Record {
+                    offset,
+                    payload: vec![1; 10],
+                })
+                .collect(),
+        }
+        .encode_to_vec()
+        .into()
+    };
+    stream.send(batch(&[0, 1, 2])).unwrap();
+    stream.send(batch(&[3, 5])).unwrap();
+    let status = loop {
+        match stream.recv() {
+            Ok(Some(_ack)) => continue,
+            Ok(None) => panic!("the stream ended without an error"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert_eq!(status.message(), "out-of-order offset: expected 4, got 5");
+}
+
+#[test]
+fn acks_are_cumulative_and_a_half_closed_stream_is_acknowledged_in_full() {
+    // Ack every 4 records: 10 records give acks at 4 and 8, and 10 when the
+    // client half-closes.
+    let server = Server::start(&["--ack-every", "4"]);
+    let mut settings = GrpcSettings::new(server.url.clone());
+    settings.connections = Connections::Pool(2);
+    let client = GrpcClient::connect(&settings).unwrap();
+    let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
+    for first in (0..10).step_by(2) {
+        let batch = Batch {
+            records: (first..first + 2)
+                .map(|offset| Record {
+                    offset,
+                    payload: Vec::new(),
+                })
+                .collect(),
+        };
+        stream.send(batch.encode_to_vec().into()).unwrap();
+    }
+    stream.close_send();
+    let mut acks = Vec::new();
+    while let Some(message) = stream.recv().unwrap() {
+        acks.push(Ack::decode(message).unwrap().next_offset);
+    }
+    assert_eq!(acks, [4, 8, 10]);
+    assert_eq!(client.connections_opened(), 2);
+}
+
+#[test]
+fn a_stream_over_the_servers_limit_is_refused_and_fails_the_run() {
+    let server = Server::start(&["--max-streams", "1"]);
+    let r = run(blocklab()
+        .args(["run", "--workers", "2", "--plugin"])
+        .arg(plugin("grpc-ingest"))
+        .args(["--workload", "ingest", "--endpoint", &server.url])
+        .args(["--warmup-s", "0.1", "--measured-s", "0.2"]));
+    assert_error(
+        &r,
+        &[
+            "cannot open an ingest stream",
+            "RESOURCE_EXHAUSTED (8)",
+            "`max_streams`",
+        ],
+    );
+}
+
+/// A window-mode plan of grpc-ingest's `ingest` with `arms`.
+fn plan(
+    dir: &std::path::Path,
+    name: &str,
+    blocks: usize,
+    workers: u32,
+    arms: &str,
+) -> std::path::PathBuf {
+    let text = format!(
+        r#"
+name = "{name}"
+seed = 4
+blocks = {blocks}
+workers = {workers}
+plugin = "{plugin}"
+[measure]
+mode = "window"
+warmup_s = 0.2
+measured_s = 0.5
+[bootstrap]
+resamples = 2000
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+[[workloads]]
+name = "ingest"
+params = {{ batch_records = 32, max_in_flight = 256 }}
+{arms}
+"#,
+        plugin = plugin("grpc-ingest").display()
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn report(data: &std::path::Path) -> serde_json::Value {
+    let r = run(blocklab()
+        .args(["report", "latest", "--format", "json", "--data"])
+        .arg(data));
+    assert!(r.ok, "{}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+#[test]
+fn a_target_failing_its_health_check_fails_its_runs_and_the_campaign_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = r#"
+[[arms]]
+name = "healthy"
+baseline = true
+target = { kind = "grpc", endpoint = "local:grpc-ingest" }
+[[arms]]
+name = "sick"
+target = { kind = "grpc", endpoint = "local:grpc-ingest", server = { not_serving = true } }
+"#;
+    let p = plan(dir.path(), "health", 2, 1, arms);
+    let r = run(blocklab()
+        .args(["campaign", "--progress", "none", "--data"])
+        .arg(&data)
+        .arg(&p));
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        match run["arm"].as_str().unwrap() {
+            "healthy" => assert_eq!(run["status"], "ok", "{run}"),
+            _ => {
+                assert_eq!(run["status"], "failed", "{run}");
+                let reason = run["reason"].as_str().unwrap();
+                assert!(
+                    reason.contains("failed its health check") && reason.contains("NOT_SERVING"),
+                    "{reason}"
+                );
+            }
+        }
+    }
+    assert_eq!(rep["gates"]["failed"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_short_shared_connection_campaign_reports_each_pool_against_per_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arm = |name: &str, connections: &str, baseline: bool| {
+        format!(
+            "[[arms]]\nname = \"{name}\"\nbaseline = {baseline}\ntarget = {{ kind = \"grpc\", endpoint = \"local:grpc-ingest\", connections = {connections} }}\n"
+        )
+    };
+    let arms = [
+        arm("phase-b", "\"per-stream\"", true),
+        arm("phase-c", "\"shared\"", false),
+        arm("pool-2", "2", false),
+        arm("pool-4", "4", false),
+    ]
+    .concat();
+    // 4 arms: a Williams design needs a multiple of 4 blocks.
+    let p = plan(dir.path(), "shared-connection", 4, 4, &arms);
+    let r = run(blocklab()
+        .args(["campaign", "--progress", "none", "--data"])
+        .arg(&data)
+        .arg(&p));
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("records_per_s"), "{}", r.stdout);
+    let rep = report(&data);
+    for arm in ["phase-c", "pool-2", "pool-4"] {
+        let e = rep["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["arm"] == arm && e["statistic"] == "records_per_s")
+            .unwrap_or_else(|| panic!("no {arm} records_per_s effect: {}", rep["missing_effects"]));
+        assert_eq!(e["baseline"], "phase-b");
+        assert_eq!(e["blocks"], 4);
+        let (lo, ratio, hi) = (
+            e["ci_low"].as_f64().unwrap(),
+            e["ratio"].as_f64().unwrap(),
+            e["ci_high"].as_f64().unwrap(),
+        );
+        assert!(lo > 0.0 && lo <= ratio && ratio <= hi, "{e}");
+    }
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 16);
+    for run in runs {
+        // No stream broke or was refused, no offset was out of order and no
+        // ack was out of order: each of those is an error of the run.
+        assert_eq!(run["status"], "ok", "{run}");
+        assert_eq!(run["errors"], 0, "{run}");
+        assert_eq!(run["counters"]["streams_opened"], 4, "{run}");
+        assert!(run["window"]["records"].as_u64().unwrap() > 0, "{run}");
+        let acked = run["counters"]["acked_records"].as_i64().unwrap();
+        assert_eq!(acked % 32, 0, "acks fall on batch boundaries here: {run}");
+        let connections = run["client_runtime"]["connections"].as_u64().unwrap();
+        let expected = match run["arm"].as_str().unwrap() {
+            // One connection per stream plus the one unary calls use.
+            "phase-b" => 5,
+            "phase-c" => 1,
+            "pool-2" => 2,
+            _ => 4,
+        };
+        assert_eq!(connections, expected, "{run}");
+    }
+}

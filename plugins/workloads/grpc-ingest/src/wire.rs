@@ -1,0 +1,199 @@
+//! ingest.v1's messages (host/proto/ingest.proto) encoded and decoded by
+//! hand: a handful of varints, so the plugin needs no protobuf crate.
+//!
+//! This file uses only `std`: the host's builtin `ingest` includes it, and a
+//! host test checks it against the messages generated from the .proto.
+
+/// Protobuf wire type of a varint field.
+const VARINT: u8 = 0;
+/// Protobuf wire type of a length-delimited field.
+const LEN: u8 = 2;
+
+fn key(field: u8, wire_type: u8) -> u8 {
+    (field << 3) | wire_type
+}
+
+/// Appends `value` as a protobuf varint.
+pub fn put_varint(buf: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        buf.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    buf.push(value as u8);
+}
+
+fn varint_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Reads a varint at `*at`, advancing it.
+fn get_varint(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *bytes
+            .get(*at)
+            .ok_or("a message ends inside a varint (malformed protobuf)")?;
+        *at += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Ok(value);
+        }
+    }
+    Err("a varint is longer than 10 bytes (malformed protobuf)".into())
+}
+
+/// Writes `Batch { records: [Record { offset: first + i, payload }; n] }`
+/// into `buf` (cleared first).
+pub fn encode_batch(buf: &mut Vec<u8>, first_offset: u64, n: u64, payload: &[u8]) {
+    buf.clear();
+    for offset in first_offset..first_offset + n {
+        // proto3 leaves fields at their default (0, empty) out.
+        let record_len = if offset == 0 {
+            0
+        } else {
+            1 + varint_len(offset)
+        } + if payload.is_empty() {
+            0
+        } else {
+            1 + varint_len(payload.len() as u64) + payload.len()
+        };
+        buf.push(key(1, LEN));
+        put_varint(buf, record_len as u64);
+        if offset != 0 {
+            buf.push(key(1, VARINT));
+            put_varint(buf, offset);
+        }
+        if !payload.is_empty() {
+            buf.push(key(2, LEN));
+            put_varint(buf, payload.len() as u64);
+            buf.extend_from_slice(payload);
+        }
+    }
+}
+
+/// Skips a field of `wire_type` at `*at`.
+fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), String> {
+    match wire_type {
+        VARINT => get_varint(bytes, at).map(drop),
+        LEN => {
+            let len = get_varint(bytes, at)? as usize;
+            *at = at
+                .checked_add(len)
+                .filter(|end| *end <= bytes.len())
+                .ok_or("a field runs past the end of its message (malformed protobuf)")?;
+            Ok(())
+        }
+        1 => {
+            *at += 8;
+            Ok(())
+        }
+        5 => {
+            *at += 4;
+            Ok(())
+        }
+        other => Err(format!("unknown protobuf wire type {other}")),
+    }
+}
+
+/// Reads `Ack { next_offset }`.
+pub fn decode_ack(bytes: &[u8]) -> Result<u64, String> {
+    let (mut at, mut next_offset) = (0, 0);
+    while at < bytes.len() {
+        let tag = get_varint(bytes, &mut at)?;
+        let (field, wire_type) = (tag >> 3, (tag & 7) as u8);
+        if field == 1 && wire_type == VARINT {
+            next_offset = get_varint(bytes, &mut at)?;
+        } else {
+            skip(bytes, &mut at, wire_type)?;
+        }
+    }
+    Ok(next_offset)
+}
+
+/// Writes `EchoRequest { payload }` into `buf` (cleared first).
+pub fn encode_echo(buf: &mut Vec<u8>, payload: &[u8]) {
+    buf.clear();
+    if !payload.is_empty() {
+        buf.push(key(1, LEN));
+        put_varint(buf, payload.len() as u64);
+        buf.extend_from_slice(payload);
+    }
+}
+
+/// The payload's length in `EchoResponse { payload }`.
+pub fn decode_echo_len(bytes: &[u8]) -> Result<usize, String> {
+    let (mut at, mut len) = (0, 0);
+    while at < bytes.len() {
+        let tag = get_varint(bytes, &mut at)?;
+        let (field, wire_type) = (tag >> 3, (tag & 7) as u8);
+        let start = at;
+        skip(bytes, &mut at, wire_type)?;
+        if field == 1 && wire_type == LEN {
+            let mut inner = start;
+            len = get_varint(bytes, &mut inner)? as usize;
+        }
+    }
+    Ok(len)
+}
+
+/// gRPC's name for a status code.
+pub fn code_name(code: u32) -> &'static str {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    NAMES.get(code as usize).copied().unwrap_or("UNKNOWN_CODE")
+}
+
+/// A status as workloads report it: `UNAVAILABLE (14): message`.
+pub fn describe_status(code: u32, message: &str) -> String {
+    format!("{} ({code}): {message}", code_name(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_match_protobufs_examples() {
+        let mut buf = Vec::new();
+        put_varint(&mut buf, 150);
+        assert_eq!(buf, [0x96, 0x01]);
+        assert_eq!(varint_len(150), 2);
+        assert_eq!(varint_len(0), 1);
+        assert_eq!(varint_len(u64::MAX), 10);
+    }
+
+    #[test]
+    fn a_batch_of_two_records_is_laid_out_field_by_field() {
+        let mut buf = Vec::new();
+        encode_batch(&mut buf, 5, 2, b"ab");
+        // records { offset: 5, payload: "ab" } records { offset: 6, ... }
+        let one = |o: u8| vec![0x0a, 6, 0x08, o, 0x12, 2, b'a', b'b'];
+        assert_eq!(buf, [one(5), one(6)].concat());
+    }
+
+    #[test]
+    fn acks_decode_and_skip_unknown_fields() {
+        assert_eq!(decode_ack(&[0x08, 0x96, 0x01]), Ok(150));
+        assert_eq!(decode_ack(&[]), Ok(0));
+        // Field 2 (bytes "x") then field 1.
+        assert_eq!(decode_ack(&[0x12, 1, b'x', 0x08, 3]), Ok(3));
+        assert!(decode_ack(&[0x08, 0x80]).is_err());
+    }
+}
