@@ -623,7 +623,7 @@ pub fn terminal(report: &Report) -> String {
             ("E−A µs/txn", "cpu_process"),
         ]
     };
-    let _ = write!(s, "{:<18} {:<14}", "workload", "arm");
+    let _ = write!(s, "{:<18} {:<18}", "workload", "arm");
     for (header, _) in columns {
         let _ = write!(s, " {header:>12}");
     }
@@ -637,7 +637,7 @@ pub fn terminal(report: &Report) -> String {
                     .find(|a| a.workload == w.name && a.arm == arm.name && a.statistic == stat)
                     .map_or("—".into(), |a| fmt_value(a.median))
             };
-            let _ = write!(s, "{:<18} {:<14}", w.name, arm.name);
+            let _ = write!(s, "{:<18} {:<18}", w.name, arm.name);
             for (_, stat) in columns {
                 let _ = write!(s, " {:>12}", get(stat));
             }
