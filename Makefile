@@ -19,6 +19,9 @@ UPLOT_VERSION := 1.6.32
 # componentize-py from PyPI into target/plugins/NAME.wasm.
 PYTHON ?= python3
 COMPONENTIZE_PY_VERSION := 0.25.1
+# Through the interpreter, not the console script: a freshly pip-installed
+# script is not on PATH until pyenv rehashes its shims.
+COMPONENTIZE_PY := $(PYTHON) -c 'import sys, componentize_py; sys.argv[0] = "componentize-py"; componentize_py.script()'
 PY_PLUGIN_NAMES := $(notdir $(patsubst %/app.py,%,$(wildcard plugins/python/*/app.py)))
 PY_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(PY_PLUGIN_NAMES)))
 
@@ -43,7 +46,7 @@ plugins-py: deps-python $(PY_PLUGINS)
 
 $(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py $(wildcard wit/*.wit) | deps-python
 	@mkdir -p $(PLUGIN_OUT)
-	cd plugins/python/$* && componentize-py -d $(CURDIR)/wit -w workload-plugin \
+	cd plugins/python/$* && $(COMPONENTIZE_PY) -d $(CURDIR)/wit -w workload-plugin \
 		componentize --stub-wasi app -o $@
 
 ## plugins: every plugin crate built as a component into target/plugins/NAME.wasm,
