@@ -11,7 +11,7 @@
 //! boundary, which is what comparing the two measures.
 
 use super::env::Env;
-use super::{Instance, ParamSpec, WorkloadInfo};
+use super::{Instance, WorkloadInfo};
 use crate::target::kv::{Database, KvError, RangeOptions, SharedDatabase, read_transact, transact};
 use anyhow::anyhow;
 
@@ -47,20 +47,7 @@ impl Instance for Builtin {
     fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
         Ok(catalog::WORKLOADS
             .iter()
-            .map(|spec| WorkloadInfo {
-                name: spec.name.to_owned(),
-                description: spec.description.to_owned(),
-                params: spec
-                    .params
-                    .iter()
-                    .map(|(name, default, help)| ParamSpec {
-                        name: (*name).to_owned(),
-                        default: (*default).to_owned(),
-                        help: (*help).to_owned(),
-                    })
-                    .collect(),
-                uses: vec!["kv".to_owned()],
-            })
+            .map(|spec| WorkloadInfo::from_table(spec.name, spec.description, spec.params, "kv"))
             .collect())
     }
 

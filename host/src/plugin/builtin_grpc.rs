@@ -7,7 +7,7 @@
 //! differ only by the component boundary.
 
 use super::env::Env;
-use super::{Instance, ParamSpec, WorkloadInfo};
+use super::{Instance, WorkloadInfo};
 use crate::target::grpc::{GrpcClient, GrpcStream};
 use anyhow::anyhow;
 use bytes::Bytes;
@@ -40,20 +40,7 @@ impl BuiltinGrpc {
     pub fn infos() -> Vec<WorkloadInfo> {
         ingest::WORKLOADS
             .iter()
-            .map(|spec| WorkloadInfo {
-                name: spec.name.to_owned(),
-                description: spec.description.to_owned(),
-                params: spec
-                    .params
-                    .iter()
-                    .map(|(name, default, help)| ParamSpec {
-                        name: (*name).to_owned(),
-                        default: (*default).to_owned(),
-                        help: (*help).to_owned(),
-                    })
-                    .collect(),
-                uses: vec!["grpc".to_owned()],
-            })
+            .map(|spec| WorkloadInfo::from_table(spec.name, spec.description, spec.params, "grpc"))
             .collect()
     }
 }

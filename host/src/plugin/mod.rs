@@ -34,6 +34,31 @@ pub struct WorkloadInfo {
     pub uses: Vec<String>,
 }
 
+impl WorkloadInfo {
+    /// A workload described by the static tables the builtin workloads
+    /// share with their plugin twins: params as (name, default, help).
+    pub fn from_table(
+        name: &str,
+        description: &str,
+        params: &[(&str, &str, &str)],
+        uses: &str,
+    ) -> WorkloadInfo {
+        WorkloadInfo {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            params: params
+                .iter()
+                .map(|(name, default, help)| ParamSpec {
+                    name: (*name).to_owned(),
+                    default: (*default).to_owned(),
+                    help: (*help).to_owned(),
+                })
+                .collect(),
+            uses: vec![uses.to_owned()],
+        }
+    }
+}
+
 /// One instance of a workload source, owned by one worker thread.
 pub trait Instance: Send {
     /// Every workload the source offers.
