@@ -165,6 +165,14 @@ mod tests {
         wire::encode_batch(&mut buf, 0, 1, &[]);
         assert_eq!(buf, Batch::decode(buf.as_slice()).unwrap().encode_to_vec());
 
+        // Two encoded batches concatenated decode as one with every record:
+        // what the grpc-batching adapter relies on.
+        let mut two = Vec::new();
+        wire::encode_batch(&mut two, 1, 2, b"ab");
+        let joined = [buf.clone(), two].concat();
+        assert_eq!(Batch::decode(joined.as_slice()).unwrap().records.len(), 3);
+        assert_eq!(wire::count_records(&joined), Ok(3));
+
         for next_offset in [0, 1, 127, 128, 1 << 40] {
             let ack = Ack { next_offset }.encode_to_vec();
             assert_eq!(wire::decode_ack(&ack), Ok(next_offset));

@@ -2,10 +2,10 @@
 //! minimal HTTP/1.1 client for talking to it (one request per connection).
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 pub struct Daemon {
@@ -36,24 +36,19 @@ impl Daemon {
             "BLOCKLAB_CACHE_DIR",
             std::env::temp_dir().join("blocklab-test-cache"),
         );
-        let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-            .arg(data)
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("blocklab serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("blocklab serve: listening on http://")
-            .and_then(|rest| rest.strip_suffix('/'))
+        let (child, addr) = crate::support::spawn_listening(
+            command
+                .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+                .arg(data)
+                .stderr(log),
+            "blocklab serve: listening on http://",
+        );
+        let addr = addr
+            .ok()
+            .and_then(|rest| rest.strip_suffix('/').map(str::to_owned))
             .unwrap_or_else(|| {
                 panic!(
-                    "daemon did not report its address: {line:?}; log:\n{}",
+                    "daemon did not report its address; log:\n{}",
                     std::fs::read_to_string(data.join("daemon.log")).unwrap_or_default()
                 )
             })

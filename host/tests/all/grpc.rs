@@ -1,50 +1,12 @@
 //! gRPC arms against the real `blocklab target grpc-ingest` on loopback
 //! (issue 4): the failures a run must report, the stream protocol's checks,
-//! and a short shared-connection campaign.
+//! a short shared-connection campaign, and the grpc-batching adapter (issue
+//! 6) as an arm.
 
-use crate::support::{assert_error, blocklab, plugin, run};
+use crate::support::{IngestServer, assert_error, blocklab, plugin, run};
 use blocklab::target::grpc::proto::{Ack, Batch, Record};
 use blocklab::target::grpc::{Connections, GrpcClient, GrpcSettings};
 use prost::Message;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-
-/// A `blocklab target grpc-ingest` on a free loopback port, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(knobs: &[&str]) -> Server {
-        let mut child = blocklab()
-            .args(["target", "grpc-ingest", "--listen", "127.0.0.1:0"])
-            .args(knobs)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("server said `{line}`"));
-        Server {
-            child,
-            url: format!("http://{addr}"),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `blocklab run` of grpc-ingest's `workload` against `url` in window mode
 /// without warmup (an error in warmup fails a run; in the window it is
@@ -80,7 +42,7 @@ fn an_endpoint_that_is_down_fails_the_run_naming_it() {
 
 #[test]
 fn ingest_and_unary_run_as_plugin_and_as_builtin() {
-    let server = Server::start(&[]);
+    let server = IngestServer::start(&[]);
     for source in [
         plugin("grpc-ingest").display().to_string(),
         "builtin".into(),
@@ -121,7 +83,7 @@ fn ingest_and_unary_run_as_plugin_and_as_builtin() {
 fn a_server_closing_streams_mid_run_is_counted_and_the_stream_reopened() {
     // Ack every 64 records, close after 256: each stream ends cleanly with
     // records in flight, which the workload must notice.
-    let server = Server::start(&["--close-after", "256"]);
+    let server = IngestServer::start(&["--close-after", "256"]);
     let r = json(&window_run(
         &server.url,
         &[
@@ -156,7 +118,7 @@ fn a_server_closing_streams_mid_run_is_counted_and_the_stream_reopened() {
 
 #[test]
 fn a_status_error_from_the_server_reaches_the_run_with_its_code() {
-    let server = Server::start(&["--fail-after", "128"]);
+    let server = IngestServer::start(&["--fail-after", "128"]);
     let r = json(&window_run(&server.url, &["--workload", "ingest"]));
     let errors = r["errors_by_kind"].as_object().unwrap();
     assert!(
@@ -170,7 +132,7 @@ fn a_status_error_from_the_server_reaches_the_run_with_its_code() {
 
 #[test]
 fn out_of_order_offsets_are_refused_naming_expected_and_got() {
-    let server = Server::start(&[]);
+    let server = IngestServer::start(&[]);
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
     let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
     let batch = |offsets: &[u64]| {
@@ -203,7 +165,7 @@ fn out_of_order_offsets_are_refused_naming_expected_and_got() {
 fn acks_are_cumulative_and_a_half_closed_stream_is_acknowledged_in_full() {
     // Ack every 4 records: 10 records give acks at 4 and 8, and 10 when the
     // client half-closes.
-    let server = Server::start(&["--ack-every", "4"]);
+    let server = IngestServer::start(&["--ack-every", "4"]);
     let mut settings = GrpcSettings::new(server.url.clone());
     settings.connections = Connections::Pool(2);
     let client = GrpcClient::connect(&settings).unwrap();
@@ -230,7 +192,7 @@ fn acks_are_cumulative_and_a_half_closed_stream_is_acknowledged_in_full() {
 
 #[test]
 fn a_stream_over_the_servers_limit_is_refused_and_fails_the_run() {
-    let server = Server::start(&["--max-streams", "1"]);
+    let server = IngestServer::start(&["--max-streams", "1"]);
     let r = run(blocklab()
         .args(["run", "--workers", "2", "--plugin"])
         .arg(plugin("grpc-ingest"))
@@ -389,5 +351,85 @@ fn a_short_shared_connection_campaign_reports_each_pool_against_per_stream() {
             _ => 4,
         };
         assert_eq!(connections, expected, "{run}");
+    }
+}
+
+/// `batching:records` over `batching:batches`: the mean coalesced batch.
+fn records_per_batch(counters: &serde_json::Value) -> f64 {
+    counters["batching:records"].as_f64().unwrap() / counters["batching:batches"].as_f64().unwrap()
+}
+
+#[test]
+fn the_batching_adapter_coalesces_single_records_and_the_server_acks_them_in_order() {
+    let server = IngestServer::start(&[]);
+    let adapter = plugin("grpc-batching").display().to_string();
+    let r = json(&window_run(
+        &server.url,
+        &[
+            "--workload",
+            "ingest",
+            "--param",
+            "batch_records=1",
+            "--param",
+            "max_in_flight=256",
+            "--adapter",
+            &adapter,
+        ],
+    ));
+    // An offset out of sequence would end the stream: an error of the run.
+    assert_eq!(r["errors"], 0, "{r}");
+    let c = &r["counters"];
+    let acked = c["acked_records"].as_i64().unwrap();
+    assert!(acked > 0, "{r}");
+    // Every acknowledged record went through the adapter, in batches far
+    // larger than the workload's single records (64 unless a recv flushes
+    // early).
+    assert!(c["batching:records"].as_i64().unwrap() >= acked, "{r}");
+    assert!(records_per_batch(c) >= 8.0, "{r}");
+    assert_eq!(c["streams_opened"], 1, "the stream never broke: {r}");
+}
+
+#[test]
+fn the_batching_adapter_runs_as_an_arm_of_a_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = format!(
+        r#"
+[[arms]]
+name = "plain"
+baseline = true
+target = {{ kind = "grpc", endpoint = "local:grpc-ingest" }}
+[[arms]]
+name = "batched"
+target = {{ kind = "grpc", endpoint = "local:grpc-ingest" }}
+adapters = ["{}"]
+"#,
+        plugin("grpc-batching").display()
+    );
+    let p = plan(dir.path(), "batching", 2, 2, &arms);
+    let r = run(blocklab()
+        .args(["campaign", "--progress", "none", "--data"])
+        .arg(&data)
+        .arg(&p));
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let effect = rep["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["arm"] == "batched" && e["statistic"] == "records_per_s")
+        .unwrap_or_else(|| panic!("no batched effect: {}", rep["missing_effects"]));
+    assert_eq!(effect["baseline"], "plain");
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        assert_eq!(run["status"], "ok", "{run}");
+        assert_eq!(run["errors"], 0, "{run}");
+        let batched = run["counters"].get("batching:batches").is_some();
+        assert_eq!(batched, run["arm"] == "batched", "{run}");
+        if batched {
+            // The workload sends 32 records a message; the adapter, 64.
+            assert!(records_per_batch(&run["counters"]) > 32.0, "{run}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! grants, WIT versions, the plugin tools (`plugin new`, `build`,
 //! `inspect`) and a workload plugin written in Python.
 
-use crate::support::{assert_error, blocklab, plugin, run};
+use crate::support::{IngestServer, assert_error, blocklab, plugin, run};
 use blocklab::plugin::Instance;
 use blocklab::plugin::env::Env;
 use blocklab::plugin::wasm::{Limits, Runtime};
@@ -385,7 +385,7 @@ fn a_scaffolded_plugin_of_each_kind_builds_and_runs() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let workload = scaffold(dir.path(), "scaffold-workload", "workload");
     let adapter = scaffold(dir.path(), "scaffold-kv-adapter", "kv-adapter");
-    scaffold(dir.path(), "scaffold-grpc-adapter", "grpc-adapter");
+    let grpc_adapter = scaffold(dir.path(), "scaffold-grpc-adapter", "grpc-adapter");
 
     let result = run_json(&[
         os("--plugin"),
@@ -401,6 +401,34 @@ fn a_scaffolded_plugin_of_each_kind_builds_and_runs() {
     ]);
     assert_eq!(result["errors"], 0, "{result}");
     assert_eq!(result["counters"]["fixture-rows"], 1000);
+
+    // The grpc adapter, in front of grpc-ingest's `ingest` against the real
+    // server: it counts every batch the workload sends.
+    let server = IngestServer::start(&[]);
+    let result = run_json(&[
+        os("--plugin"),
+        plugin("grpc-ingest").as_os_str(),
+        os("--workload"),
+        os("ingest"),
+        os("--endpoint"),
+        os(&server.url),
+        os("--warmup-s"),
+        os("0"),
+        os("--measured-s"),
+        os("0.3"),
+        os("--param"),
+        os("batch_records=16"),
+        os("--adapter"),
+        grpc_adapter.as_os_str(),
+    ]);
+    assert_eq!(result["errors"], 0, "{result}");
+    let c = &result["counters"];
+    let acked = c["acked_records"].as_i64().unwrap();
+    assert!(acked > 0, "{result}");
+    assert!(
+        c["sent:ingest.v1.Ingest"].as_i64().unwrap() * 16 >= acked,
+        "{result}"
+    );
 
     let again = run(blocklab()
         .args(["plugin", "new", "scaffold-workload", "--dir"])

@@ -1,7 +1,8 @@
 //! Shared helpers: the blocklab binary, plugin paths, plan files in temp dirs.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The blocklab binary under test (`$BLOCKLAB_BIN` overrides it, for a
 /// target directory other builds share).
@@ -82,5 +83,56 @@ pub fn assert_error(r: &Run, needles: &[&str]) {
     );
     for n in needles {
         assert!(r.stderr.contains(n), "stderr lacks `{n}`:\n{}", r.stderr);
+    }
+}
+
+/// Spawns a server that announces where it listens as its first stdout
+/// line, `{prefix}{address}`; returns the child and the address, or the line
+/// it printed instead.
+pub fn spawn_listening(cmd: &mut Command, prefix: &str) -> (Child, Result<String, String>) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix(prefix)
+        .map(str::to_owned)
+        .ok_or(line);
+    (child, addr)
+}
+
+/// A `blocklab target grpc-ingest` on a free loopback port, killed on drop.
+pub struct IngestServer {
+    child: Child,
+    pub url: String,
+}
+
+impl IngestServer {
+    /// Starts the server with `knobs` (its flags).
+    pub fn start(knobs: &[&str]) -> IngestServer {
+        let (child, addr) = spawn_listening(
+            blocklab()
+                .args(["target", "grpc-ingest", "--listen", "127.0.0.1:0"])
+                .args(knobs)
+                .stderr(Stdio::inherit()),
+            "listening on ",
+        );
+        let addr = addr.unwrap_or_else(|line| panic!("server said `{line}`"));
+        IngestServer {
+            child,
+            url: format!("http://{addr}"),
+        }
+    }
+}
+
+impl Drop for IngestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

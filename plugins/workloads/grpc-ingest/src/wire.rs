@@ -1,8 +1,9 @@
 //! ingest.v1's messages (host/proto/ingest.proto) encoded and decoded by
 //! hand: a handful of varints, so the plugin needs no protobuf crate.
 //!
-//! This file uses only `std`: the host's builtin `ingest` includes it, and a
-//! host test checks it against the messages generated from the .proto.
+//! This file uses only `std`: the host's builtin `ingest` and the
+//! grpc-batching adapter include it, and a host test checks it against the
+//! messages generated from the .proto.
 
 /// Protobuf wire type of a varint field.
 const VARINT: u8 = 0;
@@ -93,6 +94,23 @@ fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), String> {
         }
         other => Err(format!("unknown protobuf wire type {other}")),
     }
+}
+
+/// The number of records in an encoded `Batch`. Batches concatenate: the
+/// bytes of two batches are one batch holding both sets of records (protobuf
+/// merges repeated fields), which is how an adapter coalesces them.
+#[allow(dead_code)] // the grpc-batching adapter's; the workloads only encode
+pub fn count_records(bytes: &[u8]) -> Result<u64, String> {
+    let (mut at, mut records) = (0, 0);
+    while at < bytes.len() {
+        let tag = get_varint(bytes, &mut at)?;
+        let wire_type = (tag & 7) as u8;
+        if tag >> 3 == 1 && wire_type == LEN {
+            records += 1;
+        }
+        skip(bytes, &mut at, wire_type)?;
+    }
+    Ok(records)
 }
 
 /// Reads `Ack { next_offset }`.
@@ -186,6 +204,17 @@ mod tests {
         // records { offset: 5, payload: "ab" } records { offset: 6, ... }
         let one = |o: u8| vec![0x0a, 6, 0x08, o, 0x12, 2, b'a', b'b'];
         assert_eq!(buf, [one(5), one(6)].concat());
+    }
+
+    #[test]
+    fn records_are_counted_across_concatenated_batches() {
+        let (mut one, mut two) = (Vec::new(), Vec::new());
+        encode_batch(&mut one, 0, 3, b"xyz");
+        encode_batch(&mut two, 3, 2, b"");
+        assert_eq!(count_records(&one), Ok(3));
+        assert_eq!(count_records(&[one.clone(), two].concat()), Ok(5));
+        assert_eq!(count_records(&[]), Ok(0));
+        assert!(count_records(&one[..one.len() - 1]).is_err());
     }
 
     #[test]
