@@ -412,7 +412,23 @@ function provenance(report) {
       kv([["runs", g.runs], ["failed", g.failed.length], ["flagged (quiescence)", g.flagged.length], ["reruns", g.reruns],
           ["max steal", `${fmt(g.max_steal_pct)} %`], ["OOM kills", g.oom_kills], ["unfinished slots", g.unfinished_slots]]),
       g.failed.length ? el("div", {}, el("b", {}, "failed runs"), el("ul", { class: "error" }, g.failed.slice(0, 20).map((f) => el("li", {}, f)))) : null,
-      el("h3", {}, "Limits"), el("ul", {}, report.limits.map((l) => el("li", {}, l)))));
+      el("h3", {}, "Limits"), el("ul", {}, report.limits.map((l) => el("li", {}, l))),
+      profiles(report)));
+}
+
+// Flamegraphs of the runs a campaign profiled (`--profile`, `?profile=`).
+function profiles(report) {
+  const runs = report.runs.filter((r) => r.profile);
+  if (runs.length === 0) return null;
+  const href = (r) => `/api/campaigns/${report.campaign.id}/runs/${r.slot}/profile?attempt=${r.attempt}`;
+  return el("div", { id: "profiles" },
+    el("h3", {}, "CPU profiles (flamegraphs of the measured window)"),
+    el("ul", {}, runs.map((r) => {
+      const label = `slot ${r.slot}: ${r.workload} / ${r.arm}, block ${r.block + 1}`;
+      // A window shorter than one sampling period has no flamegraph.
+      return el("li", {}, r.profile.svg_bytes > 0 ? el("a", { href: href(r), target: "_blank" }, label) : label,
+        ` (${r.profile.samples} samples at ${r.profile.frequency_hz} Hz)`);
+    })));
 }
 
 // ---- compare -------------------------------------------------------------

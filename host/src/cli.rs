@@ -20,6 +20,8 @@ pub struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// List the workloads a plugin offers, with their params.
@@ -39,6 +41,9 @@ enum Command {
     Report(ReportArgs),
     /// List stored campaigns.
     Campaigns(CampaignsArgs),
+    /// Write the CPU profile (flamegraph SVG) stored with a run of a
+    /// campaign run with `--profile`.
+    Profile(ProfileArgs),
     /// Run the daemon: the JSON API, a persistent campaign queue, live
     /// progress and the web UI, on a loopback address (docs/daemon.md).
     Serve(ServeArgs),
@@ -238,11 +243,24 @@ struct RunArgs {
     adapters: Vec<PathBuf>,
     #[command(flatten)]
     grants: GrantArgs,
+    /// Sample a CPU profile of the measured window and write it here as a
+    /// flamegraph SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    profile: Option<PathBuf>,
+    #[command(flatten)]
+    profile_hz: ProfileHzArg,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+#[derive(Debug, Args)]
+struct ProfileHzArg {
+    /// Samples per second of CPU time when profiling.
+    #[arg(long = "profile-hz", value_name = "HZ", default_value_t = crate::run::profile::DEFAULT_HZ)]
+    hz: u32,
 }
 
 #[derive(Debug, Args)]
@@ -298,6 +316,29 @@ struct CampaignArgs {
     /// scripts), or `none`.
     #[arg(long, default_value = "bar", value_parser = ["bar", "json", "none"])]
     progress: String,
+    /// Store a CPU profile (flamegraph) with each chosen run: `all`, or
+    /// `block=N`, `slot=N`, `arm=NAME`, `workload=NAME`, comma-separated.
+    /// Whole blocks keep paired ratios fair; read them with `blocklab profile`.
+    #[arg(long, value_name = "RUNS", value_parser = crate::run::profile::Selection::parse)]
+    profile: Option<crate::run::profile::Selection>,
+    #[command(flatten)]
+    profile_hz: ProfileHzArg,
+}
+
+#[derive(Debug, Args)]
+struct ProfileArgs {
+    /// A campaign id, or `latest`.
+    campaign: String,
+    /// The run's slot, as reports number them.
+    slot: u32,
+    /// The attempt [default: the slot's final attempt].
+    #[arg(long)]
+    attempt: Option<u32>,
+    /// Write the SVG here instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -372,6 +413,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Campaign(args) => campaign(args),
         Command::Report(args) => report(args),
         Command::Campaigns(args) => campaigns(args),
+        Command::Profile(args) => profile(args),
         Command::Serve(args) => {
             crate::serve::run(crate::serve::Config {
                 data: args.data.data,
@@ -475,9 +517,18 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         binary: None,
         adapters: args.adapters,
         grants: args.grants.grants(),
+        profile_hz: args.profile.as_ref().map(|_| args.profile_hz.hz),
     };
     let mut result = worker::execute(&spec)?;
     result.histogram = None;
+    if let Some(path) = &args.profile {
+        let svg = result.profile_svg.take().with_context(|| {
+            "the profiler took no sample in the measured window; measure longer or raise `--profile-hz`"
+        })?;
+        std::fs::write(path, svg)
+            .with_context(|| format!("cannot write the profile to `{}`", path.display()))?;
+        eprintln!("profile: {}", path.display());
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &result)?;
@@ -610,10 +661,26 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => anyhow::bail!("give a plan file or `--resume ID`"),
     };
+    let profile = args.profile.clone().unwrap_or_default();
+    if !profile.is_empty() {
+        let plan: crate::plan::seal::SealedPlan = store.sealed_plan(id)?;
+        let partial = profile.partial_blocks(&plan.schedule);
+        if !partial.is_empty() {
+            let blocks: Vec<String> = partial
+                .iter()
+                .map(|(w, b)| format!("{w} block {b}"))
+                .collect();
+            eprintln!(
+                "warning: `--profile` profiles only some runs of {}: their paired ratios include the sampler's cost on one side; `block=N` profiles whole blocks",
+                blocks.join(", ")
+            );
+        }
+    }
     let options = crate::run::supervisor::Options {
         cache_dir: args.cache_dir.clone().or_else(Runtime::default_cache_dir),
-        worker_exe: None,
-        cancel: Default::default(),
+        profile,
+        profile_hz: args.profile_hz.hz,
+        ..Default::default()
     };
     let mut progress = crate::run::progress::Bar::new(&args.progress);
     let outcome =
@@ -647,6 +714,40 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         Some(path) => std::fs::write(&path, text)
             .with_context(|| format!("cannot write `{}`", path.display()))?,
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn profile(args: ProfileArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.data)?;
+    let campaign = campaign_id(&store, &args.campaign)?;
+    let attempt = match args.attempt {
+        Some(a) => a,
+        None => *store
+            .final_attempts(campaign)?
+            .get(&args.slot)
+            .with_context(|| {
+                format!(
+                    "slot {} of campaign {campaign} has no finished run (slots are numbered as in `blocklab report`)",
+                    args.slot
+                )
+            })?,
+    };
+    let key = blocklab_store::RunKey {
+        campaign,
+        slot: args.slot,
+        attempt,
+    };
+    let svg = store.profile(key)?.with_context(|| {
+        format!(
+            "slot {} (attempt {attempt}) of campaign {campaign} has no flamegraph: it was not profiled, or its window was shorter than one sampling period; profile runs with `blocklab campaign PLAN --profile block=1` (or `all`, `slot=N`, `arm=NAME`)",
+            args.slot
+        )
+    })?;
+    match &args.output {
+        Some(path) => std::fs::write(path, &svg)
+            .with_context(|| format!("cannot write `{}`", path.display()))?,
+        None => std::io::stdout().lock().write_all(&svg)?,
     }
     Ok(ExitCode::SUCCESS)
 }

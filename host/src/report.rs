@@ -468,7 +468,20 @@ pub fn analyse(
             result,
         });
     }
-    let limits = limits(&plan, environment.as_ref(), placement.as_ref());
+    let mut limits = limits(&plan, environment.as_ref(), placement.as_ref());
+    let profiled: Vec<String> = runs
+        .iter()
+        .filter(|r| r.result.profile.is_some())
+        .map(|r| r.slot.to_string())
+        .collect();
+    if !profiled.is_empty() {
+        limits.push(format!(
+            "{} runs were CPU-profiled (slots {}): their figures include the sampler's cost (docs/benchmarks.md). `blocklab profile {} SLOT` writes a run's flamegraph.",
+            profiled.len(),
+            profiled.join(", "),
+            campaign.id
+        ));
+    }
     Report {
         campaign,
         plan,

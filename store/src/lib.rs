@@ -1,6 +1,6 @@
 //! blocklab's persistent store: campaigns with their sealed plans, every run
-//! attempt (final or not) with its histogram, per-campaign blobs (environment,
-//! report cache) and the daemon's job queue. This is the only crate that
+//! attempt (final or not) with its histogram and CPU profile, per-campaign
+//! blobs (environment, report cache) and the daemon's job queue. This is the only crate that
 //! touches sled; payloads are the host's types, kept as JSON through serde.
 //!
 //! Durability: every method that writes flushes sled (fsync) before it
@@ -97,6 +97,7 @@ const RUNS: &str = "runs";
 const FINALS: &str = "finals";
 const HISTOGRAMS: &str = "histograms";
 const BLOBS: &str = "blobs";
+const PROFILES: &str = "profiles";
 const QUEUE: &str = "queue";
 const QUEUED: &str = "queued";
 
@@ -117,6 +118,7 @@ pub struct Store {
     finals: sled::Tree,
     histograms: sled::Tree,
     blobs: sled::Tree,
+    profiles: sled::Tree,
     queue: sled::Tree,
     queued: sled::Tree,
 }
@@ -178,6 +180,7 @@ impl Store {
             finals: tree(FINALS)?,
             histograms: tree(HISTOGRAMS)?,
             blobs: tree(BLOBS)?,
+            profiles: tree(PROFILES)?,
             queue: tree(QUEUE)?,
             queued: tree(QUEUED)?,
             db,
@@ -382,6 +385,21 @@ impl Store {
     /// The histogram stored with a run, if the run had one.
     pub fn histogram(&self, key: RunKey) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.histograms.get(keys::run(key))?.map(|v| v.to_vec()))
+    }
+
+    /// Stores the CPU profile (a flamegraph SVG) of an attempt, before the
+    /// attempt itself is stored with [`Store::put_run`]. A profile whose run
+    /// was never stored (a crash in between) is replaced by the slot's next
+    /// attempt, which gets the same attempt number. Durable when it returns.
+    pub fn put_profile(&self, key: RunKey, profile: &[u8]) -> Result<(), StoreError> {
+        self.ensure_campaign(key.campaign)?;
+        self.profiles.insert(keys::run(key), profile)?;
+        self.flush()
+    }
+
+    /// The CPU profile stored with a run, if the run was profiled.
+    pub fn profile(&self, key: RunKey) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.profiles.get(keys::run(key))?.map(|v| v.to_vec()))
     }
 
     /// Slots with a final attempt: what a resumed campaign skips.

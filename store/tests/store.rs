@@ -283,6 +283,36 @@ fn histograms_are_stored_per_attempt() {
 }
 
 #[test]
+fn profiles_are_stored_per_attempt_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let store = Store::open(dir.path()).unwrap();
+        let id = new_campaign(&store, 2);
+        // An attempt that crashed after its profile: the retry replaces it.
+        store
+            .put_profile(key(id, 0, 0), b"<svg>lost</svg>")
+            .unwrap();
+        store
+            .put_profile(key(id, 0, 0), b"<svg>kept</svg>")
+            .unwrap();
+        store
+            .put_run(key(id, 0, 0), &run("ok"), None, true)
+            .unwrap();
+        assert!(matches!(
+            store.put_profile(key(id + 1, 0, 0), b"<svg/>"),
+            Err(StoreError::NotFound { .. })
+        ));
+        id
+    };
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store.profile(key(id, 0, 0)).unwrap().as_deref(),
+        Some(&b"<svg>kept</svg>"[..])
+    );
+    assert_eq!(store.profile(key(id, 1, 0)).unwrap(), None);
+}
+
+#[test]
 fn an_attempt_is_never_overwritten() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();

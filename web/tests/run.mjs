@@ -92,6 +92,15 @@ test("the page of a finished campaign shows one forest-plot mark per workload ×
   const provenance = await page.locator("#provenance").innerText();
   assert.ok(provenance.includes(report.hash), "plan hash shown");
   assert.ok(provenance.includes(String(report.plan.seed)), "seed shown");
+  // The campaign profiled block 1: a flamegraph link per arm and workload.
+  const profiled = report.runs.filter((r) => r.profile);
+  assert.equal(profiled.length, workloads.length * report.plan.arms.length);
+  const links = page.locator("#profiles a");
+  assert.equal(await links.count(), profiled.filter((r) => r.profile.svg_bytes > 0).length);
+  assert.ok(await links.count() > 0, "some profiled run has samples");
+  const svg = await page.request.get(new URL(await links.first().getAttribute("href"), url).href);
+  assert.equal(svg.headers()["content-type"], "image/svg+xml");
+  assert.match(await svg.text(), /<svg[\s\S]*samples/);
   await page.waitForSelector("#block-plot canvas");
   await page.screenshot({ path: join(artifacts, "campaign-finished.png"), fullPage: true });
   assert.deepEqual(errors, []);

@@ -147,6 +147,25 @@ impl Runtime {
         cache_dir: Option<PathBuf>,
         grants: Grants,
     ) -> anyhow::Result<Runtime> {
+        Self::build(limits, cache_dir, grants, false)
+    }
+
+    /// [`Runtime::with_grants`] that also writes the names of compiled wasm
+    /// functions to /tmp/perf-PID.map, for CPU profiles (`run::profile`).
+    pub fn profiled(
+        limits: Limits,
+        cache_dir: Option<PathBuf>,
+        grants: Grants,
+    ) -> anyhow::Result<Runtime> {
+        Self::build(limits, cache_dir, grants, true)
+    }
+
+    fn build(
+        limits: Limits,
+        cache_dir: Option<PathBuf>,
+        grants: Grants,
+        perf_map: bool,
+    ) -> anyhow::Result<Runtime> {
         grants.validate()?;
         let mut pool = PoolingAllocationConfig::default();
         // A Rust wasip2 component holds a handful of core instances and
@@ -161,6 +180,9 @@ impl Runtime {
             .wasm_component_model(true)
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        if perf_map {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
 
         let mut linker = Linker::new(&engine);

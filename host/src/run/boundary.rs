@@ -78,6 +78,7 @@ pub fn measure(
                     binary: None,
                     adapters: Vec::new(),
                     grants: Default::default(),
+                    profile_hz: None,
                 };
                 let result = execute(&spec).with_context(|| format!("workload `{name}`"))?;
                 let mean = result.latency_us.mean;

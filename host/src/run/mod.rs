@@ -6,6 +6,7 @@ pub mod boundary;
 pub mod cpu;
 pub mod gates;
 pub mod placement;
+pub mod profile;
 pub mod progress;
 pub mod result;
 pub mod supervisor;

@@ -120,6 +120,13 @@ pub struct RunResult {
     /// nanoseconds; kept for the store and omitted from printed results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
+    /// Profiled runs (`--profile`): the sampler's figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::profile::ProfileInfo>,
+    /// The profile's flamegraph SVG; kept beside the run in the store and
+    /// omitted from printed results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_svg: Option<String>,
 }
 
 impl RunResult {
@@ -177,6 +184,14 @@ impl RunResult {
         s += &format!("  errors {}  retries {}\n", self.errors, self.retries);
         for (kind, n) in &self.errors_by_kind {
             s += &format!("    {n} × {kind}\n");
+        }
+        if let Some(p) = &self.profile {
+            s += &format!(
+                "  profile      {} samples at {} Hz, flamegraph {} KiB\n",
+                p.samples,
+                p.frequency_hz,
+                p.svg_bytes >> 10
+            );
         }
         for (name, value) in &self.counters {
             s += &format!("  counter {name} = {value}\n");

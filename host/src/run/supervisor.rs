@@ -8,6 +8,7 @@
 use super::RunResult;
 use super::gates::{self, Quiescence, Telemetry};
 use super::placement::{self, Placement};
+use super::profile::Selection;
 use super::worker::{Measure, RunSpec};
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::plan::spec::{OnFail, OnRunFailure};
@@ -87,6 +88,21 @@ pub struct Options {
     pub worker_exe: Option<PathBuf>,
     /// Set to stop after the run in flight (daemon cancel).
     pub cancel: Arc<AtomicBool>,
+    /// Runs to profile (`--profile`), and at how many Hz.
+    pub profile: Selection,
+    pub profile_hz: u32,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            cache_dir: None,
+            worker_exe: None,
+            cancel: Arc::default(),
+            profile: Selection::default(),
+            profile_hz: super::profile::DEFAULT_HZ,
+        }
+    }
 }
 
 /// How a campaign execution ended.
@@ -231,13 +247,12 @@ pub fn execute(
             };
             let health =
                 before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
-            let (status, reason, result, histogram) = match outcome {
-                Ok(mut result) => {
-                    let histogram = result.histogram.take();
-                    (RunStatus::Ok, None, Some(result), histogram)
-                }
-                Err(e) => (RunStatus::Failed, Some(format!("{e:#}")), None, None),
+            let (status, reason, mut result) = match outcome {
+                Ok(result) => (RunStatus::Ok, None, Some(result)),
+                Err(e) => (RunStatus::Failed, Some(format!("{e:#}")), None),
             };
+            let histogram = result.as_mut().and_then(|r| r.histogram.take());
+            let profile = result.as_mut().and_then(|r| r.profile_svg.take());
             let histogram = histogram
                 .map(|b64| {
                     use base64::Engine as _;
@@ -261,16 +276,15 @@ pub fn execute(
                 wall_s: t0.elapsed().as_secs_f64(),
             };
             let will_rerun = status == RunStatus::Failed && attempt < gate.reruns;
-            store.put_run(
-                RunKey {
-                    campaign: id,
-                    slot: slot.slot,
-                    attempt,
-                },
-                &record,
-                histogram.as_deref(),
-                !will_rerun,
-            )?;
+            let key = RunKey {
+                campaign: id,
+                slot: slot.slot,
+                attempt,
+            };
+            if let Some(svg) = &profile {
+                store.put_profile(key, svg.as_bytes())?;
+            }
+            store.put_run(key, &record, histogram.as_deref(), !will_rerun)?;
             observe(&Event::RunFinished {
                 campaign: id,
                 slot: slot.slot,
@@ -330,6 +344,7 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, options: &Options) -> anyhow::Re
         binary: None,
         adapters: arm.adapter_paths(),
         grants: arm.grants(),
+        profile_hz: options.profile.matches(slot).then_some(options.profile_hz),
     })
 }
 

@@ -5,6 +5,7 @@
 
 use super::alloc::AllocCount;
 use super::cpu::{self, Usage};
+use super::profile::Sampler;
 use super::result::{Alloc, ClientRuntime, Cpu, Latency, RunResult, WindowStats};
 use crate::plugin::builtin::Builtin;
 use crate::plugin::builtin_grpc::BuiltinGrpc;
@@ -111,6 +112,9 @@ pub struct RunSpec {
     /// Capabilities the plugin may use beyond the basics.
     #[serde(default)]
     pub grants: Grants,
+    /// Sample a CPU profile of the measured window at this many Hz.
+    #[serde(default)]
+    pub profile_hz: Option<u32>,
 }
 
 impl RunSpec {
@@ -259,8 +263,12 @@ fn instances(
             }
         }
         PluginSource::Wasm(path) => {
-            let runtime =
-                Runtime::with_grants(spec.limits(), spec.cache_dir.clone(), spec.grants.clone())?;
+            let (limits, cache, grants) =
+                (spec.limits(), spec.cache_dir.clone(), spec.grants.clone());
+            let runtime = match spec.profile_hz {
+                Some(_) => Runtime::profiled(limits, cache, grants)?,
+                None => Runtime::with_grants(limits, cache, grants)?,
+            };
             let plugin = runtime.load_composed(path, &spec.adapters)?;
             if !spec.adapters.is_empty() {
                 let name = crate::plugin::compose::input_name(path, &spec.adapters);
@@ -497,6 +505,9 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             .as_deref()
             .map(|client| scope.spawn(move || sample_queue(client, sampling)));
         let rt_before = grpc.as_ref().map(|c| c.runtime_stats());
+        // Started before the window's clocks so its own start-up is not
+        // charged to the window; its samples are the window's.
+        let profiler = spec.profile_hz.map(Sampler::start).transpose();
         let usage = Usage::now();
         let alloc = AllocCount::now();
         let t0 = Instant::now();
@@ -514,6 +525,8 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             AllocCount::now().since(alloc),
             warm_elapsed,
         );
+        let title = format!("{} / {}", spec.workload, spec.arm);
+        let profile = profiler.and_then(|p| p.map(|p| p.finish(&title)).transpose());
         sampling.store(false, Ordering::Relaxed);
         let queue = sampler.and_then(|h| h.join().ok()).unwrap_or_default();
         let runtime = grpc.as_ref().zip(rt_before).map(|(client, before)| {
@@ -529,9 +542,13 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
                 connections: client.connections_opened(),
             }
         });
-        (outcomes, (window, runtime))
+        (outcomes, (window, runtime, profile))
     });
-    let ((measured_wall, usage, alloc, warm_elapsed), client_runtime) = window;
+    let ((measured_wall, usage, alloc, warm_elapsed), client_runtime, profile) = window;
+    let (profile, profile_svg) = match profile? {
+        Some((info, svg)) => (Some(info), svg),
+        None => (None, None),
+    };
     phases.insert("warmup".to_owned(), ms(warm_elapsed));
     phases.insert("measure".to_owned(), ms(measured_wall));
 
@@ -646,6 +663,8 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         window,
         client_runtime,
         histogram: Some(base64::engine::general_purpose::STANDARD.encode(serialized)),
+        profile,
+        profile_svg,
     })
 }
 

@@ -5,6 +5,7 @@ use super::{AppError, AppState, BODY_LIMIT, Event, lock};
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::PlanSpec;
 use crate::report::{self, Report};
+use crate::run::profile::Selection;
 use crate::run::supervisor::{RunRecord, RunStatus};
 use axum::Json;
 use axum::body::Bytes;
@@ -33,6 +34,7 @@ pub fn router(state: AppState) -> axum::Router {
         .route("/api/campaigns/{id}/report", get(campaign_report))
         .route("/api/campaigns/{id}/runs", get(campaign_runs))
         .route("/api/campaigns/{id}/latency", get(latency))
+        .route("/api/campaigns/{id}/runs/{slot}/profile", get(run_profile))
         .route("/api/events", get(events))
         .route("/api/health", get(health))
         .route("/api/openapi.json", get(openapi))
@@ -99,11 +101,21 @@ struct Created {
 
 /// POST /api/campaigns: a plan as TOML (any content type but JSON) or JSON;
 /// validated, sealed, stored, queued.
+#[derive(Deserialize)]
+struct CreateQuery {
+    /// Runs to CPU-profile, as `blocklab campaign --profile` takes them.
+    profile: Option<String>,
+}
+
 async fn create_campaign(
     State(state): State<AppState>,
     headers: HeaderMap,
+    Query(q): Query<CreateQuery>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Created>), AppError> {
+    if let Some(text) = &q.profile {
+        Selection::parse(text).map_err(|e| AppError::bad_request(format!("{e:#}")))?;
+    }
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             AppError::TooLarge(format!(
@@ -127,6 +139,9 @@ async fn create_campaign(
             sealed.schedule.len() as u32,
             &sealed,
         )?;
+        if let Some(text) = &q.profile {
+            store.put_blob(meta.id, PROFILE_BLOB, text)?;
+        }
         store.enqueue(meta.id)?;
         Ok(meta)
     })
@@ -315,6 +330,45 @@ async fn campaign_runs(
         ))
     })
     .await
+}
+
+/// The blob holding a queued campaign's `?profile=` selection.
+pub const PROFILE_BLOB: &str = "profile";
+
+#[derive(Deserialize)]
+struct ProfileQuery {
+    attempt: Option<u32>,
+}
+
+/// GET /api/campaigns/{id}/runs/{slot}/profile: the flamegraph SVG stored
+/// with a profiled run (its final attempt unless `?attempt=N`).
+async fn run_profile(
+    State(state): State<AppState>,
+    Path((id, slot)): Path<(String, u32)>,
+    Query(q): Query<ProfileQuery>,
+) -> Result<Response, AppError> {
+    let id = parse_id(&id)?;
+    let svg = blocking(move || {
+        let store = state.store();
+        let attempt = match q.attempt {
+            Some(a) => a,
+            None => *store.final_attempts(id)?.get(&slot).ok_or_else(|| {
+                AppError::NotFound(format!("slot {slot} of campaign {id} has no finished run"))
+            })?,
+        };
+        let key = blocklab_store::RunKey {
+            campaign: id,
+            slot,
+            attempt,
+        };
+        store.profile(key)?.ok_or_else(|| {
+            AppError::NotFound(format!(
+                "slot {slot} (attempt {attempt}) of campaign {id} has no flamegraph: it was not profiled, or its window was shorter than one sampling period; queue a campaign with `?profile=block=1` (or `all`, `slot=N`, `arm=NAME`)"
+            ))
+        })
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
 }
 
 #[derive(Deserialize)]

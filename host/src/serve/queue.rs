@@ -73,10 +73,18 @@ fn next(state: &AppState) -> anyhow::Result<Option<(CampaignId, Arc<AtomicBool>)
 fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
     let store = state.store();
     state.publish(Event::CampaignStarted { campaign: id });
+    // Checked when the campaign was posted.
+    let profile = store
+        .blob::<String>(id, super::api::PROFILE_BLOB)
+        .ok()
+        .flatten()
+        .and_then(|text| crate::run::profile::Selection::parse(&text).ok())
+        .unwrap_or_default();
     let options = Options {
         cache_dir: state.0.cache_dir.clone(),
-        worker_exe: None,
         cancel,
+        profile,
+        ..Options::default()
     };
     let mut observe = |e: &supervisor::Event| match e {
         supervisor::Event::RunStarted {

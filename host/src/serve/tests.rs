@@ -119,6 +119,23 @@ async fn bad_requests_get_their_status_and_leave_the_store_alone() {
         "{body}"
     );
 
+    // A profile selection that selects nothing: 400 saying what is accepted.
+    let (status, body) = call(
+        &s,
+        post(
+            "/api/campaigns?profile=blocks=1",
+            Some(TOKEN),
+            "application/toml",
+            PLAN,
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"].as_str().unwrap().contains("`block=N`"),
+        "{body}"
+    );
+
     // Malformed JSON: 400 with serde's line and column.
     let (status, body) = call(
         &s,
@@ -323,6 +340,7 @@ async fn the_ui_and_the_api_description_are_served() {
             "/api/campaigns/{id}/latency",
             "/api/campaigns/{id}/report",
             "/api/campaigns/{id}/runs",
+            "/api/campaigns/{id}/runs/{slot}/profile",
             "/api/events",
             "/api/health",
             "/api/openapi.json",

@@ -400,3 +400,91 @@ fn a_plugin_changed_after_sealing_fails_its_runs_instead_of_running() {
         );
     }
 }
+
+#[test]
+fn profiled_runs_store_a_flamegraph_that_names_wasm_and_host_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = r#"
+[[arms]]
+name = "builtin"
+baseline = true
+plugin = "builtin"
+[[arms]]
+name = "wasm"
+"#;
+    let p = plan(dir.path(), "profiled", 2, 20_000, 0.95, arms);
+    let r = run(blocklab()
+        .args(["campaign", "--progress", "none", "--profile", "block=2"])
+        .args(["--profile-hz", "997", "--data"])
+        .arg(&data)
+        .arg(&p));
+    assert!(r.ok, "{}", r.stderr);
+    assert!(!r.stderr.contains("warning"), "whole blocks: {}", r.stderr);
+
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    for run in runs {
+        // Block 2 (index 1) only, and each of its runs has samples.
+        let profiled = run.get("profile").is_some();
+        assert_eq!(profiled, run["block"] == 1, "{run}");
+        if profiled {
+            assert_eq!(run["profile"]["frequency_hz"], 997);
+            assert!(run["profile"]["samples"].as_u64().unwrap() > 0, "{run}");
+        }
+    }
+    let limit = rep["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .find(|l| l.contains("CPU-profiled"))
+        .expect("the report says which runs were profiled");
+    assert!(limit.starts_with("2 runs were CPU-profiled"), "{limit}");
+
+    let slot = |arm: &str, block: u64| {
+        runs.iter()
+            .find(|r| r["arm"] == arm && r["block"] == block)
+            .unwrap()["slot"]
+            .to_string()
+    };
+    let svg = dir.path().join("wasm.svg");
+    let r = run(blocklab()
+        .args(["profile", "latest", &slot("wasm", 1), "--output"])
+        .arg(&svg)
+        .arg("--data")
+        .arg(&data));
+    assert!(r.ok, "{}", r.stderr);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<?xml") && svg.contains("<svg"),
+        "not an SVG"
+    );
+    // JIT-compiled guest code is named from wasmtime's perf map, demangled;
+    // host code from the binary's symbols.
+    assert!(
+        svg.contains("wasm[0]::blocklab_sdk::kv::Transaction::get"),
+        "no guest frames"
+    );
+    assert!(
+        svg.contains("blocklab::run::worker::drive"),
+        "no host frames"
+    );
+    assert!(
+        svg.contains("get100 / wasm"),
+        "titled with workload and arm"
+    );
+
+    let r = run(blocklab()
+        .args(["profile", "latest", &slot("wasm", 0), "--data"])
+        .arg(&data));
+    crate::support::assert_error(&r, &["has no flamegraph", "--profile block=1"]);
+    let r = run(blocklab()
+        .args(["campaign", "--profile", "blocks=1", "--data"])
+        .arg(&data)
+        .arg(&p));
+    assert!(!r.ok);
+    for needle in ["--profile blocks=1", "`block=N`"] {
+        assert!(r.stderr.contains(needle), "{}", r.stderr);
+    }
+}

@@ -52,7 +52,7 @@ blocks = 2
 plugin = "{plugin}"
 [measure]
 warmup = 50
-measured = 300
+measured = 3000
 [bootstrap]
 resamples = 2000
 [gates]
@@ -71,7 +71,13 @@ name = "wasm"
 "#,
         plugin = plugin("kv-basic").display()
     );
-    let (status, created) = d.post("/api/campaigns", "application/toml", &plan, true);
+    // Block 1 profiled: the UI links its flamegraphs.
+    let (status, created) = d.post(
+        "/api/campaigns?profile=block=1",
+        "application/toml",
+        &plan,
+        true,
+    );
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_u64().unwrap();
     d.wait_for(id, Duration::from_secs(240), |c| state(c) == "finished");
