@@ -75,9 +75,21 @@ pub enum Event {
         campaign: CampaignId,
         slot: u32,
         total: u32,
+        /// Slots with a final attempt, after this run.
+        finished_runs: u32,
         status: RunStatus,
         reason: Option<String>,
     },
+}
+
+impl Event {
+    /// The `event` field's value.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::RunStarted { .. } => "run-started",
+            Event::RunFinished { .. } => "run-finished",
+        }
+    }
 }
 
 /// Knobs of one execution of a campaign.
@@ -289,6 +301,7 @@ pub fn execute(
                 campaign: id,
                 slot: slot.slot,
                 total,
+                finished_runs: store.campaign(id)?.finished_runs,
                 status,
                 reason: reason.clone(),
             });

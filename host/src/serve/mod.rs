@@ -41,29 +41,15 @@ pub enum Event {
     CampaignStarted {
         campaign: CampaignId,
     },
-    RunStarted {
-        campaign: CampaignId,
-        slot: u32,
-        total: u32,
-        workload: String,
-        arm: String,
-        block: u32,
-    },
-    RunFinished {
-        campaign: CampaignId,
-        slot: u32,
-        total: u32,
-        /// Slots with a final attempt, after this run.
-        finished_runs: u32,
-        status: crate::run::supervisor::RunStatus,
-        reason: Option<String>,
-    },
     CampaignFinished {
         campaign: CampaignId,
         /// `finished`, `failed`, or `cancelled`.
         status: String,
         reason: Option<String>,
     },
+    /// `run-started` and `run-finished`, as the supervisor reports them.
+    #[serde(untagged)]
+    Run(crate::run::supervisor::Event),
 }
 
 impl Event {
@@ -71,9 +57,8 @@ impl Event {
         match self {
             Event::CampaignQueued { .. } => "campaign-queued",
             Event::CampaignStarted { .. } => "campaign-started",
-            Event::RunStarted { .. } => "run-started",
-            Event::RunFinished { .. } => "run-finished",
             Event::CampaignFinished { .. } => "campaign-finished",
+            Event::Run(e) => e.name(),
         }
     }
 }

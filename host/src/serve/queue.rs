@@ -86,15 +86,16 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
         profile,
         ..Options::default()
     };
-    let mut observe = |e: &supervisor::Event| match e {
-        supervisor::Event::RunStarted {
+    let mut observe = |e: &supervisor::Event| {
+        if let supervisor::Event::RunStarted {
             campaign,
             slot,
-            total,
             workload,
             arm,
             block,
-        } => {
+            ..
+        } = e
+        {
             *lock(&state.0.current) = Some(CurrentRun {
                 campaign: *campaign,
                 slot: *slot,
@@ -102,32 +103,8 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
                 arm: arm.clone(),
                 block: *block,
             });
-            state.publish(Event::RunStarted {
-                campaign: *campaign,
-                slot: *slot,
-                total: *total,
-                workload: workload.clone(),
-                arm: arm.clone(),
-                block: *block,
-            });
         }
-        supervisor::Event::RunFinished {
-            campaign,
-            slot,
-            total,
-            status,
-            reason,
-        } => {
-            let finished_runs = store.campaign(*campaign).map_or(0, |m| m.finished_runs);
-            state.publish(Event::RunFinished {
-                campaign: *campaign,
-                slot: *slot,
-                total: *total,
-                finished_runs,
-                status: *status,
-                reason: reason.clone(),
-            });
-        }
+        state.publish(Event::Run(e.clone()));
     };
     let outcome = supervisor::execute(store, id, &options, &mut observe);
     *lock(&state.0.current) = None;

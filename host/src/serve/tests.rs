@@ -372,3 +372,29 @@ async fn the_router_answers_on_a_real_socket() {
     assert!(response.contains("\"status\":\"ok\""), "{response}");
     server.abort();
 }
+
+/// Run events reach SSE subscribers as the supervisor reports them, with the
+/// `event` field the UI dispatches on.
+#[test]
+fn run_events_keep_their_event_name_and_fields() {
+    let e = Event::Run(crate::run::supervisor::Event::RunFinished {
+        campaign: 3,
+        slot: 4,
+        total: 8,
+        finished_runs: 5,
+        status: crate::run::supervisor::RunStatus::Ok,
+        reason: None,
+    });
+    assert_eq!(e.name(), "run-finished");
+    let json = serde_json::to_value(&e).unwrap();
+    assert_eq!(json["event"], "run-finished");
+    assert_eq!(json["finished_runs"], 5);
+    assert_eq!(json["status"], "ok");
+    let queued = serde_json::to_value(Event::CampaignQueued {
+        campaign: 1,
+        name: "x".into(),
+        total: 2,
+    })
+    .unwrap();
+    assert_eq!(queued["event"], "campaign-queued");
+}

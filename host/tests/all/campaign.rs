@@ -1,7 +1,7 @@
 //! Campaigns end to end (issue 3): real worker processes, a real sled store,
 //! the report's JSON.
 
-use crate::support::{blocklab, plugin, run};
+use crate::support::{blocklab, campaign, effect, plugin, report, run};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
@@ -70,23 +70,6 @@ fn start_and_kill_after(data: &Path, plan: &Path, runs: usize) {
     );
 }
 
-fn report(data: &Path) -> serde_json::Value {
-    let r = run(blocklab()
-        .args(["report", "latest", "--format", "json", "--data"])
-        .arg(data));
-    assert!(r.ok, "{}", r.stderr);
-    serde_json::from_str(&r.stdout).unwrap()
-}
-
-fn effect<'a>(report: &'a serde_json::Value, arm: &str, statistic: &str) -> &'a serde_json::Value {
-    report["effects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["arm"] == arm && e["statistic"] == statistic)
-        .unwrap_or_else(|| panic!("no {arm} {statistic} effect in {}", report["effects"]))
-}
-
 #[test]
 fn an_a_a_campaign_finds_no_effect_and_a_slowed_arm_is_detected() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,10 +91,7 @@ plugin = "builtin"
 inject_busy_ns = 200000
 "#;
     let p = plan(dir.path(), "aa", 12, 200, 0.99, arms);
-    let r = run(blocklab()
-        .args(["campaign", "--progress", "none", "--data"])
-        .arg(&data)
-        .arg(&p));
+    let r = campaign(&data, &p, &[]);
     assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains("mean_latency"),
@@ -154,10 +134,7 @@ fn the_report_json_has_its_documented_shape() {
     let data = dir.path().join("data");
     let arms = "[[arms]]\nname = \"native\"\nbaseline = true\nplugin = \"builtin\"\n[[arms]]\nname = \"wasm\"\n";
     let p = plan(dir.path(), "shape", 2, 30, 0.95, arms);
-    let r = run(blocklab()
-        .args(["campaign", "--progress", "none", "--data"])
-        .arg(&data)
-        .arg(&p));
+    let r = campaign(&data, &p, &[]);
     assert!(r.ok, "{}", r.stderr);
     let rep = report(&data);
     for key in [
@@ -345,10 +322,7 @@ fn a_cpu_group_that_does_not_exist_is_refused() {
         format!("{GOOD}[cpus]\nrunner = \"0\"\nclient = \"4000-4001\"\n"),
     )
     .unwrap();
-    let r = run(blocklab()
-        .args(["campaign", "--progress", "none", "--data"])
-        .arg(dir.path().join("d"))
-        .arg(&p));
+    let r = campaign(&dir.path().join("d"), &p, &[]);
     assert!(!r.ok);
     assert!(
         r.stderr.contains("`cpus.client` names CPU 4000-4001"),
@@ -414,11 +388,7 @@ plugin = "builtin"
 name = "wasm"
 "#;
     let p = plan(dir.path(), "profiled", 2, 20_000, 0.95, arms);
-    let r = run(blocklab()
-        .args(["campaign", "--progress", "none", "--profile", "block=2"])
-        .args(["--profile-hz", "997", "--data"])
-        .arg(&data)
-        .arg(&p));
+    let r = campaign(&data, &p, &["--profile", "block=2", "--profile-hz", "997"]);
     assert!(r.ok, "{}", r.stderr);
     assert!(!r.stderr.contains("warning"), "whole blocks: {}", r.stderr);
 
@@ -479,10 +449,7 @@ name = "wasm"
         .args(["profile", "latest", &slot("wasm", 0), "--data"])
         .arg(&data));
     crate::support::assert_error(&r, &["has no flamegraph", "--profile block=1"]);
-    let r = run(blocklab()
-        .args(["campaign", "--profile", "blocks=1", "--data"])
-        .arg(&data)
-        .arg(&p));
+    let r = campaign(&data, &p, &["--profile", "blocks=1"]);
     assert!(!r.ok);
     for needle in ["--profile blocks=1", "`block=N`"] {
         assert!(r.stderr.contains(needle), "{}", r.stderr);

@@ -3,7 +3,7 @@
 //! a short shared-connection campaign, and the grpc-batching adapter (issue
 //! 6) as an arm.
 
-use crate::support::{IngestServer, assert_error, blocklab, plugin, run};
+use crate::support::{IngestServer, assert_error, blocklab, campaign, effect, plugin, report, run};
 use blocklab::target::grpc::proto::{Ack, Batch, Record};
 use blocklab::target::grpc::{Connections, GrpcClient, GrpcSettings};
 use prost::Message;
@@ -244,14 +244,6 @@ params = {{ batch_records = 32, max_in_flight = 256 }}
     path
 }
 
-fn report(data: &std::path::Path) -> serde_json::Value {
-    let r = run(blocklab()
-        .args(["report", "latest", "--format", "json", "--data"])
-        .arg(data));
-    assert!(r.ok, "{}", r.stderr);
-    serde_json::from_str(&r.stdout).unwrap()
-}
-
 #[test]
 fn a_target_failing_its_health_check_fails_its_runs_and_the_campaign_goes_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -266,10 +258,7 @@ name = "sick"
 target = { kind = "grpc", endpoint = "local:grpc-ingest", server = { not_serving = true } }
 "#;
     let p = plan(dir.path(), "health", 2, 1, arms);
-    let r = run(blocklab()
-        .args(["campaign", "--progress", "none", "--data"])
-        .arg(&data)
-        .arg(&p));
+    let r = campaign(&data, &p, &[]);
     assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
     let rep = report(&data);
     let runs = rep["runs"].as_array().unwrap();
@@ -308,20 +297,12 @@ fn a_short_shared_connection_campaign_reports_each_pool_against_per_stream() {
     .concat();
     // 4 arms: a Williams design needs a multiple of 4 blocks.
     let p = plan(dir.path(), "shared-connection", 4, 4, &arms);
-    let r = run(blocklab()
-        .args(["campaign", "--progress", "none", "--data"])
-        .arg(&data)
-        .arg(&p));
+    let r = campaign(&data, &p, &[]);
     assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("records_per_s"), "{}", r.stdout);
     let rep = report(&data);
     for arm in ["phase-c", "pool-2", "pool-4"] {
-        let e = rep["effects"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["arm"] == arm && e["statistic"] == "records_per_s")
-            .unwrap_or_else(|| panic!("no {arm} records_per_s effect: {}", rep["missing_effects"]));
+        let e = effect(&rep, arm, "records_per_s");
         assert_eq!(e["baseline"], "phase-b");
         assert_eq!(e["blocks"], 4);
         let (lo, ratio, hi) = (
@@ -407,19 +388,13 @@ adapters = ["{}"]
         plugin("grpc-batching").display()
     );
     let p = plan(dir.path(), "batching", 2, 2, &arms);
-    let r = run(blocklab()
-        .args(["campaign", "--progress", "none", "--data"])
-        .arg(&data)
-        .arg(&p));
+    let r = campaign(&data, &p, &[]);
     assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
     let rep = report(&data);
-    let effect = rep["effects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["arm"] == "batched" && e["statistic"] == "records_per_s")
-        .unwrap_or_else(|| panic!("no batched effect: {}", rep["missing_effects"]));
-    assert_eq!(effect["baseline"], "plain");
+    assert_eq!(
+        effect(&rep, "batched", "records_per_s")["baseline"],
+        "plain"
+    );
     let runs = rep["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);
     for run in runs {

@@ -136,3 +136,41 @@ impl Drop for IngestServer {
         let _ = self.child.wait();
     }
 }
+
+/// `blocklab campaign --progress none [extra...] --data DATA PLAN`.
+pub fn campaign(data: &Path, plan: &Path, extra: &[&str]) -> Run {
+    run(blocklab()
+        .args(["campaign", "--progress", "none"])
+        .args(extra)
+        .arg("--data")
+        .arg(data)
+        .arg(plan))
+}
+
+/// The latest campaign's report in `data`, as JSON.
+pub fn report(data: &Path) -> serde_json::Value {
+    let r = run(blocklab()
+        .args(["report", "latest", "--format", "json", "--data"])
+        .arg(data));
+    assert!(r.ok, "{}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+/// The report's effect of `arm` on `statistic`; panics if there is none.
+pub fn effect<'a>(
+    report: &'a serde_json::Value,
+    arm: &str,
+    statistic: &str,
+) -> &'a serde_json::Value {
+    report["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["arm"] == arm && e["statistic"] == statistic)
+        .unwrap_or_else(|| {
+            panic!(
+                "no {arm} {statistic} effect in {} (missing: {})",
+                report["effects"], report["missing_effects"]
+            )
+        })
+}
