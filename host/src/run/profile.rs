@@ -111,36 +111,87 @@ pub struct ProfileInfo {
 }
 
 /// A sampling profiler over this process, from [`Sampler::start`] to
-/// [`Sampler::finish`]. One at a time per process.
+/// [`Sampler::stop`]. One at a time per process.
 pub struct Sampler {
     guard: pprof::ProfilerGuard<'static>,
     hz: u32,
 }
 
+/// Readies the profiler before a run's CPU accounting starts: pprof-rs
+/// allocates its sample table (about 32 MB, a fifth of a second of CPU) on
+/// first use and again whenever a profile is dropped, which would otherwise
+/// be charged to the profiled run's E−A.
+pub fn prepare() -> anyhow::Result<()> {
+    drop(
+        builder(1)
+            .build()
+            .context("cannot start the CPU profiler")?,
+    );
+    Ok(())
+}
+
+fn builder(hz: i32) -> pprof::ProfilerGuardBuilder {
+    pprof::ProfilerGuardBuilder::default()
+        .frequency(hz)
+        // Walking a stack interrupted inside these can deadlock (the
+        // unwinder takes their locks), so such samples are dropped:
+        // pprof-rs's advice. Time spent directly in libc (memcpy, malloc)
+        // is therefore under-counted.
+        .blocklist(&["libc", "libgcc", "pthread", "vdso"])
+}
+
 impl Sampler {
+    /// Starts sampling; cheap after [`prepare`].
     pub fn start(hz: u32) -> anyhow::Result<Sampler> {
         let hz_int = i32::try_from(hz)
             .ok()
             .filter(|h| (1..=10_000).contains(h))
             .with_context(|| format!("a profile's frequency must be 1..=10000 Hz, not {hz}"))?;
-        let guard = pprof::ProfilerGuardBuilder::default()
-            .frequency(hz_int)
-            // Walking a stack interrupted inside these can deadlock (the
-            // unwinder takes their locks); pprof-rs's advice.
-            .blocklist(&["libc", "libgcc", "pthread", "vdso"])
+        let guard = builder(hz_int)
             .build()
             .context("cannot start the CPU profiler")?;
         Ok(Sampler { guard, hz })
     }
 
-    /// Stops sampling and renders the flamegraph, titled `title`; the SVG
-    /// is `None` when no sample was taken (a run shorter than one period).
-    pub fn finish(self, title: &str) -> anyhow::Result<(ProfileInfo, Option<String>)> {
+    /// Stops sampling, and nothing more: reading and naming the stacks
+    /// waits for [`Samples::render`], after the run's clocks have stopped.
+    pub fn stop(self) -> Samples {
+        // pprof-rs stops its timer only when the guard is dropped, and that
+        // also reallocates its table; disarm the timer it armed instead.
+        let off = libc::itimerval {
+            it_interval: libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            },
+            it_value: libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            },
+        };
+        // SAFETY: setitimer with a valid value and no old-value pointer.
+        unsafe { libc::setitimer(libc::ITIMER_PROF, &off, std::ptr::null_mut()) };
+        Samples {
+            guard: self.guard,
+            hz: self.hz,
+        }
+    }
+}
+
+/// The stacks a [`Sampler`] took, not yet named.
+pub struct Samples {
+    guard: pprof::ProfilerGuard<'static>,
+    hz: u32,
+}
+
+impl Samples {
+    /// Names the stacks and renders the flamegraph, titled `title`; the SVG
+    /// is `None` when no sample was taken (a window shorter than one period).
+    pub fn render(self, title: &str) -> anyhow::Result<(ProfileInfo, Option<String>)> {
         let report = self.guard.report().build_unresolved();
         drop(self.guard);
+        let report = report.context("cannot read the CPU profile")?;
         let jit = JitSymbols::read(&perf_map());
         let _ = std::fs::remove_file(perf_map());
-        let report = report.context("cannot read the CPU profile")?;
         let mut names = Names::new(jit);
         let lines: Vec<String> = report
             .data

@@ -460,6 +460,9 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     }
     let mut phases = BTreeMap::new();
     let mut inputs = hash_inputs(spec)?;
+    if spec.profile_hz.is_some() {
+        super::profile::prepare()?;
+    }
     // A: the E−A CPU scope starts after input hashing.
     let usage_a = Usage::now();
     let t = Instant::now();
@@ -525,8 +528,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             AllocCount::now().since(alloc),
             warm_elapsed,
         );
-        let title = format!("{} / {}", spec.workload, spec.arm);
-        let profile = profiler.and_then(|p| p.map(|p| p.finish(&title)).transpose());
+        let samples = profiler.map(|p| p.map(Sampler::stop));
         sampling.store(false, Ordering::Relaxed);
         let queue = sampler.and_then(|h| h.join().ok()).unwrap_or_default();
         let runtime = grpc.as_ref().zip(rt_before).map(|(client, before)| {
@@ -542,13 +544,10 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
                 connections: client.connections_opened(),
             }
         });
-        (outcomes, (window, runtime, profile))
+        (outcomes, (window, runtime, samples))
     });
-    let ((measured_wall, usage, alloc, warm_elapsed), client_runtime, profile) = window;
-    let (profile, profile_svg) = match profile? {
-        Some((info, svg)) => (Some(info), svg),
-        None => (None, None),
-    };
+    let ((measured_wall, usage, alloc, warm_elapsed), client_runtime, samples) = window;
+    let samples = samples?;
     phases.insert("warmup".to_owned(), ms(warm_elapsed));
     phases.insert("measure".to_owned(), ms(measured_wall));
 
@@ -595,6 +594,15 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     crate::target::shutdown();
     phases.insert("teardown".to_owned(), ms(t.elapsed()));
     let usage_e = Usage::now().since(usage_a);
+    // After E: reading and naming a profile is the profiler's work, not the
+    // run's.
+    let (profile, profile_svg) = match samples {
+        Some(samples) => {
+            let (info, svg) = samples.render(&format!("{} / {}", spec.workload, spec.arm))?;
+            (Some(info), svg)
+        }
+        None => (None, None),
+    };
 
     if measured == 0 {
         bail!("the run measured no transactions; give `measured` (or `measured_s`) a larger value");
