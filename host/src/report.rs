@@ -107,6 +107,15 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         },
     },
     Statistic {
+        name: "writes_per_record",
+        unit: "writes/record",
+        lower_is_better: true,
+        of: |r| match (r.window, r.client_runtime) {
+            (Some(w), Some(c)) if w.records > 0 => c.sockets.writes as f64 / w.records as f64,
+            _ => 0.0,
+        },
+    },
+    Statistic {
         name: "cpu_per_record",
         unit: "µs/record",
         lower_is_better: true,

@@ -67,6 +67,11 @@ pub struct ClientRuntime {
     pub alive_tasks: usize,
     /// HTTP/2 connections the client opened in the whole run.
     pub connections: usize,
+    /// Socket reads and writes in the window over all connections: h2
+    /// exposes no frame counts, and bytes per write show how far frames were
+    /// coalesced.
+    #[serde(default)]
+    pub sockets: crate::target::grpc::counted::SocketStats,
 }
 
 /// One run's result.
@@ -179,6 +184,14 @@ impl RunResult {
                 r.queue_depth_mean,
                 r.queue_depth_max,
                 r.connections
+            );
+            let per = |bytes: u64, calls: u64| bytes as f64 / calls.max(1) as f64;
+            s += &format!(
+                "  sockets      {} writes ({:.0} B each)  {} reads ({:.0} B each)\n",
+                r.sockets.writes,
+                per(r.sockets.write_bytes, r.sockets.writes),
+                r.sockets.reads,
+                per(r.sockets.read_bytes, r.sockets.reads)
             );
         }
         s += &format!("  errors {}  retries {}\n", self.errors, self.retries);

@@ -542,6 +542,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
                 queue_depth_max: queue.1,
                 alive_tasks: stats.alive_tasks,
                 connections: client.connections_opened(),
+                sockets: stats.sockets,
             }
         });
         (outcomes, (window, runtime, samples))

@@ -69,6 +69,11 @@ fn ingest_and_unary_run_as_plugin_and_as_builtin() {
         assert!(window["ack_latency_us"]["p99"].as_f64().unwrap() > 0.0);
         assert_eq!(r["counters"]["streams_opened"], 2, "one stream per worker");
         assert_eq!(r["client_runtime"]["connections"], 1, "shared connection");
+        // The client's socket writes and reads in the window were counted.
+        let sockets = &r["client_runtime"]["sockets"];
+        assert!(sockets["writes"].as_u64().unwrap() > 0, "{r}");
+        assert!(sockets["write_bytes"].as_u64().unwrap() >= sockets["writes"].as_u64().unwrap());
+        assert!(sockets["reads"].as_u64().unwrap() > 0, "{r}");
 
         let r = json(&run(blocklab()
             .args(["run", "--json", "--plugin", &source])
@@ -311,6 +316,13 @@ fn a_short_shared_connection_campaign_reports_each_pool_against_per_stream() {
             e["ci_high"].as_f64().unwrap(),
         );
         assert!(lo > 0.0 && lo <= ratio && ratio <= hi, "{e}");
+        // The socket diagnostic is compared like any statistic.
+        assert!(
+            effect(&rep, arm, "writes_per_record")["ratio"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
     }
     let runs = rep["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 16);

@@ -6,6 +6,7 @@
 //! thread on the runtime with `Handle::block_on`, so the runtime's own worker
 //! threads only drive I/O.
 
+use super::counted::{self, SocketCounters, SocketStats};
 use super::{Connections, GrpcSettings, LOCAL_INGEST};
 use bytes::{Buf, BufMut, Bytes};
 use std::sync::Arc;
@@ -77,10 +78,12 @@ impl Decoder for RawCodec {
     }
 }
 
-/// Runtime figures of the client's tokio runtime (the stable
-/// `RuntimeMetrics`; poll counts need `--cfg tokio_unstable` and are absent).
+/// The client's figures: its tokio runtime (the stable `RuntimeMetrics`;
+/// poll counts need `--cfg tokio_unstable` and are absent) and its sockets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RuntimeStats {
+    /// Reads and writes on every connection, cumulative.
+    pub sockets: SocketStats,
     pub workers: usize,
     /// Busy time summed over workers, seconds.
     pub busy_s: f64,
@@ -102,6 +105,7 @@ impl RuntimeStats {
             busy_s: self.busy_s - earlier.busy_s,
             parks: self.parks.saturating_sub(earlier.parks),
             park_unparks: self.park_unparks.saturating_sub(earlier.park_unparks),
+            sockets: self.sockets.since(&earlier.sockets),
             ..*self
         }
     }
@@ -118,6 +122,8 @@ pub struct GrpcClient {
     next: AtomicUsize,
     opened: AtomicUsize,
     timeout: Duration,
+    sockets: Arc<SocketCounters>,
+    nodelay: bool,
 }
 
 impl std::fmt::Debug for GrpcClient {
@@ -127,6 +133,22 @@ impl std::fmt::Debug for GrpcClient {
             .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
+}
+
+/// Opens one connection through [`counted::connect`], so its socket calls
+/// are counted into `sockets`.
+async fn open(
+    endpoint: &Endpoint,
+    sockets: &Arc<SocketCounters>,
+    nodelay: bool,
+    timeout: Duration,
+) -> Result<Channel, tonic::transport::Error> {
+    let sockets = sockets.clone();
+    endpoint
+        .connect_with_connector(tower::service_fn(move |uri| {
+            counted::connect(uri, sockets.clone(), nodelay, timeout)
+        }))
+        .await
 }
 
 /// A `transport error` alone says little: the chain of sources says why.
@@ -158,9 +180,8 @@ impl GrpcClient {
                 endpoint: url.clone(),
                 message: error_chain(&e),
             })?;
+        // TCP_NODELAY and the connect timeout are applied by our connector.
         endpoint = endpoint
-            .tcp_nodelay(settings.tcp_nodelay)
-            .connect_timeout(timeout)
             .initial_stream_window_size(settings.initial_stream_window)
             .initial_connection_window_size(settings.initial_connection_window)
             .http2_adaptive_window(settings.adaptive_window);
@@ -179,10 +200,13 @@ impl GrpcClient {
             Connections::Shared | Connections::PerStream => 1,
             Connections::Pool(n) => n as usize,
         };
+        let sockets = Arc::new(SocketCounters::default());
+        let nodelay = settings.tcp_nodelay;
         let channels = runtime.block_on(async {
             let mut channels = Vec::with_capacity(count);
             for _ in 0..count {
-                channels.push(endpoint.connect().await.map_err(|e| GrpcError::Connect {
+                let channel = open(&endpoint, &sockets, nodelay, timeout).await;
+                channels.push(channel.map_err(|e| GrpcError::Connect {
                     endpoint: url.clone(),
                     message: error_chain(&e),
                 })?);
@@ -198,6 +222,8 @@ impl GrpcClient {
             channels,
             next: AtomicUsize::new(0),
             timeout,
+            sockets,
+            nodelay,
         }))
     }
 
@@ -243,9 +269,8 @@ impl GrpcClient {
         let (channel, own) = match self.policy {
             Connections::PerStream => {
                 let channel = handle.block_on(async {
-                    tokio::time::timeout(timeout, self.endpoint.connect())
+                    open(&self.endpoint, &self.sockets, self.nodelay, timeout)
                         .await
-                        .map_err(|_| deadline("connecting", timeout))?
                         .map_err(|e| {
                             Status::unavailable(format!(
                                 "cannot connect to grpc endpoint `{}`: {}",
@@ -295,6 +320,7 @@ impl GrpcClient {
             workers,
             alive_tasks: m.num_alive_tasks(),
             global_queue_depth: m.global_queue_depth(),
+            sockets: self.sockets.snapshot(),
             ..Default::default()
         };
         for w in 0..workers {

@@ -8,6 +8,7 @@
 //! placement is deterministic, which tonic's balancers do not promise.
 
 pub mod client;
+pub mod counted;
 pub mod local;
 pub mod server;
 
