@@ -103,9 +103,10 @@ test: plugins check-fdb deps-browser
 bench-boundary: plugins
 	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) bench -p blocklab --bench boundary
 
-## lint: formatting and clippy, as CI would want them.
+## lint: formatting and clippy (host, store, SDK and every plugin crate), as CI would want them.
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy -p blocklab -p blocklab-store --all-targets -- -D warnings
+	$(CARGO) clippy --target $(WASM_TARGET) -p blocklab-sdk $(addprefix -p ,$(PLUGIN_NAMES)) -- -D warnings
 
 include mk/fdb.mk
