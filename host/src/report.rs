@@ -449,7 +449,7 @@ pub fn analyse(
         }
         if r.gate_flagged {
             gates.flagged.push(format!(
-                "{label}: busy {:.0}%, load {:.2}/cpu after {:.0} s",
+                "{label}: busy {:.0}%, runnable {:.2}/cpu after {:.0} s",
                 r.quiescence.busy_pct, r.quiescence.load_per_cpu, r.quiescence.waited_s
             ));
         }

@@ -177,7 +177,8 @@ pub struct GateSpec {
     /// Most busy share of each client and server CPU over the window, percent.
     #[serde(default = "busy_pct")]
     pub quiescence_busy_pct: f64,
-    /// Most 1-minute load average per online CPU.
+    /// Most runnable tasks per online CPU, averaged over the window (the
+    /// gate's own thread excluded).
     #[serde(default = "load_per_cpu")]
     pub quiescence_load_per_cpu: f64,
     /// The window the busy share is measured over, milliseconds.
@@ -203,7 +204,7 @@ fn busy_pct() -> f64 {
     10.0
 }
 fn load_per_cpu() -> f64 {
-    1.5
+    0.5
 }
 fn window_ms() -> u64 {
     300

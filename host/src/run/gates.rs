@@ -44,10 +44,14 @@ fn vmstat(name: &str) -> Option<u64> {
     })
 }
 
-/// The 1-minute load average.
-fn load_average() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    text.split_whitespace().next()?.parse().ok()
+/// Tasks runnable right now on the whole machine (`procs_running` in
+/// /proc/stat), the reader included.
+fn procs_running(stat: &str) -> Option<u64> {
+    stat.lines()
+        .find_map(|l| l.strip_prefix("procs_running "))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// What the quiescence gate saw.
@@ -57,7 +61,9 @@ pub struct Quiescence {
     pub passed: bool,
     /// Highest busy share among the watched CPUs in the last window, percent.
     pub busy_pct: f64,
-    /// 1-minute load average per online CPU at the last check.
+    /// Runnable tasks on the machine per online CPU, averaged over the
+    /// last window, the gate's own thread excluded. (Not the 1-minute load
+    /// average: that still carries the campaign's previous runs.)
     pub load_per_cpu: f64,
     /// How long the gate waited, seconds.
     pub waited_s: f64,
@@ -69,9 +75,17 @@ pub fn quiescence(cpus: &[usize], gate: &GateSpec, wait_forever: bool) -> Quiesc
     let start = Instant::now();
     let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let window = Duration::from_millis(gate.quiescence_window_ms.max(10));
+    // Runnable tasks are a snapshot: sample them across the window.
+    const SAMPLES: u32 = 5;
     loop {
         let before = cpu_times();
-        std::thread::sleep(window);
+        let mut runnable = 0.0;
+        for _ in 0..SAMPLES {
+            std::thread::sleep(window / SAMPLES);
+            let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+            // The reading thread is running while it reads.
+            runnable += procs_running(&stat).unwrap_or(1).saturating_sub(1) as f64;
+        }
         let after = cpu_times();
         let busy_pct = cpus
             .iter()
@@ -82,7 +96,7 @@ pub fn quiescence(cpus: &[usize], gate: &GateSpec, wait_forever: bool) -> Quiesc
                 (dt > 0).then(|| 100.0 * b1.saturating_sub(*b0) as f64 / dt as f64)
             })
             .fold(0.0, f64::max);
-        let load_per_cpu = load_average().unwrap_or(0.0) / online;
+        let load_per_cpu = runnable / f64::from(SAMPLES) / online;
         let passed =
             busy_pct <= gate.quiescence_busy_pct && load_per_cpu <= gate.quiescence_load_per_cpu;
         let waited = start.elapsed();
@@ -203,5 +217,20 @@ impl Environment {
             hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
             blocklab_version: env!("CARGO_PKG_VERSION").to_owned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runnable_tasks_are_read_from_proc_stat() {
+        let stat = "cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nctxt 99\nprocs_running 3\nprocs_blocked 0\n";
+        assert_eq!(procs_running(stat), Some(3));
+        assert_eq!(procs_running("cpu 1 2\n"), None);
+        // This machine's own /proc/stat counts at least the reader.
+        let live = std::fs::read_to_string("/proc/stat").unwrap();
+        assert!(procs_running(&live).unwrap() >= 1);
     }
 }

@@ -207,7 +207,7 @@ pub fn execute(
             let quiescence = gates::quiescence(&watched, gate, gate.on_fail == OnFail::Wait);
             if !quiescence.passed && gate.on_fail == OnFail::Abort {
                 let reason = format!(
-                    "quiescence gate failed before slot {} (busy {:.0}% > {}% or load {:.2}/cpu > {}) after {:.0} s; the campaign stops (`gates.on_fail = \"abort\"`): resume it when the machine is quiet",
+                    "quiescence gate failed before slot {} (busy {:.0}% > {}% or runnable tasks {:.2}/cpu > {}) after {:.0} s; the campaign stops (`gates.on_fail = \"abort\"`): resume it when the machine is quiet",
                     slot.slot,
                     quiescence.busy_pct,
                     gate.quiescence_busy_pct,
