@@ -493,6 +493,8 @@ function submitPage() {
   token.value = localStorage.getItem("blocklab-token") || "";
   const remember = el("input", { type: "checkbox", id: "remember" });
   remember.checked = !!localStorage.getItem("blocklab-token");
+  const profile = el("input", { type: "text", id: "profile", size: 16, placeholder: "e.g. block=1",
+    "aria-label": "runs to CPU-profile" });
   const out = el("div", { id: "submit-result" });
   const submit = el("button", { id: "submit", onclick: async () => {
     out.className = ""; out.textContent = "submitting…";
@@ -500,7 +502,8 @@ function submitPage() {
     if (!remember.checked) localStorage.removeItem("blocklab-token");
     const json = text.value.trim().startsWith("{");
     try {
-      const r = await api("/api/campaigns", { method: "POST", body: text.value,
+      const query = profile.value.trim() ? `?profile=${encodeURIComponent(profile.value.trim())}` : "";
+      const r = await api(`/api/campaigns${query}`, { method: "POST", body: text.value,
         headers: { "Content-Type": json ? "application/json" : "application/toml", ...authHeaders(token.value) } });
       out.className = "ok";
       out.replaceChildren(`queued campaign ${r.id} (${r.total_runs} runs): `, el("a", { href: `#/campaigns/${r.id}`, id: "submitted-link" }, "open it"));
@@ -513,6 +516,8 @@ function submitPage() {
   $main.replaceChildren(el("h1", {}, "Submit a plan"),
     el("p", { class: "muted" }, "A plan in TOML (docs/plans.md) or the same fields as JSON. Plugin paths are read on the daemon's machine, relative to where it was started. The token is in the file `token` of the daemon's data directory."),
     el("p", {}, "upload ", file), text,
+    el("p", {}, "CPU-profile runs ", profile, el("span", { class: "muted" },
+      " (optional: all, block=N, slot=N, arm=NAME or workload=NAME, comma-separated; whole blocks keep ratios fair)")),
     el("p", {}, "token ", token, " ", el("label", {}, remember, " remember in this browser"), " ", submit),
     out);
   view = { kind: "submit" };

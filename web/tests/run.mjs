@@ -145,6 +145,12 @@ test("a submit without the token is refused and says why", async () => {
   assert.match(message, /Authorization: Bearer TOKEN/);
   assert.match(message, /\/token`/, "names the token file");
   await page.screenshot({ path: join(artifacts, "submit-refused.png"), fullPage: true });
+  // With the token, a profile selection that selects nothing: 400, saying what is accepted.
+  await page.fill("#token", token);
+  await page.fill("#profile", "blocks=1");
+  await page.click("#submit");
+  await page.waitForFunction(() => /HTTP 400/.test(document.querySelector("#submit-result").textContent));
+  assert.match(await result.innerText(), /`block=N`/);
   const afterList = await api("/api/campaigns");
   assert.equal(afterList.length, before.length, "nothing was stored");
   assert.deepEqual(errors, []);
