@@ -146,10 +146,7 @@ impl Store {
     /// [`StoreError::Locked`].
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         refuse_foreign_dir(dir)?;
-        let db = sled::Config::new()
-            .path(dir)
-            .open()
-            .map_err(|e| classify_open_error(dir, e))?;
+        let db = open_db(dir)?;
         let found = read_schema_version(&db, dir)?;
         match found {
             Some(SCHEMA_VERSION) => {}
@@ -602,6 +599,26 @@ fn refuse_foreign_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 /// sled reports a held lock as a plain I/O error whose text says so.
+/// How long [`Store::open`] waits for a lock being released: sled lets go
+/// of its file lock when its last background thread ends, which can be just
+/// after the previous handle in this process was dropped.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn open_db(dir: &Path) -> Result<sled::Db, StoreError> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match sled::Config::new().path(dir).open() {
+            Ok(db) => return Ok(db),
+            Err(e) => match classify_open_error(dir, e) {
+                StoreError::Locked { .. } if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => return Err(other),
+            },
+        }
+    }
+}
+
 fn classify_open_error(dir: &Path, e: sled::Error) -> StoreError {
     let locked = match &e {
         sled::Error::Io(io) => {

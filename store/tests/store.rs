@@ -52,9 +52,26 @@ fn new_campaign(store: &Store, total_runs: u32) -> CampaignId {
 /// Tree name to its keys and values.
 type Dump = BTreeMap<Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>>;
 
+/// sled itself on the store's directory, once the store's handle has let go
+/// of the lock (sled releases it when its last background thread ends,
+/// shortly after the handle is dropped).
+fn raw_open(dir: &Path) -> sled::Db {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match sled::open(dir) {
+            Ok(db) => return db,
+            Err(e) if std::time::Instant::now() < deadline => {
+                assert!(e.to_string().contains("could not acquire lock"), "{e}");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("raw open: {e}"),
+        }
+    }
+}
+
 /// Every key and value of every tree, read with sled directly.
 fn dump(dir: &Path) -> Dump {
-    let db = sled::open(dir).expect("raw open");
+    let db = raw_open(dir);
     db.tree_names()
         .into_iter()
         .map(|name| {
@@ -73,7 +90,7 @@ fn dump(dir: &Path) -> Dump {
 fn new_store_records_the_schema_version() {
     let dir = tempfile::tempdir().unwrap();
     drop(Store::open(dir.path()).unwrap());
-    let db = sled::open(dir.path()).unwrap();
+    let db = raw_open(dir.path());
     let v = db
         .open_tree("meta")
         .unwrap()
@@ -528,7 +545,7 @@ fn a_newer_schema_is_refused_and_left_untouched() {
         store.enqueue(id).unwrap();
     }
     {
-        let db = sled::open(dir.path()).unwrap();
+        let db = raw_open(dir.path());
         let meta = db.open_tree("meta").unwrap();
         meta.insert("schema_version", &(SCHEMA_VERSION + 1).to_be_bytes())
             .unwrap();
@@ -607,7 +624,7 @@ fn undecodable_values_are_reported_as_corrupt() {
         );
     }
     {
-        let db = sled::open(dir.path()).unwrap();
+        let db = raw_open(dir.path());
         db.open_tree("campaigns")
             .unwrap()
             .insert(1u64.to_be_bytes(), &b"{not json"[..])
