@@ -212,20 +212,50 @@ pub struct GateSummary {
     pub failed: Vec<String>,
     pub flagged: Vec<String>,
     pub reruns: usize,
+    /// CPU steal over all runs: steal ticks over all ticks of the client
+    /// CPUs, percent.
+    #[serde(default)]
+    pub steal_pct: f64,
+    /// The highest steal of one run, among runs of at least
+    /// [`STEAL_MIN_TICKS`] (shorter ones count too few ticks for a percentage).
     pub max_steal_pct: f64,
     pub oom_kills: u64,
     pub unfinished_slots: usize,
 }
 
+/// CPU steal over runs: pooled (all steal ticks over all ticks) and the
+/// highest of one run among runs of at least [`STEAL_MIN_TICKS`], percent.
+fn steal<'a>(runs: impl Iterator<Item = &'a crate::run::gates::Telemetry>) -> (f64, f64) {
+    let (mut steal, mut ticks, mut max) = (0u64, 0u64, 0.0f64);
+    for t in runs {
+        steal += t.steal_ticks;
+        ticks += t.ticks;
+        if t.ticks >= STEAL_MIN_TICKS {
+            max = max.max(t.steal_pct);
+        }
+    }
+    let pooled = if ticks == 0 {
+        0.0
+    } else {
+        100.0 * steal as f64 / ticks as f64
+    };
+    (pooled, max)
+}
+
+/// Client CPU ticks (10 ms each) a run needs for its own steal percentage
+/// to count towards `max_steal_pct`: one second.
+pub const STEAL_MIN_TICKS: u64 = 100;
+
 impl GateSummary {
     /// The gates' verdict in one sentence, for every rendering.
     pub fn sentence(&self) -> String {
         format!(
-            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, max CPU steal {:.2}%, {} OOM kills, {} slots not run yet",
+            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {:.2}% (at most {:.2}% in a run of 1 s or more), {} OOM kills, {} slots not run yet",
             self.runs,
             self.failed.len(),
             self.flagged.len(),
             self.reruns,
+            self.steal_pct,
             self.max_steal_pct,
             self.oom_kills,
             self.unfinished_slots
@@ -456,7 +486,6 @@ pub fn analyse(
         if r.attempt > 0 {
             gates.reruns += 1;
         }
-        gates.max_steal_pct = gates.max_steal_pct.max(r.telemetry.steal_pct);
         gates.oom_kills += r.telemetry.oom_kills.unwrap_or(0);
         let mut result = r.result.clone().unwrap_or_default();
         result.workload = r.slot.workload.clone();
@@ -477,6 +506,7 @@ pub fn analyse(
             result,
         });
     }
+    (gates.steal_pct, gates.max_steal_pct) = steal(records.iter().map(|r| &r.telemetry));
     let mut limits = limits(&plan, environment.as_ref(), placement.as_ref());
     let profiled: Vec<String> = runs
         .iter()
@@ -869,4 +899,29 @@ pub fn csv(report: &Report) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::gates::Telemetry;
+
+    fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
+        Telemetry {
+            steal_pct: 100.0 * steal_ticks as f64 / ticks as f64,
+            steal_ticks,
+            ticks,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn steal_pools_ticks_and_a_run_of_one_tick_does_not_set_the_maximum() {
+        // A 12 ms run that caught one tick of steal reads 100% on its own.
+        let runs = [run(1, 1), run(10, 1000), run(2, 100)];
+        let (pooled, max) = steal(runs.iter());
+        assert!((pooled - 100.0 * 13.0 / 1101.0).abs() < 1e-9, "{pooled}");
+        assert_eq!(max, 2.0);
+        assert_eq!(steal([].iter()), (0.0, 0.0));
+    }
 }

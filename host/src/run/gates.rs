@@ -121,7 +121,14 @@ pub struct Probe {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Telemetry {
     /// Steal time on the client CPUs, percent of their time during the run.
+    /// /proc/stat counts in ticks of 10 ms, so a run of a few ticks gives a
+    /// coarse figure (one tick of steal in a 12 ms run reads 100%).
     pub steal_pct: f64,
+    /// The same as counts: steal ticks, and all ticks of the client CPUs.
+    #[serde(default)]
+    pub steal_ticks: u64,
+    #[serde(default)]
+    pub ticks: u64,
     /// OOM kills on the machine during the run (/proc/vmstat oom_kill);
     /// `None` where the kernel does not count them.
     pub oom_kills: Option<u64>,
@@ -158,6 +165,8 @@ impl Probe {
         };
         Telemetry {
             steal_pct: pct(steal),
+            steal_ticks: steal,
+            ticks: total,
             oom_kills: match (self.oom_kills, vmstat("oom_kill")) {
                 (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                 _ => None,

@@ -182,6 +182,19 @@ fn the_report_json_has_its_documented_shape() {
         assert!(!run0[key].is_null(), "run lacks `{key}`: {run0}");
     }
     assert!(rep["inputs"].as_object().unwrap().contains_key("blocklab"));
+    let g = &rep["gates"];
+    for key in [
+        "runs",
+        "failed",
+        "flagged",
+        "reruns",
+        "steal_pct",
+        "max_steal_pct",
+        "oom_kills",
+        "unfinished_slots",
+    ] {
+        assert!(!g[key].is_null(), "gates lack `{key}`: {g}");
+    }
     // Markdown and CSV render the same campaign.
     let md = run(blocklab().args(["report", "latest", "--data"]).arg(&data));
     assert!(

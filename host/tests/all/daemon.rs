@@ -40,7 +40,7 @@ fn a_killed_daemon_resumes_its_queue_and_loses_nothing() {
     let (status, first) = d.post(
         "/api/campaigns",
         "application/toml",
-        &builtin_plan("first", 6, 20_000),
+        &builtin_plan("first", 6, 400_000),
         true,
     );
     assert_eq!(status, 201, "{first}");

@@ -84,7 +84,7 @@ name = "wasm"
 
     // The campaign the progress test watches: 24 runs, cancelled by the test.
     let running = dir.path().join("running.toml");
-    std::fs::write(&running, builtin_plan("watched", 12, 20_000)).unwrap();
+    std::fs::write(&running, builtin_plan("watched", 12, 400_000)).unwrap();
     let artifacts = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target"))
