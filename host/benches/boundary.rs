@@ -410,6 +410,34 @@ fn probe_variants(engine: &Engine, component: &Component) -> anyhow::Result<Vec<
     Ok(variants)
 }
 
+/// A [`Timed`] calling the no-op `$nop` `n` times on `$store`, through
+/// `call_async` when `$is_async`. Core and component typed functions share
+/// these method names but no trait, hence a macro.
+macro_rules! timed_nop_calls {
+    ($is_async:expr, $nop:ident, $store:ident) => {{
+        let run: Timed = if $is_async {
+            Box::new(move |n| {
+                block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        $nop.call_async(&mut $store, ()).await?;
+                    }
+                    Ok(start.elapsed())
+                })
+            })
+        } else {
+            Box::new(move |n| {
+                let start = Instant::now();
+                for _ in 0..n {
+                    $nop.call(&mut $store, ())?;
+                }
+                Ok(start.elapsed())
+            })
+        };
+        run
+    }};
+}
+
 /// The kinds of call wasmtime's `benches/call.rs` measures (typed API
 /// only), in `.wat` written here, on `engine`: sync, and async driven by one
 /// `block_on` (wasmtime's bench polls each call with a dummy waker).
@@ -430,25 +458,7 @@ fn reference_variants(engine: &Engine, tag: &'static str) -> anyhow::Result<Vec<
             wasmtime::Instance::new(&mut store, &module, &[])?
         };
         let nop = instance.get_typed_func::<(), ()>(&mut store, "nop")?;
-        let run: Timed = if is_async {
-            Box::new(move |n| {
-                block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..n {
-                        nop.call_async(&mut store, ()).await?;
-                    }
-                    Ok(start.elapsed())
-                })
-            })
-        } else {
-            Box::new(move |n| {
-                let start = Instant::now();
-                for _ in 0..n {
-                    nop.call(&mut store, ())?;
-                }
-                Ok(start.elapsed())
-            })
-        };
+        let run = timed_nop_calls!(is_async, nop, store);
         let driver = if is_async { async_driver } else { sync_driver };
         variants.push(Variant::new("core host→wasm nop", driver, run));
     }
@@ -470,25 +480,7 @@ fn reference_variants(engine: &Engine, tag: &'static str) -> anyhow::Result<Vec<
             linker.instantiate(&mut store, &component)?
         };
         let nop = instance.get_typed_func::<(), ()>(&mut store, "nop")?;
-        let run: Timed = if is_async {
-            Box::new(move |n| {
-                block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..n {
-                        nop.call_async(&mut store, ()).await?;
-                    }
-                    Ok(start.elapsed())
-                })
-            })
-        } else {
-            Box::new(move |n| {
-                let start = Instant::now();
-                for _ in 0..n {
-                    nop.call(&mut store, ())?;
-                }
-                Ok(start.elapsed())
-            })
-        };
+        let run = timed_nop_calls!(is_async, nop, store);
         let driver = if is_async { async_driver } else { sync_driver };
         variants.push(Variant::new("component host→wasm nop", driver, run));
     }

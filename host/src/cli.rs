@@ -643,12 +643,7 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         (Some(text), _) => campaign_id(&store, text)?,
         (None, Some(path)) => {
             let sealed = crate::plan::seal::seal_file(path, &args.overrides)?;
-            let meta = store.create_campaign(
-                &sealed.spec.name,
-                &sealed.hash,
-                sealed.schedule.len() as u32,
-                &sealed,
-            )?;
+            let meta = sealed.create_campaign(&store)?;
             eprintln!(
                 "campaign {} `{}`: {} runs, plan {} (stored in {})",
                 meta.id,

@@ -110,23 +110,24 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         name: "writes_per_record",
         unit: "writes/record",
         lower_is_better: true,
-        of: |r| match (r.window, r.client_runtime) {
-            (Some(w), Some(c)) if w.records > 0 => c.sockets.writes as f64 / w.records as f64,
-            _ => 0.0,
-        },
+        of: |r| per_record(r, r.client_runtime.map_or(0.0, |c| c.sockets.writes as f64)),
     },
     Statistic {
         name: "cpu_per_record",
         unit: "µs/record",
         lower_is_better: true,
-        of: |r| match r.window {
-            Some(w) if w.records > 0 => {
-                r.cpu.measured_us_per_txn * r.measured as f64 / w.records as f64
-            }
-            _ => 0.0,
-        },
+        of: |r| per_record(r, r.cpu.measured_us_per_txn * r.measured as f64),
     },
 ];
+
+/// `total` over the records acknowledged in the window; 0 (an effect
+/// reported as missing) for a run with none.
+fn per_record(r: &RunResult, total: f64) -> f64 {
+    match r.window {
+        Some(w) if w.records > 0 => total / w.records as f64,
+        _ => 0.0,
+    }
+}
 
 /// The statistics a plan's measure mode compares.
 pub fn statistics(spec: &crate::plan::spec::PlanSpec) -> &'static [Statistic] {

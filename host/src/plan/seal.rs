@@ -172,6 +172,20 @@ pub fn seal_file(path: &Path, overrides: &[String]) -> anyhow::Result<SealedPlan
 }
 
 impl SealedPlan {
+    /// Stores this plan as a new campaign (what `blocklab campaign` and the
+    /// daemon's POST do before running or queueing it).
+    pub fn create_campaign(
+        &self,
+        store: &blocklab_store::Store,
+    ) -> Result<blocklab_store::CampaignMeta, blocklab_store::StoreError> {
+        store.create_campaign(
+            &self.spec.name,
+            &self.hash,
+            self.schedule.len() as u32,
+            self,
+        )
+    }
+
     fn compute_hash(&self) -> anyhow::Result<String> {
         let mut unsealed = self.clone();
         unsealed.hash.clear();

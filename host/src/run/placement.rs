@@ -194,6 +194,22 @@ pub fn pin_current(cpus: &[usize]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Makes `command`'s child pin itself to `cpus` before it executes
+/// anything, and die with this process (a worker or a local server must not
+/// outlive a killed supervisor).
+pub fn pin_child(command: &mut std::process::Command, cpus: &[usize]) {
+    use std::os::unix::process::CommandExt;
+    let cpus = cpus.to_vec();
+    // SAFETY: the closure only calls prctl and sched_setaffinity, both
+    // async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            pin_current(&cpus)
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,6 @@ use anyhow::{Context, bail};
 use blocklab_store::{CampaignId, CampaignStatus, RunKey, Store};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -376,16 +375,7 @@ fn spawn_worker(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let cpus_for_child = cpus.to_vec();
-    // SAFETY: the closure only calls prctl and sched_setaffinity, both
-    // async-signal-safe, between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            // A worker must not outlive a killed supervisor.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            placement::pin_current(&cpus_for_child)
-        });
-    }
+    placement::pin_child(&mut command, cpus);
     let mut child = command
         .spawn()
         .with_context(|| format!("cannot start worker `{}`", exe.display()))?;

@@ -133,12 +133,7 @@ async fn create_campaign(
     let created = blocking(move || {
         let sealed = seal_posted(&body, json)?;
         let store = st.store();
-        let meta = store.create_campaign(
-            &sealed.spec.name,
-            &sealed.hash,
-            sealed.schedule.len() as u32,
-            &sealed,
-        )?;
+        let meta = sealed.create_campaign(store)?;
         if let Some(text) = &q.profile {
             store.put_blob(meta.id, PROFILE_BLOB, text)?;
         }

@@ -98,6 +98,14 @@ impl Info {
         self
     }
 
+    /// Adds every `(name, default, help)` of a static param table, as
+    /// [`Info::param`] does one.
+    pub fn params(self, table: &[(&str, &str, &str)]) -> Info {
+        table.iter().fold(self, |info, (name, default, help)| {
+            info.param(*name, *default, *help)
+        })
+    }
+
     /// Declares that the workload calls client interface `interface`.
     pub fn uses(mut self, interface: impl Into<String>) -> Info {
         self.uses.push(interface.into());

@@ -151,6 +151,15 @@ async fn open(
         .await
 }
 
+/// A gRPC client on `channel` once the connection can take a call.
+async fn ready(channel: Channel) -> Result<tonic::client::Grpc<Channel>, Status> {
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unavailable(format!("connection not ready: {}", error_chain(&e))))?;
+    Ok(grpc)
+}
+
 /// A `transport error` alone says little: the chain of sources says why.
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -244,10 +253,7 @@ impl GrpcClient {
         let timeout = self.timeout;
         self.runtime.handle().block_on(async move {
             let call = async {
-                let mut grpc = tonic::client::Grpc::new(channel);
-                grpc.ready().await.map_err(|e| {
-                    Status::unavailable(format!("connection not ready: {}", error_chain(&e)))
-                })?;
+                let mut grpc = ready(channel).await?;
                 grpc.unary(tonic::Request::new(request), path, RawCodec)
                     .await
                     .map(tonic::Response::into_inner)
@@ -289,10 +295,7 @@ impl GrpcClient {
         };
         let inbound = handle.block_on(async move {
             let open = async {
-                let mut grpc = tonic::client::Grpc::new(channel);
-                grpc.ready().await.map_err(|e| {
-                    Status::unavailable(format!("connection not ready: {}", error_chain(&e)))
-                })?;
+                let mut grpc = ready(channel).await?;
                 let outbound = tokio_stream::wrappers::ReceiverStream::new(rx);
                 grpc.streaming(tonic::Request::new(outbound), path, RawCodec)
                     .await

@@ -7,7 +7,6 @@ use super::{GrpcSettings, IngestSettings};
 use crate::target::TargetSpec;
 use anyhow::Context;
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -83,16 +82,7 @@ impl LocalServer {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let pin = cpus.to_vec();
-        // SAFETY: the closure only calls prctl and sched_setaffinity, both
-        // async-signal-safe, between fork and exec.
-        unsafe {
-            command.pre_exec(move || {
-                // The server must not outlive a killed supervisor.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                crate::run::placement::pin_current(&pin)
-            });
-        }
+        crate::run::placement::pin_child(&mut command, cpus);
         let mut child = command
             .spawn()
             .with_context(|| format!("cannot start `{} target grpc-ingest`", exe.display()))?;

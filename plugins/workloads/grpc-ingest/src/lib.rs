@@ -16,11 +16,8 @@ impl Plugin for GrpcIngest {
         ingest::WORKLOADS
             .iter()
             .map(|spec| {
-                spec.params
-                    .iter()
-                    .fold(Info::new(spec.name, spec.description), |info, (n, d, h)| {
-                        info.param(*n, *d, *h)
-                    })
+                Info::new(spec.name, spec.description)
+                    .params(spec.params)
                     .uses("grpc")
             })
             .collect()

@@ -18,11 +18,8 @@ impl Plugin for KvBasic {
         catalog::WORKLOADS
             .iter()
             .map(|spec| {
-                spec.params
-                    .iter()
-                    .fold(Info::new(spec.name, spec.description), |info, (n, d, h)| {
-                        info.param(*n, *d, *h)
-                    })
+                Info::new(spec.name, spec.description)
+                    .params(spec.params)
                     .uses("kv")
             })
             .collect()
