@@ -382,6 +382,17 @@ mod tests {
     }
 
     #[test]
+    fn a_frequency_out_of_range_is_refused_with_the_range() {
+        for hz in [0, 10_001] {
+            let e = Sampler::start(hz).err().expect("refused");
+            assert_eq!(
+                e.to_string(),
+                format!("a profile's frequency must be 1..=10000 Hz, not {hz}")
+            );
+        }
+    }
+
+    #[test]
     fn jit_symbols_are_found_by_range_with_or_without_0x() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("perf-1.map");
