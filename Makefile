@@ -25,7 +25,7 @@ COMPONENTIZE_PY := $(PYTHON) -c 'import sys, componentize_py; sys.argv[0] = "com
 PY_PLUGIN_NAMES := $(notdir $(patsubst %/app.py,%,$(wildcard plugins/python/*/app.py)))
 PY_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(PY_PLUGIN_NAMES)))
 
-.PHONY: all demo test build host plugins plugins-py deps deps-wasm deps-python deps-browser vendor-web lint clean-data bench-boundary
+.PHONY: all demo test build host plugins plugins-py deps deps-wasm deps-python deps-browser vendor-web lint bench-boundary
 
 all: build
 
@@ -81,8 +81,8 @@ endif
 ## deps-browser: Debian's chromium and playwright-core (pinned in
 ## web/tests/package-lock.json) for the browser tests; no browser download.
 deps-browser:
-	@command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
-	@command -v node >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm)
+	@command -v chromium >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y chromium)
+	@command -v node >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y nodejs npm)
 	@test -f web/tests/node_modules/playwright-core/package.json || npm ci --prefix web/tests --no-audit --no-fund
 
 ## vendor-web: refresh web/vendor/ from npm (maintainers only; the build

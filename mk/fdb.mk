@@ -9,6 +9,7 @@
 # docs/fdb.md for a benchmark machine with a cluster.
 
 FDB_APT_PACKAGES := libclang-dev clang
+CARGO ?= cargo
 # Root on CI and the dev machines; sudo elsewhere.
 FDB_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -22,9 +23,9 @@ deps-fdb:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps-fdb: installing$$missing (bindgen for foundationdb-sys)"; \
-	  $(FDB_SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(FDB_SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	  $(FDB_SUDO) apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(FDB_SUDO) apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
 	fi
 
 check-fdb: deps-fdb
-	cargo check -p blocklab --features fdb --all-targets
+	$(CARGO) check -p blocklab --features fdb --all-targets
