@@ -72,6 +72,18 @@ pub fn encode_batch(buf: &mut Vec<u8>, first_offset: u64, n: u64, payload: &[u8]
     }
 }
 
+/// The most bytes `encode_batch` of `n` records of `payload_len` bytes can
+/// take, whatever their offsets (a 10-byte offset varint each).
+pub fn batch_len_bound(n: u64, payload_len: u64) -> u64 {
+    let payload = if payload_len == 0 {
+        0
+    } else {
+        1 + varint_len(payload_len) as u64 + payload_len
+    };
+    let record = 11 + payload;
+    n.saturating_mul(1 + varint_len(record) as u64 + record)
+}
+
 /// Skips a field of `wire_type` at `*at`.
 fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), String> {
     match wire_type {
