@@ -1,9 +1,11 @@
 //! gRPC arms against the real `blocklab target grpc-ingest` on loopback
 //! (issue 4): the failures a run must report, the stream protocol's checks,
 //! a short shared-connection campaign, and the grpc-batching adapter (issue
-//! 6) as an arm.
+//! 6) as an arm; and the client against a stock grpcio server (issue 11).
 
-use crate::support::{IngestServer, assert_error, blocklab, campaign, effect, plugin, report, run};
+use crate::support::{
+    GrpcioServer, IngestServer, assert_error, blocklab, campaign, effect, plugin, report, run,
+};
 use blocklab::target::grpc::proto::{Ack, Batch, Record};
 use blocklab::target::grpc::{Connections, GrpcClient, GrpcSettings};
 use prost::Message;
@@ -456,7 +458,10 @@ fn streams_work_against_a_grpcio_server_that_sends_headers_with_its_first_ack() 
             ],
         ));
         assert_eq!(r["errors"], 0, "{connections}: {r}");
-        assert!(r["window"]["records"].as_u64().unwrap() > 0, "{connections}: {r}");
+        assert!(
+            r["window"]["records"].as_u64().unwrap() > 0,
+            "{connections}: {r}"
+        );
         assert_eq!(r["counters"]["streams_opened"], 2, "{connections}: {r}");
         let opened = r["client_runtime"]["connections"].as_u64().unwrap();
         let expected = match connections {
@@ -467,7 +472,10 @@ fn streams_work_against_a_grpcio_server_that_sends_headers_with_its_first_ack() 
         assert_eq!(opened, expected, "{connections}: {r}");
         // grpcio's own SETTINGS, read off the wire.
         let server_settings = &r["client_runtime"]["http2_advertised"]["server"];
-        assert!(server_settings["initial_window_size"].as_u64().unwrap() > 0, "{r}");
+        assert!(
+            server_settings["initial_window_size"].as_u64().unwrap() > 0,
+            "{r}"
+        );
     }
     let r = json(&run(blocklab()
         .args(["run", "--json", "--plugin"])
@@ -536,17 +544,19 @@ fn a_dead_endpoint_is_retried_with_backoff_and_the_reconnect_is_counted() {
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
     let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
     stream.send(batch(1, 10)).unwrap();
-    assert_eq!(Ack::decode(stream.recv().unwrap().unwrap()).unwrap().next_offset, 1);
+    assert_eq!(
+        Ack::decode(stream.recv().unwrap().unwrap())
+            .unwrap()
+            .next_offset,
+        1
+    );
     assert_eq!(client.backoff(), std::time::Duration::ZERO);
 
     // The server dies under an open stream: the failure says why, beyond
     // "h2 protocol error".
     drop(server);
     let cut = final_status(&mut stream);
-    assert!(
-        cut.message().contains("connection") || cut.message().contains("closed"),
-        "{cut:?}"
-    );
+    assert_has_cause(&cut);
     // Each stream opened meanwhile fails to connect, naming the cause, and
     // the next one waits twice as long as the last.
     let mut waits = Vec::new();
@@ -562,17 +572,57 @@ fn a_dead_endpoint_is_retried_with_backoff_and_the_reconnect_is_counted() {
         "{waits:?}"
     );
     // A unary call says why, too.
-    let e = client.unary("/ingest.v1.Echo/Echo", bytes::Bytes::new()).unwrap_err();
+    let e = client
+        .unary("/ingest.v1.Echo/Echo", bytes::Bytes::new())
+        .unwrap_err();
     assert!(e.message().contains("refused"), "{e:?}");
 
     // Back on the same port: the channel reconnects, which is counted.
     let _server = IngestServer::start_on(&listen, &["--ack-every", "1"]);
     let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
     stream.send(batch(1, 10)).unwrap();
-    assert_eq!(Ack::decode(stream.recv().unwrap().unwrap()).unwrap().next_offset, 1);
+    assert_eq!(
+        Ack::decode(stream.recv().unwrap().unwrap())
+            .unwrap()
+            .next_offset,
+        1
+    );
     assert_eq!(client.backoff(), std::time::Duration::ZERO);
     assert_eq!(client.connections_opened(), 2);
     assert_eq!(client.reconnects(), 1);
+}
+
+/// Asserts that `status` names the cause under tonic's `transport error` or
+/// `h2 protocol error`: the socket's or h2's own words.
+fn assert_has_cause(status: &tonic::Status) {
+    let m = status.message();
+    assert!(
+        [
+            "broken pipe",
+            "reset",
+            "os error",
+            "closed because",
+            "unexpected end",
+            "eof"
+        ]
+        .iter()
+        .any(|cause| m.to_lowercase().contains(cause)),
+        "no cause in {status:?}"
+    );
+}
+
+#[test]
+fn a_connection_cut_under_a_unary_call_says_why() {
+    let Some(server) = grpcio(&[]) else { return };
+    let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
+    // The peer exits on this payload, with the call in flight.
+    let die = blocklab::target::grpc::proto::EchoRequest {
+        payload: b"die".to_vec(),
+    };
+    let e = client
+        .unary("/ingest.v1.Echo/Echo", die.encode_to_vec().into())
+        .unwrap_err();
+    assert_has_cause(&e);
 }
 
 #[test]
@@ -628,14 +678,18 @@ fn an_oversized_unary_message_is_resource_exhausted_as_in_grpc_core() {
     );
     let server = IngestServer::start(&[]);
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
-    let e = client.unary("/ingest.v1.Echo/Echo", big.clone()).unwrap_err();
+    let e = client
+        .unary("/ingest.v1.Echo/Echo", big.clone())
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
     assert!(e.message().contains("`--max-message-bytes`"), "{e:?}");
 
     // A server that takes it echoes 5 MiB, over the client's own 4 MiB.
     let server = IngestServer::start(&["--max-message-bytes", "8388608"]);
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
-    let e = client.unary("/ingest.v1.Echo/Echo", big.clone()).unwrap_err();
+    let e = client
+        .unary("/ingest.v1.Echo/Echo", big.clone())
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
 
     // grpcio, the reference, says the same.
@@ -656,12 +710,7 @@ fn the_ingest_workload_refuses_a_batch_over_the_message_limit_in_setup() {
         let r = window_run_with(
             &source,
             &server.url,
-            &[
-                "--workload",
-                "ingest",
-                "--param",
-                "record_bytes=100000",
-            ],
+            &["--workload", "ingest", "--param", "record_bytes=100000"],
         );
         assert_error(
             &r,
@@ -705,7 +754,10 @@ fn each_run_records_the_http2_settings_both_sides_advertised() {
     let r = json(&window_run(&server.url, &["--workload", "ingest"]));
     let advertised = &r["client_runtime"]["http2_advertised"];
     // hyper's client defaults as tonic leaves them.
-    assert_eq!(advertised["client"]["initial_window_size"], 2_097_152, "{r}");
+    assert_eq!(
+        advertised["client"]["initial_window_size"], 2_097_152,
+        "{r}"
+    );
     assert_eq!(advertised["client"]["connection_window"], 5_242_880, "{r}");
     // The server's flag, as it reached the wire.
     assert_eq!(advertised["server"]["initial_window_size"], 100_000, "{r}");

@@ -8,6 +8,7 @@ first message, and this server sends its first message (an ack) only after
 reading `--ack-every` records: a client that waits for headers before it
 sends deadlocks here.
 
+An Echo of the payload `die` ends the process mid-call (a cut connection).
 `--ack-ahead N` is a test knob: every ack claims N records more than were
 received, which a client must refuse.
 
@@ -16,6 +17,7 @@ Prints `listening on 127.0.0.1:PORT` once serving; runs until killed.
 """
 
 import argparse
+import os
 import sys
 from concurrent import futures
 
@@ -93,7 +95,14 @@ def make_stream(ack_every, ack_ahead):
     return stream
 
 
+# An EchoRequest whose payload is `die`: the process exits mid-call, so the
+# client sees its connection cut with a call in flight.
+DIE = b"\x0a\x03die"
+
+
 def echo(request, context):
+    if request == DIE:
+        os._exit(3)
     # EchoRequest and EchoResponse are both `bytes payload = 1`.
     return request
 

@@ -152,8 +152,10 @@ impl Backoff {
 
 /// Whether `status` says the connection, not the server's service, failed.
 fn is_connection_failure(status: &Status) -> bool {
-    matches!(status.code(), Code::Unavailable | Code::Unknown | Code::Internal)
-        && (status.code() == Code::Unavailable || std::error::Error::source(status).is_some())
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::Unknown | Code::Internal
+    ) && (status.code() == Code::Unavailable || std::error::Error::source(status).is_some())
 }
 
 /// A status with its cause chain in the message, and tonic's local
@@ -167,17 +169,15 @@ fn explained(status: Status) -> Status {
     } else {
         status.code()
     };
-    let message = match std::error::Error::source(&status) {
-        Some(source) => {
-            let chain = error_chain(source);
-            if status.message().contains(&chain) {
-                status.message().to_owned()
-            } else {
-                format!("{}: {chain}", status.message())
-            }
+    let mut message = status.message().to_owned();
+    let mut source = std::error::Error::source(&status);
+    while let Some(e) = source {
+        let text = e.to_string();
+        if !message.contains(&text) {
+            message = format!("{message}: {text}");
         }
-        None => status.message().to_owned(),
-    };
+        source = e.source();
+    }
     if code == status.code() && message == status.message() {
         return status;
     }
@@ -480,7 +480,7 @@ fn deadline(what: &str, timeout: Duration) -> Status {
 enum Inbound {
     /// Until the server's response headers arrive.
     Opening(tokio::task::JoinHandle<Result<tonic::Streaming<Bytes>, Status>>),
-    Open(tonic::Streaming<Bytes>),
+    Open(Box<tonic::Streaming<Bytes>>),
     /// The opening failed; its status was returned.
     Failed,
 }
@@ -556,7 +556,7 @@ impl GrpcStream {
                         ))),
                     };
                     match opened {
-                        Ok(streaming) => *inbound = Inbound::Open(streaming),
+                        Ok(streaming) => *inbound = Inbound::Open(Box::new(streaming)),
                         Err(status) => {
                             *inbound = Inbound::Failed;
                             return Err(status);

@@ -402,7 +402,8 @@ mod tests {
             f.extend_from_slice(payload);
             f
         };
-        let setting = |id: u16, value: u32| [id.to_be_bytes().as_slice(), &value.to_be_bytes()].concat();
+        let setting =
+            |id: u16, value: u32| [id.to_be_bytes().as_slice(), &value.to_be_bytes()].concat();
         let settings = [setting(0x2, 0), setting(0x4, 2_097_152), setting(0x3, 200)].concat();
         let update = (5_242_880u32 - 65_535).to_be_bytes();
         let mut sniffer = Sniffer::new(PREFACE.len());
@@ -438,7 +439,10 @@ mod tests {
         let (settings, done) = Sniffer::new(0).feed(&bytes);
         assert!(done);
         let settings = settings.unwrap();
-        assert_eq!((settings.max_frame_size, settings.connection_window), (65_536, 65_535));
+        assert_eq!(
+            (settings.max_frame_size, settings.connection_window),
+            (65_536, 65_535)
+        );
     }
 
     #[tokio::test]

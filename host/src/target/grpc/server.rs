@@ -403,7 +403,9 @@ fn refused(status: Status, max_message_bytes: u32) -> Status {
 /// RESOURCE_EXHAUSTED, as grpc-core, grpc-go and grpc-java report it.
 fn oversized_as_resource_exhausted(
     max_message_bytes: u32,
-) -> impl Fn(tonic::codegen::http::Response<tonic::body::Body>) -> tonic::codegen::http::Response<tonic::body::Body>
+) -> impl Fn(
+    tonic::codegen::http::Response<tonic::body::Body>,
+) -> tonic::codegen::http::Response<tonic::body::Body>
 + Clone {
     move |mut response| {
         let headers = response.headers();
