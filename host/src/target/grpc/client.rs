@@ -150,24 +150,27 @@ impl Backoff {
     }
 }
 
-/// Whether `status` says the connection, not the server's service, failed.
+/// Whether `status` (as [`explained`] leaves it) says the server could not
+/// be reached or the connection broke. A server's own UNAVAILABLE counts
+/// too: it means "try again later", which gRPC retry policies answer with
+/// backoff as well.
 fn is_connection_failure(status: &Status) -> bool {
-    matches!(
-        status.code(),
-        Code::Unavailable | Code::Unknown | Code::Internal
-    ) && (status.code() == Code::Unavailable || std::error::Error::source(status).is_some())
+    status.code() == Code::Unavailable
 }
 
-/// A status with its cause chain in the message, and tonic's local
-/// message-size refusal as RESOURCE_EXHAUSTED, the code grpc-core, grpc-go
-/// and grpc-java give it (tonic says OUT_OF_RANGE).
+/// A status with its cause chain in the message, under the code grpc-core,
+/// grpc-go and grpc-java give it: tonic's local message-size refusal is
+/// RESOURCE_EXHAUSTED (tonic says OUT_OF_RANGE), and a connection that
+/// broke under a call is UNAVAILABLE (tonic says UNKNOWN). A status with a
+/// source was made here from a transport error, never sent by the server.
 fn explained(status: Status) -> Status {
-    let code = if status.code() == Code::OutOfRange
-        && status.message().contains("message length too large")
-    {
-        Code::ResourceExhausted
-    } else {
-        status.code()
+    let transport = std::error::Error::source(&status).is_some();
+    let code = match status.code() {
+        Code::OutOfRange if status.message().contains("message length too large") => {
+            Code::ResourceExhausted
+        }
+        Code::Unknown if transport => Code::Unavailable,
+        code => code,
     };
     let mut message = status.message().to_owned();
     let mut source = std::error::Error::source(&status);
