@@ -196,22 +196,7 @@ impl RunResult {
             if r.reconnects > 0 {
                 s += &format!("  reconnects   {}\n", r.reconnects);
             }
-            let side = |a: &Option<crate::target::grpc::counted::Http2Settings>| match a {
-                Some(a) => format!(
-                    "stream window {} connection window {} max frame {} max streams {}",
-                    a.initial_window_size,
-                    a.connection_window,
-                    a.max_frame_size,
-                    a.max_concurrent_streams
-                        .map_or("unlimited".to_owned(), |n| n.to_string())
-                ),
-                None => "not seen".to_owned(),
-            };
-            s += &format!(
-                "  http2 sent   {}\n  http2 got    {}\n",
-                side(&r.http2_advertised.client),
-                side(&r.http2_advertised.server)
-            );
+            s += &format!("  http2        {}\n", r.http2_advertised);
             let per = |bytes: u64, calls: u64| bytes as f64 / calls.max(1) as f64;
             s += &format!(
                 "  sockets      {} writes ({:.0} B each)  {} reads ({:.0} B each)\n",

@@ -326,6 +326,16 @@ fn a_short_shared_connection_campaign_reports_each_pool_against_per_stream() {
                 > 0.0
         );
     }
+    // The report states the HTTP/2 settings each arm's runs advertised.
+    let limits = rep["limits"].to_string();
+    for arm in ["phase-b", "phase-c", "pool-2", "pool-4"] {
+        assert!(
+            limits.contains(&format!(
+                "HTTP/2 SETTINGS on the wire, arm `{arm}` (first connection of its runs): client sent stream window 2097152, connection window 5242880"
+            )),
+            "{limits}"
+        );
+    }
     let runs = rep["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 16);
     for run in runs {

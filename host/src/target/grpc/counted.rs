@@ -66,6 +66,20 @@ impl Default for Http2Settings {
     }
 }
 
+impl std::fmt::Display for Http2Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stream window {}, connection window {}, max frame {}, max streams ",
+            self.initial_window_size, self.connection_window, self.max_frame_size
+        )?;
+        match self.max_concurrent_streams {
+            Some(n) => write!(f, "{n}"),
+            None => f.write_str("unlimited"),
+        }
+    }
+}
+
 /// Both sides' advertised settings, as read off the client's socket.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Http2Advertised {
@@ -82,6 +96,18 @@ pub struct SocketStats {
     pub write_bytes: u64,
     pub reads: u64,
     pub read_bytes: u64,
+}
+
+impl std::fmt::Display for Http2Advertised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let side = |s: &Option<Http2Settings>| s.map_or("not seen".to_owned(), |s| s.to_string());
+        write!(
+            f,
+            "client sent {}; server sent {}",
+            side(&self.client),
+            side(&self.server)
+        )
+    }
 }
 
 impl SocketCounters {
