@@ -210,6 +210,17 @@ mod tests {
     }
 
     #[test]
+    fn the_batch_bound_is_reached_by_the_largest_offsets_only() {
+        let mut buf = Vec::new();
+        encode_batch(&mut buf, u64::MAX - 10, 3, &[1; 200]);
+        assert_eq!(buf.len() as u64, batch_len_bound(3, 200));
+        encode_batch(&mut buf, 0, 3, &[1; 200]);
+        assert!((buf.len() as u64) < batch_len_bound(3, 200));
+        encode_batch(&mut buf, u64::MAX - 10, 2, &[]);
+        assert_eq!(buf.len() as u64, batch_len_bound(2, 0));
+    }
+
+    #[test]
     fn a_batch_of_two_records_is_laid_out_field_by_field() {
         let mut buf = Vec::new();
         encode_batch(&mut buf, 5, 2, b"ab");
