@@ -19,6 +19,8 @@ UPLOT_VERSION := 1.6.32
 # componentize-py from PyPI into target/plugins/NAME.wasm.
 PYTHON ?= python3
 COMPONENTIZE_PY_VERSION := 0.25.1
+# The stock gRPC server the interop tests run against (host/tests/peers).
+GRPCIO_VERSION := 1.85.3
 # Through the interpreter, not the console script: a freshly pip-installed
 # script is not on PATH until pyenv rehashes its shims.
 COMPONENTIZE_PY := $(PYTHON) -c 'import sys, componentize_py; sys.argv[0] = "componentize-py"; componentize_py.script()'
@@ -34,10 +36,13 @@ deps: deps-wasm
 deps-wasm:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
 
-## deps-python: componentize-py at the pinned version (for plugins-py).
+## deps-python: componentize-py (for plugins-py) and grpcio (for the gRPC
+## interop tests) at their pinned versions.
 deps-python:
 	@$(PYTHON) -m pip show componentize-py 2>/dev/null | grep -qx "Version: $(COMPONENTIZE_PY_VERSION)" \
 		|| $(PYTHON) -m pip install --quiet componentize-py==$(COMPONENTIZE_PY_VERSION)
+	@$(PYTHON) -m pip show grpcio 2>/dev/null | grep -qx "Version: $(GRPCIO_VERSION)" \
+		|| $(PYTHON) -m pip install --quiet grpcio==$(GRPCIO_VERSION)
 
 ## plugins-py: every Python plugin as a component into target/plugins/NAME.wasm.
 ## --stub-wasi replaces CPython's WASI imports (files, sockets) with traps, so
@@ -94,8 +99,8 @@ vendor-web:
 	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
 
 ## test: the whole suite (unit, integration, browser, the fdb feature's type-check).
-test: plugins check-fdb deps-browser
-	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+test: plugins check-fdb deps-browser deps-python
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async

@@ -514,6 +514,23 @@ pub fn analyse(
         .filter(|r| r.result.profile.is_some())
         .map(|r| r.slot.to_string())
         .collect();
+    // What HTTP/2 really negotiated is part of what was tested: one line per
+    // arm and distinct settings.
+    let mut http2: Vec<(&str, crate::target::grpc::counted::Http2Advertised)> = Vec::new();
+    for r in &runs {
+        if let Some(c) = &r.result.client_runtime {
+            let a = c.http2_advertised;
+            let seen = a.client.is_some() || a.server.is_some();
+            if seen && !http2.iter().any(|(arm, x)| *arm == r.result.arm && *x == a) {
+                http2.push((&r.result.arm, a));
+            }
+        }
+    }
+    for (arm, a) in http2 {
+        limits.push(format!(
+            "HTTP/2 SETTINGS on the wire, arm `{arm}` (first connection of its runs): {a}."
+        ));
+    }
     if !profiled.is_empty() {
         limits.push(format!(
             "{} runs were CPU-profiled (slots {}): their figures include the sampler's cost (docs/benchmarks.md). `blocklab profile {} SLOT` writes a run's flamegraph.",

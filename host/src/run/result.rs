@@ -65,8 +65,16 @@ pub struct ClientRuntime {
     pub queue_depth_max: usize,
     /// Tasks alive at the end of the window.
     pub alive_tasks: usize,
-    /// HTTP/2 connections the client opened in the whole run.
+    /// HTTP/2 connections the client opened in the whole run, the ones
+    /// tonic opened again after a connection broke included.
     pub connections: usize,
+    /// Of `connections`, those opened again after a connection broke.
+    #[serde(default)]
+    pub reconnects: usize,
+    /// The HTTP/2 SETTINGS each side advertised on the run's first
+    /// connection, read off the wire by the client's socket wrapper.
+    #[serde(default)]
+    pub http2_advertised: crate::target::grpc::counted::Http2Advertised,
     /// Socket reads and writes in the window over all connections: h2
     /// exposes no frame counts, and bytes per write show how far frames were
     /// coalesced.
@@ -185,6 +193,10 @@ impl RunResult {
                 r.queue_depth_max,
                 r.connections
             );
+            if r.reconnects > 0 {
+                s += &format!("  reconnects   {}\n", r.reconnects);
+            }
+            s += &format!("  http2        {}\n", r.http2_advertised);
             let per = |bytes: u64, calls: u64| bytes as f64 / calls.max(1) as f64;
             s += &format!(
                 "  sockets      {} writes ({:.0} B each)  {} reads ({:.0} B each)\n",

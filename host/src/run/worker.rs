@@ -542,6 +542,8 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
                 queue_depth_max: queue.1,
                 alive_tasks: stats.alive_tasks,
                 connections: client.connections_opened(),
+                reconnects: client.reconnects(),
+                http2_advertised: client.http2_advertised(),
                 sockets: stats.sockets,
             }
         });

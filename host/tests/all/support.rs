@@ -115,9 +115,14 @@ pub struct IngestServer {
 impl IngestServer {
     /// Starts the server with `knobs` (its flags).
     pub fn start(knobs: &[&str]) -> IngestServer {
+        IngestServer::start_on("127.0.0.1:0", knobs)
+    }
+
+    /// Starts the server listening on `listen` with `knobs`.
+    pub fn start_on(listen: &str, knobs: &[&str]) -> IngestServer {
         let (child, addr) = spawn_listening(
             blocklab()
-                .args(["target", "grpc-ingest", "--listen", "127.0.0.1:0"])
+                .args(["target", "grpc-ingest", "--listen", listen])
                 .args(knobs)
                 .stderr(Stdio::inherit()),
             "listening on ",
@@ -173,4 +178,61 @@ pub fn effect<'a>(
                 report["effects"], report["missing_effects"]
             )
         })
+}
+
+/// A stock Python grpcio server speaking ingest.v1
+/// (host/tests/peers/grpcio_ingest.py) on a free loopback port, killed on
+/// drop.
+pub struct GrpcioServer {
+    child: Child,
+    pub url: String,
+}
+
+impl GrpcioServer {
+    /// Starts the server with `args`, or returns why it cannot: grpcio is not
+    /// importable and `BLOCKLAB_REQUIRE_GRPCIO` is unset (`make test` sets it
+    /// and installs grpcio). Any other failure panics.
+    pub fn start(args: &[&str]) -> Result<GrpcioServer, String> {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        let importable = Command::new(&python)
+            .args(["-c", "import grpc"])
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !importable {
+            let why = format!(
+                "`{python}` cannot import grpc: `make deps-python` (or `{python} -m pip install grpcio`) installs it"
+            );
+            if std::env::var_os("BLOCKLAB_REQUIRE_GRPCIO").is_some() {
+                panic!("BLOCKLAB_REQUIRE_GRPCIO is set, but {why}");
+            }
+            return Err(why);
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/grpcio_ingest.py");
+        let (child, addr) = spawn_listening(
+            Command::new(&python)
+                .arg(script)
+                .args(args)
+                // No __pycache__ beside the fixture.
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .stdin(Stdio::null())
+                .stderr(Stdio::inherit()),
+            "listening on ",
+        );
+        let mut server = GrpcioServer {
+            child,
+            url: String::new(),
+        };
+        let addr = addr.unwrap_or_else(|line| panic!("the grpcio server said `{line}`"));
+        server.url = format!("http://{addr}");
+        Ok(server)
+    }
+}
+
+impl Drop for GrpcioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -5,12 +5,20 @@
 //! Callers are plain threads (plugin workers); every call blocks the calling
 //! thread on the runtime with `Handle::block_on`, so the runtime's own worker
 //! threads only drive I/O.
+//!
+//! A stream is returned as soon as its request is started: standard servers
+//! (grpcio, grpc-go, grpc-java) send response headers with their first
+//! message, and an ingest server answers only after reading records, so
+//! waiting for headers before the first send would deadlock. The first
+//! `recv` observes how the opening went. After a connection failure, the
+//! next stream or call waits a capped exponential backoff, so a dead
+//! endpoint is not reopened in a hot loop.
 
 use super::counted::{self, SocketCounters, SocketStats};
 use super::{Connections, GrpcSettings, LOCAL_INGEST};
 use bytes::{Buf, BufMut, Bytes};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::mpsc;
@@ -22,6 +30,12 @@ use tonic::{Code, Status};
 /// Messages a stream may have queued ahead of the HTTP/2 connection; beyond
 /// that `send` waits, so flow control reaches the caller.
 const SEND_QUEUE: usize = 16;
+
+/// The first wait after a connection failure; it doubles with each further
+/// failure in a row.
+const BACKOFF_FIRST: Duration = Duration::from_millis(10);
+/// The longest wait between attempts (also capped at `call_timeout_ms`).
+const BACKOFF_CAP: Duration = Duration::from_secs(1);
 
 /// What can go wrong before any call is made.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +111,82 @@ pub struct RuntimeStats {
     pub global_queue_depth: usize,
 }
 
+/// Connection failures in a row, shared by a client and its streams: the
+/// backoff before the next stream or call.
+#[derive(Debug)]
+struct Backoff {
+    failures: AtomicU32,
+    cap: Duration,
+}
+
+impl Backoff {
+    /// The wait before the next attempt: none after a success, else
+    /// `BACKOFF_FIRST` doubled per failure in a row, at most the cap.
+    fn delay(&self) -> Duration {
+        match self.failures.load(Ordering::Relaxed) {
+            0 => Duration::ZERO,
+            n => BACKOFF_FIRST
+                .saturating_mul(1u32 << (n - 1).min(20))
+                .min(self.cap),
+        }
+    }
+
+    /// Counts the outcome of an attempt: a connection failure, or anything
+    /// that shows the connection works.
+    fn record(&self, status: Option<&Status>) {
+        match status {
+            Some(s) if is_connection_failure(s) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => self.failures.store(0, Ordering::Relaxed),
+        }
+    }
+
+    fn wait(&self) {
+        let delay = self.delay();
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
+    }
+}
+
+/// Whether `status` (as [`explained`] leaves it) says the server could not
+/// be reached or the connection broke. A server's own UNAVAILABLE counts
+/// too: it means "try again later", which gRPC retry policies answer with
+/// backoff as well.
+fn is_connection_failure(status: &Status) -> bool {
+    status.code() == Code::Unavailable
+}
+
+/// A status with its cause chain in the message, under the code grpc-core,
+/// grpc-go and grpc-java give it: tonic's local message-size refusal is
+/// RESOURCE_EXHAUSTED (tonic says OUT_OF_RANGE), and a connection that
+/// broke under a call is UNAVAILABLE (tonic says UNKNOWN). A status with a
+/// source was made here from a transport error, never sent by the server.
+fn explained(status: Status) -> Status {
+    let transport = std::error::Error::source(&status).is_some();
+    let code = match status.code() {
+        Code::OutOfRange if status.message().contains("message length too large") => {
+            Code::ResourceExhausted
+        }
+        Code::Unknown if transport => Code::Unavailable,
+        code => code,
+    };
+    let mut message = status.message().to_owned();
+    let mut source = std::error::Error::source(&status);
+    while let Some(e) = source {
+        let text = e.to_string();
+        if !message.contains(&text) {
+            message = format!("{message}: {text}");
+        }
+        source = e.source();
+    }
+    if code == status.code() && message == status.message() {
+        return status;
+    }
+    Status::new(code, message)
+}
+
 impl RuntimeStats {
     /// The change from `earlier` to `self` of the cumulative figures; the
     /// gauges keep `self`'s values.
@@ -120,7 +210,9 @@ pub struct GrpcClient {
     /// Shared: one; a pool: n; per-stream: the one unary calls use.
     channels: Vec<Channel>,
     next: AtomicUsize,
+    /// Connections opened on purpose (not by tonic reconnecting).
     opened: AtomicUsize,
+    backoff: Arc<Backoff>,
     timeout: Duration,
     sockets: Arc<SocketCounters>,
     nodelay: bool,
@@ -230,6 +322,10 @@ impl GrpcClient {
             opened: AtomicUsize::new(channels.len()),
             channels,
             next: AtomicUsize::new(0),
+            backoff: Arc::new(Backoff {
+                failures: AtomicU32::new(0),
+                cap: BACKOFF_CAP.min(timeout),
+            }),
             timeout,
             sockets,
             nodelay,
@@ -241,9 +337,28 @@ impl GrpcClient {
         &self.url
     }
 
-    /// Connections opened so far, including per-stream ones since closed.
+    /// TCP connections opened so far: per-stream ones since closed, and the
+    /// ones tonic opened to reconnect a channel.
     pub fn connections_opened(&self) -> usize {
-        self.opened.load(Ordering::Relaxed)
+        self.sockets.connects() as usize
+    }
+
+    /// Connections tonic opened again after one of ours broke.
+    pub fn reconnects(&self) -> usize {
+        self.connections_opened()
+            .saturating_sub(self.opened.load(Ordering::Relaxed))
+    }
+
+    /// The HTTP/2 SETTINGS both sides of the first connection advertised,
+    /// as read off the wire.
+    pub fn http2_advertised(&self) -> counted::Http2Advertised {
+        self.sockets.advertised()
+    }
+
+    /// How long the next stream or call waits first: zero unless the last
+    /// attempts failed to reach the server.
+    pub fn backoff(&self) -> Duration {
+        self.backoff.delay()
     }
 
     /// Calls a unary method with an encoded request.
@@ -251,7 +366,8 @@ impl GrpcClient {
         let path = path(method)?;
         let channel = self.channels[0].clone();
         let timeout = self.timeout;
-        self.runtime.handle().block_on(async move {
+        self.backoff.wait();
+        let result = self.runtime.handle().block_on(async move {
             let call = async {
                 let mut grpc = ready(channel).await?;
                 grpc.unary(tonic::Request::new(request), path, RawCodec)
@@ -261,16 +377,22 @@ impl GrpcClient {
             tokio::time::timeout(timeout, call)
                 .await
                 .map_err(|_| deadline("the unary call", timeout))?
-        })
+        });
+        let result = result.map_err(explained);
+        self.backoff.record(result.as_ref().err());
+        result
     }
 
     /// Opens a bidirectional stream on `method`, on the connection the
     /// policy assigns: round-robin over the pool in opening order, or a new
-    /// connection for `per-stream`.
+    /// connection for `per-stream`. Returns once the request is under way,
+    /// without waiting for the server's response headers; the first `recv`
+    /// reports a refusal.
     pub fn open_stream(&self, method: &str) -> Result<GrpcStream, Status> {
         let path = path(method)?;
         let timeout = self.timeout;
         let handle = self.runtime.handle().clone();
+        self.backoff.wait();
         let (tx, rx) = mpsc::channel::<Bytes>(SEND_QUEUE);
         let (channel, own) = match self.policy {
             Connections::PerStream => {
@@ -284,7 +406,8 @@ impl GrpcClient {
                                 error_chain(&e)
                             ))
                         })
-                })?;
+                });
+                let channel = channel.inspect_err(|s| self.backoff.record(Some(s)))?;
                 self.opened.fetch_add(1, Ordering::Relaxed);
                 (channel.clone(), Some(channel))
             }
@@ -293,24 +416,22 @@ impl GrpcClient {
                 (self.channels[i].clone(), None)
             }
         };
-        let inbound = handle.block_on(async move {
-            let open = async {
-                let mut grpc = ready(channel).await?;
-                let outbound = tokio_stream::wrappers::ReceiverStream::new(rx);
-                grpc.streaming(tonic::Request::new(outbound), path, RawCodec)
-                    .await
-                    .map(tonic::Response::into_inner)
-            };
-            tokio::time::timeout(timeout, open)
+        // The response future resolves with the server's headers; hyper
+        // sends the request's messages meanwhile, from its own task.
+        let opening = handle.spawn(async move {
+            let mut grpc = ready(channel).await?;
+            let outbound = tokio_stream::wrappers::ReceiverStream::new(rx);
+            grpc.streaming(tonic::Request::new(outbound), path, RawCodec)
                 .await
-                .map_err(|_| deadline("opening the stream", timeout))?
-        })?;
+                .map(tonic::Response::into_inner)
+        });
         Ok(GrpcStream {
             handle,
             tx: Some(tx),
-            inbound,
+            inbound: Inbound::Opening(opening),
             timeout,
             finished: false,
+            backoff: self.backoff.clone(),
             _connection: own,
         })
     }
@@ -358,15 +479,26 @@ fn deadline(what: &str, timeout: Duration) -> Status {
     ))
 }
 
+/// The receiving side of a stream.
+enum Inbound {
+    /// Until the server's response headers arrive.
+    Opening(tokio::task::JoinHandle<Result<tonic::Streaming<Bytes>, Status>>),
+    Open(Box<tonic::Streaming<Bytes>>),
+    /// The opening failed; its status was returned.
+    Failed,
+}
+
 /// One open bidirectional stream.
 pub struct GrpcStream {
     handle: Handle,
     /// `None` after `close_send`.
     tx: Option<mpsc::Sender<Bytes>>,
-    inbound: tonic::Streaming<Bytes>,
+    inbound: Inbound,
     timeout: Duration,
     /// The server ended the stream (status OK or an error already returned).
     finished: bool,
+    /// The client's: a stream that breaks its connection counts.
+    backoff: Arc<Backoff>,
     /// The connection of a `per-stream` arm: it closes with the stream.
     _connection: Option<Channel>,
 }
@@ -418,14 +550,40 @@ impl GrpcStream {
         let timeout = self.timeout;
         let inbound = &mut self.inbound;
         let result = self.handle.block_on(async {
-            tokio::time::timeout_at(until.into(), inbound.message())
+            let next = async {
+                if let Inbound::Opening(task) = inbound {
+                    let opened = match task.await {
+                        Ok(opened) => opened,
+                        Err(e) => Err(Status::internal(format!(
+                            "the task opening the stream failed: {e}"
+                        ))),
+                    };
+                    match opened {
+                        Ok(streaming) => *inbound = Inbound::Open(Box::new(streaming)),
+                        Err(status) => {
+                            *inbound = Inbound::Failed;
+                            return Err(status);
+                        }
+                    }
+                }
+                match inbound {
+                    Inbound::Open(streaming) => streaming.message().await,
+                    _ => Ok(None),
+                }
+            };
+            tokio::time::timeout_at(until.into(), next)
                 .await
                 .map_err(|_| deadline("waiting for a message", timeout))?
         });
+        let result = result.map_err(explained);
         match &result {
             Ok(None) => self.finished = true,
-            Err(status) if status.code() != Code::DeadlineExceeded => self.finished = true,
-            _ => {}
+            Err(status) if status.code() != Code::DeadlineExceeded => {
+                self.finished = true;
+                self.backoff.record(Some(status));
+            }
+            Ok(Some(_)) => self.backoff.record(None),
+            Err(_) => {}
         }
         result
     }
@@ -433,5 +591,15 @@ impl GrpcStream {
     /// Half-closes the stream: the server sees the end of the messages.
     pub fn close_send(&mut self) {
         self.tx = None;
+    }
+}
+
+impl Drop for GrpcStream {
+    /// A stream dropped before the server answered is cancelled rather than
+    /// left open on the connection.
+    fn drop(&mut self) {
+        if let Inbound::Opening(task) = &self.inbound {
+            task.abort();
+        }
     }
 }

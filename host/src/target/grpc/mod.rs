@@ -100,10 +100,11 @@ pub struct GrpcSettings {
     pub endpoint: String,
     #[serde(default)]
     pub connections: Connections,
-    /// HTTP/2 initial stream window, bytes (h2's default: 65,535).
+    /// HTTP/2 initial stream window, bytes (hyper's default: 2,097,152).
     #[serde(default)]
     pub initial_stream_window: Option<u32>,
-    /// HTTP/2 initial connection window, bytes.
+    /// HTTP/2 initial connection window, bytes (hyper's default:
+    /// 5,242,880).
     #[serde(default)]
     pub initial_connection_window: Option<u32>,
     /// Let h2 grow the windows from measured bandwidth-delay products.

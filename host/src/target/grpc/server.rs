@@ -4,6 +4,10 @@
 //! `ack_every` records or `ack_interval_ms`, after an injected durability
 //! delay, throttled by per-stream and per-connection token buckets. It also
 //! serves a unary `Echo` and the standard gRPC health service.
+//!
+//! A message the server cannot take ends its call with the status standard
+//! gRPC servers give: INTERNAL for one that does not decode as the method's
+//! type, RESOURCE_EXHAUSTED for one over `max_message_bytes`.
 
 use super::proto::echo_server::{Echo, EchoServer};
 use super::proto::ingest_server::{Ingest, IngestServer};
@@ -56,6 +60,10 @@ pub struct IngestSettings {
     /// HTTP/2 max frame size the server advertises, bytes.
     #[arg(long, value_name = "BYTES")]
     pub max_frame_size: Option<u32>,
+    /// Largest message the server takes, bytes (gRPC's usual 4 MiB); a
+    /// larger one ends its call with RESOURCE_EXHAUSTED.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: u32,
     /// Test knob: end every stream cleanly (status OK) after this many
     /// records, unacknowledged ones included (0: never).
     #[arg(long, value_name = "RECORDS", default_value_t = 0)]
@@ -72,6 +80,9 @@ pub struct IngestSettings {
     pub threads: usize,
 }
 
+/// gRPC's customary limit on a received message: 4 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 4 * 1024 * 1024;
+
 impl Default for IngestSettings {
     fn default() -> Self {
         IngestSettings {
@@ -84,6 +95,7 @@ impl Default for IngestSettings {
             initial_stream_window: None,
             initial_connection_window: None,
             max_frame_size: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             close_after: 0,
             fail_after: 0,
             not_serving: false,
@@ -102,6 +114,7 @@ impl IngestSettings {
             format!("--connection-rate={}", self.connection_rate),
             format!("--durability-delay-us={}", self.durability_delay_us),
             format!("--max-streams={}", self.max_streams),
+            format!("--max-message-bytes={}", self.max_message_bytes),
             format!("--close-after={}", self.close_after),
             format!("--fail-after={}", self.fail_after),
             format!("--threads={}", self.threads),
@@ -135,6 +148,11 @@ impl IngestSettings {
         }
         if self.threads == 0 {
             anyhow::bail!("`threads` must be at least 1");
+        }
+        if self.max_message_bytes == 0 {
+            anyhow::bail!(
+                "`max_message_bytes = 0` refuses every message; use a positive size (default {DEFAULT_MAX_MESSAGE_BYTES})"
+            );
         }
         Ok(())
     }
@@ -311,8 +329,14 @@ async fn serve_stream(
                 }
                 return;
             }
-            // The client went away or broke the stream: nobody to answer.
-            Err(_) => return,
+            // A message the server cannot take ends the stream with its
+            // reason; if the client went away instead, nobody reads it.
+            Err(status) => {
+                let _ = tx
+                    .send(Err(refused(status, settings.max_message_bytes)))
+                    .await;
+                return;
+            }
         };
         for record in &batch.records {
             if record.offset != expected {
@@ -352,6 +376,55 @@ async fn serve_stream(
                 return;
             }
         }
+    }
+}
+
+/// What tonic reports for a message it could not take, as standard servers
+/// report it: over the size limit is RESOURCE_EXHAUSTED (tonic says
+/// OUT_OF_RANGE) naming the knob, undecodable is INTERNAL naming the type.
+fn refused(status: Status, max_message_bytes: u32) -> Status {
+    match status.code() {
+        tonic::Code::OutOfRange if status.message().contains("message length too large") => {
+            Status::resource_exhausted(format!(
+                "a message is over the server's limit of {max_message_bytes} bytes (`--max-message-bytes`, `server.max_message_bytes`): {}",
+                status.message()
+            ))
+        }
+        tonic::Code::Internal if status.message().contains("decode") => Status::internal(format!(
+            "a message is not an ingest.v1.Batch: {}",
+            status.message()
+        )),
+        _ => status,
+    }
+}
+
+/// Rewrites a call refused before its handler ran for a message over the
+/// size limit (a trailers-only response with tonic's OUT_OF_RANGE) to
+/// RESOURCE_EXHAUSTED, as grpc-core, grpc-go and grpc-java report it.
+fn oversized_as_resource_exhausted(
+    max_message_bytes: u32,
+) -> impl Fn(
+    tonic::codegen::http::Response<tonic::body::Body>,
+) -> tonic::codegen::http::Response<tonic::body::Body>
++ Clone {
+    move |mut response| {
+        let headers = response.headers();
+        let oversized = headers.get("grpc-status").map(|v| v.as_bytes()) == Some(b"11")
+            && Status::from_header_map(headers)
+                .is_some_and(|s| s.message().contains("message length too large"));
+        if oversized {
+            let status = refused(
+                Status::from_header_map(response.headers()).unwrap_or_else(|| Status::unknown("")),
+                max_message_bytes,
+            );
+            let headers = response.headers_mut();
+            headers.remove("grpc-status");
+            headers.remove("grpc-message");
+            // `add_header` only fails on a message that is not a header value,
+            // which a percent-encoded one always is.
+            let _ = status.add_header(headers);
+        }
+        response
     }
 }
 
@@ -396,13 +469,17 @@ pub fn serve(listener: std::net::TcpListener, settings: IngestSettings) -> anyho
             open_streams: AtomicUsize::new(0),
             connections: Mutex::new(HashMap::new()),
         });
+        let limit = settings.max_message_bytes as usize;
         let server = tonic::transport::Server::builder()
             .initial_stream_window_size(settings.initial_stream_window)
             .initial_connection_window_size(settings.initial_connection_window)
             .max_frame_size(settings.max_frame_size)
+            .layer(tower::util::MapResponseLayer::new(
+                oversized_as_resource_exhausted(settings.max_message_bytes),
+            ))
             .add_service(health_service)
-            .add_service(IngestServer::new(IngestService(shared)))
-            .add_service(EchoServer::new(EchoService));
+            .add_service(IngestServer::new(IngestService(shared)).max_decoding_message_size(limit))
+            .add_service(EchoServer::new(EchoService).max_decoding_message_size(limit));
         println!("listening on {addr}");
         use std::io::Write as _;
         std::io::stdout().flush()?;
@@ -442,6 +519,7 @@ mod tests {
             connection_rate: 2500.5,
             max_streams: 3,
             max_frame_size: Some(65536),
+            max_message_bytes: 1000,
             not_serving: true,
             ..Default::default()
         };

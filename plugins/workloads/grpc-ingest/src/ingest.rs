@@ -11,6 +11,9 @@
 //! histogram `hdr:ack_latency_ns`. All batches have the same size, so the
 //! per-batch latency weights every record equally.
 //!
+//! Error messages keep per-event numbers (offsets, counts) off their first
+//! line: the run groups errors by first line (`errors_by_kind`).
+//!
 //! This file uses only `std` and `wire.rs`.
 
 use super::wire;
@@ -64,6 +67,11 @@ pub const WORKLOADS: &[Spec] = &[
                 "4096",
                 "most records sent and not yet acknowledged",
             ),
+            (
+                "max_message_bytes",
+                "4194304",
+                "the server's message-size limit; setup refuses a batch that cannot fit",
+            ),
         ],
     },
     Spec {
@@ -98,6 +106,7 @@ impl<S: Stream> Workload<S> {
                 param("record_bytes")?,
                 param("batch_records")?,
                 param("max_in_flight")?,
+                param("max_message_bytes")?,
             )
             .map(Workload::Ingest),
             "unary" => Ok(Workload::Unary(Unary::setup(
@@ -139,9 +148,16 @@ impl<S: Stream> Ingest<S> {
         record_bytes: u64,
         batch_records: u64,
         max_in_flight: u64,
+        max_message_bytes: u64,
     ) -> Result<Self, String> {
         if batch_records == 0 {
             return Err("`batch_records` must be at least 1".into());
+        }
+        let batch_bytes = wire::batch_len_bound(batch_records, record_bytes);
+        if batch_bytes > max_message_bytes {
+            return Err(format!(
+                "a batch of `batch_records` ({batch_records}) records of `record_bytes` ({record_bytes}) bytes encodes to up to {batch_bytes} bytes, over `max_message_bytes` ({max_message_bytes}), the server's message-size limit; lower `batch_records` or `record_bytes`, or raise the server's limit (`--max-message-bytes`, `server.max_message_bytes`) and this param with it"
+            ));
         }
         if max_in_flight < batch_records {
             return Err(format!(
@@ -216,17 +232,23 @@ impl<S: Stream> Ingest<S> {
             Ok(Some(message)) => message,
             Ok(None) => {
                 return Err(format!(
-                    "the server ended the ingest stream with {} records unacknowledged",
-                    self.next_offset - self.acked
+                    "the server ended the ingest stream with records unacknowledged\n{} sent, {} acknowledged",
+                    self.next_offset, self.acked
                 ));
             }
             Err(e) => return Err(format!("ingest stream failed: {e}")),
         };
         let next = wire::decode_ack(&message)?;
-        if next < self.acked || next > self.next_offset {
+        if next < self.acked {
             return Err(format!(
-                "ack out of order: it covers offsets below {next}, but {} were acknowledged and {} sent",
-                self.acked, self.next_offset
+                "ack went backwards: it covers fewer records than an earlier ack\nack up to offset {next}, after one up to {}",
+                self.acked
+            ));
+        }
+        if next > self.next_offset {
+            return Err(format!(
+                "ack beyond what was sent: it covers records never sent\nack up to offset {next}, {} sent",
+                self.next_offset
             ));
         }
         let delta = next - self.acked;

@@ -72,6 +72,18 @@ pub fn encode_batch(buf: &mut Vec<u8>, first_offset: u64, n: u64, payload: &[u8]
     }
 }
 
+/// The most bytes `encode_batch` of `n` records of `payload_len` bytes can
+/// take, whatever their offsets (a 10-byte offset varint each).
+pub fn batch_len_bound(n: u64, payload_len: u64) -> u64 {
+    let payload = if payload_len == 0 {
+        0
+    } else {
+        1 + varint_len(payload_len) as u64 + payload_len
+    };
+    let record = 11 + payload;
+    n.saturating_mul(1 + varint_len(record) as u64 + record)
+}
+
 /// Skips a field of `wire_type` at `*at`.
 fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), String> {
     match wire_type {
@@ -195,6 +207,17 @@ mod tests {
         assert_eq!(varint_len(150), 2);
         assert_eq!(varint_len(0), 1);
         assert_eq!(varint_len(u64::MAX), 10);
+    }
+
+    #[test]
+    fn the_batch_bound_is_reached_by_the_largest_offsets_only() {
+        let mut buf = Vec::new();
+        encode_batch(&mut buf, u64::MAX - 10, 3, &[1; 200]);
+        assert_eq!(buf.len() as u64, batch_len_bound(3, 200));
+        encode_batch(&mut buf, 0, 3, &[1; 200]);
+        assert!((buf.len() as u64) < batch_len_bound(3, 200));
+        encode_batch(&mut buf, u64::MAX - 10, 2, &[]);
+        assert_eq!(buf.len() as u64, batch_len_bound(2, 0));
     }
 
     #[test]
