@@ -8,6 +8,7 @@
 //! updates (a run, its histogram and the campaign's progress) are one sled
 //! transaction. Layout and policies: docs/store.md.
 
+mod check;
 mod error;
 mod keys;
 
@@ -23,6 +24,7 @@ use sled::transaction::{
     ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
 };
 
+pub use check::{CampaignCheck, CheckReport, Recovery, Salvaged};
 pub use error::{BoxError, StoreError};
 use error::{corrupt, malformed};
 
@@ -121,6 +123,12 @@ pub struct Store {
     profiles: sled::Tree,
     queue: sled::Tree,
     queued: sled::Tree,
+    /// Opened with [`Store::open_read_only`]: writes are refused.
+    read_only: bool,
+    /// The private copy this store was opened from (read-only media, a
+    /// salvaged store), deleted when the store is dropped; writes are
+    /// refused.
+    copy: Option<tempfile::TempDir>,
 }
 
 impl fmt::Debug for Store {
@@ -181,6 +189,8 @@ impl Store {
             queue: tree(QUEUE)?,
             queued: tree(QUEUED)?,
             db,
+            read_only: false,
+            copy: None,
         };
         if found.is_none() {
             store
@@ -522,6 +532,11 @@ impl Store {
     }
 
     fn flush(&self) -> Result<(), StoreError> {
+        if self.read_only || self.copy.is_some() {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
         self.db.flush()?;
         Ok(())
     }
@@ -630,6 +645,11 @@ fn classify_open_error(dir: &Path, e: sled::Error) -> StoreError {
     if locked {
         StoreError::Locked {
             path: dir.to_path_buf(),
+            source: e,
+        }
+    } else if let sled::Error::Corruption { .. } = e {
+        StoreError::Damaged {
+            what: format!("the store `{}`", dir.display()),
             source: e,
         }
     } else {
