@@ -799,19 +799,34 @@ fn store(command: StoreCommand) -> anyhow::Result<ExitCode> {
 fn render_check(report: &blocklab_store::CheckReport, data_word: &str) -> String {
     let mut s = format!("store `{}`\n", report.path.display());
     if let Some(damage) = &report.damage {
-        s += &format!("  sled refused it: {damage}\n");
-        s += "  read from a private copy by replaying sled's log up to the damaged record: writes logged after it are missing below\n";
+        s += &format!("  damaged: {damage}; sled refuses to open it\n");
+        s += "  read from a private copy by replaying sled's log up to the damaged record: what was written after it is missing below\n";
     }
     for problem in &report.problems {
         s += &format!("  store-wide: {problem}\n");
     }
     for c in &report.campaigns {
-        let name = c.name.as_deref().unwrap_or("?");
+        let what = match &c.meta {
+            Some(m) => format!(
+                "`{}` ({}, {}/{} runs)",
+                m.name,
+                match &m.status {
+                    blocklab_store::CampaignStatus::Failed { .. } => "failed".to_owned(),
+                    other => other.to_string(),
+                },
+                m.finished_runs,
+                m.total_runs
+            ),
+            None => "(metadata unreadable)".to_owned(),
+        };
         if c.is_good() {
-            s += &format!("campaign {} `{name}`: reads, {} run attempts\n", c.id, c.runs);
+            s += &format!(
+                "campaign {} {what}: reads, {} run attempts\n",
+                c.id, c.runs
+            );
         } else {
             s += &format!(
-                "campaign {} `{name}`: DAMAGED, {} run attempts read\n",
+                "campaign {} {what}: DAMAGED, {} run attempts read\n",
                 c.id, c.runs
             );
             for problem in &c.problems {

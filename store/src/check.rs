@@ -33,8 +33,8 @@ pub enum Recovery {
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct CampaignCheck {
     pub id: CampaignId,
-    /// From its metadata, if that decodes.
-    pub name: Option<String>,
+    /// Its metadata (name, status, progress), if that decodes.
+    pub meta: Option<CampaignMeta>,
     /// Stored run attempts that decode.
     pub runs: usize,
     /// One line per record that does not decode or does not fit; empty if
@@ -96,8 +96,23 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// A private copy of the store at `dir`, to open where `dir` cannot be
-/// written or must not be.
+/// written or must not be. Taken under sled's own lock (an exclusive
+/// `flock` of `db`), so no blocklab process writes while it is copied.
 fn private_copy(dir: &Path) -> Result<tempfile::TempDir, StoreError> {
+    let db = std::fs::File::open(dir.join("db")).map_err(|source| StoreError::Copy {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if let Err(e) = db.try_lock() {
+        let io = match e {
+            std::fs::TryLockError::Error(io) => io,
+            std::fs::TryLockError::WouldBlock => std::io::ErrorKind::WouldBlock.into(),
+        };
+        return Err(StoreError::Locked {
+            path: dir.to_path_buf(),
+            source: sled::Error::Io(io),
+        });
+    }
     let copy = tempfile::Builder::new()
         .prefix("blocklab-store-")
         .tempdir()
@@ -109,6 +124,7 @@ fn private_copy(dir: &Path) -> Result<tempfile::TempDir, StoreError> {
         path: dir.to_path_buf(),
         source,
     })?;
+    drop(db);
     Ok(copy)
 }
 
@@ -163,12 +179,20 @@ impl Store {
         }
     }
 
-    /// Opens what can still be read of the store at `dir`, never modifying
-    /// it: as [`Store::open_read_only`], or, if sled refuses the store as
-    /// damaged, a private copy without sled's snapshot, which sled opens by
-    /// replaying its log up to the first damaged record.
+    /// Opens what can still be read of the store at `dir` from a private
+    /// copy, so `dir` is never modified, also when it is damaged (sled
+    /// overwrites the rest of a log segment after a damaged record when it
+    /// opens one). If sled refuses the copy, a second copy without sled's
+    /// snapshot is opened by replaying the log up to the damaged record.
     pub fn open_salvaged(dir: &Path) -> Result<Salvaged, StoreError> {
-        let damage = match Store::open_read_only(dir) {
+        Store::require_existing(dir)?;
+        let opened = |copy: tempfile::TempDir| -> Result<Store, StoreError> {
+            let mut store = Store::open(copy.path())?;
+            store.path = dir.to_path_buf();
+            store.copy = Some(copy);
+            Ok(store)
+        };
+        let damage = match opened(private_copy(dir)?) {
             Ok(store) => {
                 return Ok(Salvaged {
                     store,
@@ -176,7 +200,9 @@ impl Store {
                     damage: None,
                 });
             }
-            Err(e @ StoreError::Damaged { .. }) => error_chain(&e),
+            Err(StoreError::Damaged { at, .. }) => {
+                format!("sled found a record{at} that fails its checksum")
+            }
             Err(e) => return Err(e),
         };
         let copy = private_copy(dir)?;
@@ -192,11 +218,8 @@ impl Store {
                 })?;
             }
         }
-        let mut store = Store::open(copy.path())?;
-        store.path = dir.to_path_buf();
-        store.copy = Some(copy);
         Ok(Salvaged {
-            store,
+            store: opened(copy)?,
             recovery: Recovery::LogReplayed,
             damage: Some(damage),
         })
@@ -223,13 +246,13 @@ impl Salvaged {
             let id = keys::decode_u64(k).ok_or("a campaign key is not 8 bytes")?;
             let entry = campaigns.entry(id).or_insert_with(|| CampaignCheck {
                 id,
-                name: None,
+                meta: None,
                 runs: 0,
                 problems: Vec::new(),
             });
             match serde_json::from_slice::<CampaignMeta>(v) {
                 Ok(meta) => {
-                    entry.name = Some(meta.name.clone());
+                    entry.meta = Some(meta.clone());
                     metas.insert(id, meta);
                 }
                 Err(e) => entry
@@ -387,7 +410,8 @@ impl Store {
     /// Copies every campaign of this store that [`CheckReport`] `report`
     /// found good (all its records decode) into a new store at `to`, with
     /// its id, runs, histograms, profiles and blobs, and its place in the
-    /// queue. `to` must not hold anything yet. Returns the ids copied.
+    /// queue. A campaign with a record sled cannot read is left out. `to`
+    /// must not hold anything yet. Returns the ids copied.
     pub fn export_good(
         &self,
         report: &CheckReport,
@@ -414,16 +438,23 @@ impl Store {
             (&self.profiles, &target.profiles),
             (&self.blobs, &target.blobs),
         ];
+        let mut copied = Vec::new();
         for &id in &good {
-            for (from, into) in prefixed {
-                for kv in from.scan_prefix(keys::campaign(id)) {
-                    let (k, v) = kv?;
+            // Read all of it first: a campaign goes whole or not at all.
+            let records: Result<Vec<Vec<(sled::IVec, sled::IVec)>>, sled::Error> = prefixed
+                .iter()
+                .map(|(from, _)| from.scan_prefix(keys::campaign(id)).collect())
+                .collect();
+            let Ok(records) = records else { continue };
+            for ((_, into), records) in prefixed.iter().zip(records) {
+                for (k, v) in records {
                     into.insert(k, v)?;
                 }
             }
+            copied.push(id);
         }
         // The queue keeps its order; positions stay unique.
-        let good_set: BTreeSet<CampaignId> = good.iter().copied().collect();
+        let good_set: BTreeSet<CampaignId> = copied.iter().copied().collect();
         for kv in self.queue.iter() {
             let (position, id) = kv?;
             if keys::decode_u64(&id).is_some_and(|id| good_set.contains(&id)) {
@@ -459,19 +490,8 @@ impl Store {
             .meta
             .insert(SCHEMA_KEY, &SCHEMA_VERSION.to_be_bytes())?;
         target.flush()?;
-        Ok(good)
+        Ok(copied)
     }
-}
-
-/// `{:#}`-style: the error and its sources on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text += &format!(": {s}");
-        source = s.source();
-    }
-    text
 }
 
 fn hex_key(key: &[u8]) -> String {

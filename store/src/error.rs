@@ -22,13 +22,13 @@ pub enum StoreError {
     /// sled found stored bytes that fail its checksum: a flipped bit, a
     /// damaged disk, a file changed behind its back.
     #[error(
-        "{what} is damaged: sled found a record that fails its checksum (a flipped bit on the disk or a file changed outside blocklab); `blocklab store check` says which campaigns still read, `blocklab store export-good --to NEW_DIR` copies them into a fresh store"
+        "{what} is damaged: sled found a record{at} that fails its checksum (a flipped bit on the disk, or a file changed outside blocklab); `blocklab store check` says which campaigns still read, `blocklab store export-good --to NEW_DIR` copies them into a fresh store"
     )]
     Damaged {
-        /// `the store `DIR`` when opening, `a record` when reading.
+        /// `the store `DIR`` when opening, `a record of the store` when reading.
         what: String,
-        #[source]
-        source: sled::Error,
+        /// Where sled found it, when it says (` at …`), or empty.
+        at: String,
     },
 
     /// A command that only reads was pointed at a directory with no store.
@@ -129,9 +129,9 @@ pub enum StoreError {
 impl From<sled::Error> for StoreError {
     fn from(e: sled::Error) -> Self {
         match e {
-            sled::Error::Corruption { .. } => StoreError::Damaged {
+            sled::Error::Corruption { at, .. } => StoreError::Damaged {
                 what: "a record of the store".to_owned(),
-                source: e,
+                at: damaged_at(at),
             },
             e => StoreError::Sled(e),
         }
@@ -144,6 +144,15 @@ impl From<sled::transaction::TransactionError<StoreError>> for StoreError {
             sled::transaction::TransactionError::Abort(e) => e,
             sled::transaction::TransactionError::Storage(e) => e.into(),
         }
+    }
+}
+
+/// ` at …` for where sled found damage, if it says.
+pub(crate) fn damaged_at(at: Option<sled::DiskPtr>) -> String {
+    match at {
+        Some(sled::DiskPtr::Inline(offset)) => format!(" at offset {offset} of its log"),
+        Some(sled::DiskPtr::Blob(_, blob)) => format!(" in its blob file `blobs/{blob}`"),
+        None => String::new(),
     }
 }
 

@@ -216,6 +216,7 @@ impl Store {
         total_runs: u32,
         sealed_plan: &P,
     ) -> Result<CampaignMeta, StoreError> {
+        self.writable()?;
         let plan = encode("the sealed plan", sealed_plan)?;
         let created_unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -290,6 +291,7 @@ impl Store {
 
     /// Sets the campaign's status; durable when it returns.
     pub fn set_status(&self, id: CampaignId, status: CampaignStatus) -> Result<(), StoreError> {
+        self.writable()?;
         let result = self.campaigns.transaction(|campaigns| {
             let mut m = tx_campaign(campaigns, id)?;
             m.status = status.clone();
@@ -313,6 +315,7 @@ impl Store {
         histogram: Option<&[u8]>,
         is_final: bool,
     ) -> Result<(), StoreError> {
+        self.writable()?;
         let payload = encode(&format!("run ({key})"), run)?;
         let run_key = keys::run(key);
         let slot_key = keys::slot(key.campaign, key.slot);
@@ -399,6 +402,7 @@ impl Store {
     /// was never stored (a crash in between) is replaced by the slot's next
     /// attempt, which gets the same attempt number. Durable when it returns.
     pub fn put_profile(&self, key: RunKey, profile: &[u8]) -> Result<(), StoreError> {
+        self.writable()?;
         self.ensure_campaign(key.campaign)?;
         self.profiles.insert(keys::run(key), profile)?;
         self.flush()
@@ -455,6 +459,7 @@ impl Store {
         name: &str,
         value: &T,
     ) -> Result<(), StoreError> {
+        self.writable()?;
         let bytes = encode(&format!("blob `{name}` of campaign `{id}`"), value)?;
         self.ensure_campaign(id)?;
         self.blobs.insert(keys::blob(id, name), bytes)?;
@@ -477,6 +482,7 @@ impl Store {
     /// Appends the campaign to the daemon's queue. Enqueueing a campaign that
     /// is already queued keeps its place. Durable when it returns.
     pub fn enqueue(&self, id: CampaignId) -> Result<(), StoreError> {
+        self.writable()?;
         let result = (&self.campaigns, &self.meta, &self.queue, &self.queued).transaction(
             |(campaigns, meta, queue, queued)| {
                 tx_campaign(campaigns, id)?;
@@ -518,6 +524,7 @@ impl Store {
     /// was queued; removing a campaign that is not queued is not an error, so
     /// a daemon can retry it after a crash. Durable when it returns.
     pub fn dequeue(&self, id: CampaignId) -> Result<bool, StoreError> {
+        self.writable()?;
         let was_queued = (&self.queue, &self.queued).transaction(|(queue, queued)| match queued
             .remove(&keys::campaign(id))?
         {
@@ -531,12 +538,19 @@ impl Store {
         Ok(was_queued)
     }
 
-    fn flush(&self) -> Result<(), StoreError> {
+    /// Refuses a write through a store opened for reading, before anything
+    /// changes.
+    fn writable(&self) -> Result<(), StoreError> {
         if self.read_only || self.copy.is_some() {
             return Err(StoreError::ReadOnly {
                 path: self.path.clone(),
             });
         }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.writable()?;
         self.db.flush()?;
         Ok(())
     }
@@ -647,10 +661,10 @@ fn classify_open_error(dir: &Path, e: sled::Error) -> StoreError {
             path: dir.to_path_buf(),
             source: e,
         }
-    } else if let sled::Error::Corruption { .. } = e {
+    } else if let sled::Error::Corruption { at, .. } = e {
         StoreError::Damaged {
             what: format!("the store `{}`", dir.display()),
-            source: e,
+            at: error::damaged_at(at),
         }
     } else {
         StoreError::Sled(e)
