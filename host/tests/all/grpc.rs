@@ -264,7 +264,9 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest", server = { not_serving
 "#;
     let p = plan(dir.path(), "health", 2, 1, arms);
     let r = campaign(&data, &p, &[]);
-    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    // Finished, with failed runs: exit code 3 (docs/cli.md).
+    assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("2 of 4 runs failed"), "{}", r.stderr);
     let rep = report(&data);
     let runs = rep["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);

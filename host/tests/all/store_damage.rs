@@ -6,7 +6,7 @@
 use crate::support::{assert_error, blocklab, run};
 use std::path::{Path, PathBuf};
 
-/// A 2-run builtin campaign named `name` stored into `data`.
+/// A 4-run builtin campaign named `name` stored into `data`.
 fn tiny_campaign(dir: &Path, data: &Path, name: &str) {
     let text = format!(
         "name = \"{name}\"\nseed = 2\nblocks = 2\nplugin = \"builtin\"\n[measure]\nwarmup = 5\nmeasured = 20\n[gates]\nquiescence_window_ms = 10\nwait_timeout_s = 0.05\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n"
@@ -17,10 +17,12 @@ fn tiny_campaign(dir: &Path, data: &Path, name: &str) {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }
 
-/// The log position sled's snapshot covers: sled writes `snap.<hex lsn>`
-/// when the last process let go of the store.
-fn snapshot_lsn(store: &Path) -> u64 {
-    std::fs::read_dir(store)
+/// The end of the store's log: sled writes `snap.<hex lsn>` when it opens a
+/// store whose log grew since its last snapshot.
+fn log_end(data: &Path) -> u64 {
+    let r = run(blocklab().args(["campaigns", "--data"]).arg(data));
+    assert!(r.ok, "{}", r.stderr);
+    std::fs::read_dir(data.join("store"))
         .unwrap()
         .filter_map(|e| {
             let name = e.unwrap().file_name().to_string_lossy().into_owned();
@@ -41,9 +43,9 @@ fn a_flipped_bit_is_named_as_damage_and_the_campaigns_before_it_are_exported() {
     let data = dir.path().join("data");
     let store = data.join("store");
     tiny_campaign(dir.path(), &data, "first");
-    let first_end = snapshot_lsn(&store);
+    let first_end = log_end(&data);
     tiny_campaign(dir.path(), &data, "second");
-    let second_end = snapshot_lsn(&store);
+    let second_end = log_end(&data);
     // One segment (512 KiB): log positions are file offsets.
     assert!(first_end < second_end && second_end < 512 << 10);
     let db = store.join("db");
@@ -55,7 +57,7 @@ fn a_flipped_bit_is_named_as_damage_and_the_campaigns_before_it_are_exported() {
     let r = run(blocklab().args(["store", "check", "--data"]).arg(&data));
     assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
     assert!(
-        r.stdout.contains("campaign 1 `first` (finished, 2/2 runs): reads"),
+        r.stdout.contains("campaign 1 `first` (finished, 4/4 runs): reads"),
         "{}",
         r.stdout
     );
@@ -89,7 +91,7 @@ fn a_flipped_bit_is_named_as_damage_and_the_campaigns_before_it_are_exported() {
         .arg(&fresh));
     assert!(r.ok, "{}", r.stderr);
     let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(report["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(report["runs"].as_array().unwrap().len(), 4);
     let r = run(blocklab().args(["store", "check", "--data"]).arg(&fresh));
     assert_eq!(r.code, Some(0), "{}", r.stdout);
 
@@ -143,7 +145,7 @@ fn read_commands_work_on_read_only_media() {
     .unwrap();
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(report["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(report["runs"].as_array().unwrap().len(), 4);
     let r = on_read_only_media(&data, &["store", "check", "--data", &data_text]).unwrap();
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     // Writing there is refused with the reason.
