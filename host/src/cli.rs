@@ -786,7 +786,11 @@ fn store(command: StoreCommand) -> anyhow::Result<ExitCode> {
             say(&format!(
                 "copied {} campaign(s) ({}) into `{}`; {left} left behind (see `blocklab store check --data {data_word}`). Read them with `--data {}`.",
                 copied.len(),
-                if ids.is_empty() { "none".to_owned() } else { ids.join(", ") },
+                if ids.is_empty() {
+                    "none".to_owned()
+                } else {
+                    ids.join(", ")
+                },
                 to.display(),
                 shell_word(&args.to.to_string_lossy())
             ));
@@ -820,10 +824,7 @@ fn render_check(report: &blocklab_store::CheckReport, data_word: &str) -> String
             None => "(metadata unreadable)".to_owned(),
         };
         if c.is_good() {
-            s += &format!(
-                "campaign {} {what}: reads, {} run attempts\n",
-                c.id, c.runs
-            );
+            s += &format!("campaign {} {what}: reads, {} run attempts\n", c.id, c.runs);
         } else {
             s += &format!(
                 "campaign {} {what}: DAMAGED, {} run attempts read\n",
@@ -957,9 +958,10 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
 
 /// The command that continues campaign `id` as this one was run.
 fn resume_command(args: &CampaignArgs, id: blocklab_store::CampaignId) -> String {
-    let exe = std::env::args_os()
-        .next()
-        .map_or_else(|| "blocklab".to_owned(), |a| a.to_string_lossy().into_owned());
+    let exe = std::env::args_os().next().map_or_else(
+        || "blocklab".to_owned(),
+        |a| a.to_string_lossy().into_owned(),
+    );
     let mut words = vec![
         shell_word(&exe),
         "campaign".to_owned(),

@@ -242,25 +242,30 @@ impl Salvaged {
         store.check_meta(&mut report.problems);
         let mut campaigns: BTreeMap<CampaignId, CampaignCheck> = BTreeMap::new();
         let mut metas: BTreeMap<CampaignId, CampaignMeta> = BTreeMap::new();
-        store.each(&store.campaigns, "campaigns", &mut report.problems, |k, v| {
-            let id = keys::decode_u64(k).ok_or("a campaign key is not 8 bytes")?;
-            let entry = campaigns.entry(id).or_insert_with(|| CampaignCheck {
-                id,
-                meta: None,
-                runs: 0,
-                problems: Vec::new(),
-            });
-            match serde_json::from_slice::<CampaignMeta>(v) {
-                Ok(meta) => {
-                    entry.meta = Some(meta.clone());
-                    metas.insert(id, meta);
+        store.each(
+            &store.campaigns,
+            "campaigns",
+            &mut report.problems,
+            |k, v| {
+                let id = keys::decode_u64(k).ok_or("a campaign key is not 8 bytes")?;
+                let entry = campaigns.entry(id).or_insert_with(|| CampaignCheck {
+                    id,
+                    meta: None,
+                    runs: 0,
+                    problems: Vec::new(),
+                });
+                match serde_json::from_slice::<CampaignMeta>(v) {
+                    Ok(meta) => {
+                        entry.meta = Some(meta.clone());
+                        metas.insert(id, meta);
+                    }
+                    Err(e) => entry
+                        .problems
+                        .push(format!("its metadata does not decode: {e}")),
                 }
-                Err(e) => entry
-                    .problems
-                    .push(format!("its metadata does not decode: {e}")),
-            }
-            Ok(())
-        });
+                Ok(())
+            },
+        );
         let mut problem = |id: CampaignId, text: String, orphans: &mut Vec<String>| match campaigns
             .get_mut(&id)
         {
@@ -361,7 +366,6 @@ impl Salvaged {
 }
 
 impl Store {
-
     /// Calls `f` on every record of `tree`; a record sled cannot read, or
     /// one `f` rejects, becomes a problem and the walk goes on.
     fn each(

@@ -92,7 +92,10 @@ fn a_flipped_bit_is_damage_and_the_campaigns_before_it_are_exported() {
     assert_eq!(salvaged.recovery, Recovery::LogReplayed);
     assert!(salvaged.check::<Plan, Run>().campaigns[0].is_good());
     drop(salvaged);
-    assert!(std::fs::read(&db).unwrap() == bytes, "check modified the store");
+    assert!(
+        std::fs::read(&db).unwrap() == bytes,
+        "check modified the store"
+    );
 
     let err = Store::open(&dir).unwrap_err();
     assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");

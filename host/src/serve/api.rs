@@ -47,7 +47,10 @@ pub fn router(state: AppState) -> axum::Router {
 
 /// A known route with a method it does not take; axum adds the `Allow`
 /// header with the methods it does.
-pub(super) async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> AppError {
+pub(super) async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> AppError {
     AppError::MethodNotAllowed(format!(
         "`{method} {}` is not a call of the API; the methods this route takes are in the `Allow` header and /api/openapi.json",
         uri.path()
@@ -593,9 +596,7 @@ async fn events(
     State(state): State<AppState>,
 ) -> Result<
     Sse<
-        impl futures_util::Stream<
-            Item = Result<axum::response::sse::Event, std::convert::Infallible>,
-        >,
+        impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
     >,
     AppError,
 > {

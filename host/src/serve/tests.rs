@@ -445,7 +445,12 @@ async fn every_error_is_json_and_wrong_methods_get_405() {
         );
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         let body: Value = serde_json::from_slice(&bytes).expect("a JSON body");
-        assert!(body["error"].as_str().unwrap().contains(uri.split('?').next().unwrap()));
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains(uri.split('?').next().unwrap())
+        );
     }
     assert_eq!(snapshot(&s), before);
 }
@@ -486,10 +491,14 @@ async fn the_bearer_scheme_is_case_insensitive() {
 async fn event_streams_past_the_cap_get_503() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("store")).unwrap();
-    let s = AppState::with_max_event_streams(store, TOKEN.into(), dir.path().join("token"), None, 2);
+    let s =
+        AppState::with_max_event_streams(store, TOKEN.into(), dir.path().join("token"), None, 2);
     let first = app(s.clone()).oneshot(get("/api/events")).await.unwrap();
     let second = app(s.clone()).oneshot(get("/api/events")).await.unwrap();
-    assert_eq!((first.status(), second.status()), (StatusCode::OK, StatusCode::OK));
+    assert_eq!(
+        (first.status(), second.status()),
+        (StatusCode::OK, StatusCode::OK)
+    );
     let (status, body) = call(&s, get("/api/events")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     let message = body["error"].as_str().unwrap();

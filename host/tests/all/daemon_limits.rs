@@ -36,7 +36,10 @@ fn event_streams_past_the_cap_get_503_and_a_closed_one_frees_its_place() {
     let body: serde_json::Value =
         serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap();
     let message = body["error"].as_str().unwrap();
-    assert!(message.contains("`blocklab serve --max-event-streams`"), "{message}");
+    assert!(
+        message.contains("`blocklab serve --max-event-streams`"),
+        "{message}"
+    );
     // Reads are not streams: the API still answers.
     assert_eq!(daemon.get("/api/health").0, 200);
     drop(first);
@@ -56,7 +59,9 @@ fn event_streams_past_the_cap_get_503_and_a_closed_one_frees_its_place() {
 }
 
 fn threads(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().count()
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .count()
 }
 
 /// 200 concurrent reads grew the daemon by a thread each (tokio's blocking

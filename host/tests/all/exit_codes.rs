@@ -93,7 +93,11 @@ fn a_run_whose_every_transaction_failed_exits_3_with_the_error() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let r = args(&["--max-error-rate", "2"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
-    assert!(r.stderr.contains("not a share between 0 and 1"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not a share between 0 and 1"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -57,7 +57,8 @@ fn a_flipped_bit_is_named_as_damage_and_the_campaigns_before_it_are_exported() {
     let r = run(blocklab().args(["store", "check", "--data"]).arg(&data));
     assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
     assert!(
-        r.stdout.contains("campaign 1 `first` (finished, 4/4 runs): reads"),
+        r.stdout
+            .contains("campaign 1 `first` (finished, 4/4 runs): reads"),
         "{}",
         r.stdout
     );
@@ -66,7 +67,10 @@ fn a_flipped_bit_is_named_as_damage_and_the_campaigns_before_it_are_exported() {
     assert!(sha(&db) == damaged, "check must not modify the store");
 
     let r = run(blocklab().args(["campaigns", "--data"]).arg(&data));
-    assert_error(&r, &["is damaged", "fails its checksum", "blocklab store check"]);
+    assert_error(
+        &r,
+        &["is damaged", "fails its checksum", "blocklab store check"],
+    );
     assert!(!r.stderr.contains("disk is not full"), "{}", r.stderr);
     // sled's failed open overwrote the log after the damaged record.
     let damaged = sha(&db);
@@ -109,7 +113,8 @@ fn a_flipped_bit_is_named_as_damage_and_the_campaigns_before_it_are_exported() {
 fn on_read_only_media(dir: &Path, args: &[&str]) -> Option<crate::support::Run> {
     let exe = blocklab().get_program().to_owned();
     let cache = std::env::temp_dir().join("blocklab-test-cache");
-    let script = r#"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 97; shift; exec "$@""#;
+    let script =
+        r#"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 97; shift; exec "$@""#;
     // As root a mount namespace is enough; otherwise a user namespace too.
     let unshare: &[&str] = if unsafe { libc::geteuid() } == 0 {
         &["--mount"]
