@@ -922,7 +922,7 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
     if let crate::run::supervisor::Outcome::Interrupted(signal) = outcome {
         let meta = store.campaign(id)?;
         say(&format!(
-            "campaign {id} interrupted by {} with {} of {} runs stored; the run in flight was discarded. Resume it with:\n  {}",
+            "campaign {id} interrupted by {} with {} of {} runs stored; a run in flight was discarded, not stored. Resume it with:\n  {}",
             crate::run::interrupt::name(signal),
             meta.finished_runs,
             meta.total_runs,

@@ -226,7 +226,10 @@ pub fn execute(
                 arm: slot.arm.clone(),
                 block: slot.block,
             });
-            let quiescence = gates::quiescence(&watched, gate, gate.on_fail == OnFail::Wait);
+            let quiescence =
+                gates::quiescence(&watched, gate, gate.on_fail == OnFail::Wait, &|| {
+                    options.interrupt.signal().is_some()
+                });
             if let Some(signal) = options.interrupt.signal() {
                 return interrupted(signal);
             }
