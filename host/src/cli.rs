@@ -1,5 +1,11 @@
 //! The command line: clap structs (their doc comments are the help text) and
 //! the dispatch to the modules that do the work. No measurement logic here.
+//!
+//! Exit codes (docs/cli.md): [`exit::OK`] when everything asked for was
+//! measured cleanly, 1 for an error that stopped the command (main.rs), 2
+//! for a command line clap refuses, [`exit::FAILURES`] when a run or
+//! campaign finished but runs failed or too many transactions did, and 128
+//! plus the signal's number when a campaign was interrupted.
 
 use crate::plugin::wasm::{Limits, Runtime};
 use crate::plugin::{Instance, WorkloadInfo};
@@ -11,8 +17,27 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// blocklab's exit codes besides 1 (an error, main.rs) and 2 (usage, clap).
+pub mod exit {
+    /// Everything asked for was measured; failed transactions within
+    /// `--max-error-rate`.
+    pub const OK: u8 = 0;
+    /// Finished, but runs failed, failed transactions exceed
+    /// `--max-error-rate`, or a gate stopped the campaign.
+    pub const FAILURES: u8 = 3;
+
+    /// Interrupted by `signal`: 128 + its number, as shells report it.
+    pub fn interrupted(signal: i32) -> u8 {
+        u8::try_from(128 + signal).unwrap_or(u8::MAX)
+    }
+}
+
 /// Counterbalanced benchmarks of database and RPC clients, with workloads as
 /// WebAssembly components.
+///
+/// Exit codes: 0 all measured, 1 error, 2 bad command line, 3 finished with
+/// failed runs or failed transactions beyond `--max-error-rate`, 128+N
+/// interrupted by signal N (130 for Ctrl-C).
 #[derive(Debug, Parser)]
 #[command(name = "blocklab", version, about, propagate_version = true)]
 pub struct Cli {
@@ -44,6 +69,9 @@ enum Command {
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
     /// campaign run with `--profile`.
     Profile(ProfileArgs),
+    /// Check a store for damage, and copy what still reads into a fresh one.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Run the daemon: the JSON API, a persistent campaign queue, live
     /// progress and the web UI, on a loopback address (docs/daemon.md).
     Serve(ServeArgs),
@@ -57,6 +85,35 @@ enum Command {
     /// write its RunResult as JSON to stdout (what campaigns spawn).
     #[command(hide = true)]
     Worker,
+}
+
+#[derive(Debug, Subcommand)]
+enum StoreCommand {
+    /// Read every record of the store and say which campaigns decode and
+    /// which do not; exit code 3 if anything is damaged. Never modifies the
+    /// store.
+    Check(StoreCheckArgs),
+    /// Copy every campaign whose records all decode (ids, runs, histograms,
+    /// profiles, queue places) into a fresh data directory.
+    ExportGood(StoreExportArgs),
+}
+
+#[derive(Debug, Args)]
+struct StoreCheckArgs {
+    /// Print the findings as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    data: DataArgs,
+}
+
+#[derive(Debug, Args)]
+struct StoreExportArgs {
+    /// The new data directory (its `store` is created; it must be empty).
+    #[arg(long, value_name = "DIR")]
+    to: PathBuf,
+    #[command(flatten)]
+    data: DataArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -254,6 +311,25 @@ struct RunArgs {
     json: bool,
     #[command(flatten)]
     limits: LimitArgs,
+    #[command(flatten)]
+    max_error_rate: ErrorRateArg,
+}
+
+#[derive(Debug, Args, Clone, Copy)]
+struct ErrorRateArg {
+    /// Share of measured transactions (0 to 1) that may fail before the exit
+    /// code is 3; failed transactions are counted either way.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0, value_parser = parse_rate)]
+    max_error_rate: f64,
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
+        _ => Err(format!(
+            "`{text}` is not a share between 0 and 1 (e.g. `0.01` allows 1% failed transactions)"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -319,10 +395,18 @@ struct CampaignArgs {
     /// Store a CPU profile (flamegraph) with each chosen run: `all`, or
     /// `block=N`, `slot=N`, `arm=NAME`, `workload=NAME`, comma-separated.
     /// Whole blocks keep paired ratios fair; read them with `blocklab profile`.
-    #[arg(long, value_name = "RUNS", value_parser = crate::run::profile::Selection::parse)]
-    profile: Option<crate::run::profile::Selection>,
+    #[arg(long, value_name = "RUNS", value_parser = parse_selection)]
+    profile: Option<String>,
     #[command(flatten)]
     profile_hz: ProfileHzArg,
+    #[command(flatten)]
+    max_error_rate: ErrorRateArg,
+}
+
+/// Checks `--profile` and keeps its text, which the resume hint repeats.
+fn parse_selection(text: &str) -> anyhow::Result<String> {
+    crate::run::profile::Selection::parse(text)?;
+    Ok(text.to_owned())
 }
 
 #[derive(Debug, Args)]
@@ -385,6 +469,10 @@ struct ServeArgs {
     /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
     #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
+    /// Most `GET /api/events` streams open at once; more are refused with 503.
+    #[arg(long, value_name = "N", default_value_t = crate::serve::DEFAULT_MAX_EVENT_STREAMS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    max_event_streams: u32,
 }
 
 fn parse_param(text: &str) -> Result<(String, String), String> {
@@ -414,11 +502,13 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Report(args) => report(args),
         Command::Campaigns(args) => campaigns(args),
         Command::Profile(args) => profile(args),
+        Command::Store(command) => store(command),
         Command::Serve(args) => {
             crate::serve::run(crate::serve::Config {
                 data: args.data.data,
                 listen: args.listen,
                 cache_dir: args.cache_dir.or_else(Runtime::default_cache_dir),
+                max_event_streams: args.max_event_streams as usize,
             })?;
             Ok(ExitCode::SUCCESS)
         }
@@ -527,7 +617,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })?;
         std::fs::write(path, svg)
             .with_context(|| format!("cannot write the profile to `{}`", path.display()))?;
-        eprintln!("profile: {}", path.display());
+        say(&format!("profile: {}", path.display()));
     }
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -536,7 +626,32 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         write!(out, "{}", result.summary())?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(
+        match crate::run::verdict::of_run(&result, args.max_error_rate.max_error_rate) {
+            None => ExitCode::from(exit::OK),
+            Some(problem) => {
+                say(&format!("error: {problem}"));
+                ExitCode::from(exit::FAILURES)
+            }
+        },
+    )
+}
+
+/// A line on stderr that cannot fail the command: a closed stderr (piped
+/// into `head`) must not stop a measurement or hide its exit code.
+fn say(line: &str) {
+    crate::run::progress::write_line(&mut std::io::stderr(), line);
+}
+
+/// `text` as a shell word, quoted when it needs to be, for commands the user
+/// is told to run.
+fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 fn plugin(command: PluginCommand) -> anyhow::Result<ExitCode> {
@@ -620,6 +735,118 @@ fn open_store(data: &DataArgs) -> anyhow::Result<blocklab_store::Store> {
     Ok(blocklab_store::Store::open(&data.data.join("store"))?)
 }
 
+/// The store of `data` for a command that only reads it: nothing is
+/// created where there is no store, and read-only media work.
+fn open_store_for_reading(data: &DataArgs) -> anyhow::Result<blocklab_store::Store> {
+    blocklab_store::Store::open_read_only(&data.data.join("store")).map_err(|e| no_store(e, data))
+}
+
+/// A missing store, in the command line's terms.
+fn no_store(e: blocklab_store::StoreError, data: &DataArgs) -> anyhow::Error {
+    match e {
+        blocklab_store::StoreError::NoStore { .. } => anyhow::anyhow!(
+            "there is no blocklab store in `{}` (no `store` directory with a sled database in it); check `--data DIR` (or `BLOCKLAB_DATA`): it must name the directory `blocklab campaign --data DIR` stored into",
+            data.data.display()
+        ),
+        e => e.into(),
+    }
+}
+
+fn store(command: StoreCommand) -> anyhow::Result<ExitCode> {
+    use crate::plan::seal::SealedPlan;
+    use crate::run::supervisor::RunRecord;
+    let data = match &command {
+        StoreCommand::Check(args) => &args.data,
+        StoreCommand::ExportGood(args) => &args.data,
+    };
+    let dir = data.data.join("store");
+    let salvaged = blocklab_store::Store::open_salvaged(&dir).map_err(|e| no_store(e, data))?;
+    let report = salvaged.check::<SealedPlan, RunRecord>();
+    let data_word = shell_word(&data.data.to_string_lossy());
+    match command {
+        StoreCommand::Check(args) => {
+            let mut out = std::io::stdout().lock();
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                write!(out, "{}", render_check(&report, &data_word))?;
+            }
+            Ok(ExitCode::from(if report.is_damaged() {
+                exit::FAILURES
+            } else {
+                exit::OK
+            }))
+        }
+        StoreCommand::ExportGood(args) => {
+            let to = args.to.join("store");
+            let copied = salvaged.store.export_good(&report, &to)?;
+            let left = report.campaigns.len() - copied.len();
+            let ids: Vec<String> = copied.iter().map(u64::to_string).collect();
+            say(&format!(
+                "copied {} campaign(s) ({}) into `{}`; {left} left behind (see `blocklab store check --data {data_word}`). Read them with `--data {}`.",
+                copied.len(),
+                if ids.is_empty() {
+                    "none".to_owned()
+                } else {
+                    ids.join(", ")
+                },
+                to.display(),
+                shell_word(&args.to.to_string_lossy())
+            ));
+            Ok(ExitCode::from(exit::OK))
+        }
+    }
+}
+
+/// `blocklab store check` as text.
+fn render_check(report: &blocklab_store::CheckReport, data_word: &str) -> String {
+    let mut s = format!("store `{}`\n", report.path.display());
+    if let Some(damage) = &report.damage {
+        s += &format!("  damaged: {damage}; sled refuses to open it\n");
+        s += "  read from a private copy by replaying sled's log up to the damaged record: what was written after it is missing below\n";
+    }
+    for problem in &report.problems {
+        s += &format!("  store-wide: {problem}\n");
+    }
+    for c in &report.campaigns {
+        let what = match &c.meta {
+            Some(m) => format!(
+                "`{}` ({}, {}/{} runs)",
+                m.name,
+                match &m.status {
+                    blocklab_store::CampaignStatus::Failed { .. } => "failed".to_owned(),
+                    other => other.to_string(),
+                },
+                m.finished_runs,
+                m.total_runs
+            ),
+            None => "(metadata unreadable)".to_owned(),
+        };
+        if c.is_good() {
+            s += &format!("campaign {} {what}: reads, {} run attempts\n", c.id, c.runs);
+        } else {
+            s += &format!(
+                "campaign {} {what}: DAMAGED, {} run attempts read\n",
+                c.id, c.runs
+            );
+            for problem in &c.problems {
+                s += &format!("    {problem}\n");
+            }
+        }
+    }
+    let good = report.campaigns.iter().filter(|c| c.is_good()).count();
+    if report.is_damaged() {
+        s += &format!(
+            "damaged: {good} of {} campaigns read; `blocklab store export-good --data {data_word} --to NEW_DIR` copies those into a fresh store\n",
+            report.campaigns.len()
+        );
+    } else {
+        s += &format!("ok: all {good} campaigns read\n");
+    }
+    s
+}
+
 /// Resolves `latest` or a number to a stored campaign id.
 fn campaign_id(
     store: &blocklab_store::Store,
@@ -638,25 +865,33 @@ fn campaign_id(
 }
 
 fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&args.data)?;
+    let store = match &args.resume {
+        // A resume with a mistyped `--data` must not create a store.
+        Some(_) => blocklab_store::Store::open_existing(&args.data.data.join("store"))
+            .map_err(|e| no_store(e, &args.data))?,
+        None => open_store(&args.data)?,
+    };
     let id = match (&args.resume, &args.plan) {
         (Some(text), _) => campaign_id(&store, text)?,
         (None, Some(path)) => {
             let sealed = crate::plan::seal::seal_file(path, &args.overrides)?;
             let meta = sealed.create_campaign(&store)?;
-            eprintln!(
+            say(&format!(
                 "campaign {} `{}`: {} runs, plan {} (stored in {})",
                 meta.id,
                 sealed.spec.name,
                 sealed.schedule.len(),
                 sealed.hash,
                 args.data.data.display()
-            );
+            ));
             meta.id
         }
         (None, None) => anyhow::bail!("give a plan file or `--resume ID`"),
     };
-    let profile = args.profile.clone().unwrap_or_default();
+    let profile = match &args.profile {
+        Some(text) => crate::run::profile::Selection::parse(text)?,
+        None => crate::run::profile::Selection::default(),
+    };
     if !profile.is_empty() {
         let plan: crate::plan::seal::SealedPlan = store.sealed_plan(id)?;
         let partial = profile.partial_blocks(&plan.schedule);
@@ -665,39 +900,91 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|(w, b)| format!("{w} block {b}"))
                 .collect();
-            eprintln!(
+            say(&format!(
                 "warning: `--profile` profiles only some runs of {}: their paired ratios include the sampler's cost on one side; `block=N` profiles whole blocks",
                 blocks.join(", ")
-            );
+            ));
         }
     }
+    let interrupt = crate::run::interrupt::install()
+        .context("cannot install the SIGINT/SIGTERM/SIGHUP handlers")?;
     let options = crate::run::supervisor::Options {
         cache_dir: args.cache_dir.clone().or_else(Runtime::default_cache_dir),
         profile,
         profile_hz: args.profile_hz.hz,
+        interrupt,
         ..Default::default()
     };
     let mut progress = crate::run::progress::Bar::new(&args.progress);
     let outcome =
         crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?;
     progress.finish();
+    if let crate::run::supervisor::Outcome::Interrupted(signal) = outcome {
+        let meta = store.campaign(id)?;
+        say(&format!(
+            "campaign {id} interrupted by {} with {} of {} runs stored; a run in flight was discarded, not stored. Resume it with:\n  {}",
+            crate::run::interrupt::name(signal),
+            meta.finished_runs,
+            meta.total_runs,
+            resume_command(&args, id)
+        ));
+        return Ok(ExitCode::from(exit::interrupted(signal)));
+    }
     let report = crate::report::build(&store, id)?;
-    print!("{}", crate::report::terminal(&report));
-    println!(
-        "\nfull report: blocklab report {id} --format md --data {}",
-        args.data.data.display()
+    let mut out = std::io::stdout().lock();
+    // The campaign is stored: a closed stdout only loses the tables.
+    let _ = write!(out, "{}", crate::report::terminal(&report)).and_then(|()| {
+        writeln!(
+            out,
+            "\nfull report: blocklab report {id} --format md --data {}",
+            shell_word(&args.data.data.to_string_lossy())
+        )
+    });
+    drop(out);
+    let mut problems =
+        crate::run::verdict::of_campaign(&store, id, args.max_error_rate.max_error_rate)?;
+    if let crate::run::supervisor::Outcome::Stopped(why) = outcome {
+        problems.insert(0, format!("campaign {id} stopped: {why}"));
+    }
+    for problem in &problems {
+        say(&format!("error: {problem}"));
+    }
+    Ok(ExitCode::from(if problems.is_empty() {
+        exit::OK
+    } else {
+        exit::FAILURES
+    }))
+}
+
+/// The command that continues campaign `id` as this one was run.
+fn resume_command(args: &CampaignArgs, id: blocklab_store::CampaignId) -> String {
+    let exe = std::env::args_os().next().map_or_else(
+        || "blocklab".to_owned(),
+        |a| a.to_string_lossy().into_owned(),
     );
-    Ok(match outcome {
-        crate::run::supervisor::Outcome::Finished => ExitCode::SUCCESS,
-        crate::run::supervisor::Outcome::Stopped(why) => {
-            eprintln!("campaign {id} stopped: {why}");
-            ExitCode::from(3)
-        }
-    })
+    let mut words = vec![
+        shell_word(&exe),
+        "campaign".to_owned(),
+        "--resume".to_owned(),
+        id.to_string(),
+        "--data".to_owned(),
+        shell_word(&args.data.data.to_string_lossy()),
+    ];
+    if let Some(profile) = &args.profile {
+        words.push("--profile".to_owned());
+        words.push(shell_word(profile));
+        words.push("--profile-hz".to_owned());
+        words.push(args.profile_hz.hz.to_string());
+    }
+    if args.max_error_rate.max_error_rate > 0.0 {
+        words.push("--max-error-rate".to_owned());
+        words.push(args.max_error_rate.max_error_rate.to_string());
+    }
+    words.join(" ")
 }
 
 fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&args.data)?;
+    let store = open_store_for_reading(&args.data)?;
     let id = campaign_id(&store, &args.id)?;
     let report = crate::report::build(&store, id)?;
     let text = match args.format.as_str() {
@@ -714,7 +1001,7 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn profile(args: ProfileArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&args.data)?;
+    let store = open_store_for_reading(&args.data)?;
     let campaign = campaign_id(&store, &args.campaign)?;
     let attempt = match args.attempt {
         Some(a) => a,
@@ -748,7 +1035,7 @@ fn profile(args: ProfileArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn campaigns(args: CampaignsArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&args.data)?;
+    let store = open_store_for_reading(&args.data)?;
     let list = store.campaigns()?;
     let mut out = std::io::stdout().lock();
     if args.json {

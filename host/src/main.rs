@@ -1,3 +1,4 @@
+use std::io::Write;
 use std::process::ExitCode;
 
 #[global_allocator]
@@ -7,7 +8,8 @@ fn main() -> ExitCode {
     match blocklab::cli::main() {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // A closed stderr must not turn the error into a panic (101).
+            let _ = writeln!(std::io::stderr(), "error: {error:#}");
             ExitCode::FAILURE
         }
     }

@@ -13,11 +13,48 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 #[derive(thiserror::Error, Debug)]
 pub enum StoreError {
-    /// sled failed underneath (I/O, or its own corruption check).
+    /// sled failed underneath (I/O, a bug it reports).
     #[error(
         "the store's sled database failed (check that the data directory is writable and its disk is not full)"
     )]
     Sled(#[source] sled::Error),
+
+    /// sled found stored bytes that fail its checksum: a flipped bit, a
+    /// damaged disk, a file changed behind its back.
+    #[error(
+        "{what} is damaged: sled found a record{at} that fails its checksum (a flipped bit on the disk, or a file changed outside blocklab); `blocklab store check` says which campaigns still read, `blocklab store export-good --to NEW_DIR` copies them into a fresh store"
+    )]
+    Damaged {
+        /// `the store `DIR`` when opening, `a record of the store` when reading.
+        what: String,
+        /// Where sled found it, when it says (` at …`), or empty.
+        at: String,
+    },
+
+    /// A command that only reads was pointed at a directory with no store.
+    #[error("there is no blocklab store at `{path}`")]
+    NoStore { path: PathBuf },
+
+    /// A write through a store opened for reading (or a private copy of
+    /// one on read-only media).
+    #[error(
+        "the store `{path}` was opened for reading only and cannot be written (a command that stores needs a writable data directory)"
+    )]
+    ReadOnly { path: PathBuf },
+
+    /// Copying the store's files (for read-only media or a salvage) failed.
+    #[error(
+        "cannot copy the store `{path}` to a private directory (check the space in the temporary directory, `TMPDIR`)"
+    )]
+    Copy {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An export into a directory that already holds something.
+    #[error("`{path}` is not empty; export into a new directory")]
+    ExportTarget { path: PathBuf },
 
     /// The store was written by a newer blocklab. It is left untouched.
     #[error(
@@ -91,7 +128,13 @@ pub enum StoreError {
 
 impl From<sled::Error> for StoreError {
     fn from(e: sled::Error) -> Self {
-        StoreError::Sled(e)
+        match e {
+            sled::Error::Corruption { at, .. } => StoreError::Damaged {
+                what: "a record of the store".to_owned(),
+                at: damaged_at(at),
+            },
+            e => StoreError::Sled(e),
+        }
     }
 }
 
@@ -99,8 +142,17 @@ impl From<sled::transaction::TransactionError<StoreError>> for StoreError {
     fn from(e: sled::transaction::TransactionError<StoreError>) -> Self {
         match e {
             sled::transaction::TransactionError::Abort(e) => e,
-            sled::transaction::TransactionError::Storage(e) => StoreError::Sled(e),
+            sled::transaction::TransactionError::Storage(e) => e.into(),
         }
+    }
+}
+
+/// ` at …` for where sled found damage, if it says.
+pub(crate) fn damaged_at(at: Option<sled::DiskPtr>) -> String {
+    match at {
+        Some(sled::DiskPtr::Inline(offset)) => format!(" at offset {offset} of its log"),
+        Some(sled::DiskPtr::Blob(_, blob)) => format!(" in its blob file `blobs/{blob}`"),
+        None => String::new(),
     }
 }
 

@@ -8,6 +8,7 @@
 //! updates (a run, its histogram and the campaign's progress) are one sled
 //! transaction. Layout and policies: docs/store.md.
 
+mod check;
 mod error;
 mod keys;
 
@@ -23,6 +24,7 @@ use sled::transaction::{
     ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
 };
 
+pub use check::{CampaignCheck, CheckReport, Recovery, Salvaged};
 pub use error::{BoxError, StoreError};
 use error::{corrupt, malformed};
 
@@ -121,6 +123,12 @@ pub struct Store {
     profiles: sled::Tree,
     queue: sled::Tree,
     queued: sled::Tree,
+    /// Opened with [`Store::open_read_only`]: writes are refused.
+    read_only: bool,
+    /// The private copy this store was opened from (read-only media, a
+    /// salvaged store), deleted when the store is dropped; writes are
+    /// refused.
+    copy: Option<tempfile::TempDir>,
 }
 
 impl fmt::Debug for Store {
@@ -181,6 +189,8 @@ impl Store {
             queue: tree(QUEUE)?,
             queued: tree(QUEUED)?,
             db,
+            read_only: false,
+            copy: None,
         };
         if found.is_none() {
             store
@@ -206,6 +216,7 @@ impl Store {
         total_runs: u32,
         sealed_plan: &P,
     ) -> Result<CampaignMeta, StoreError> {
+        self.writable()?;
         let plan = encode("the sealed plan", sealed_plan)?;
         let created_unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -280,6 +291,7 @@ impl Store {
 
     /// Sets the campaign's status; durable when it returns.
     pub fn set_status(&self, id: CampaignId, status: CampaignStatus) -> Result<(), StoreError> {
+        self.writable()?;
         let result = self.campaigns.transaction(|campaigns| {
             let mut m = tx_campaign(campaigns, id)?;
             m.status = status.clone();
@@ -303,6 +315,7 @@ impl Store {
         histogram: Option<&[u8]>,
         is_final: bool,
     ) -> Result<(), StoreError> {
+        self.writable()?;
         let payload = encode(&format!("run ({key})"), run)?;
         let run_key = keys::run(key);
         let slot_key = keys::slot(key.campaign, key.slot);
@@ -389,6 +402,7 @@ impl Store {
     /// was never stored (a crash in between) is replaced by the slot's next
     /// attempt, which gets the same attempt number. Durable when it returns.
     pub fn put_profile(&self, key: RunKey, profile: &[u8]) -> Result<(), StoreError> {
+        self.writable()?;
         self.ensure_campaign(key.campaign)?;
         self.profiles.insert(keys::run(key), profile)?;
         self.flush()
@@ -445,6 +459,7 @@ impl Store {
         name: &str,
         value: &T,
     ) -> Result<(), StoreError> {
+        self.writable()?;
         let bytes = encode(&format!("blob `{name}` of campaign `{id}`"), value)?;
         self.ensure_campaign(id)?;
         self.blobs.insert(keys::blob(id, name), bytes)?;
@@ -467,6 +482,7 @@ impl Store {
     /// Appends the campaign to the daemon's queue. Enqueueing a campaign that
     /// is already queued keeps its place. Durable when it returns.
     pub fn enqueue(&self, id: CampaignId) -> Result<(), StoreError> {
+        self.writable()?;
         let result = (&self.campaigns, &self.meta, &self.queue, &self.queued).transaction(
             |(campaigns, meta, queue, queued)| {
                 tx_campaign(campaigns, id)?;
@@ -508,6 +524,7 @@ impl Store {
     /// was queued; removing a campaign that is not queued is not an error, so
     /// a daemon can retry it after a crash. Durable when it returns.
     pub fn dequeue(&self, id: CampaignId) -> Result<bool, StoreError> {
+        self.writable()?;
         let was_queued = (&self.queue, &self.queued).transaction(|(queue, queued)| match queued
             .remove(&keys::campaign(id))?
         {
@@ -521,7 +538,19 @@ impl Store {
         Ok(was_queued)
     }
 
+    /// Refuses a write through a store opened for reading, before anything
+    /// changes.
+    fn writable(&self) -> Result<(), StoreError> {
+        if self.read_only || self.copy.is_some() {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
     fn flush(&self) -> Result<(), StoreError> {
+        self.writable()?;
         self.db.flush()?;
         Ok(())
     }
@@ -631,6 +660,11 @@ fn classify_open_error(dir: &Path, e: sled::Error) -> StoreError {
         StoreError::Locked {
             path: dir.to_path_buf(),
             source: e,
+        }
+    } else if let sled::Error::Corruption { at, .. } = e {
+        StoreError::Damaged {
+            what: format!("the store `{}`", dir.display()),
+            at: error::damaged_at(at),
         }
     } else {
         StoreError::Sled(e)

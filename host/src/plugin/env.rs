@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::time::Instant;
 
 /// Per-instance environment state.
@@ -97,7 +98,8 @@ impl Env {
             2 => "info",
             _ => "debug",
         };
-        eprintln!("[{}] {level}: {message}", self.label);
+        // A closed stderr must not fail the run (eprintln! would panic).
+        let _ = writeln!(std::io::stderr(), "[{}] {level}: {message}", self.label);
     }
 }
 

@@ -70,8 +70,14 @@ pub struct Quiescence {
 }
 
 /// Waits until `cpus` are nearly idle and the load is low, or the timeout
-/// passes (`wait_forever` ignores the timeout).
-pub fn quiescence(cpus: &[usize], gate: &GateSpec, wait_forever: bool) -> Quiescence {
+/// passes (`wait_forever` ignores the timeout), or `stop` says to give up
+/// (an interrupted campaign must not wait out the gate first).
+pub fn quiescence(
+    cpus: &[usize],
+    gate: &GateSpec,
+    wait_forever: bool,
+    stop: &dyn Fn() -> bool,
+) -> Quiescence {
     let start = Instant::now();
     let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let window = Duration::from_millis(gate.quiescence_window_ms.max(10));
@@ -100,7 +106,7 @@ pub fn quiescence(cpus: &[usize], gate: &GateSpec, wait_forever: bool) -> Quiesc
         let passed =
             busy_pct <= gate.quiescence_busy_pct && load_per_cpu <= gate.quiescence_load_per_cpu;
         let waited = start.elapsed();
-        if passed || (!wait_forever && waited.as_secs_f64() >= gate.wait_timeout_s) {
+        if passed || stop() || (!wait_forever && waited.as_secs_f64() >= gate.wait_timeout_s) {
             return Quiescence {
                 passed,
                 busy_pct,

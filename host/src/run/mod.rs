@@ -5,11 +5,13 @@ pub mod alloc;
 pub mod boundary;
 pub mod cpu;
 pub mod gates;
+pub mod interrupt;
 pub mod placement;
 pub mod profile;
 pub mod progress;
 pub mod result;
 pub mod supervisor;
+pub mod verdict;
 pub mod worker;
 
 pub use result::RunResult;

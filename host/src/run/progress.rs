@@ -1,4 +1,8 @@
 //! The campaign progress bar on stderr: runs done, ETA, the run in flight.
+//!
+//! Progress is a courtesy, never a reason to stop measuring: a write that
+//! fails (stderr piped into `head` that has exited, a closed terminal) turns
+//! progress off for the rest of the campaign and the runs go on being stored.
 
 use super::supervisor::{Event, RunStatus};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -33,8 +37,9 @@ impl Bar {
     pub fn observe(&mut self, event: &Event) {
         if self.json
             && let Ok(line) = serde_json::to_string(event)
+            && !write_line(&mut std::io::stderr(), &line)
         {
-            eprintln!("{line}");
+            self.json = false;
         }
         let Some(bar) = &self.bar else { return };
         match event {
@@ -71,4 +76,10 @@ impl Bar {
             bar.finish_and_clear();
         }
     }
+}
+
+/// Writes one line, reporting whether it arrived; `eprintln!` would panic on
+/// a closed pipe instead (issue 12).
+pub fn write_line(out: &mut dyn std::io::Write, line: &str) -> bool {
+    writeln!(out, "{line}").and_then(|()| out.flush()).is_ok()
 }

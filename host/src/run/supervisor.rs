@@ -3,10 +3,13 @@
 //! it does any work, behind the quiescence gate, with telemetry around it.
 //! Every attempt is stored (and flushed) as soon as it ends, so a crash or a
 //! kill loses at most the run in flight; `resume` continues from the first
-//! slot without a final attempt.
+//! slot without a final attempt. A signal ([`Options::interrupt`]) stops it
+//! the same way, but cleanly: the worker in flight is killed and its run is
+//! not stored.
 
 use super::RunResult;
 use super::gates::{self, Quiescence, Telemetry};
+use super::interrupt::Interrupt;
 use super::placement::{self, Placement};
 use super::profile::Selection;
 use super::worker::{Measure, RunSpec};
@@ -99,6 +102,9 @@ pub struct Options {
     pub worker_exe: Option<PathBuf>,
     /// Set to stop after the run in flight (daemon cancel).
     pub cancel: Arc<AtomicBool>,
+    /// Set (by a signal) to stop at once: the worker in flight is killed and
+    /// its run discarded.
+    pub interrupt: Interrupt,
     /// Runs to profile (`--profile`), and at how many Hz.
     pub profile: Selection,
     pub profile_hz: u32,
@@ -110,6 +116,7 @@ impl Default for Options {
             cache_dir: None,
             worker_exe: None,
             cancel: Arc::default(),
+            interrupt: Interrupt::default(),
             profile: Selection::default(),
             profile_hz: super::profile::DEFAULT_HZ,
         }
@@ -122,7 +129,16 @@ pub enum Outcome {
     Finished,
     /// Stopped early: a gate abort, `on_run_failure = "stop"`, or a cancel.
     Stopped(String),
+    /// Stopped by this signal; the run in flight was killed and not stored.
+    /// The campaign is `cancelled` and resumes from its first unfinished run.
+    Interrupted(i32),
 }
+
+/// A worker killed because the supervisor was interrupted: its run is
+/// discarded, not stored as a failure.
+#[derive(Debug, thiserror::Error)]
+#[error("the run was interrupted by {} and discarded", super::interrupt::name(*.0))]
+struct Interrupted(i32);
 
 fn unix_ms() -> u64 {
     SystemTime::now()
@@ -187,7 +203,14 @@ pub fn execute(
         LocalServers::default()
     };
 
+    let interrupted = |signal: i32| -> anyhow::Result<Outcome> {
+        store.set_status(id, CampaignStatus::Cancelled)?;
+        Ok(Outcome::Interrupted(signal))
+    };
     for slot in plan.schedule.iter().filter(|s| !finished.contains(&s.slot)) {
+        if let Some(signal) = options.interrupt.signal() {
+            return interrupted(signal);
+        }
         if options.cancel.load(Ordering::Relaxed) {
             store.set_status(id, CampaignStatus::Cancelled)?;
             return Ok(Outcome::Stopped("cancelled".into()));
@@ -203,7 +226,13 @@ pub fn execute(
                 arm: slot.arm.clone(),
                 block: slot.block,
             });
-            let quiescence = gates::quiescence(&watched, gate, gate.on_fail == OnFail::Wait);
+            let quiescence =
+                gates::quiescence(&watched, gate, gate.on_fail == OnFail::Wait, &|| {
+                    options.interrupt.signal().is_some()
+                });
+            if let Some(signal) = options.interrupt.signal() {
+                return interrupted(signal);
+            }
             if !quiescence.passed && gate.on_fail == OnFail::Abort {
                 let reason = format!(
                     "quiescence gate failed before slot {} (busy {:.0}% > {}% or runnable tasks {:.2}/cpu > {}) after {:.0} s; the campaign stops (`gates.on_fail = \"abort\"`): resume it when the machine is quiet",
@@ -243,8 +272,19 @@ pub fn execute(
                 Some(why) => Err(anyhow::anyhow!(
                     "the target's health gate failed before the run, so it did not start: {why}"
                 )),
-                None => spawn_worker(&exe, &spec, &placement.client, gate.run_timeout_s),
+                None => spawn_worker(
+                    &exe,
+                    &spec,
+                    &placement.client,
+                    gate.run_timeout_s,
+                    &options.interrupt,
+                ),
             };
+            if let Err(e) = &outcome
+                && let Some(Interrupted(signal)) = e.downcast_ref()
+            {
+                return interrupted(*signal);
+            }
             let telemetry = probe.finish(&placement.client);
             let after = before.as_ref().map(|_| crate::target::health(&spec.target));
             let outcome = match (
@@ -362,16 +402,23 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, options: &Options) -> anyhow::Re
 
 /// Spawns `exe worker` pinned to `cpus`, hands it `spec`, and returns its
 /// result; a non-zero exit, a timeout or unreadable output is an error with
-/// the worker's own message.
+/// the worker's own message. An interrupt kills the worker and returns
+/// [`Interrupted`].
 fn spawn_worker(
     exe: &std::path::Path,
     spec: &RunSpec,
     cpus: &[usize],
     timeout_s: f64,
+    interrupt: &Interrupt,
 ) -> anyhow::Result<RunResult> {
+    use std::os::unix::process::CommandExt as _;
     let mut command = Command::new(exe);
     command
         .arg("worker")
+        // Its own process group: a Ctrl-C at the terminal reaches the
+        // supervisor only, which then decides the run's fate (killed and
+        // discarded) instead of recording it as a failure.
+        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -396,6 +443,12 @@ fn spawn_worker(
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break Some(status);
+        }
+        if let Some(signal) = interrupt.signal() {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = (writer.join(), out.join(), err.join());
+            return Err(Interrupted(signal).into());
         }
         if Instant::now() >= deadline {
             let _ = child.kill();

@@ -1,5 +1,6 @@
 //! The JSON API under /api (openapi.json beside this file describes it).
-//! Reads are open; POSTs pass [`require_token`] first.
+//! Reads are open; POSTs pass [`require_token`] first. Every error is JSON
+//! `{"error": ...}`, also the ones axum answers itself ([`json_errors`]).
 
 use super::{AppError, AppState, BODY_LIMIT, Event, lock};
 use crate::plan::seal::{self, SealedPlan};
@@ -44,6 +45,62 @@ pub fn router(state: AppState) -> axum::Router {
         .with_state(state)
 }
 
+/// A known route with a method it does not take; axum adds the `Allow`
+/// header with the methods it does.
+pub(super) async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> AppError {
+    AppError::MethodNotAllowed(format!(
+        "`{method} {}` is not a call of the API; the methods this route takes are in the `Allow` header and /api/openapi.json",
+        uri.path()
+    ))
+}
+
+/// Largest error body [`json_errors`] rewraps; axum's own are one line.
+const ERROR_BODY_LIMIT: usize = 64 << 10;
+
+/// Turns an error answer that is not JSON (axum's rejections of a path or
+/// query that does not parse, a body it cannot read) into the documented
+/// `{"error": ...}`, keeping its status and headers.
+pub(super) async fn json_errors(request: Request, next: Next) -> Response {
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, ERROR_BODY_LIMIT)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let what = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_lowercase()
+    } else {
+        // axum's rejections start with a capital: our messages do not.
+        let mut chars = text.chars();
+        chars
+            .next()
+            .map(|c| c.to_lowercase().chain(chars).collect())
+            .unwrap_or_default()
+    };
+    let body = json!({
+        "error": format!("{what} (`{method} {path}`; the API is described at /api/openapi.json)")
+    });
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, axum::body::Body::from(body.to_string()))
+}
+
 async fn not_found(uri: axum::http::Uri) -> AppError {
     AppError::NotFound(format!(
         "no route `{}`; the API is described at /api/openapi.json",
@@ -58,8 +115,7 @@ async fn require_token(State(state): State<AppState>, request: Request, next: Ne
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(bearer_token);
     let why = match given {
         None => "this call changes the store and needs the daemon's token",
         Some(t) if super::token::matches(&state.0.token, t) => return next.run(request).await,
@@ -70,6 +126,16 @@ async fn require_token(State(state): State<AppState>, request: Request, next: Ne
         state.token_path().display()
     ))
     .into_response()
+}
+
+/// The token of an `Authorization: Bearer TOKEN` value. The scheme is
+/// case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are the same.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(char::is_whitespace)?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 /// Parses a campaign id from the path, 404 for anything that is not one.
@@ -522,14 +588,26 @@ async fn cancel_campaign(
     Ok(Json(json!({ "id": id, "status": status })))
 }
 
-/// GET /api/events: server-sent events, one per queue or run change.
+/// GET /api/events: server-sent events, one per queue or run change. Each
+/// stream is a task on the runtime (no thread) holding one of the
+/// `--max-event-streams` permits until the client goes away; past the cap,
+/// 503.
 async fn events(
     State(state): State<AppState>,
-) -> Sse<
-    impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+) -> Result<
+    Sse<
+        impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+    >,
+    AppError,
 > {
+    let permit = state.0.event_streams.clone().try_acquire_owned().map_err(|_| {
+        AppError::Unavailable(format!(
+            "{} event streams are open, the daemon's limit; close one (each browser tab of the UI holds one) or restart the daemon with a higher `blocklab serve --max-event-streams`",
+            state.0.max_event_streams
+        ))
+    })?;
     let rx = state.0.events.subscribe();
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+    let stream = futures_util::stream::unfold((rx, permit), |(mut rx, permit)| async move {
         loop {
             match rx.recv().await {
                 Ok(event) => {
@@ -537,7 +615,7 @@ async fn events(
                         .event(event.name())
                         .json_data(&event)
                         .unwrap_or_default();
-                    return Some((Ok(sse), rx));
+                    return Some((Ok(sse), (rx, permit)));
                 }
                 // A slow reader misses events; the UI re-reads state.
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
@@ -545,7 +623,7 @@ async fn events(
             }
         }
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
 async fn health(State(state): State<AppState>) -> Result<Json<Value>, AppError> {

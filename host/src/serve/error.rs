@@ -19,10 +19,16 @@ pub enum AppError {
     Unauthorized(String),
     /// 404: no such campaign (or route).
     NotFound(String),
+    /// 405: the route exists but not with this method (axum adds the
+    /// `Allow` header).
+    MethodNotAllowed(String),
     /// 409: the request does not fit the campaign's state.
     Conflict(String),
     /// 413: the body is larger than the daemon accepts.
     TooLarge(String),
+    /// 503: a limit of the daemon is reached (e.g. open event streams); the
+    /// client may retry later.
+    Unavailable(String),
     /// 500: logged with its chain; the client sees a pointer to the log.
     Internal(anyhow::Error),
 }
@@ -82,6 +88,10 @@ impl IntoResponse for AppError {
             AppError::NotFound(m) => (StatusCode::NOT_FOUND, json!({ "error": m })),
             AppError::Conflict(m) => (StatusCode::CONFLICT, json!({ "error": m })),
             AppError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": m })),
+            AppError::MethodNotAllowed(m) => {
+                (StatusCode::METHOD_NOT_ALLOWED, json!({ "error": m }))
+            }
+            AppError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": m })),
             AppError::Internal(e) => {
                 eprintln!("blocklab serve: internal error: {e:#}");
                 (

@@ -28,6 +28,15 @@ use tokio::sync::broadcast;
 /// Largest request body the API reads (a plan), bytes.
 pub const BODY_LIMIT: usize = 1 << 20;
 
+/// Default cap on concurrent `GET /api/events` streams (`blocklab serve
+/// --max-event-streams`): a handful of browser tabs and scripts, with room.
+pub const DEFAULT_MAX_EVENT_STREAMS: usize = 64;
+
+/// Threads the daemon's runtime may start for blocking work (store reads,
+/// reports): requests beyond this wait for one instead of each growing the
+/// process by a thread (tokio's default allows 512).
+const BLOCKING_THREADS: usize = 8;
+
 /// What the daemon tells SSE subscribers (`GET /api/events`); the SSE event
 /// name is the `event` field.
 #[derive(Debug, Clone, Serialize)]
@@ -89,6 +98,9 @@ struct Shared {
     token_path: PathBuf,
     cache_dir: Option<PathBuf>,
     events: broadcast::Sender<Event>,
+    /// One permit per open event stream; none left means 503.
+    event_streams: Arc<tokio::sync::Semaphore>,
+    max_event_streams: usize,
     /// Wakes the queue's thread; absent until it is started.
     wake: Mutex<Option<std::sync::mpsc::Sender<()>>>,
     /// Held while the queue's thread picks a campaign and while a cancel
@@ -115,6 +127,24 @@ impl AppState {
         token_path: PathBuf,
         cache_dir: Option<PathBuf>,
     ) -> AppState {
+        AppState::with_max_event_streams(
+            store,
+            token,
+            token_path,
+            cache_dir,
+            DEFAULT_MAX_EVENT_STREAMS,
+        )
+    }
+
+    /// [`AppState::new`] with a cap on concurrent event streams other than
+    /// [`DEFAULT_MAX_EVENT_STREAMS`].
+    pub fn with_max_event_streams(
+        store: Store,
+        token: String,
+        token_path: PathBuf,
+        cache_dir: Option<PathBuf>,
+        max_event_streams: usize,
+    ) -> AppState {
         let (events, _) = broadcast::channel(1024);
         AppState(Arc::new(Shared {
             store,
@@ -122,6 +152,8 @@ impl AppState {
             token_path,
             cache_dir,
             events,
+            event_streams: Arc::new(tokio::sync::Semaphore::new(max_event_streams)),
+            max_event_streams,
             wake: Mutex::new(None),
             running: Mutex::new(None),
             current: Mutex::new(None),
@@ -130,14 +162,24 @@ impl AppState {
     }
 
     /// Opens `<data>/store` and `<data>/token` (creating both if missing).
-    pub fn open(data: &std::path::Path, cache_dir: Option<PathBuf>) -> anyhow::Result<AppState> {
+    pub fn open(
+        data: &std::path::Path,
+        cache_dir: Option<PathBuf>,
+        max_event_streams: usize,
+    ) -> anyhow::Result<AppState> {
         std::fs::create_dir_all(data).map_err(|e| {
             anyhow::anyhow!("cannot create the data directory `{}`: {e}", data.display())
         })?;
         let store = Store::open(&data.join("store"))?;
         let token_path = data.join("token");
         let token = token::load_or_create(&token_path)?;
-        Ok(AppState::new(store, token, token_path, cache_dir))
+        Ok(AppState::with_max_event_streams(
+            store,
+            token,
+            token_path,
+            cache_dir,
+            max_event_streams,
+        ))
     }
 
     pub fn store(&self) -> &Store {
@@ -176,9 +218,13 @@ impl AppState {
     }
 }
 
-/// The router: the JSON API under /api, the web UI at /.
+/// The router: the JSON API under /api, the web UI at /. Every error
+/// answer, a wrong method's 405 included, is JSON `{"error": ...}`.
 pub fn app(state: AppState) -> axum::Router {
-    api::router(state.clone()).merge(assets::router())
+    api::router(state.clone())
+        .merge(assets::router())
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(axum::middleware::from_fn(api::json_errors))
 }
 
 /// How `blocklab serve` was asked to run.
@@ -186,6 +232,8 @@ pub struct Config {
     pub data: PathBuf,
     pub listen: SocketAddr,
     pub cache_dir: Option<PathBuf>,
+    /// Concurrent `GET /api/events` streams; more get 503.
+    pub max_event_streams: usize,
 }
 
 /// Runs the daemon until Ctrl-C or SIGTERM. A campaign in flight is left
@@ -207,7 +255,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
             placement.runner
         )
     })?;
-    let state = AppState::open(&config.data, config.cache_dir)?;
+    let state = AppState::open(&config.data, config.cache_dir, config.max_event_streams)?;
     eprintln!(
         "blocklab serve: store `{}`, token in `{}` (send it as `Authorization: Bearer TOKEN` for POSTs), pinned to CPUs {}",
         config.data.join("store").display(),
@@ -217,6 +265,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     state.start_queue(machine_cpus)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
         .enable_all()
         .build()?;
     let served = runtime.block_on(async move {

@@ -110,6 +110,8 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
     *lock(&state.0.current) = None;
     let (status, reason) = match outcome {
         Ok(Outcome::Finished) => ("finished", None),
+        // The daemon raises no interrupts of its own; as a cancel if one came.
+        Ok(Outcome::Interrupted(_)) => ("cancelled", None),
         Ok(Outcome::Stopped(why)) => match store.campaign(id).map(|m| m.status) {
             Ok(CampaignStatus::Cancelled) => ("cancelled", None),
             _ => ("failed", Some(why)),

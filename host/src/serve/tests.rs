@@ -398,3 +398,113 @@ fn run_events_keep_their_event_name_and_fields() {
     .unwrap();
     assert_eq!(queued["event"], "campaign-queued");
 }
+
+/// Issue 12: a wrong method is 405 with the `Allow` header and a JSON error,
+/// before any token check; axum's own rejections of a path or query that
+/// does not parse are the documented JSON too.
+#[tokio::test]
+async fn every_error_is_json_and_wrong_methods_get_405() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let before = snapshot(&s);
+    for (method, uri, allow) in [
+        ("DELETE", "/api/campaigns", "GET,HEAD,POST"),
+        ("PUT", "/api/campaigns/1", "GET,HEAD"),
+        ("GET", "/api/campaigns/1/cancel", "POST"),
+        ("POST", "/api/health", "GET,HEAD"),
+        ("POST", "/", "GET,HEAD"),
+    ] {
+        let request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Body::empty())
+            .unwrap();
+        let response = app(s.clone()).oneshot(request).await.unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {uri}"
+        );
+        assert_eq!(response.headers()[header::ALLOW], allow, "{method} {uri}");
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body: Value = serde_json::from_slice(&bytes).expect("a JSON body");
+        let message = body["error"].as_str().unwrap();
+        assert!(message.contains(&format!("`{method} {uri}`")), "{message}");
+    }
+    for uri in [
+        "/api/campaigns/1/latency",
+        "/api/campaigns/1/runs/x/profile",
+        "/api/campaigns/1/runs/0/profile?attempt=x",
+    ] {
+        let response = app(s.clone()).oneshot(get(uri)).await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "application/json",
+            "{uri}"
+        );
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body: Value = serde_json::from_slice(&bytes).expect("a JSON body");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains(uri.split('?').next().unwrap())
+        );
+    }
+    assert_eq!(snapshot(&s), before);
+}
+
+/// Issue 12: the `Bearer` scheme is matched case-insensitively (RFC 9110);
+/// another scheme with the right token is still refused.
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    for (i, scheme) in ["bearer", "BEARER", "Bearer"].into_iter().enumerate() {
+        let request = Request::post("/api/campaigns")
+            .header(header::CONTENT_TYPE, "application/toml")
+            .header(header::AUTHORIZATION, format!("{scheme}  {TOKEN}"))
+            .body(Body::from(PLAN))
+            .unwrap();
+        let response = app(s.clone()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::CREATED, "{scheme}");
+        assert_eq!(s.store().queue().unwrap().len(), i + 1);
+    }
+    let request = Request::post("/api/campaigns")
+        .header(header::AUTHORIZATION, format!("Basic {TOKEN}"))
+        .body(Body::from(PLAN))
+        .unwrap();
+    let (status, body) = {
+        let response = app(s.clone()).oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+    };
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(s.store().queue().unwrap().len(), 3);
+}
+
+/// Issue 12: event streams past the cap get 503 with a JSON error naming
+/// the flag; a stream that ends gives its place back.
+#[tokio::test]
+async fn event_streams_past_the_cap_get_503() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("store")).unwrap();
+    let s =
+        AppState::with_max_event_streams(store, TOKEN.into(), dir.path().join("token"), None, 2);
+    let first = app(s.clone()).oneshot(get("/api/events")).await.unwrap();
+    let second = app(s.clone()).oneshot(get("/api/events")).await.unwrap();
+    assert_eq!(
+        (first.status(), second.status()),
+        (StatusCode::OK, StatusCode::OK)
+    );
+    let (status, body) = call(&s, get("/api/events")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let message = body["error"].as_str().unwrap();
+    assert!(message.contains("--max-event-streams"), "{message}");
+    assert!(message.starts_with("2 event streams are open"), "{message}");
+    drop(first);
+    let third = app(s.clone()).oneshot(get("/api/events")).await.unwrap();
+    assert_eq!(third.status(), StatusCode::OK);
+}

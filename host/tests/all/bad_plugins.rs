@@ -128,6 +128,8 @@ fn a_workload_error_is_counted_not_fatal() {
             "--measured",
             "7",
             "--json",
+            "--max-error-rate",
+            "1",
         ]));
     assert!(r.ok, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();

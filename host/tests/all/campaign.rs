@@ -369,7 +369,8 @@ fn a_plugin_changed_after_sealing_fails_its_runs_instead_of_running() {
             "--data",
         ])
         .arg(&data));
-    assert!(r.ok, "{}", r.stderr);
+    // Finished with failed runs: exit code 3.
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
     let rep = report(&data);
     let runs = rep["runs"].as_array().unwrap();
     assert_eq!(runs[0]["status"], "ok");

@@ -18,6 +18,11 @@ pub struct Daemon {
 impl Daemon {
     /// Starts a daemon on `data`; returns once it listens.
     pub fn start(data: &Path) -> Daemon {
+        Daemon::start_with(data, &[])
+    }
+
+    /// [`Daemon::start`] with more `blocklab serve` flags.
+    pub fn start_with(data: &Path, flags: &[&str]) -> Daemon {
         std::fs::create_dir_all(data).unwrap();
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -40,6 +45,7 @@ impl Daemon {
             command
                 .args(["serve", "--listen", "127.0.0.1:0", "--data"])
                 .arg(data)
+                .args(flags)
                 .stderr(log),
             "blocklab serve: listening on http://",
         );
@@ -64,6 +70,11 @@ impl Daemon {
             token,
             data: data.to_path_buf(),
         }
+    }
+
+    /// The daemon's process id, to read its threads from /proc.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn url(&self) -> String {

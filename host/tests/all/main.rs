@@ -5,8 +5,11 @@
 mod bad_plugins;
 mod campaign;
 mod daemon;
+mod daemon_limits;
 mod daemon_support;
+mod exit_codes;
 mod grpc;
 mod plugins;
+mod store_damage;
 mod support;
 mod web;
