@@ -7,6 +7,9 @@ mod campaign;
 mod daemon;
 mod daemon_support;
 mod grpc;
+mod kv_conformance;
+#[path = "../common/kv_conformance_plugin.rs"]
+mod kv_plugin;
 mod plugins;
 mod support;
 mod web;
