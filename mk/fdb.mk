@@ -22,8 +22,8 @@ deps-fdb:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps-fdb: installing$$missing (bindgen for foundationdb-sys)"; \
-	  $(FDB_SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(FDB_SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	  $(FDB_SUDO) apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(FDB_SUDO) apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
 	fi
 
 check-fdb: deps-fdb

@@ -154,6 +154,7 @@ pub fn cases() -> Vec<Case> {
         write_errors_surface_at_the_next_read,
         inverted_clear_range_fails,
         transaction_size_limit,
+        transaction_size_counts_like_a_cluster,
         system_keys_are_outside_the_legal_range,
         old_read_version_is_too_old(needs_time),
         commit_versions_increase,
@@ -956,6 +957,37 @@ fn transaction_size_limit(h: &dyn Harness, prefix: &[u8]) -> Outcome {
     fill(ok.as_mut(), 40);
     ok.commit()
         .step("commit of 40 values of 99,000 bytes")
+        .map(drop)
+}
+
+fn transaction_size_counts_like_a_cluster(h: &dyn Harness, prefix: &[u8]) -> Outcome {
+    // A cluster counts a fixed size per mutation and per conflict range
+    // (`sizeof(MutationRef)` + `sizeof(KeyRangeRef)`, 88 bytes on 64-bit
+    // Linux) besides the keys and values: this many one-byte sets stay under
+    // 10 MB by payload alone but not with that overhead.
+    let set_key = |i: usize| key(prefix, &format!("{i:06}"));
+    let payload = 3 * set_key(0).len() + 2;
+    let sets = limits::TRANSACTION_BYTES / (payload + 44) + 1;
+    let mut t = h.begin();
+    for i in 0..sets {
+        t.set(&set_key(i), b"v");
+    }
+    expect_error(
+        t.commit(),
+        TRANSACTION_TOO_LARGE,
+        &format!("commit of {sets} sets with {payload} bytes of payload each"),
+    )?;
+    // Read conflict ranges are coalesced: reading one key this many times
+    // counts it once, though the reads' bytes alone pass 10 MB.
+    let read = key(prefix, "read");
+    let reads = limits::TRANSACTION_BYTES / (2 * read.len() + 1) + 1;
+    let mut t = h.begin();
+    for _ in 0..reads {
+        t.get(&read, false).step("get of the one key read")?;
+    }
+    t.set(&key(prefix, "w"), b"v");
+    t.commit()
+        .step(&format!("commit after reading one key {reads} times"))
         .map(drop)
 }
 

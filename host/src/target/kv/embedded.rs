@@ -92,10 +92,10 @@ fn duration_micros(d: Duration) -> u64 {
 /// - Reads are not cached: a key read again after the read version has left
 ///   the 5 s window fails with `transaction_too_old`, where a cluster's client
 ///   may answer it from its read cache.
-/// - The transaction size counts key and value bytes only: a cluster also
-///   counts a fixed overhead per mutation and per conflict range, and
-///   coalesces read conflict ranges, so many tiny mutations or repeated reads
-///   reach `transaction_too_large` at a different point.
+/// - The transaction size follows FoundationDB's count (payload, a fixed
+///   size per mutation and per conflict range, read conflict ranges
+///   coalesced) except that write conflict ranges are not merged where they
+///   touch (a set inside a cleared range counts its own range).
 /// - `on-error` returns at once, without FoundationDB's backoff sleep.
 /// - Never `future_version`, `commit_unknown_result` or timeouts; no special
 ///   keys (`\xff\xff`), no `\xff/metadataVersion`.
@@ -334,6 +334,13 @@ impl Store {
 type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 /// Pending clear-ranges, begin → end, disjoint and not touching.
 type Cleared = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// `sizeof(MutationRef)` in FoundationDB 7.3 on 64-bit Linux: the size of
+/// a vector of mutations counts it once per mutation (`VectorRef::
+/// expectedSize` in flow/include/flow/Arena.h).
+const MUTATION_OVERHEAD: usize = 56;
+/// `sizeof(KeyRangeRef)`, counted once per conflict range the same way.
+const RANGE_OVERHEAD: usize = 32;
 
 /// A read conflict range; a point read keeps only its key ([k, k\x00)).
 enum Conflict {
@@ -623,25 +630,67 @@ impl Tx {
         }
     }
 
-    /// Bytes of mutations and conflict ranges, counted like FoundationDB:
-    /// a set is key + value, a clear a range [k, k\x00), and each write also
-    /// adds its write conflict range.
+    /// Bytes of mutations and conflict ranges, counted like FoundationDB's
+    /// `Transaction::getSize`: a set is key + value, a clear a range
+    /// [k, k\x00), each with the fixed size of a mutation; each write adds its
+    /// write conflict range, and each read conflict range counts once after
+    /// coalescing, each range with the fixed size of a range.
     fn size(&self) -> usize {
         let writes: usize = self
             .writes
             .iter()
             .map(|(k, op)| {
                 let point = 2 * k.len() + 1;
-                op.as_ref().map_or(point, |v| k.len() + v.len()) + point
+                let mutation = op.as_ref().map_or(point, |v| k.len() + v.len());
+                MUTATION_OVERHEAD + mutation + RANGE_OVERHEAD + point
             })
             .sum();
         let cleared: usize = self
             .cleared
             .iter()
-            .map(|(b, e)| 2 * (b.len() + e.len()))
+            .map(|(b, e)| MUTATION_OVERHEAD + RANGE_OVERHEAD + 2 * (b.len() + e.len()))
             .sum();
-        let reads: usize = self.read_conflicts.iter().map(Conflict::bytes).sum();
-        writes + cleared + reads
+        let reads: usize = self
+            .read_conflicts
+            .iter()
+            .map(|c| RANGE_OVERHEAD + c.bytes())
+            .sum();
+        let upper = writes + cleared + reads;
+        // Coalescing only lowers the count: skip it while the plain sum fits.
+        if upper <= limits::TRANSACTION_BYTES {
+            return upper;
+        }
+        writes + cleared + self.coalesced_read_bytes()
+    }
+
+    /// The read conflict ranges' bytes after merging overlapping and
+    /// touching ranges, as FoundationDB's `CoalescedKeyRefRangeMap` does.
+    fn coalesced_read_bytes(&self) -> usize {
+        let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = self
+            .read_conflicts
+            .iter()
+            .map(|c| match c {
+                Conflict::Key(k) => (k.clone(), key_after(k)),
+                Conflict::Range(b, e) => (b.clone(), e.clone()),
+            })
+            .collect();
+        ranges.sort_unstable();
+        let mut total = 0;
+        let mut current: Option<(Vec<u8>, Vec<u8>)> = None;
+        for (b, e) in ranges {
+            current = match current {
+                Some((cb, ce)) if b <= ce => Some((cb, ce.max(e))),
+                Some((cb, ce)) => {
+                    total += RANGE_OVERHEAD + cb.len() + ce.len();
+                    Some((b, e))
+                }
+                None => Some((b, e)),
+            };
+        }
+        if let Some((b, e)) = current {
+            total += RANGE_OVERHEAD + b.len() + e.len();
+        }
+        total
     }
 
     fn insert_cleared(&mut self, begin: &[u8], end: &[u8]) {
@@ -970,7 +1019,7 @@ mod tests {
         for f in &not_passed {
             eprintln!("conformance: {f}");
         }
-        assert!(results.len() >= 26, "only {} cases ran", results.len());
+        assert!(results.len() >= 27, "only {} cases ran", results.len());
         assert!(
             not_passed.is_empty(),
             "{} case(s) did not pass",
