@@ -1,5 +1,8 @@
 //! The kv conformance suite against a real FoundationDB 7.3 cluster: the
-//! check that a workload passing on `embedded` runs unchanged on `fdb`.
+//! check that a workload passing on `embedded` runs unchanged on `fdb`. It
+//! runs twice: natively through the host's `fdb` target, and through the
+//! plugin boundary (the `kv-conformance` plugin, from `BLOCKLAB_PLUGINS` or
+//! target/plugins) over the same target.
 //!
 //! Runs only with the `fdb` feature and `FDB_CLUSTER_FILE` set; otherwise it
 //! says on one line why it skipped. The skip line goes straight to stderr so
@@ -8,12 +11,17 @@
 use std::io::Write;
 
 #[cfg(feature = "fdb")]
+#[path = "common/kv_conformance_plugin.rs"]
+mod kv_plugin;
+
+#[cfg(feature = "fdb")]
 mod cluster {
+    use std::sync::Arc;
     use std::time::Duration;
 
-    use blocklab::target::kv::Database;
-    use blocklab::target::kv::conformance::{Harness, run_all};
+    use blocklab::target::kv::conformance::{Harness, Verdict, run_all};
     use blocklab::target::kv::fdb::{Fdb, FdbSettings, cluster_health, shutdown};
+    use blocklab::target::kv::{Database, SharedDatabase};
 
     /// A real cluster: time passes only by waiting.
     struct RealCluster {
@@ -30,8 +38,9 @@ mod cluster {
         }
     }
 
-    #[test]
-    fn conformance_suite_passes_against_the_cluster() {
+    /// The cluster named by `FDB_CLUSTER_FILE`, checked healthy; `None`
+    /// (after saying why) when the variable is unset.
+    fn open_cluster() -> Option<Fdb> {
         let Some(cluster_file) =
             std::env::var_os("FDB_CLUSTER_FILE").filter(|path| !path.is_empty())
         else {
@@ -39,33 +48,52 @@ mod cluster {
                 "FDB_CLUSTER_FILE is not set; point it at a FoundationDB 7.3 cluster file to \
                  run the suite against a real cluster",
             );
-            return;
+            return None;
         };
         let settings = FdbSettings {
             cluster_file: Some(cluster_file.into()),
             ..FdbSettings::default()
         };
-        let cluster = RealCluster {
-            db: Fdb::open(&settings).expect("open the cluster named by FDB_CLUSTER_FILE"),
-        };
-        let health = cluster_health(&cluster.db).expect("read the cluster's status");
+        let db = Fdb::open(&settings).expect("open the cluster named by FDB_CLUSTER_FILE");
+        let health = cluster_health(&db).expect("read the cluster's status");
         if let Err(reason) = health.gate() {
             panic!("{reason}");
         }
+        Some(db)
+    }
+
+    /// Both runs share one test: libfdb_c's network starts once per process
+    /// and `shutdown` stops it for good.
+    #[test]
+    fn conformance_suite_passes_against_the_cluster() {
+        let Some(db) = open_cluster() else {
+            return;
+        };
+        let cluster = RealCluster { db };
         let results = run_all(&cluster);
-        let failures: Vec<String> = results
+        let native_failures: Vec<String> = results
             .iter()
-            .filter_map(|(name, result)| result.as_ref().err().map(|e| format!("{name}: {e}")))
+            .filter(|(_, verdict)| *verdict != Verdict::Pass)
+            .map(|(name, verdict)| format!("{name}: {verdict:?}"))
             .collect();
-        drop(cluster);
+        let shared: SharedDatabase = Arc::new(cluster.db);
+        let through_plugin = super::kv_plugin::run_through_plugin(&shared, "sleep");
+        drop(shared);
         shutdown();
         assert!(!results.is_empty(), "the conformance suite ran no case");
         assert!(
-            failures.is_empty(),
-            "{} of {} conformance cases failed against the cluster:\n{}",
-            failures.len(),
+            native_failures.is_empty(),
+            "{} of {} conformance cases did not pass natively against the cluster:\n{}",
+            native_failures.len(),
             results.len(),
-            failures.join("\n")
+            native_failures.join("\n")
+        );
+        assert!(
+            through_plugin.failed.is_empty() && through_plugin.skipped.is_empty(),
+            "through the plugin against the cluster: failed {:?}, skipped {:?} (passed {})",
+            through_plugin.failed,
+            through_plugin.skipped,
+            through_plugin.passed.len()
         );
     }
 }

@@ -698,10 +698,9 @@ fn from_wit(error: wit_kv::Error) -> KvError {
         wit_kv::Error::TransactionTooLarge => KvError::TransactionTooLarge,
         wit_kv::Error::TimedOut => KvError::TimedOut,
         wit_kv::Error::Cancelled => KvError::Cancelled,
-        wit_kv::Error::Other(d) => KvError::Other {
-            code: d.code,
-            message: d.message,
-        },
+        // A code with a case of its own (a plugin may build `other(1020)`)
+        // maps to that case, so the host treats it alike.
+        wit_kv::Error::Other(d) => KvError::from_fdb_code(d.code, &d.message),
     }
 }
 

@@ -9,6 +9,9 @@ mod daemon_limits;
 mod daemon_support;
 mod exit_codes;
 mod grpc;
+mod kv_conformance;
+#[path = "../common/kv_conformance_plugin.rs"]
+mod kv_plugin;
 mod plugins;
 mod store_damage;
 mod support;

@@ -22,16 +22,7 @@ fn cache_dir() -> PathBuf {
 
 /// A built plugin from target/plugins (or `$BLOCKLAB_PLUGINS`).
 pub fn plugin(name: &str) -> PathBuf {
-    let dir = std::env::var_os("BLOCKLAB_PLUGINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"));
-    let path = dir.join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "plugin {} is missing: run `make plugins` first (make test does)",
-        path.display()
-    );
-    path
+    crate::kv_plugin::plugin_path(name)
 }
 
 /// A fixture file from host/tests/fixtures; `.wat` ones are assembled.

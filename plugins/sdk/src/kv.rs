@@ -33,10 +33,6 @@ pub enum Error {
     Other { code: i32, message: String },
 }
 
-/// FoundationDB codes other than the dedicated cases that its client
-/// retries; the same list as the host's.
-const RETRYABLE_OTHER_CODES: [i32; 7] = [1021, 1037, 1038, 1042, 1051, 1213, 1078];
-
 impl Error {
     /// FoundationDB's numeric code for this error.
     pub fn code(&self) -> i32 {
@@ -53,12 +49,29 @@ impl Error {
         }
     }
 
-    /// Whether `on_error` would reset the transaction for another attempt.
+    /// The case FoundationDB's error `code` (described by `message`) maps
+    /// to; `message` is kept only for codes without a case of their own.
+    pub fn from_code(code: i32, message: &str) -> Error {
+        match code {
+            1020 => Error::NotCommitted,
+            1007 => Error::TransactionTooOld,
+            1009 => Error::FutureVersion,
+            2102 => Error::KeyTooLarge,
+            2103 => Error::ValueTooLarge,
+            2101 => Error::TransactionTooLarge,
+            1031 => Error::TimedOut,
+            1025 => Error::Cancelled,
+            code => Error::Other {
+                code,
+                message: message.to_owned(),
+            },
+        }
+    }
+
+    /// Whether `on_error` would reset the transaction for another attempt
+    /// (the host uses the same list).
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Error::NotCommitted | Error::TransactionTooOld | Error::FutureVersion
-        ) || matches!(self, Error::Other { code, .. } if RETRYABLE_OTHER_CODES.contains(code))
+        blocklab_kv_contract::codes::is_retryable(self.code())
     }
 }
 

@@ -183,6 +183,7 @@ impl Database for Fdb {
         Box::new(FdbTransaction {
             db: Arc::clone(&self.db),
             state,
+            used_during_commit: false,
         })
     }
 
@@ -211,6 +212,11 @@ struct FdbTransaction {
     /// Kept to start a fresh transaction when creating one failed.
     db: Arc<foundationdb::Database>,
     state: State,
+    /// A call was made after `commit`. libfdb_c then keeps
+    /// `used_during_commit` as the transaction's error and `on_error`
+    /// answers with it; the crate's commit consumes the transaction, so that
+    /// call never reaches libfdb_c and the rule is kept here.
+    used_during_commit: bool,
 }
 
 enum State {
@@ -223,8 +229,7 @@ enum State {
     CommitFailed(TransactionCommitError),
     /// Cancelled: every call fails with `cancelled`, as in FoundationDB.
     Cancelled,
-    /// No usable transaction: creating it failed, or `on_error` refused the
-    /// error (the crate drops the transaction then).
+    /// No usable transaction: creating it failed.
     Failed(KvError),
 }
 
@@ -234,20 +239,25 @@ fn used_during_commit() -> KvError {
 }
 
 impl FdbTransaction {
-    fn live(&self) -> Result<&foundationdb::Transaction, KvError> {
+    fn live(&mut self) -> Result<&foundationdb::Transaction, KvError> {
         match &self.state {
             State::Open(tr) => Ok(tr),
-            State::Committed(_) | State::CommitFailed(_) => Err(used_during_commit()),
+            State::Committed(_) | State::CommitFailed(_) => {
+                self.used_during_commit = true;
+                Err(used_during_commit())
+            }
             State::Cancelled => Err(KvError::Cancelled),
             State::Failed(error) => Err(error.clone()),
         }
     }
 
     /// Buffers a write; a transaction that cannot take it reports its state
-    /// at commit, as FoundationDB reports write errors.
+    /// at the next call, as FoundationDB reports write errors.
     fn write(&mut self, op: impl FnOnce(&foundationdb::Transaction)) {
-        if let State::Open(tr) = &self.state {
-            op(tr);
+        match &self.state {
+            State::Open(tr) => op(tr),
+            State::Committed(_) | State::CommitFailed(_) => self.used_during_commit = true,
+            State::Cancelled | State::Failed(_) => {}
         }
     }
 }
@@ -340,6 +350,9 @@ impl Transaction for FdbTransaction {
 
     fn on_error(&mut self, error: KvError) -> Result<(), KvError> {
         let code = error.code();
+        if self.used_during_commit {
+            return Err(used_during_commit());
+        }
         // `Cancelled` only holds the place: every path below sets the state.
         let retried = match std::mem::replace(&mut self.state, State::Cancelled) {
             State::Cancelled => {
@@ -367,15 +380,17 @@ impl Transaction for FdbTransaction {
                 Ok(())
             }
             Err(refused) => {
-                // FoundationDB returns the error it was given when it will not
-                // retry; hand back the caller's value so its message survives.
-                let refused = if refused.code() == code {
+                // libfdb_c cancels a transaction whose `on_error` gave up
+                // (`RYWImpl::onError`); the crate dropped it, so `Cancelled`
+                // answers later calls as libfdb_c would. FoundationDB
+                // returns the error it was given when it will not retry:
+                // hand back the caller's value so its message survives.
+                self.state = State::Cancelled;
+                Err(if refused.code() == code {
                     error
                 } else {
                     kv_error(refused)
-                };
-                self.state = State::Failed(refused.clone());
-                Err(refused)
+                })
             }
         }
     }

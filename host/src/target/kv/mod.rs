@@ -15,18 +15,7 @@ pub mod fdb_status;
 use std::sync::Arc;
 
 /// FoundationDB's limits, enforced by `embedded` and by real clusters alike.
-pub mod limits {
-    /// Longest key, bytes.
-    pub const KEY_BYTES: usize = 10_000;
-    /// Longest value, bytes.
-    pub const VALUE_BYTES: usize = 100_000;
-    /// Mutations plus conflict ranges of one transaction, bytes.
-    pub const TRANSACTION_BYTES: usize = 10_000_000;
-    /// Read versions advance by this many per second (FoundationDB's rate).
-    pub const VERSIONS_PER_SECOND: u64 = 1_000_000;
-    /// A read version older than this many versions is `transaction-too-old`.
-    pub const MVCC_WINDOW_VERSIONS: u64 = 5 * VERSIONS_PER_SECOND;
-}
+pub use blocklab_kv_contract::limits;
 
 /// A client-visible error, one case per FoundationDB error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -88,13 +77,10 @@ impl KvError {
         }
     }
 
-    /// Whether `on_error` resets the transaction for another attempt
-    /// (FoundationDB's `fdb_error_predicate(RETRYABLE)`).
+    /// Whether `on_error` resets the transaction for another attempt (the
+    /// codes FoundationDB's `Transaction::onError` retries).
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            KvError::NotCommitted | KvError::TransactionTooOld | KvError::FutureVersion
-        ) || matches!(self, KvError::Other { code, .. } if RETRYABLE_OTHER_CODES.contains(code))
+        blocklab_kv_contract::codes::is_retryable(self.code())
     }
 
     /// A short stable name for counting errors by kind.
@@ -112,12 +98,6 @@ impl KvError {
         }
     }
 }
-
-/// Other FoundationDB codes its client retries: commit_unknown_result (1021),
-/// process_behind (1037), database_locked (1038), proxy_memory_limit_exceeded
-/// (1042), batch_transaction_throttled (1051), tag_throttled (1213),
-/// grv_proxy_memory_limit_exceeded (1078).
-const RETRYABLE_OTHER_CODES: [i32; 7] = [1021, 1037, 1038, 1042, 1051, 1213, 1078];
 
 /// One row of a range read.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,20 @@
+//! FoundationDB's limits, enforced by `embedded` and by real clusters alike.
+//!
+//! Values from apple/foundationdb 7.3 (tag 7.3.79): `fdbclient/ClientKnobs.cpp`
+//! (`KEY_SIZE_LIMIT`, `VALUE_SIZE_LIMIT`, `TRANSACTION_SIZE_LIMIT`,
+//! `VERSIONS_PER_SECOND`) and `fdbclient/ServerKnobs.cpp`
+//! (`MAX_READ_TRANSACTION_LIFE_VERSIONS`).
+
+/// Longest key a client may write, bytes (`KEY_SIZE_LIMIT`). No stored key
+/// is longer, so a longer key reads as absent and clearing it does nothing.
+pub const KEY_BYTES: usize = 10_000;
+/// Longest value, bytes (`VALUE_SIZE_LIMIT`).
+pub const VALUE_BYTES: usize = 100_000;
+/// Mutations plus conflict ranges of one transaction, bytes
+/// (`TRANSACTION_SIZE_LIMIT`, checked in `tryCommit`).
+pub const TRANSACTION_BYTES: usize = 10_000_000;
+/// Read versions advance by this many per second (`VERSIONS_PER_SECOND`).
+pub const VERSIONS_PER_SECOND: u64 = 1_000_000;
+/// A read version older than this many versions is `transaction_too_old`
+/// (`MAX_READ_TRANSACTION_LIFE_VERSIONS`, 5 s).
+pub const MVCC_WINDOW_VERSIONS: u64 = 5 * VERSIONS_PER_SECOND;

@@ -1,0 +1,201 @@
+//! kv-conformance: a test-only workload plugin that runs one scenario of
+//! the kv conformance suite (`blocklab_kv_contract::conformance`) per
+//! transaction, through the `kv` WIT interface, so the suite checks exactly
+//! what plugins see of a target (`embedded` or `fdb`), including the
+//! component boundary's mapping of errors.
+//!
+//! Workload `case`: param `name` picks the scenario; `advance = sleep` lets
+//! time really pass where a scenario needs it (against a cluster), while
+//! `skip` (the default) skips those scenarios, whose clock only the native
+//! suite can fake. `run` returns the scenario's failure as its error and
+//! counts `conformance.passed` or `conformance.skipped`.
+
+use std::borrow::Borrow;
+use std::time::Duration;
+
+use blocklab_kv_contract::conformance::{
+    self as contract, Body, Error, Harness, RangeOptions, Row, Verdict,
+};
+use blocklab_sdk::{Info, Params, Plugin, Workload, env, kv};
+
+struct KvConformance;
+
+impl Plugin for KvConformance {
+    fn workloads() -> Vec<Info> {
+        vec![
+            Info::new(
+                "case",
+                "runs one kv conformance scenario per transaction through the kv interface",
+            )
+            .param(
+                "name",
+                "read_versions_increase",
+                "the scenario (a case of blocklab_kv_contract::conformance::cases)",
+            )
+            .param(
+                "advance",
+                "skip",
+                "`sleep` waits where a scenario needs time to pass (against a cluster); \
+                 `skip` skips those scenarios",
+            )
+            .uses("kv"),
+        ]
+    }
+
+    fn setup(_name: &str, params: &Params) -> Result<Box<dyn Workload>, String> {
+        let name = params.str("name")?;
+        let case = contract::find(name).ok_or_else(|| {
+            let known: Vec<&str> = contract::cases().iter().map(|c| c.name).collect();
+            format!(
+                "param `name` = `{name}` is not a conformance case (use one of: {})",
+                known.join(", ")
+            )
+        })?;
+        let sleep = match params.str("advance")? {
+            "sleep" => true,
+            "skip" => false,
+            other => {
+                return Err(format!(
+                    "param `advance` = `{other}` is neither `sleep` nor `skip` (set `advance=sleep` \
+                     to wait where a scenario needs time)"
+                ));
+            }
+        };
+        Ok(Box::new(RunCase {
+            case,
+            guest: Guest { sleep },
+        }))
+    }
+}
+
+struct RunCase {
+    case: contract::Case,
+    guest: Guest,
+}
+
+impl Workload for RunCase {
+    fn run(&mut self, _iteration: u64) -> Result<u32, String> {
+        match contract::run_case(&self.guest, &self.case) {
+            Verdict::Pass => env::count("conformance.passed", 1),
+            Verdict::Skip(why) => {
+                env::log(
+                    env::Level::Info,
+                    &format!("conformance case `{}` skipped: {why}", self.case.name),
+                );
+                env::count("conformance.skipped", 1);
+            }
+            Verdict::Fail(what) => {
+                return Err(format!(
+                    "conformance case `{}` failed: {what}",
+                    self.case.name
+                ));
+            }
+        }
+        Ok(0)
+    }
+}
+
+/// The scenarios' harness inside the component: every call goes through
+/// the SDK to the host's `kv` import.
+struct Guest {
+    sleep: bool,
+}
+
+impl Harness for Guest {
+    fn begin(&self) -> Box<dyn contract::Transaction + '_> {
+        Box::new(GuestTx(kv::Transaction::new()))
+    }
+
+    fn transact(&self, body: &mut Body<'_>) -> Result<u32, Error> {
+        kv::transact(|tr| body(&mut GuestTx(tr)).map_err(from_contract))
+            .map(|((), retries)| retries)
+            .map_err(to_contract)
+    }
+
+    fn can_advance(&self) -> bool {
+        self.sleep
+    }
+
+    fn advance(&self, by: Duration) {
+        std::thread::sleep(by);
+    }
+}
+
+fn to_contract(error: kv::Error) -> Error {
+    let code = error.code();
+    match error {
+        kv::Error::Other { message, .. } => Error { code, message },
+        _ => Error::new(code),
+    }
+}
+
+fn from_contract(error: Error) -> kv::Error {
+    kv::Error::from_code(error.code, &error.message)
+}
+
+/// An SDK transaction, owned or borrowed from `kv::transact`.
+struct GuestTx<T>(T);
+
+impl<T: Borrow<kv::Transaction>> contract::Transaction for GuestTx<T> {
+    fn get_read_version(&mut self) -> Result<u64, Error> {
+        self.0.borrow().read_version().map_err(to_contract)
+    }
+
+    fn get(&mut self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, Error> {
+        let tr = self.0.borrow();
+        if snapshot {
+            tr.snapshot_get(key)
+        } else {
+            tr.get(key)
+        }
+        .map_err(to_contract)
+    }
+
+    fn get_range(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        options: RangeOptions,
+    ) -> Result<Vec<Row>, Error> {
+        let options = kv::RangeOptions {
+            limit: options.limit,
+            reverse: options.reverse,
+            snapshot: options.snapshot,
+        };
+        let rows = self
+            .0
+            .borrow()
+            .get_range_with(begin, end, options)
+            .map_err(to_contract)?;
+        Ok(rows.into_iter().map(|kv| (kv.key, kv.value)).collect())
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) {
+        self.0.borrow().set(key, value);
+    }
+
+    fn clear(&mut self, key: &[u8]) {
+        self.0.borrow().clear(key);
+    }
+
+    fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
+        self.0.borrow().clear_range(begin, end);
+    }
+
+    fn commit(&mut self) -> Result<u64, Error> {
+        self.0.borrow().commit().map_err(to_contract)
+    }
+
+    fn on_error(&mut self, error: Error) -> Result<(), Error> {
+        self.0
+            .borrow()
+            .on_error(from_contract(error))
+            .map_err(to_contract)
+    }
+
+    fn cancel(&mut self) {
+        self.0.borrow().cancel();
+    }
+}
+
+blocklab_sdk::export_plugin!(KvConformance);
