@@ -252,6 +252,23 @@ impl Store {
             .collect()
     }
 
+    /// Every campaign, ascending id, each decoded on its own: an entry that
+    /// does not decode is returned as its error beside the others, so a
+    /// listing can show it as unreadable and still show the rest.
+    pub fn campaign_entries(
+        &self,
+    ) -> Result<Vec<(CampaignId, Result<CampaignMeta, StoreError>)>, StoreError> {
+        self.campaigns
+            .iter()
+            .map(|kv| {
+                let (k, v) = kv?;
+                let id = keys::decode_u64(&k)
+                    .ok_or_else(|| malformed("a campaign key", "not 8 bytes"))?;
+                Ok((id, decode(&format!("campaign `{id}`"), &v)))
+            })
+            .collect()
+    }
+
     /// One campaign's metadata, or `NotFound` naming the ids that exist.
     pub fn campaign(&self, id: CampaignId) -> Result<CampaignMeta, StoreError> {
         match self.campaigns.get(keys::campaign(id))? {
@@ -584,7 +601,7 @@ fn tx_campaign(
 }
 
 /// sled creates its files in any directory it is given; refuse to litter one
-/// that already holds something else (a mistyped `--data-dir`).
+/// that already holds something else (a mistyped `--data`).
 fn refuse_foreign_dir(dir: &Path) -> Result<(), StoreError> {
     let Ok(mut entries) = std::fs::read_dir(dir) else {
         // Missing (sled creates it) or unreadable (sled reports why).

@@ -111,6 +111,14 @@ pub enum PluginError {
     UnknownImport { name: String, import: String },
     #[error("plugin `{name}` failed to compile: {message}")]
     Compile { name: String, message: String },
+    #[error(
+        "plugin `{name}` needs at least {needs_mib} MiB of linear memory to start, more than the memory cap of {cap_mib} MiB; raise the cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan)"
+    )]
+    MemoryCap {
+        name: String,
+        needs_mib: u64,
+        cap_mib: u64,
+    },
 }
 
 /// The process-wide wasmtime engine and compiled-code cache.
@@ -170,7 +178,7 @@ impl Runtime {
         let mut pool = PoolingAllocationConfig::default();
         // A Rust wasip2 component holds a handful of core instances and
         // memories; these bounds allow a few dozen concurrent workers.
-        pool.total_component_instances(64)
+        pool.total_component_instances(crate::limits::WORKERS)
             .total_core_instances(512)
             .total_memories(256)
             .total_tables(512)
@@ -309,9 +317,20 @@ impl Runtime {
         {
             return Ok((component, true));
         }
-        let component = Component::new(&self.engine, bytes).map_err(|e| PluginError::Compile {
-            name: name.to_owned(),
-            message: format!("{e:#}"),
+        let component = Component::new(&self.engine, bytes).map_err(|e| {
+            let message = format!("{e:#}");
+            match initial_memory(&message) {
+                // The engine reports this in hex bytes; say it in the cap's units.
+                Some(bytes) => PluginError::MemoryCap {
+                    name: name.to_owned(),
+                    needs_mib: bytes.div_ceil(1 << 20),
+                    cap_mib: self.limits.memory_bytes >> 20,
+                },
+                None => PluginError::Compile {
+                    name: name.to_owned(),
+                    message,
+                },
+            }
         })?;
         if let Some(entry) = &entry {
             // A cache that cannot be written costs only time: warn and go on.
@@ -348,6 +367,18 @@ fn write_cache(entry: &Path, component: &Component) -> anyhow::Result<()> {
     )?;
     std::fs::rename(&tmp, entry)?;
     Ok(())
+}
+
+/// The initial memory size in the pooling allocator's refusal of a
+/// component whose memory exceeds the cap ("memory has a minimum byte size
+/// of N which exceeds the limit of 0x... bytes").
+fn initial_memory(message: &str) -> Option<u64> {
+    let rest = &message[message.find("minimum byte size of ")? + "minimum byte size of ".len()..];
+    if !message.contains("exceeds the limit") {
+        return None;
+    }
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// A plugin's display name: its file name.
@@ -508,11 +539,11 @@ fn describe_trap(
     let limiter = &store.data().limiter;
     let what = match error.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => format!(
-            "did not return from `{call}` within the {:?} call deadline (an endless loop?); fix the plugin or raise the deadline with `--call-deadline`",
+            "did not return from `{call}` within the {:?} call deadline (an endless loop?); fix the plugin or raise the deadline (`--call-deadline-ms` on `blocklab run`, `limits.call_deadline_ms` in a plan)",
             limits.call_deadline
         ),
         _ if limiter.refused => format!(
-            "exceeded the memory cap of {} MiB in `{call}` (it asked for more linear memory); fix the plugin or raise the cap with `--memory-cap`",
+            "exceeded the memory cap of {} MiB in `{call}` (it asked for more linear memory); fix the plugin or raise the cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan)",
             limits.memory_bytes >> 20
         ),
         Some(trap) => format!("trapped in `{call}` ({trap}); this is a bug in the plugin"),
