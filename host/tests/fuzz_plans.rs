@@ -206,54 +206,92 @@ fn set_value(line: &mut String, value: &str) {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        // Each case may parse a 300 kB line; keep `make test` quick.
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(200),
+/// One case: the mutated example text and the overrides. Returns whether
+/// the plan was accepted.
+fn check(text: &str, overrides: &[String]) -> Result<bool, TestCaseError> {
+    let before = AllocCount::now();
+    let accepted = match PlanSpec::parse(text, overrides) {
+        Ok(spec) => {
+            let schedule =
+                seal::schedule(&spec).map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
+            prop_assert!(schedule.len() <= limits::RUNS);
+            let _ = spec.warnings();
+            let sealed = SealedPlan {
+                spec,
+                overrides: overrides.to_vec(),
+                source: "fuzz".into(),
+                schedule,
+                inputs: Default::default(),
+                version: "0".into(),
+                hash: String::new(),
+                warnings: Vec::new(),
+            };
+            let _ = blocklab::plan::describe(&sealed);
+            // What the store holds must read back as what was sealed.
+            let json = serde_json::to_vec(&sealed).unwrap();
+            let back: SealedPlan = serde_json::from_slice(&json)
+                .map_err(|e| TestCaseError::fail(format!("stored plan does not decode: {e}")))?;
+            prop_assert_eq!(back, sealed);
+            true
+        }
+        Err(e) => {
+            let message = format!("{e:#}");
+            prop_assert!(
+                message.len() <= MESSAGE_BYTES,
+                "{} bytes: {}",
+                message.len(),
+                limits::clip(&message)
+            );
+            false
+        }
+    };
+    let used = AllocCount::now().since(before).bytes;
+    prop_assert!(used <= CASE_BYTES, "one case allocated {used} bytes");
+    Ok(accepted)
+}
+
+#[test]
+fn mutated_plans_and_overrides_are_refused_cleanly_or_sealable() {
+    let config = ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(300),
         failure_persistence: None,
         ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn mutated_plans_and_overrides_are_refused_cleanly_or_sealable(
-        example in any::<prop::sample::Index>(),
-        mutations in prop::collection::vec(mutation(), 0..4),
-        overrides in prop::collection::vec(set_override(), 0..3),
-    ) {
-        let examples = examples();
-        let mut text = examples[example.index(examples.len())].clone();
+    };
+    let examples = examples();
+    let strategy = (
+        0..examples.len(),
+        prop::collection::vec(mutation(), 0..4),
+        prop::collection::vec(set_override(), 0..3),
+    );
+    let (accepted, refused) = (
+        std::sync::atomic::AtomicUsize::new(0),
+        std::sync::atomic::AtomicUsize::new(0),
+    );
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let result = runner.run(&strategy, |(example, mutations, overrides)| {
+        let mut text = examples[example].clone();
         for m in &mutations {
             text = apply(&text, m);
         }
-        let before = AllocCount::now();
-        match PlanSpec::parse(&text, &overrides) {
-            Ok(spec) => {
-                let schedule = seal::schedule(&spec).map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
-                prop_assert!(schedule.len() <= limits::RUNS);
-                let _ = spec.warnings();
-                let sealed = SealedPlan {
-                    spec,
-                    overrides: overrides.clone(),
-                    source: "fuzz".into(),
-                    schedule,
-                    inputs: Default::default(),
-                    version: "0".into(),
-                    hash: String::new(),
-                    warnings: Vec::new(),
-                };
-                let _ = blocklab::plan::describe(&sealed);
-                // What the store holds must read back as what was sealed.
-                let json = serde_json::to_vec(&sealed).unwrap();
-                let back: SealedPlan = serde_json::from_slice(&json)
-                    .map_err(|e| TestCaseError::fail(format!("stored plan does not decode: {e}")))?;
-                prop_assert_eq!(back, sealed);
-            }
-            Err(e) => {
-                let message = format!("{e:#}");
-                prop_assert!(message.len() <= MESSAGE_BYTES, "{} bytes: {}", message.len(), limits::clip(&message));
-            }
-        }
-        let used = AllocCount::now().since(before).bytes;
-        prop_assert!(used <= CASE_BYTES, "one case allocated {used} bytes");
+        let counter = if check(&text, &overrides)? {
+            &accepted
+        } else {
+            &refused
+        };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
+    let (accepted, refused) = (accepted.into_inner(), refused.into_inner());
+    eprintln!("fuzz_plans: {accepted} accepted, {refused} refused, no panic");
+    // Both paths must be exercised, or the mutations are too tame or too wild.
+    assert!(
+        accepted > 0 && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
 }

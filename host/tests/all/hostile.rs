@@ -245,9 +245,9 @@ fn every_missing_grant_is_named_at_once() {
     assert_error(
         &r,
         &[
-            "which need the grants `wasi:sockets` and `wasi:filesystem` that this arm does not give",
-            "add `grants = [\"wasi:sockets\", \"wasi:filesystem\"]`",
-            "pass `--grant wasi:sockets --allow 127.0.0.1:7000 --grant wasi:filesystem` to `blocklab run`",
+            "which need the grants `wasi:filesystem` and `wasi:sockets` that this arm does not give",
+            "add `grants = [\"wasi:filesystem\", \"wasi:sockets\"]` and `allow = [\"127.0.0.1:7000\"]`",
+            "pass `--grant wasi:filesystem --grant wasi:sockets --allow 127.0.0.1:7000` to `blocklab run`",
         ],
     );
 }
@@ -270,6 +270,29 @@ fn a_23_digit_number_is_too_large_not_not_a_number() {
             &r,
             &[
                 "param `keys` = `12345678901234567890123` is too large (give at most 18446744073709551615",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_key_count_setup_cannot_write_in_time_is_out_of_range() {
+    for source in [plugin("kv-basic").display().to_string(), "builtin".into()] {
+        let r = run(blocklab().args([
+            "run",
+            "--plugin",
+            &source,
+            "--workload",
+            "get100",
+            "--measured",
+            "5",
+            "--param",
+            "keys=100000000",
+        ]));
+        assert_error(
+            &r,
+            &[
+                "param `keys` = `100000000` is out of range for workload `get100` (give 1 to 500000)",
             ],
         );
     }
