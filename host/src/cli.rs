@@ -782,12 +782,7 @@ fn campaigns(args: CampaignsArgs) -> anyhow::Result<ExitCode> {
 
 /// `blocklab campaigns`' table: one line per campaign, an entry that does
 /// not decode shown as unreadable in its place.
-fn campaign_table(
-    entries: &[(
-        blocklab_store::CampaignId,
-        Result<blocklab_store::CampaignMeta, blocklab_store::StoreError>,
-    )],
-) -> String {
+fn campaign_table(entries: &[blocklab_store::CampaignEntry]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(

@@ -69,6 +69,10 @@ pub struct CampaignMeta {
     pub finished_runs: u32,
 }
 
+/// A campaign's id and its metadata, or why the metadata does not decode
+/// ([`Store::campaign_entries`]).
+pub type CampaignEntry = (CampaignId, Result<CampaignMeta, StoreError>);
+
 /// One attempt of one slot of the sealed schedule. Attempt 0 is the first;
 /// reruns get the next number from [`Store::next_attempt`].
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -255,9 +259,7 @@ impl Store {
     /// Every campaign, ascending id, each decoded on its own: an entry that
     /// does not decode is returned as its error beside the others, so a
     /// listing can show it as unreadable and still show the rest.
-    pub fn campaign_entries(
-        &self,
-    ) -> Result<Vec<(CampaignId, Result<CampaignMeta, StoreError>)>, StoreError> {
+    pub fn campaign_entries(&self) -> Result<Vec<CampaignEntry>, StoreError> {
         self.campaigns
             .iter()
             .map(|kv| {

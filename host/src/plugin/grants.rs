@@ -77,7 +77,7 @@ pub fn need(import: &str) -> Need {
 pub enum GrantError {
     /// Every grant the plugin lacks, named at once.
     #[error(
-        "plugin `{plugin}` imports {imports}, which {needs} {grants} that this arm does not give; add `grants = [{toml}]`{allow_toml} to the arm in the plan, or pass `{flags}` to `blocklab run`"
+        "plugin `{plugin}` imports {imports}, which {needs} {grants} that this arm does not give; {fix}"
     )]
     NotGranted {
         plugin: String,
@@ -87,11 +87,8 @@ pub enum GrantError {
         needs: &'static str,
         /// The missing grants, backticked.
         grants: String,
-        /// The missing grants as TOML strings.
-        toml: String,
-        allow_toml: &'static str,
-        /// `--grant` (and `--allow`) flags giving them.
-        flags: String,
+        /// The plan line and the `blocklab run` flags that give them.
+        fix: String,
     },
     #[error(
         "plugin `{plugin}` imports `{import}`, which this host does not provide and no grant gives (plugins may import blocklab:bench/{{kv,grpc,env}}, WASI cli, io, clocks and random, and with a grant {grantable})"
@@ -184,6 +181,24 @@ impl Grants {
             _ => items.concat(),
         };
         let sockets = missing.iter().any(|(g, _)| *g == "wasi:sockets");
+        let toml = missing
+            .iter()
+            .map(|(g, _)| format!("\"{g}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let allow = if sockets {
+            " and `allow = [\"127.0.0.1:7000\"]` (the addresses it may reach)"
+        } else {
+            ""
+        };
+        let flags = missing
+            .iter()
+            .map(|(g, _)| match *g {
+                "wasi:sockets" => format!("--grant {g} --allow 127.0.0.1:7000"),
+                _ => format!("--grant {g}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
         Err(GrantError::NotGranted {
             plugin: plugin.to_owned(),
             imports: join(missing.iter().map(|(_, i)| format!("`{i}`")).collect()),
@@ -193,27 +208,9 @@ impl Grants {
                 "need the grants"
             },
             grants: join(missing.iter().map(|(g, _)| format!("`{g}`")).collect()),
-            toml: missing
-                .iter()
-                .map(|(g, _)| format!("\"{g}\""))
-                .collect::<Vec<_>>()
-                .join(", "),
-            allow_toml: if sockets {
-                " and `allow = [\"127.0.0.1:7000\"]` (the addresses it may reach)"
-            } else {
-                ""
-            },
-            flags: missing
-                .iter()
-                .map(|(g, _)| {
-                    if *g == "wasi:sockets" {
-                        format!("--grant {g} --allow 127.0.0.1:7000")
-                    } else {
-                        format!("--grant {g}")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
+            fix: format!(
+                "add `grants = [{toml}]`{allow} to the arm in the plan, or pass `{flags}` to `blocklab run`"
+            ),
         })
     }
 
