@@ -270,11 +270,20 @@ fn mutated_plans_and_overrides_are_refused_cleanly_or_sealable() {
         std::sync::atomic::AtomicUsize::new(0),
         std::sync::atomic::AtomicUsize::new(0),
     );
+    // `BLOCKLAB_FUZZ_DUMP=DIR` also writes each case as DIR/N.toml and
+    // DIR/N.set (one override a line), to replay against a binary.
+    let dump = std::env::var_os("BLOCKLAB_FUZZ_DUMP").map(std::path::PathBuf::from);
+    let written = std::sync::atomic::AtomicUsize::new(0);
     let mut runner = proptest::test_runner::TestRunner::new(config);
     let result = runner.run(&strategy, |(example, mutations, overrides)| {
         let mut text = examples[example].clone();
         for m in &mutations {
             text = apply(&text, m);
+        }
+        if let Some(dir) = &dump {
+            let n = written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::fs::write(dir.join(format!("{n}.toml")), &text).unwrap();
+            std::fs::write(dir.join(format!("{n}.set")), overrides.join("\n")).unwrap();
         }
         let counter = if check(&text, &overrides)? {
             &accepted

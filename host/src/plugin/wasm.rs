@@ -121,6 +121,9 @@ pub enum PluginError {
     },
 }
 
+/// Linear memories the engine's pool reserves address space for.
+const POOL_MEMORIES: u32 = 256;
+
 /// The process-wide wasmtime engine and compiled-code cache.
 pub struct Runtime {
     engine: Engine,
@@ -180,7 +183,7 @@ impl Runtime {
         // memories; these bounds allow a few dozen concurrent workers.
         pool.total_component_instances(crate::limits::WORKERS)
             .total_core_instances(512)
-            .total_memories(256)
+            .total_memories(POOL_MEMORIES)
             .total_tables(512)
             .max_memory_size(limits.memory_bytes as usize);
         let mut config = Config::new();
@@ -191,7 +194,18 @@ impl Runtime {
         if perf_map {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
-        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+        let engine = Engine::new(&config).map_err(|e| {
+            let message = format!("{e:#}");
+            if message.contains("mmap failed to reserve") {
+                // wasmtime says this in hex bytes; say what it was for.
+                anyhow::anyhow!(
+                    "cannot reserve address space for the plugin engine's pool ({POOL_MEMORIES} memories of up to {} MiB each); lower the memory cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan) or raise this process's address-space limit (`ulimit -v`)",
+                    limits.memory_bytes >> 20
+                )
+            } else {
+                anyhow::Error::from(e)
+            }
+        })?;
 
         let mut linker = Linker::new(&engine);
         grants.add_to_linker(&mut linker)?;

@@ -297,3 +297,22 @@ fn a_key_count_setup_cannot_write_in_time_is_out_of_range() {
         );
     }
 }
+
+#[test]
+fn an_engine_that_cannot_reserve_its_pool_says_so_in_words() {
+    // 2 GB of address space cannot hold 256 memories of 256 MiB.
+    let exe = std::env::var_os("BLOCKLAB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_blocklab")));
+    let r = run(Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 2000000; exec \"$0\" run --workload get100 --measured 5 --plugin \"$1\"")
+        .arg(exe)
+        .arg(plugin("kv-basic")));
+    assert_error(
+        &r,
+        &[
+            "error: cannot reserve address space for the plugin engine's pool (256 memories of up to 256 MiB each); lower the memory cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan) or raise this process's address-space limit (`ulimit -v`)",
+        ],
+    );
+}
