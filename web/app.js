@@ -95,8 +95,11 @@ window.addEventListener("hashchange", route);
 
 async function listPage() {
   const list = await api("/api/campaigns");
-  const rows = list.slice().reverse().map((c) =>
-    el("tr", { "data-campaign": c.id },
+  const rows = list.slice().reverse().map((c) => c.name === undefined
+    ? el("tr", { "data-campaign": c.id },
+        el("td", { class: "num" }, c.id),
+        el("td", { colspan: 6, class: "muted" }, `unreadable: ${c.unreadable}`))
+    : el("tr", { "data-campaign": c.id, title: c.unreadable || "" },
       el("td", { class: "num" }, el("a", { href: `#/campaigns/${c.id}` }, c.id)),
       el("td", {}, el("a", { href: `#/campaigns/${c.id}` }, c.name)),
       el("td", {}, statusBadge(c.status)),

@@ -7,8 +7,8 @@
 //! campaign finished but runs failed or too many transactions did, and 128
 //! plus the signal's number when a campaign was interrupted.
 
+use crate::plugin::WorkloadInfo;
 use crate::plugin::wasm::{Limits, Runtime};
-use crate::plugin::{Instance, WorkloadInfo};
 use crate::run::worker::{self, Measure, PluginSource, RunSpec};
 use crate::target::TargetSpec;
 use anyhow::Context;
@@ -219,10 +219,12 @@ struct PluginInspectArgs {
 #[derive(Debug, Args, Clone)]
 struct LimitArgs {
     /// Longest one call into a plugin may run, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    #[arg(long, value_name = "MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=crate::limits::CALL_DEADLINE_MS))]
     call_deadline_ms: u64,
     /// Most linear memory a plugin instance may use, MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    #[arg(long, value_name = "MIB", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(1..=crate::limits::MEMORY_MIB))]
     memory_cap_mib: u64,
     /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
     #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
@@ -286,7 +288,8 @@ struct RunArgs {
     #[arg(long, default_value_t = 3000)]
     measured: u64,
     /// Concurrent workers (one plugin instance each).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::limits::WORKERS)))]
     workers: u32,
     /// Seed of env.random: the same seed gives the same transactions.
     #[arg(long, default_value_t = 1)]
@@ -551,22 +554,14 @@ fn list_workloads(
     limits: &LimitArgs,
     grants: &GrantArgs,
 ) -> anyhow::Result<Vec<WorkloadInfo>> {
-    match source {
-        PluginSource::Builtin => {
-            let env = crate::plugin::env::Env::new("builtin", 0, 0);
-            let db = TargetSpec::Embedded.open_kv()?;
-            let mut infos = crate::plugin::builtin::Builtin::new(db, env).list()?;
-            infos.extend(crate::plugin::builtin_grpc::BuiltinGrpc::infos());
-            Ok(infos)
-        }
-        PluginSource::Wasm(path) => {
-            let runtime =
-                Runtime::with_grants(limits.limits(), limits.cache_dir(), grants.grants())?;
-            let plugin = runtime.load(path)?;
-            let env = crate::plugin::env::Env::new(plugin.name(), 0, 0);
-            plugin.instantiate(None, None, env, 0)?.list()
-        }
-    }
+    worker::workload_infos(
+        source,
+        &[],
+        limits.limits(),
+        limits.cache_dir(),
+        grants.grants(),
+        1,
+    )
 }
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -588,10 +583,14 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             None => TargetSpec::from_flag(&args.target)?,
         },
         measure: match args.measured_s {
-            Some(measured_s) => Measure::Window {
-                warmup_s: args.warmup_s,
-                measured_s,
-            },
+            Some(measured_s) => {
+                let measure = Measure::Window {
+                    warmup_s: args.warmup_s,
+                    measured_s,
+                };
+                measure.check(("--warmup-s", "--measured-s"))?;
+                measure
+            }
             None => Measure::Transactions {
                 warmup: args.warmup,
                 measured: args.measured,
@@ -720,7 +719,9 @@ fn worker_main() -> anyhow::Result<ExitCode> {
 }
 
 fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let sealed = crate::plan::seal::seal_file(&args.plan, &args.overrides)?;
+    let sealed =
+        crate::plan::seal::seal_file(&args.plan, &args.overrides, Runtime::default_cache_dir())?;
+    warn(&sealed.warnings);
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &sealed)?;
@@ -729,6 +730,13 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     }
     write!(out, "{}", crate::plan::describe(&sealed))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints what sealing found legal but useless.
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
 }
 
 fn open_store(data: &DataArgs) -> anyhow::Result<blocklab_store::Store> {
@@ -874,7 +882,12 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
     let id = match (&args.resume, &args.plan) {
         (Some(text), _) => campaign_id(&store, text)?,
         (None, Some(path)) => {
-            let sealed = crate::plan::seal::seal_file(path, &args.overrides)?;
+            let sealed = crate::plan::seal::seal_file(
+                path,
+                &args.overrides,
+                args.cache_dir.clone().or_else(Runtime::default_cache_dir),
+            )?;
+            warn(&sealed.warnings);
             let meta = sealed.create_campaign(&store)?;
             say(&format!(
                 "campaign {} `{}`: {} runs, plan {} (stored in {})",
@@ -1036,24 +1049,47 @@ fn profile(args: ProfileArgs) -> anyhow::Result<ExitCode> {
 
 fn campaigns(args: CampaignsArgs) -> anyhow::Result<ExitCode> {
     let store = open_store_for_reading(&args.data)?;
-    let list = store.campaigns()?;
+    let entries = store.campaign_entries()?;
     let mut out = std::io::stdout().lock();
     if args.json {
+        let list: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(id, entry)| match entry {
+                Ok(meta) => serde_json::to_value(meta),
+                Err(e) => Ok(serde_json::json!({ "id": id, "unreadable": format!("{e:#}") })),
+            })
+            .collect::<Result<_, _>>()?;
         serde_json::to_writer_pretty(&mut out, &list)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(
+    write!(out, "{}", campaign_table(&entries))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `blocklab campaigns`' table: one line per campaign, an entry that does
+/// not decode shown as unreadable in its place.
+fn campaign_table(entries: &[blocklab_store::CampaignEntry]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
         out,
         "{:>4}  {:<24} {:<10} {:>9}  plan",
         "id", "name", "status", "runs"
-    )?;
-    for c in list {
+    );
+    for (id, entry) in entries {
+        let c = match entry {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(out, "{id:>4}  unreadable: {e}");
+                continue;
+            }
+        };
         let status = match &c.status {
             blocklab_store::CampaignStatus::Failed { .. } => "failed".to_owned(),
             other => format!("{other:?}").to_lowercase(),
         };
-        writeln!(
+        let _ = writeln!(
             out,
             "{:>4}  {:<24} {:<10} {:>4}/{:<4}  {}",
             c.id,
@@ -1062,7 +1098,164 @@ fn campaigns(args: CampaignsArgs) -> anyhow::Result<ExitCode> {
             c.finished_runs,
             c.total_runs,
             &c.plan_hash[..12.min(c.plan_hash.len())]
-        )?;
+        );
     }
-    Ok(ExitCode::SUCCESS)
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// Every long flag of every subcommand.
+    fn flags(command: &clap::Command, out: &mut BTreeSet<String>) {
+        for arg in command.get_arguments() {
+            if let Some(long) = arg.get_long() {
+                out.insert(format!("--{long}"));
+            }
+        }
+        for sub in command.get_subcommands() {
+            flags(sub, out);
+        }
+    }
+
+    /// Every dotted key path of a plan (array entries without their index).
+    fn keys(value: &serde_json::Value, prefix: &str, out: &mut BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    let path = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    out.insert(path.clone());
+                    keys(v, &path, out);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for v in items {
+                    keys(v, prefix, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// Backticked tokens in code (not comments) that start with `start`.
+    fn tokens(text: &str, start: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut found = Vec::new();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for piece in line.split('`').skip(1).step_by(2) {
+                if start(piece) {
+                    found.push(piece.to_owned());
+                }
+            }
+        }
+        found
+    }
+
+    /// Issue 12: messages once suggested `--call-deadline` and
+    /// `--memory-cap`, which do not exist. Every `--flag` and every plan key
+    /// (`section.key`) that a message names must be a real flag of the
+    /// command line or a real key of the plan.
+    #[test]
+    fn every_flag_and_plan_key_named_in_a_message_exists() {
+        let mut known_flags = BTreeSet::new();
+        flags(&Cli::command(), &mut known_flags);
+        let quick = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quick.toml");
+        let mut spec = crate::plan::spec::PlanSpec::load(&quick, &[]).unwrap();
+        // Every optional section present, so its keys are listed.
+        spec.cpus = Some(crate::plan::spec::CpuSpec {
+            runner: "0".into(),
+            client: "1".into(),
+            server: Some("1".into()),
+        });
+        let mut known_keys = BTreeSet::new();
+        keys(&serde_json::to_value(&spec).unwrap(), "", &mut known_keys);
+        let sections = [
+            "measure.",
+            "bootstrap.",
+            "cpus.",
+            "gates.",
+            "limits.",
+            "arms.",
+            "workloads.",
+        ];
+
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        sources(&root.join("src"), &mut files);
+        sources(&root.join("../store/src"), &mut files);
+        let mut unknown = Vec::new();
+        let mut checked = 0;
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            for token in tokens(&text, |t| t.starts_with("--")) {
+                let flag: String = token
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                checked += 1;
+                if !known_flags.contains(&flag) {
+                    unknown.push(format!("{}: flag `{token}`", file.display()));
+                }
+            }
+            // A key with a placeholder (`cpus.{name}`) is filled in at run time.
+            let is_key = |t: &str| sections.iter().any(|s| t.starts_with(s)) && !t.contains('{');
+            for token in tokens(&text, is_key) {
+                let path = token.split([' ', '=']).next().unwrap_or_default();
+                // `arms.1.plugin` names an entry of a list.
+                let key: Vec<&str> = path
+                    .split('.')
+                    .filter(|p| !p.chars().all(|c| c.is_ascii_digit()))
+                    .collect();
+                checked += 1;
+                if !known_keys.contains(&key.join(".")) {
+                    unknown.push(format!("{}: plan key `{token}`", file.display()));
+                }
+            }
+        }
+        assert!(checked > 30, "the scan found only {checked} names");
+        assert!(
+            unknown.is_empty(),
+            "named but nonexistent:\n{}",
+            unknown.join("\n")
+        );
+    }
+
+    #[test]
+    fn an_unreadable_campaign_is_listed_in_its_place() {
+        let meta = |id| blocklab_store::CampaignMeta {
+            id,
+            name: "quick".into(),
+            plan_hash: "abcdef0123456789".into(),
+            created_unix_ms: 0,
+            status: blocklab_store::CampaignStatus::Finished,
+            total_runs: 2,
+            finished_runs: 2,
+        };
+        let damaged = blocklab_store::StoreError::NotFound {
+            what: "campaign `2` in the store cannot be decoded".into(),
+        };
+        let table = campaign_table(&[(1, Ok(meta(1))), (2, Err(damaged)), (3, Ok(meta(3)))]);
+        assert_eq!(
+            table,
+            "  id  name                     status          runs  plan\n   1  quick                    finished      2/2     abcdef012345\n   2  unreadable: campaign `2` in the store cannot be decoded\n   3  quick                    finished      2/2     abcdef012345\n"
+        );
+    }
 }

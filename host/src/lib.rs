@@ -9,9 +9,11 @@
 //! - [`stats`]: run statistics, paired effects, bootstrap intervals.
 //! - [`report`]: effects and absolutes rendered as tables, md, json, csv.
 //! - [`serve`]: the daemon: JSON API, job queue, SSE progress, web UI.
+//! - [`limits`]: the caps on sizes and durations input may ask for.
 //! - [`cli`]: the command line.
 
 pub mod cli;
+pub mod limits;
 pub mod plan;
 pub mod plugin;
 pub mod report;

@@ -71,6 +71,10 @@ pub struct CampaignMeta {
     pub finished_runs: u32,
 }
 
+/// A campaign's id and its metadata, or why the metadata does not decode
+/// ([`Store::campaign_entries`]).
+pub type CampaignEntry = (CampaignId, Result<CampaignMeta, StoreError>);
+
 /// One attempt of one slot of the sealed schedule. Attempt 0 is the first;
 /// reruns get the next number from [`Store::next_attempt`].
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -259,6 +263,21 @@ impl Store {
                 let id = keys::decode_u64(&k)
                     .ok_or_else(|| malformed("a campaign key", "not 8 bytes"))?;
                 decode(&format!("campaign `{id}`"), &v)
+            })
+            .collect()
+    }
+
+    /// Every campaign, ascending id, each decoded on its own: an entry that
+    /// does not decode is returned as its error beside the others, so a
+    /// listing can show it as unreadable and still show the rest.
+    pub fn campaign_entries(&self) -> Result<Vec<CampaignEntry>, StoreError> {
+        self.campaigns
+            .iter()
+            .map(|kv| {
+                let (k, v) = kv?;
+                let id = keys::decode_u64(&k)
+                    .ok_or_else(|| malformed("a campaign key", "not 8 bytes"))?;
+                Ok((id, decode(&format!("campaign `{id}`"), &v)))
             })
             .collect()
     }
@@ -613,7 +632,7 @@ fn tx_campaign(
 }
 
 /// sled creates its files in any directory it is given; refuse to litter one
-/// that already holds something else (a mistyped `--data-dir`).
+/// that already holds something else (a mistyped `--data`).
 fn refuse_foreign_dir(dir: &Path) -> Result<(), StoreError> {
     let Ok(mut entries) = std::fs::read_dir(dir) else {
         // Missing (sled creates it) or unreadable (sled reports why).

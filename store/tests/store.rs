@@ -727,3 +727,35 @@ fn a_killed_writer_loses_at_most_the_run_in_flight() {
         );
     }
 }
+
+#[test]
+fn one_undecodable_campaign_does_not_hide_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        for _ in 0..3 {
+            new_campaign(&store, 1);
+        }
+    }
+    {
+        let db = raw_open(dir.path());
+        db.open_tree("campaigns")
+            .unwrap()
+            .insert(2u64.to_be_bytes(), &b"{flipped"[..])
+            .unwrap();
+        db.flush().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let entries = store.campaign_entries().unwrap();
+    let ids: Vec<CampaignId> = entries.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, vec![1, 2, 3]);
+    assert_eq!(entries[0].1.as_ref().unwrap().name, "quick");
+    assert_eq!(entries[2].1.as_ref().unwrap().id, 3);
+    let err = entries[1].1.as_ref().unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("campaign `2` in the store cannot be decoded"),
+        "{err}"
+    );
+}

@@ -29,17 +29,20 @@ pub fn describe(sealed: &seal::SealedPlan) -> String {
     for (name, hash) in &sealed.inputs {
         let _ = writeln!(s, "  {hash}  {name}");
     }
-    for w in &spec.workloads {
-        let _ = writeln!(s, "{}:", w.name);
-        for block in 0..spec.blocks as u32 {
-            let order: Vec<&str> = sealed
-                .schedule
-                .iter()
-                .filter(|x| x.workload == w.name && x.block == block)
-                .map(|x| x.arm.as_str())
-                .collect();
-            let _ = writeln!(s, "  block {:>2}: {}", block + 1, order.join(" → "));
+    // The schedule runs workload by workload, block by block: one pass
+    // (a filter per block would be quadratic in the runs).
+    let mut workload: Option<&str> = None;
+    for block in sealed
+        .schedule
+        .chunk_by(|a, b| a.workload == b.workload && a.block == b.block)
+    {
+        let first = &block[0];
+        if workload != Some(first.workload.as_str()) {
+            workload = Some(first.workload.as_str());
+            let _ = writeln!(s, "{}:", first.workload);
         }
+        let order: Vec<&str> = block.iter().map(|x| x.arm.as_str()).collect();
+        let _ = writeln!(s, "  block {:>2}: {}", first.block + 1, order.join(" → "));
     }
     s
 }

@@ -4,8 +4,10 @@
 
 use super::design;
 use super::spec::PlanSpec;
+use crate::limits;
 use crate::plugin::compose;
-use crate::run::worker::{PluginSource, input_files, sha256_file};
+use crate::plugin::wasm::Limits;
+use crate::run::worker::{PluginSource, check_workload, input_files, sha256_file, workload_infos};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -44,6 +46,10 @@ pub struct SealedPlan {
     pub version: String,
     /// sha256 over the canonical JSON of everything above.
     pub hash: String,
+    /// What is legal but cannot compare anything ([`PlanSpec::warnings`]);
+    /// shown when sealing, not stored or hashed.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// Derives the seed of workload `index`'s orders from the plan's seed, so
@@ -108,16 +114,33 @@ fn resolve_plugins(spec: &mut PlanSpec) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Seals `spec` (read from `plan_bytes` at `source`).
+/// Seals `spec` (read from `plan_bytes` at `source`): plugin paths made
+/// absolute, CPU groups checked, every plugin loaded once (cached under
+/// `cache_dir`) and its workloads and params checked, inputs hashed.
 pub fn seal(
+    spec: PlanSpec,
+    overrides: Vec<String>,
+    source: &str,
+    plan_bytes: &[u8],
+    cache_dir: Option<PathBuf>,
+) -> anyhow::Result<SealedPlan> {
+    seal_unclipped(spec, overrides, source, plan_bytes, cache_dir).map_err(limits::clipped)
+}
+
+fn seal_unclipped(
     mut spec: PlanSpec,
     overrides: Vec<String>,
     source: &str,
     plan_bytes: &[u8],
+    cache_dir: Option<PathBuf>,
 ) -> anyhow::Result<SealedPlan> {
+    // Callers parse with `PlanSpec::parse`, which validates; a spec built
+    // another way (the daemon's JSON) is checked here all the same.
+    spec.validate()?;
     resolve_plugins(&mut spec)?;
     // CPU groups are checked against this machine before anything is stored.
     crate::run::placement::Placement::resolve(spec.cpus.as_ref(), false)?;
+    check_plugins(&spec, cache_dir)?;
     let schedule = schedule(&spec)?;
     let mut inputs = BTreeMap::new();
     inputs.insert("plan".to_owned(), hex::encode(Sha256::digest(plan_bytes)));
@@ -142,6 +165,7 @@ pub fn seal(
             }
         }
     }
+    let warnings = spec.warnings();
     let mut sealed = SealedPlan {
         spec,
         overrides,
@@ -150,25 +174,77 @@ pub fn seal(
         inputs,
         version: env!("CARGO_PKG_VERSION").to_owned(),
         hash: String::new(),
+        warnings,
     };
     sealed.hash = sealed.compute_hash()?;
     Ok(sealed)
 }
 
-/// Reads, parses and seals the plan file at `path`.
-pub fn seal_file(path: &Path, overrides: &[String]) -> anyhow::Result<SealedPlan> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read plan `{}`", path.display()))?;
-    let text = String::from_utf8(bytes.clone())
+/// Loads each distinct plugin (with its adapters and grants) once, as a run
+/// would, with `workers` instances, and checks every workload and param the
+/// plan gives it: what `blocklab run` refuses is refused before anything is
+/// stored, not one run at a time.
+fn check_plugins(spec: &PlanSpec, cache_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let engine_limits = Limits {
+        call_deadline: std::time::Duration::from_millis(spec.limits.call_deadline_ms),
+        memory_bytes: spec.limits.memory_mib << 20,
+    };
+    type Key = (PluginSource, Vec<String>, crate::plugin::grants::Grants);
+    let mut loaded: Vec<(Key, Vec<crate::plugin::WorkloadInfo>)> = Vec::new();
+    for arm in &spec.arms {
+        for workload in &spec.workloads {
+            let source = spec.plugin_for(workload, arm)?;
+            let key: Key = (source.clone(), arm.adapters.clone(), arm.grants());
+            let index = match loaded.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    let infos = workload_infos(
+                        &source,
+                        &arm.adapter_paths(),
+                        engine_limits,
+                        cache_dir.clone(),
+                        arm.grants(),
+                        spec.workers,
+                    )
+                    .with_context(|| {
+                        format!("in arm `{}` (plugin `{}`)", arm.name, source.label())
+                    })?;
+                    loaded.push((key, infos));
+                    loaded.len() - 1
+                }
+            };
+            check_workload(
+                &loaded[index].1,
+                &source.label(),
+                &workload.name,
+                &spec.params_for(workload, arm),
+            )
+            .with_context(|| format!("in arm `{}`", arm.name))?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads (at most [`limits::PLAN_BYTES`]), parses and seals the plan file
+/// at `path`.
+pub fn seal_file(
+    path: &Path,
+    overrides: &[String],
+    cache_dir: Option<PathBuf>,
+) -> anyhow::Result<SealedPlan> {
+    let bytes = limits::read_plan(path)?;
+    let text = std::str::from_utf8(&bytes)
         .with_context(|| format!("plan `{}` is not UTF-8 text", path.display()))?;
-    let spec = PlanSpec::parse(&text, overrides)
+    let spec = PlanSpec::parse(text, overrides)
         .with_context(|| format!("in plan `{}`", path.display()))?;
     seal(
         spec,
         overrides.to_vec(),
         &path.display().to_string(),
         &bytes,
+        cache_dir,
     )
+    .with_context(|| format!("in plan `{}`", path.display()))
 }
 
 impl SealedPlan {

@@ -2,6 +2,7 @@
 //! strictly (unknown keys and wrong types name the key and line), with
 //! `--set path=value` overrides applied before parsing and recorded.
 
+use crate::limits;
 use crate::plugin::grants::Grants;
 use crate::run::worker::{Measure, PluginSource, check_adapters};
 use crate::stats::Method;
@@ -86,13 +87,13 @@ impl MeasureSpec {
                 let measured_s = self
                     .measured_s
                     .context("`measure.measured_s` is missing: the measured window in seconds")?;
-                if measured_s <= 0.0 {
-                    bail!("`measure.measured_s` must be positive");
-                }
-                Ok(Measure::Window {
-                    warmup_s: self.warmup_s.unwrap_or(0.0),
+                let warmup_s = self.warmup_s.unwrap_or(0.0);
+                let measure = Measure::Window {
+                    warmup_s,
                     measured_s,
-                })
+                };
+                measure.check(("measure.warmup_s", "measure.measured_s"))?;
+                Ok(measure)
             }
             other => {
                 bail!("`measure.mode = \"{other}\"` is unknown; use \"transactions\" or \"window\"")
@@ -216,6 +217,51 @@ fn run_timeout_s() -> f64 {
     600.0
 }
 
+impl GateSpec {
+    /// Range checks: nothing waits for years, and every duration converts.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        limits::seconds(
+            "gates.run_timeout_s",
+            self.run_timeout_s,
+            true,
+            limits::TIMEOUT_S,
+        )?;
+        limits::seconds(
+            "gates.wait_timeout_s",
+            self.wait_timeout_s,
+            false,
+            limits::TIMEOUT_S,
+        )?;
+        limits::count(
+            "gates.quiescence_window_ms",
+            self.quiescence_window_ms,
+            limits::WINDOW_MS,
+        )?;
+        for (key, value) in [
+            ("gates.quiescence_busy_pct", self.quiescence_busy_pct),
+            (
+                "gates.quiescence_load_per_cpu",
+                self.quiescence_load_per_cpu,
+            ),
+        ] {
+            if !value.is_finite() || value < 0.0 {
+                bail!(
+                    "`{key} = {}` must be a number of 0 or more, e.g. 10",
+                    limits::show(value)
+                );
+            }
+        }
+        if self.reruns > limits::RERUNS {
+            bail!(
+                "`gates.reruns = {}` is out of range: give 0 to {} (the cap on `gates.reruns`, docs/limits.md)",
+                self.reruns,
+                limits::RERUNS
+            );
+        }
+        Ok(())
+    }
+}
+
 impl Default for GateSpec {
     fn default() -> Self {
         GateSpec {
@@ -246,6 +292,19 @@ fn call_deadline_ms() -> u64 {
 }
 fn memory_mib() -> u64 {
     256
+}
+
+impl LimitSpec {
+    /// Range checks against what the engine can reserve.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        limits::count("limits.memory_mib", self.memory_mib, limits::MEMORY_MIB)?;
+        limits::count(
+            "limits.call_deadline_ms",
+            self.call_deadline_ms,
+            limits::CALL_DEADLINE_MS,
+        )?;
+        Ok(())
+    }
 }
 
 impl Default for LimitSpec {
@@ -337,43 +396,114 @@ impl std::fmt::Display for ParamValue {
 }
 
 impl PlanSpec {
-    /// Reads and parses the plan at `path`, applying `overrides`
-    /// (`path=value` each).
+    /// Reads (at most [`limits::PLAN_BYTES`]) and parses the plan at `path`,
+    /// applying `overrides` (`path=value` each).
     pub fn load(path: &Path, overrides: &[String]) -> anyhow::Result<PlanSpec> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read plan `{}`", path.display()))?;
-        Self::parse(&text, overrides).with_context(|| format!("in plan `{}`", path.display()))
+        let bytes = limits::read_plan(path)?;
+        let text = std::str::from_utf8(&bytes)
+            .with_context(|| format!("plan `{}` is not UTF-8 text", path.display()))?;
+        Self::parse(text, overrides).with_context(|| format!("in plan `{}`", path.display()))
     }
 
-    /// Parses plan text, applying `overrides` first.
+    /// Parses plan text, applying `overrides` first. Every error is clipped
+    /// ([`limits::clipped`]): parsers quote the input they stumble on.
     pub fn parse(text: &str, overrides: &[String]) -> anyhow::Result<PlanSpec> {
+        Self::parse_unclipped(text, overrides).map_err(limits::clipped)
+    }
+
+    fn parse_unclipped(text: &str, overrides: &[String]) -> anyhow::Result<PlanSpec> {
+        if text.len() as u64 > limits::PLAN_BYTES {
+            bail!(
+                "the plan is {} bytes, more than the cap of {} bytes on plans (plans are a few KiB)",
+                text.len(),
+                limits::PLAN_BYTES
+            );
+        }
+        // The parser quotes the offending line: cut it to the echo cap.
+        let toml_error = |e: toml::de::Error| {
+            anyhow::anyhow!("{}", limits::clip_lines(e.to_string().trim_end()))
+        };
+        let mut table: toml::Table = toml::from_str(text).map_err(toml_error)?;
+        for o in overrides {
+            apply_override(&mut table, o)?;
+        }
+        refuse_non_finite(&table, "")?;
         let spec: PlanSpec = if overrides.is_empty() {
             // Parsing the text directly keeps line numbers in errors.
-            toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?
+            toml::from_str(text).map_err(toml_error)?
         } else {
-            let mut table: toml::Table = toml::from_str(text)
-                .map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?;
-            for o in overrides {
-                apply_override(&mut table, o)?;
-            }
             table.try_into().map_err(|e: toml::de::Error| {
-                anyhow::anyhow!("after --set: {}", e.to_string().trim_end())
+                anyhow::anyhow!(
+                    "after --set: {}",
+                    limits::clip_lines(e.to_string().trim_end())
+                )
             })?
         };
         spec.validate()?;
         Ok(spec)
     }
 
-    pub(crate) fn validate(&self) -> anyhow::Result<()> {
-        self.measure.measure()?;
-        if self.workers == 0 {
-            bail!("`workers` must be at least 1");
-        }
+    /// Checks everything that can be checked without plugin files: sizes
+    /// and durations against [`crate::limits`] before anything is allocated,
+    /// then names, baselines, grants and the balance of the design.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.validate_unclipped().map_err(limits::clipped)
+    }
+
+    fn validate_unclipped(&self) -> anyhow::Result<()> {
+        // Sizes first: the design allocates blocks × arms entries.
+        limits::name("the plan's `name`", &self.name)?;
         if self.workloads.is_empty() {
             bail!("the plan has no `[[workloads]]`; add at least one");
         }
         if self.arms.is_empty() {
             bail!("the plan has no `[[arms]]`; add at least one");
+        }
+        limits::count("blocks", self.blocks as u64, limits::BLOCKS as u64)?;
+        if self.arms.len() > limits::ARMS {
+            bail!(
+                "the plan has {} `[[arms]]`; the cap is {} (docs/limits.md)",
+                self.arms.len(),
+                limits::ARMS
+            );
+        }
+        if self.workloads.len() > limits::WORKLOADS {
+            bail!(
+                "the plan has {} `[[workloads]]`; the cap is {} (docs/limits.md)",
+                self.workloads.len(),
+                limits::WORKLOADS
+            );
+        }
+        let runs = self.blocks * self.arms.len() * self.workloads.len();
+        if runs > limits::RUNS {
+            bail!(
+                "the plan asks for {runs} runs ({} blocks × {} arms × {} workloads); the cap is {} runs per campaign (docs/limits.md): use fewer blocks or split the plan",
+                self.blocks,
+                self.arms.len(),
+                self.workloads.len(),
+                limits::RUNS
+            );
+        }
+        limits::count(
+            "workers",
+            u64::from(self.workers),
+            u64::from(limits::WORKERS),
+        )?;
+        self.measure.measure()?;
+        self.gates.validate()?;
+        self.limits.validate()?;
+        if !(self.bootstrap.level > 0.0 && self.bootstrap.level < 1.0) {
+            bail!(
+                "`bootstrap.level = {}` must be between 0 and 1, e.g. 0.95",
+                limits::show(self.bootstrap.level)
+            );
+        }
+        if self.bootstrap.resamples == 0 || self.bootstrap.resamples > limits::RESAMPLES {
+            bail!(
+                "`bootstrap.resamples = {}` is out of range: give 1 to {} (20000 is the default)",
+                self.bootstrap.resamples,
+                limits::RESAMPLES
+            );
         }
         let baselines: Vec<&str> = self
             .arms
@@ -391,6 +521,8 @@ impl PlanSpec {
         }
         let mut seen = std::collections::BTreeSet::new();
         for arm in &self.arms {
+            limits::name("an arm's `name`", &arm.name)?;
+            check_params(&arm.params).with_context(|| format!("in arm `{}`", arm.name))?;
             arm.grants()
                 .validate()
                 .with_context(|| format!("in arm `{}`", arm.name))?;
@@ -408,6 +540,8 @@ impl PlanSpec {
         }
         let mut seen = std::collections::BTreeSet::new();
         for w in &self.workloads {
+            limits::name("a workload's `name`", &w.name)?;
+            check_params(&w.params).with_context(|| format!("in workload `{}`", w.name))?;
             if !seen.insert(w.name.as_str()) {
                 bail!("workload `{}` is listed twice", w.name);
             }
@@ -417,17 +551,44 @@ impl PlanSpec {
                     .with_context(|| format!("in arm `{}`", arm.name))?;
             }
         }
-        if !(0.0..1.0).contains(&self.bootstrap.level) || self.bootstrap.level == 0.0 {
-            bail!(
-                "`bootstrap.level = {}` must be between 0 and 1, e.g. 0.95",
-                self.bootstrap.level
-            );
-        }
-        if self.bootstrap.resamples == 0 {
-            bail!("`bootstrap.resamples` must be at least 1 (20000 is the default)");
-        }
         crate::plan::design::orders(self.arms.len(), self.blocks, self.seed)?;
         Ok(())
+    }
+
+    /// What is legal but cannot give a useful comparison: arms that run the
+    /// same thing, and plans with no interval to compute. `blocklab plan`
+    /// and `campaign` print these; the daemon returns them.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.arms.len() < 2 {
+            out.push(
+                "the plan has one arm, so there is no ratio to report; add an arm to compare with"
+                    .to_owned(),
+            );
+        } else if self.blocks < 2 {
+            out.push(format!(
+                "`blocks = {}` gives one pair per workload and arm, so no interval can be computed; use at least 2 blocks (more for a useful interval)",
+                self.blocks
+            ));
+        }
+        for (i, a) in self.arms.iter().enumerate() {
+            for b in &self.arms[i + 1..] {
+                let same = self.workloads.iter().all(|w| {
+                    self.plugin_for(w, a).ok() == self.plugin_for(w, b).ok()
+                        && self.params_for(w, a) == self.params_for(w, b)
+                }) && a.target == b.target
+                    && a.adapters == b.adapters
+                    && a.grants() == b.grants()
+                    && a.inject_busy_ns == b.inject_busy_ns;
+                if same {
+                    out.push(format!(
+                        "arms `{}` and `{}` run the same plugin, adapters, target and params, so they cannot differ (fine for an A/A check; otherwise change one of them)",
+                        a.name, b.name
+                    ));
+                }
+            }
+        }
+        out
     }
 
     /// The workload source of `workload` in `arm`: the arm's plugin, else the
@@ -469,32 +630,97 @@ impl PlanSpec {
     }
 }
 
+/// Refuses a param whose name is too long or whose value is not a finite
+/// number (TOML's `nan` and `inf` would be stored as JSON `null`).
+fn check_params(params: &BTreeMap<String, ParamValue>) -> anyhow::Result<()> {
+    for (name, value) in params {
+        limits::name("a param's name", name)?;
+        if let ParamValue::Float(x) = value
+            && !x.is_finite()
+        {
+            bail!(
+                "param `{name} = {}` is not a finite number; give a number",
+                limits::show(*x)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `nan` and `inf` anywhere in the plan, naming the key: no plan
+/// field means them, and JSON (the store) cannot hold them.
+fn refuse_non_finite(table: &toml::Table, prefix: &str) -> anyhow::Result<()> {
+    fn walk(value: &toml::Value, path: &str) -> anyhow::Result<()> {
+        match value {
+            toml::Value::Float(x) if !x.is_finite() => bail!(
+                "`{path} = {}` is not a finite number; give a number (`nan` and `inf` are not accepted)",
+                limits::show(*x)
+            ),
+            toml::Value::Table(t) => refuse_non_finite(t, path),
+            toml::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, v)| walk(v, &format!("{path}.{i}"))),
+            _ => Ok(()),
+        }
+    }
+    for (key, value) in table {
+        let path = if prefix.is_empty() {
+            limits::clip(key).into_owned()
+        } else {
+            format!("{prefix}.{}", limits::clip(key))
+        };
+        walk(value, &path)?;
+    }
+    Ok(())
+}
+
+/// The deepest `--set` path: plan keys nest a few levels (`arms.target.kind`).
+const MAX_SET_DEPTH: usize = 8;
+
 /// Sets one dotted path (`measure.measured=500`, `arms.1.plugin=builtin`) in
 /// the plan's table; the value is read as TOML, or as a string if it is not.
 fn apply_override(table: &mut toml::Table, text: &str) -> anyhow::Result<()> {
+    if text.len() as u64 > limits::PLAN_BYTES {
+        bail!(
+            "`--set {}` is {} bytes, more than the cap of {} bytes on plans",
+            limits::clip(text),
+            text.len(),
+            limits::PLAN_BYTES
+        );
+    }
+    let shown = limits::clip(text);
     let (path, raw) = text.split_once('=').with_context(|| {
-        format!("`--set {text}` is not PATH=VALUE, e.g. `--set measure.measured=500`")
+        format!("`--set {shown}` is not PATH=VALUE, e.g. `--set measure.measured=500`")
     })?;
     let value: toml::Value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
     let keys: Vec<&str> = path.trim().split('.').collect();
+    if keys.len() > MAX_SET_DEPTH {
+        bail!(
+            "`--set {shown}`: the path has {} parts; plan keys are at most {MAX_SET_DEPTH} deep",
+            keys.len()
+        );
+    }
     let (last, parents) = keys.split_last().context("`--set` needs a path")?;
     let mut node = table;
     for key in parents {
+        let key = limits::clip(key);
+        let key = key.as_ref();
         node = match node
-            .entry(*key)
+            .entry(key)
             .or_insert_with(|| toml::Value::Table(toml::Table::new()))
         {
             toml::Value::Table(t) => t,
             toml::Value::Array(items) => {
                 bail!(
-                    "`--set {text}`: `{key}` is a list of {} entries; lists are set whole, e.g. `--set 'arms=[...]'`",
+                    "`--set {shown}`: `{key}` is a list of {} entries; lists are set whole, e.g. `--set 'arms=[...]'`",
                     items.len()
                 )
             }
-            _ => bail!("`--set {text}`: `{key}` is a value, not a table"),
+            _ => bail!("`--set {shown}`: `{key}` is a value, not a table"),
         };
     }
     node.insert((*last).to_owned(), value);

@@ -75,15 +75,20 @@ pub fn need(import: &str) -> Need {
 /// A plugin that needs what it was not granted, or grants that make no sense.
 #[derive(Debug, thiserror::Error)]
 pub enum GrantError {
+    /// Every grant the plugin lacks, named at once.
     #[error(
-        "plugin `{plugin}` imports `{import}`, which needs the grant `{grant}` that this arm does not give; add `grants = [\"{grant}\"]`{allow_toml} to the arm in the plan, or pass `--grant {grant}{allow_flag}` to `blocklab run`"
+        "plugin `{plugin}` imports {imports}, which {needs} {grants} that this arm does not give; {fix}"
     )]
     NotGranted {
         plugin: String,
-        import: String,
-        grant: &'static str,
-        allow_toml: &'static str,
-        allow_flag: &'static str,
+        /// The first import needing each missing grant, backticked.
+        imports: String,
+        /// "needs the grant" or "need the grants".
+        needs: &'static str,
+        /// The missing grants, backticked.
+        grants: String,
+        /// The plan line and the `blocklab run` flags that give them.
+        fix: String,
     },
     #[error(
         "plugin `{plugin}` imports `{import}`, which this host does not provide and no grant gives (plugins may import blocklab:bench/{{kv,grpc,env}}, WASI cli, io, clocks and random, and with a grant {grantable})"
@@ -141,34 +146,23 @@ impl Grants {
             .collect()
     }
 
-    /// Refuses the first import of `plugin` that is neither provided nor
-    /// granted.
+    /// Refuses `plugin` if one of its imports is never provided, or names
+    /// every grant its imports need that this arm does not give.
     pub fn check_imports<'a>(
         &self,
         plugin: &str,
         imports: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), GrantError> {
+        // (grant, first import that needs it), in import order.
+        let mut missing: Vec<(&'static str, &str)> = Vec::new();
         for import in imports {
             match need(import) {
                 Need::Provided => {}
                 Need::Grant(grant) if self.has(grant) => {}
                 Need::Grant(grant) => {
-                    let sockets = grant == "wasi:sockets";
-                    return Err(GrantError::NotGranted {
-                        plugin: plugin.to_owned(),
-                        import: import.to_owned(),
-                        grant,
-                        allow_toml: if sockets {
-                            " and `allow = [\"127.0.0.1:7000\"]` (the addresses it may reach)"
-                        } else {
-                            ""
-                        },
-                        allow_flag: if sockets {
-                            " --allow 127.0.0.1:7000"
-                        } else {
-                            ""
-                        },
-                    });
+                    if !missing.iter().any(|(g, _)| *g == grant) {
+                        missing.push((grant, import));
+                    }
                 }
                 Need::Unknown => {
                     return Err(GrantError::Unknown {
@@ -179,7 +173,45 @@ impl Grants {
                 }
             }
         }
-        Ok(())
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let join = |items: Vec<String>| match items.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => items.concat(),
+        };
+        let sockets = missing.iter().any(|(g, _)| *g == "wasi:sockets");
+        let toml = missing
+            .iter()
+            .map(|(g, _)| format!("\"{g}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let allow = if sockets {
+            " and `allow = [\"127.0.0.1:7000\"]` (the addresses it may reach)"
+        } else {
+            ""
+        };
+        let flags = missing
+            .iter()
+            .map(|(g, _)| match *g {
+                "wasi:sockets" => format!("--grant {g} --allow 127.0.0.1:7000"),
+                _ => format!("--grant {g}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        Err(GrantError::NotGranted {
+            plugin: plugin.to_owned(),
+            imports: join(missing.iter().map(|(_, i)| format!("`{i}`")).collect()),
+            needs: if missing.len() == 1 {
+                "needs the grant"
+            } else {
+                "need the grants"
+            },
+            grants: join(missing.iter().map(|(g, _)| format!("`{g}`")).collect()),
+            fix: format!(
+                "add `grants = [{toml}]`{allow} to the arm in the plan, or pass `{flags}` to `blocklab run`"
+            ),
+        })
     }
 
     /// Links the WASI interfaces every plugin gets, and those granted.
@@ -302,6 +334,21 @@ mod tests {
         assert_eq!(
             error,
             "plugin `net.wasm` imports `wasi:sockets/tcp@0.2.6`, which needs the grant `wasi:sockets` that this arm does not give; add `grants = [\"wasi:sockets\"]` and `allow = [\"127.0.0.1:7000\"]` (the addresses it may reach) to the arm in the plan, or pass `--grant wasi:sockets --allow 127.0.0.1:7000` to `blocklab run`"
+        );
+        let both = Grants::default()
+            .check_imports(
+                "net.wasm",
+                [
+                    "wasi:sockets/tcp@0.2.6",
+                    "wasi:filesystem/preopens@0.2.6",
+                    "wasi:sockets/udp@0.2.6",
+                ],
+            )
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            both,
+            "plugin `net.wasm` imports `wasi:sockets/tcp@0.2.6` and `wasi:filesystem/preopens@0.2.6`, which need the grants `wasi:sockets` and `wasi:filesystem` that this arm does not give; add `grants = [\"wasi:sockets\", \"wasi:filesystem\"]` and `allow = [\"127.0.0.1:7000\"]` (the addresses it may reach) to the arm in the plan, or pass `--grant wasi:sockets --allow 127.0.0.1:7000 --grant wasi:filesystem` to `blocklab run`"
         );
         let granted = grants(&["wasi:sockets"], &["127.0.0.1:7000"]);
         assert!(

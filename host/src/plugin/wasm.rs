@@ -111,7 +111,18 @@ pub enum PluginError {
     UnknownImport { name: String, import: String },
     #[error("plugin `{name}` failed to compile: {message}")]
     Compile { name: String, message: String },
+    #[error(
+        "plugin `{name}` needs at least {needs_mib} MiB of linear memory to start, more than the memory cap of {cap_mib} MiB; raise the cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan)"
+    )]
+    MemoryCap {
+        name: String,
+        needs_mib: u64,
+        cap_mib: u64,
+    },
 }
+
+/// Linear memories the engine's pool reserves address space for.
+const POOL_MEMORIES: u32 = 256;
 
 /// The process-wide wasmtime engine and compiled-code cache.
 pub struct Runtime {
@@ -170,9 +181,9 @@ impl Runtime {
         let mut pool = PoolingAllocationConfig::default();
         // A Rust wasip2 component holds a handful of core instances and
         // memories; these bounds allow a few dozen concurrent workers.
-        pool.total_component_instances(64)
+        pool.total_component_instances(crate::limits::WORKERS)
             .total_core_instances(512)
-            .total_memories(256)
+            .total_memories(POOL_MEMORIES)
             .total_tables(512)
             .max_memory_size(limits.memory_bytes as usize);
         let mut config = Config::new();
@@ -183,7 +194,18 @@ impl Runtime {
         if perf_map {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
-        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+        let engine = Engine::new(&config).map_err(|e| {
+            let message = format!("{e:#}");
+            if message.contains("mmap failed to reserve") {
+                // wasmtime says this in hex bytes; say what it was for.
+                anyhow::anyhow!(
+                    "cannot reserve address space for the plugin engine's pool ({POOL_MEMORIES} memories of up to {} MiB each); lower the memory cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan) or raise this process's address-space limit (`ulimit -v`)",
+                    limits.memory_bytes >> 20
+                )
+            } else {
+                anyhow::Error::from(e)
+            }
+        })?;
 
         let mut linker = Linker::new(&engine);
         grants.add_to_linker(&mut linker)?;
@@ -309,9 +331,20 @@ impl Runtime {
         {
             return Ok((component, true));
         }
-        let component = Component::new(&self.engine, bytes).map_err(|e| PluginError::Compile {
-            name: name.to_owned(),
-            message: format!("{e:#}"),
+        let component = Component::new(&self.engine, bytes).map_err(|e| {
+            let message = format!("{e:#}");
+            match initial_memory(&message) {
+                // The engine reports this in hex bytes; say it in the cap's units.
+                Some(bytes) => PluginError::MemoryCap {
+                    name: name.to_owned(),
+                    needs_mib: bytes.div_ceil(1 << 20),
+                    cap_mib: self.limits.memory_bytes >> 20,
+                },
+                None => PluginError::Compile {
+                    name: name.to_owned(),
+                    message,
+                },
+            }
         })?;
         if let Some(entry) = &entry {
             // A cache that cannot be written costs only time: warn and go on.
@@ -348,6 +381,18 @@ fn write_cache(entry: &Path, component: &Component) -> anyhow::Result<()> {
     )?;
     std::fs::rename(&tmp, entry)?;
     Ok(())
+}
+
+/// The initial memory size in the pooling allocator's refusal of a
+/// component whose memory exceeds the cap ("memory has a minimum byte size
+/// of N which exceeds the limit of 0x... bytes").
+fn initial_memory(message: &str) -> Option<u64> {
+    let rest = &message[message.find("minimum byte size of ")? + "minimum byte size of ".len()..];
+    if !message.contains("exceeds the limit") {
+        return None;
+    }
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// A plugin's display name: its file name.
@@ -508,11 +553,11 @@ fn describe_trap(
     let limiter = &store.data().limiter;
     let what = match error.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => format!(
-            "did not return from `{call}` within the {:?} call deadline (an endless loop?); fix the plugin or raise the deadline with `--call-deadline`",
+            "did not return from `{call}` within the {:?} call deadline (an endless loop?); fix the plugin or raise the deadline (`--call-deadline-ms` on `blocklab run`, `limits.call_deadline_ms` in a plan)",
             limits.call_deadline
         ),
         _ if limiter.refused => format!(
-            "exceeded the memory cap of {} MiB in `{call}` (it asked for more linear memory); fix the plugin or raise the cap with `--memory-cap`",
+            "exceeded the memory cap of {} MiB in `{call}` (it asked for more linear memory); fix the plugin or raise the cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan)",
             limits.memory_bytes >> 20
         ),
         Some(trap) => format!("trapped in `{call}` ({trap}); this is a bug in the plugin"),

@@ -155,6 +155,10 @@ pub fn execute(
 ) -> anyhow::Result<Outcome> {
     let plan: SealedPlan = store.sealed_plan(id)?;
     plan.verify()?;
+    // A plan sealed by an older build may hold values this one refuses.
+    plan.spec
+        .validate()
+        .with_context(|| format!("campaign {id}'s sealed plan cannot run with this blocklab"))?;
     let targets = || plan.spec.arms.iter().map(|a| &a.target);
     let needs_server = LocalServers::needed(targets());
     let placement = Placement::resolve(plan.spec.cpus.as_ref(), needs_server)?;
@@ -195,6 +199,19 @@ pub fn execute(
             "this blocklab binary (sha256 {}) is not the one campaign {id} was sealed with ({sealed}); resume it with the binary that sealed it, or run the plan again as a new campaign",
             binary.sha256
         );
+    }
+    // Every other input is checked up front too: a changed plugin would
+    // fail every remaining slot as final, and restoring it then would not
+    // bring them back.
+    if plan.schedule.iter().any(|s| !finished.contains(&s.slot)) {
+        let changed = changed_inputs(&plan);
+        if !changed.is_empty() {
+            anyhow::bail!(
+                "{} input(s) of campaign {id} changed since it was sealed, so no run was started: {}; restore them and resume again, or run the plan again as a new campaign",
+                changed.len(),
+                changed.join("; ")
+            );
+        }
     }
     // Local targets serve the whole execution; dropping them stops them.
     let servers = if needs_server {
@@ -372,6 +389,26 @@ pub fn execute(
     Ok(Outcome::Finished)
 }
 
+/// The sealed input files (plugins and adapters) whose content is no
+/// longer what was sealed, each with what it is now. The binary is checked
+/// by the caller; composed components follow from their parts.
+fn changed_inputs(plan: &SealedPlan) -> Vec<String> {
+    plan.inputs
+        .iter()
+        .filter(|(name, _)| {
+            !matches!(name.as_str(), "plan" | "blocklab") && !name.starts_with("composed:")
+        })
+        .filter_map(|(name, sealed)| {
+            let now = match super::worker::sha256_file(std::path::Path::new(name)) {
+                Ok(found) if found == *sealed => return None,
+                Ok(found) => format!("sha256 {found}"),
+                Err(_) => "missing or unreadable".to_owned(),
+            };
+            Some(format!("`{name}` ({now}, sealed {sealed})"))
+        })
+        .collect()
+}
+
 /// The worker's instructions for one slot.
 pub fn run_spec(plan: &SealedPlan, slot: &Slot, options: &Options) -> anyhow::Result<RunSpec> {
     let (workload, arm) = plan.workload_and_arm(slot)?;
@@ -412,6 +449,13 @@ fn spawn_worker(
     interrupt: &Interrupt,
 ) -> anyhow::Result<RunResult> {
     use std::os::unix::process::CommandExt as _;
+    // Sealed plans are range-checked; this keeps a bad stored value an error.
+    let timeout = crate::limits::seconds(
+        "gates.run_timeout_s",
+        timeout_s,
+        true,
+        crate::limits::TIMEOUT_S,
+    )?;
     let mut command = Command::new(exe);
     command
         .arg("worker")
@@ -439,7 +483,7 @@ fn spawn_worker(
         let mut s = String::new();
         stderr.read_to_string(&mut s).map(|_| s)
     });
-    let deadline = Instant::now() + Duration::from_secs_f64(timeout_s);
+    let deadline = Instant::now() + timeout;
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break Some(status);

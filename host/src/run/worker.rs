@@ -7,6 +7,7 @@ use super::alloc::AllocCount;
 use super::cpu::{self, Usage};
 use super::profile::Sampler;
 use super::result::{Alloc, ClientRuntime, Cpu, Latency, RunResult, WindowStats};
+use crate::limits;
 use crate::plugin::builtin::Builtin;
 use crate::plugin::builtin_grpc::BuiltinGrpc;
 use crate::plugin::env::Env;
@@ -70,6 +71,21 @@ pub enum Measure {
 }
 
 impl Measure {
+    /// Range-checks window mode's durations (`names`: the warmup and
+    /// measured keys or flags, for the message), so they convert to a
+    /// [`Duration`] and end within [`limits::MEASURE_S`].
+    pub fn check(&self, names: (&str, &str)) -> anyhow::Result<()> {
+        if let Measure::Window {
+            warmup_s,
+            measured_s,
+        } = *self
+        {
+            limits::seconds(names.0, warmup_s, false, limits::MEASURE_S)?;
+            limits::seconds(names.1, measured_s, true, limits::MEASURE_S)?;
+        }
+        Ok(())
+    }
+
     pub fn mode(&self) -> &'static str {
         match self {
             Measure::Transactions { .. } => "transactions",
@@ -290,6 +306,44 @@ fn instances(
     Ok((out, grpc))
 }
 
+/// The workloads `source` offers, composed with `adapters`, loaded with
+/// `limits` and `grants` as a run loads it but without a target. `instances`
+/// instances are created (the first one lists), so a run's workers are
+/// known to fit the engine's pool and memory cap before anything is stored.
+pub fn workload_infos(
+    source: &PluginSource,
+    adapters: &[PathBuf],
+    limits: Limits,
+    cache_dir: Option<PathBuf>,
+    grants: Grants,
+    instances: u32,
+) -> anyhow::Result<Vec<WorkloadInfo>> {
+    match source {
+        PluginSource::Builtin => {
+            let env = Env::new("builtin", 0, 0);
+            let mut infos = Builtin::new(TargetSpec::Embedded.open_kv()?, env).list()?;
+            infos.extend(BuiltinGrpc::infos());
+            Ok(infos)
+        }
+        PluginSource::Wasm(path) => {
+            let runtime = Runtime::with_grants(limits, cache_dir, grants)?;
+            let plugin = runtime.load_composed(path, adapters)?;
+            let mut live = Vec::new();
+            for i in 0..instances.max(1) {
+                let env = Env::new(plugin.name(), 0, u64::from(i));
+                let instance = plugin.instantiate(None, None, env, 0).with_context(|| {
+                    format!(
+                        "cannot create instance {} of the {instances} a run of `workers = {instances}` needs",
+                        i + 1
+                    )
+                })?;
+                live.push(instance);
+            }
+            live[0].list()
+        }
+    }
+}
+
 /// Checks `params` against the workload's specs before the plugin sees them,
 /// so a typo fails with the list of what exists.
 pub fn check_workload(
@@ -392,7 +446,9 @@ fn drive(
         }
         Ok(())
     };
-    let result = (|| {
+    // A panic here must still reach the barriers below, or every other
+    // worker and the coordinating thread wait for this one forever.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         match measure {
             Measure::Transactions { .. } => {
                 for _ in 0..share.0 {
@@ -409,7 +465,8 @@ fn drive(
             }
         }
         Ok::<_, anyhow::Error>(())
-    })();
+    }))
+    .unwrap_or_else(|panic| Err(panicked("warmup", panic.as_ref())));
     // Every worker must reach the barriers, or the others wait forever.
     warmed.wait();
     start.wait();
@@ -447,6 +504,17 @@ fn drive(
     Ok(outcome)
 }
 
+/// The error for a worker thread that panicked in `phase`, with the
+/// panic's message.
+fn panicked(phase: &str, panic: &(dyn std::any::Any + Send)) -> anyhow::Error {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    anyhow::anyhow!("a worker thread panicked in {phase}: {message}; this is a bug in blocklab")
+}
+
 /// Splits `total` transactions over `workers`, the remainder to the first.
 fn split(total: u64, workers: u32, worker: u32) -> u64 {
     let workers = u64::from(workers);
@@ -455,9 +523,14 @@ fn split(total: u64, workers: u32, worker: u32) -> u64 {
 
 /// Performs one run in this process.
 pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
-    if spec.workers == 0 {
-        bail!("`workers` must be at least 1");
-    }
+    // The supervisor sends sealed, checked specs; a hand-written one (or
+    // `blocklab run`'s) gets the same checks before anything starts.
+    limits::count(
+        "workers",
+        u64::from(spec.workers),
+        u64::from(limits::WORKERS),
+    )?;
+    spec.measure.check(("warmup_s", "measured_s"))?;
     let mut phases = BTreeMap::new();
     let mut inputs = hash_inputs(spec)?;
     if spec.profile_hz.is_some() {
@@ -519,7 +592,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")))
+                    .unwrap_or_else(|panic| Err(panicked("the measured phase", panic.as_ref())))
             })
             .collect();
         let window = (
@@ -714,4 +787,62 @@ fn new_histogram() -> anyhow::Result<Histogram<u64>> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    /// Fault injection: an instance whose transactions panic, standing in
+    /// for any bug that panics a worker thread.
+    struct Panics(Env);
+
+    impl Instance for Panics {
+        fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
+            Ok(Vec::new())
+        }
+        fn setup(&mut self, _: &str, _: &[(String, String)]) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn run(&mut self, _: u64) -> anyhow::Result<u32> {
+            panic!("injected")
+        }
+        fn env(&self) -> &Env {
+            &self.0
+        }
+    }
+
+    /// Issue 12: a worker thread that panicked before the barriers left the
+    /// coordinating thread (and every sibling) waiting forever.
+    #[test]
+    fn a_worker_thread_that_panics_in_warmup_still_releases_the_barriers() {
+        let (done, finished) = std::sync::mpsc::channel();
+        // The coordinator runs apart so that a hang fails this test instead
+        // of stopping the suite.
+        std::thread::spawn(move || {
+            let (warmed, start) = (Barrier::new(2), Barrier::new(2));
+            let result = std::thread::scope(|scope| {
+                let worker = scope.spawn(|| {
+                    let mut instance = Panics(Env::new("panics", 0, 0));
+                    let measure = Measure::Transactions {
+                        warmup: 1,
+                        measured: 1,
+                    };
+                    drive(&mut instance, measure, (1, 1), 0, &warmed, &start)
+                });
+                warmed.wait();
+                start.wait();
+                worker.join().map(|r| r.err().map(|e| e.to_string()))
+            });
+            let _ = done.send(result);
+        });
+        let outcome = finished
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the coordinating thread still waits at the barrier");
+        assert_eq!(
+            outcome.ok().flatten().as_deref(),
+            Some("a worker thread panicked in warmup: injected; this is a bug in blocklab")
+        );
+    }
 }

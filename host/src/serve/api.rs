@@ -163,6 +163,9 @@ struct Created {
     plan_hash: String,
     total_runs: u32,
     status: CampaignStatus,
+    /// What sealing found legal but unable to compare (identical arms, no
+    /// interval possible).
+    warnings: Vec<String>,
 }
 
 /// POST /api/campaigns: a plan as TOML (any content type but JSON) or JSON;
@@ -196,17 +199,19 @@ async fn create_campaign(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     let st = state.clone();
+    let cache_dir = state.0.cache_dir.clone();
     let created = blocking(move || {
-        let sealed = seal_posted(&body, json)?;
+        let sealed = seal_posted(&body, json, cache_dir)?;
         let store = st.store();
         let meta = sealed.create_campaign(store)?;
         if let Some(text) = &q.profile {
             store.put_blob(meta.id, PROFILE_BLOB, text)?;
         }
         store.enqueue(meta.id)?;
-        Ok(meta)
+        Ok((meta, sealed.warnings))
     })
     .await?;
+    let (created, warnings) = created;
     state.publish(Event::CampaignQueued {
         campaign: created.id,
         name: created.name.clone(),
@@ -221,24 +226,34 @@ async fn create_campaign(
             plan_hash: created.plan_hash,
             total_runs: created.total_runs,
             status: created.status,
+            warnings,
         }),
     ))
 }
 
 /// Parses and seals a posted plan; every failure is the client's (400).
-fn seal_posted(body: &[u8], json: bool) -> Result<SealedPlan, AppError> {
+fn seal_posted(
+    body: &[u8],
+    json: bool,
+    cache_dir: Option<std::path::PathBuf>,
+) -> Result<SealedPlan, AppError> {
     let text = std::str::from_utf8(body)
         .map_err(|e| AppError::bad_request(format!("the plan is not UTF-8 text: {e}")))?;
     let spec = if json {
-        let spec: PlanSpec = serde_json::from_str(text)
-            .map_err(|e| AppError::bad_request(format!("the JSON plan is malformed: {e}")))?;
+        let spec: PlanSpec = serde_json::from_str(text).map_err(|e| {
+            AppError::bad_request(
+                crate::limits::clipped(anyhow::anyhow!("the JSON plan is malformed: {e}"))
+                    .to_string(),
+            )
+        })?;
         spec.validate()
             .map_err(|e| AppError::bad_request(format!("{e:#}")))?;
         spec
     } else {
         PlanSpec::parse(text, &[]).map_err(|e| AppError::bad_request(format!("{e:#}")))?
     };
-    seal::seal(spec, Vec::new(), "api", body).map_err(|e| AppError::bad_request(format!("{e:#}")))
+    seal::seal(spec, Vec::new(), "api", body, cache_dir)
+        .map_err(|e| AppError::bad_request(format!("{e:#}")))
 }
 
 /// One line of the campaign list.
@@ -250,21 +265,59 @@ struct Summary {
     baseline: String,
     workloads: Vec<String>,
     blocks: usize,
+    /// Why the sealed plan could not be read (its fields above are empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unreadable: Option<String>,
 }
 
-async fn list_campaigns(State(state): State<AppState>) -> Result<Json<Vec<Summary>>, AppError> {
+/// A line of the list: a campaign, or one whose stored entry does not
+/// decode (one damaged entry must not hide the others).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ListEntry {
+    Campaign(Summary),
+    Unreadable { id: CampaignId, unreadable: String },
+}
+
+async fn list_campaigns(State(state): State<AppState>) -> Result<Json<Vec<ListEntry>>, AppError> {
     blocking(move || {
         let store = state.store();
         let mut out = Vec::new();
-        for campaign in store.campaigns()? {
-            let plan: SealedPlan = store.sealed_plan(campaign.id)?;
-            out.push(Summary {
-                arms: plan.spec.arms.iter().map(|a| a.name.clone()).collect(),
-                baseline: plan.spec.arms[plan.spec.baseline()].name.clone(),
-                workloads: plan.spec.workloads.iter().map(|w| w.name.clone()).collect(),
-                blocks: plan.spec.blocks,
-                campaign,
-            });
+        for (id, entry) in store.campaign_entries()? {
+            let campaign = match entry {
+                Ok(c) => c,
+                Err(e) => {
+                    out.push(ListEntry::Unreadable {
+                        id,
+                        unreadable: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            let summary = match store.sealed_plan::<SealedPlan>(id) {
+                Ok(plan) => Summary {
+                    arms: plan.spec.arms.iter().map(|a| a.name.clone()).collect(),
+                    baseline: plan
+                        .spec
+                        .arms
+                        .get(plan.spec.baseline())
+                        .map(|a| a.name.clone())
+                        .unwrap_or_default(),
+                    workloads: plan.spec.workloads.iter().map(|w| w.name.clone()).collect(),
+                    blocks: plan.spec.blocks,
+                    campaign,
+                    unreadable: None,
+                },
+                Err(e) => Summary {
+                    arms: Vec::new(),
+                    baseline: String::new(),
+                    workloads: Vec::new(),
+                    blocks: 0,
+                    campaign,
+                    unreadable: Some(e.to_string()),
+                },
+            };
+            out.push(ListEntry::Campaign(summary));
         }
         Ok(Json(out))
     })

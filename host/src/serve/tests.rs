@@ -508,3 +508,51 @@ async fn event_streams_past_the_cap_get_503() {
     let third = app(s.clone()).oneshot(get("/api/events")).await.unwrap();
     assert_eq!(third.status(), StatusCode::OK);
 }
+
+/// Issue 12: a NaN once sealed fine and was stored as JSON `null`; from then
+/// on the whole list answered 500, also after a restart. Now the plan is
+/// refused when posted, and a stored entry that does not decode is listed
+/// as unreadable beside the others.
+#[tokio::test]
+async fn a_non_finite_plan_is_refused_and_an_undecodable_one_does_not_hide_the_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let nan = PLAN.replace(
+        "[[workloads]]",
+        "[gates]\nwait_timeout_s = nan\n[[workloads]]",
+    );
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", nan),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["error"],
+        "`gates.wait_timeout_s = NaN` is not a finite number; give a number (`nan` and `inf` are not accepted)"
+    );
+
+    let (status, _) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", PLAN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    // What such a plan left in a store: `null` where a number belongs.
+    let mut poisoned: Value = s.store().sealed_plan(1).unwrap();
+    poisoned["plan"]["gates"]["wait_timeout_s"] = Value::Null;
+    s.store()
+        .create_campaign("poisoned", "abc", 4, &poisoned)
+        .unwrap();
+
+    let (status, list) = call(&s, get("/api/campaigns")).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(list[0]["arms"], serde_json::json!(["a", "b"]));
+    assert!(list[0].get("unreadable").is_none(), "{list}");
+    assert_eq!(list[1]["name"], "poisoned");
+    assert_eq!(list[1]["arms"], serde_json::json!([]));
+    assert_eq!(
+        list[1]["unreadable"],
+        "the sealed plan of campaign `2` in the store cannot be decoded (the store is damaged or was written by an incompatible blocklab build)"
+    );
+}

@@ -113,7 +113,7 @@ fn fdb_health(_: &kv::fdb_settings::FdbSettings) -> Health {
     Health {
         detail: serde_json::Value::Null,
         failed: Some(
-            "this blocklab was built without FoundationDB support, so the cluster's health cannot be read; rebuild with `--features fdb` (docs/fdb.md)".into(),
+            "this blocklab was built without FoundationDB support, so the cluster's health cannot be read; rebuild it with `cargo build --release --features fdb` (docs/fdb.md)".into(),
         ),
     }
 }

@@ -98,7 +98,7 @@ fn an_endless_loop_hits_the_call_deadline() {
         &r,
         &[
             "workload `spin` did not return from `run` within the 200ms call deadline",
-            "--call-deadline",
+            "raise the deadline (`--call-deadline-ms` on `blocklab run`, `limits.call_deadline_ms` in a plan)",
         ],
     );
 }
@@ -110,7 +110,7 @@ fn unbounded_memory_growth_hits_the_cap() {
         &r,
         &[
             "workload `grow` exceeded the memory cap of 32 MiB",
-            "--memory-cap",
+            "raise the cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan)",
         ],
     );
 }

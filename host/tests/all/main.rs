@@ -12,6 +12,7 @@ mod grpc;
 mod kv_conformance;
 #[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
+mod hostile;
 mod plugins;
 mod store_damage;
 mod support;

@@ -148,7 +148,7 @@ fn a_plugin_that_imports_sockets_is_refused_without_the_grant() {
     let r = net_probe(&[]);
     assert_error(
         &r,
-        &["plugin `net-probe.wasm` imports `wasi:", "needs the grant"],
+        &["plugin `net-probe.wasm` imports `wasi:", "need the grants"],
     );
 }
 

@@ -82,10 +82,25 @@ impl Params {
     /// Param `name` as a whole number.
     pub fn u64(&self, name: &str) -> Result<u64, String> {
         let text = self.str(name)?;
-        text.trim().parse().map_err(|_| {
-            format!(
-                "param `{name}` = `{text}` is not a whole number (give digits only, e.g. `1000`)"
-            )
+        let digits = text.trim();
+        digits.parse().map_err(|_| {
+            // Long input is cut: a plan may hold any text here.
+            let shown: String = text.chars().take(40).collect();
+            let shown = if shown.len() < text.len() {
+                format!("{shown}…")
+            } else {
+                shown
+            };
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                format!(
+                    "param `{name}` = `{shown}` is too large (give at most {}; the workload's own range is smaller)",
+                    u64::MAX
+                )
+            } else {
+                format!(
+                    "param `{name}` = `{shown}` is not a whole number (give digits only, e.g. `1000`)"
+                )
+            }
         })
     }
 
@@ -142,6 +157,18 @@ mod tests {
             Err(
                 "param `keys` = `abc` is not a whole number (give digits only, e.g. `1000`)".into()
             )
+        );
+    }
+
+    #[test]
+    fn a_number_too_large_is_called_that() {
+        let big = "12345678901234567890123";
+        let params = Params::resolve("get100", SPECS, &given(&[("keys", big)])).unwrap();
+        assert_eq!(
+            params.u64("keys"),
+            Err(format!(
+                "param `keys` = `{big}` is too large (give at most 18446744073709551615; the workload's own range is smaller)"
+            ))
         );
     }
 

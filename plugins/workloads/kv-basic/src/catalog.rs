@@ -128,9 +128,16 @@ pub fn find(name: &str) -> Option<&'static Spec> {
 /// well inside FoundationDB's 10 MB transaction limit.
 pub const FIXTURE_TRANSACTION_BYTES: usize = 1_000_000;
 
-/// Most keys a workload may have: key indexes are written with 8 digits so
-/// that key order is index order.
-pub const MAX_KEYS: u64 = 100_000_000;
+/// Most keys a workload may have. Honest, not just representable: setup
+/// writes every fixture row inside one plugin call, and 500000 rows of 100
+/// bytes took 7.7 s of the default 10 s call deadline (a debug host on a
+/// loaded 2-core VM, docs/benchmarks.md). Key indexes are written with 8
+/// digits so that key order is index order.
+pub const MAX_KEYS: u64 = 500_000;
+
+/// Most fixture bytes (`keys` × `value-bytes`) a setup writes: the size
+/// measured for [`MAX_KEYS`] at the default value size.
+pub const MAX_FIXTURE_BYTES: u64 = 50_000_000;
 
 /// Most bytes in one value (FoundationDB's limit).
 pub const MAX_VALUE_BYTES: usize = 100_000;
@@ -170,6 +177,13 @@ impl Spec {
         if value_bytes > MAX_VALUE_BYTES as u64 {
             return Err(format!(
                 "param `value-bytes` = `{value_bytes}` is out of range (give 0 to {MAX_VALUE_BYTES})"
+            ));
+        }
+        if self.has_fixture() && keys * value_bytes > MAX_FIXTURE_BYTES {
+            return Err(format!(
+                "params `keys` × `value-bytes` = {} bytes of fixture for workload `{}`, more than the {MAX_FIXTURE_BYTES} a setup writes within the default call deadline (give fewer keys or smaller values)",
+                keys * value_bytes,
+                self.name
             ));
         }
         Ok(Settings {

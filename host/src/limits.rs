@@ -1,0 +1,284 @@
+//! Caps on every size and duration that a plan, a flag or a request can ask
+//! for, in one table. Each is checked before anything is allocated, spawned
+//! or waited on, and a refusal names the key and its cap. docs/limits.md
+//! lists them with their defaults (a test keeps the two in step).
+
+use anyhow::{Context, bail};
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+/// Largest plan file or posted plan, bytes.
+pub const PLAN_BYTES: u64 = 1 << 20;
+/// Most blocks per workload.
+pub const BLOCKS: usize = 10_000;
+/// Most arms in one plan (a Williams square holds arms² entries).
+pub const ARMS: usize = 64;
+/// Most workloads in one plan.
+pub const WORKLOADS: usize = 1_000;
+/// Most runs in one sealed schedule (blocks × arms × workloads).
+pub const RUNS: usize = 100_000;
+/// Most concurrent workers per run: the wasm engine's instance pool holds
+/// this many component instances.
+pub const WORKERS: u32 = 64;
+/// Most reruns of one failed slot.
+pub const RERUNS: u32 = 100;
+/// Most bootstrap resamples per interval.
+pub const RESAMPLES: u32 = 1_000_000;
+/// Longest name (plan, workload, arm, param), characters.
+pub const NAME_CHARS: usize = 200;
+/// Longest piece of input echoed back in an error message, characters;
+/// longer input is cut with an ellipsis.
+pub const ECHO_CHARS: usize = 200;
+/// Longest line of any input-derived error message, characters: the last
+/// guard, above every message's own words.
+pub const LINE_CHARS: usize = 1_000;
+/// Largest linear memory per plugin instance, MiB: a wasm32 memory
+/// addresses 4 GiB.
+pub const MEMORY_MIB: u64 = 4096;
+/// Longest call into a plugin, milliseconds (one hour).
+pub const CALL_DEADLINE_MS: u64 = 3_600_000;
+/// Longest run before it is killed, and longest wait for quiescence,
+/// seconds (one day).
+pub const TIMEOUT_S: f64 = 86_400.0;
+/// Longest quiescence window, milliseconds (one minute).
+pub const WINDOW_MS: u64 = 60_000;
+/// Longest warmup or measured window of window mode, seconds (one day).
+pub const MEASURE_S: f64 = 86_400.0;
+
+/// One row of the table docs/limits.md shows: the key (or keys) a cap
+/// applies to, the default, the cap.
+pub struct Row {
+    pub key: &'static str,
+    pub default: &'static str,
+    pub cap: String,
+}
+
+/// Every cap, as docs/limits.md lists them.
+pub fn table() -> Vec<Row> {
+    let row = |key, default, cap: String| Row { key, default, cap };
+    vec![
+        row(
+            "plan file / posted plan",
+            "-",
+            format!("{PLAN_BYTES} bytes"),
+        ),
+        row("`blocks`", "-", format!("1 to {BLOCKS}")),
+        row("`[[arms]]`", "-", format!("1 to {ARMS}")),
+        row("`[[workloads]]`", "-", format!("1 to {WORKLOADS}")),
+        row("runs (blocks × arms × workloads)", "-", format!("{RUNS}")),
+        row("`workers`, `--workers`", "1", format!("1 to {WORKERS}")),
+        row("`gates.reruns`", "0", format!("0 to {RERUNS}")),
+        row(
+            "`bootstrap.resamples`",
+            "20000",
+            format!("1 to {RESAMPLES}"),
+        ),
+        row(
+            "names (plan, workload, arm, param)",
+            "-",
+            format!("{NAME_CHARS} characters"),
+        ),
+        row(
+            "input echoed in an error",
+            "-",
+            format!("{ECHO_CHARS} characters, then …"),
+        ),
+        row(
+            "`limits.memory_mib`, `--memory-cap-mib`",
+            "256",
+            format!("1 to {MEMORY_MIB}"),
+        ),
+        row(
+            "`limits.call_deadline_ms`, `--call-deadline-ms`",
+            "10000",
+            format!("1 to {CALL_DEADLINE_MS}"),
+        ),
+        row(
+            "`gates.run_timeout_s`",
+            "600",
+            format!("more than 0, at most {TIMEOUT_S}"),
+        ),
+        row("`gates.wait_timeout_s`", "30", format!("0 to {TIMEOUT_S}")),
+        row(
+            "`gates.quiescence_window_ms`",
+            "300",
+            format!("1 to {WINDOW_MS}"),
+        ),
+        row(
+            "`measure.warmup_s`, `--warmup-s`",
+            "0 (plan), 0.5 (`run`)",
+            format!("0 to {MEASURE_S}"),
+        ),
+        row(
+            "`measure.measured_s`, `--measured-s`",
+            "-",
+            format!("more than 0, at most {MEASURE_S}"),
+        ),
+    ]
+}
+
+/// `text` cut to [`ECHO_CHARS`] characters with an ellipsis, for echoing
+/// input back in a message.
+pub fn clip(text: &str) -> Cow<'_, str> {
+    clip_to(text, ECHO_CHARS)
+}
+
+fn clip_to(text: &str, chars: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(chars) {
+        None => Cow::Borrowed(text),
+        Some((end, _)) => Cow::Owned(format!("{}…", &text[..end])),
+    }
+}
+
+/// Every line of a parser's message cut to [`ECHO_CHARS`]: parsers quote
+/// the offending line whole, and point at it with a line of spaces as long.
+pub fn clip_lines(message: &str) -> String {
+    message.lines().map(clip).collect::<Vec<_>>().join("\n")
+}
+
+/// An error whose every line is cut to [`LINE_CHARS`]: the last step
+/// before input-derived errors reach a terminal or an HTTP body.
+pub fn clipped(error: anyhow::Error) -> anyhow::Error {
+    let message = format!("{error:#}");
+    anyhow::anyhow!(
+        message
+            .lines()
+            .map(|l| clip_to(l, LINE_CHARS))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+/// A number as a message shows it: `1e300`, not 301 digits.
+pub fn show(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// Reads at most [`PLAN_BYTES`] of the file at `path` (a device such as
+/// `/dev/zero` never ends); more is refused naming the cap.
+pub fn read_plan(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read plan `{}`", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(PLAN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read plan `{}`", path.display()))?;
+    if bytes.len() as u64 > PLAN_BYTES {
+        bail!(
+            "plan `{}` is larger than the cap of {PLAN_BYTES} bytes on plan files (plans are a few KiB; check that you passed the plan file)",
+            path.display()
+        );
+    }
+    Ok(bytes)
+}
+
+/// Checks a count against `1..=cap`, naming `key`.
+pub fn count(key: &str, value: u64, cap: u64) -> anyhow::Result<()> {
+    if value == 0 || value > cap {
+        bail!(
+            "`{key} = {value}` is out of range: give 1 to {cap} (the cap on `{key}`, docs/limits.md)"
+        );
+    }
+    Ok(())
+}
+
+/// Checks a duration in seconds: finite, at least 0 (more than 0 when
+/// `positive`) and at most `cap`; returns it as a [`Duration`].
+pub fn seconds(key: &str, value: f64, positive: bool, cap: f64) -> anyhow::Result<Duration> {
+    let low_ok = if positive { value > 0.0 } else { value >= 0.0 };
+    if !value.is_finite() || !low_ok || value > cap {
+        let low = if positive { "more than 0" } else { "0" };
+        bail!(
+            "`{key} = {}` is out of range: give {low} to {cap} seconds (the cap on `{key}`, docs/limits.md)",
+            show(value)
+        );
+    }
+    Ok(Duration::from_secs_f64(value))
+}
+
+/// Checks a name's length, naming what it names.
+pub fn name(what: &str, value: &str) -> anyhow::Result<()> {
+    if value.is_empty() {
+        bail!("{what} is empty; give it a short name");
+    }
+    let chars = value.chars().count();
+    if chars > NAME_CHARS {
+        bail!(
+            "{what} `{}` is {chars} characters long; the cap is {NAME_CHARS} (docs/limits.md)",
+            clip(value)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_that_never_ends_is_read_up_to_the_cap() {
+        let err = read_plan(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "plan `/dev/zero` is larger than the cap of {PLAN_BYTES} bytes on plan files (plans are a few KiB; check that you passed the plan file)"
+            )
+        );
+    }
+
+    #[test]
+    fn long_input_is_clipped_with_an_ellipsis() {
+        let long = "é".repeat(ECHO_CHARS * 3);
+        let c = clip(&long);
+        assert_eq!(c.chars().count(), ECHO_CHARS + 1);
+        assert!(c.ends_with('…'));
+        assert_eq!(clip("short"), "short");
+        let lines = clip_lines(&format!("head\n{}\ntail", " ".repeat(1 << 20)));
+        assert!(lines.len() < 3 * ECHO_CHARS, "{}", lines.len());
+        assert!(lines.starts_with("head\n") && lines.ends_with("…\ntail"));
+    }
+
+    /// docs/limits.md shows the table users read; it must be this one.
+    #[test]
+    fn the_documented_table_is_this_table() {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/limits.md"),
+        )
+        .unwrap();
+        for row in table() {
+            let line = format!("| {} | {} | {} |", row.key, row.default, row.cap);
+            assert!(doc.contains(&line), "docs/limits.md lacks `{line}`");
+        }
+    }
+
+    #[test]
+    fn numbers_are_shown_short() {
+        assert_eq!(show(1e300), "1e300");
+        assert_eq!(show(-1.0), "-1");
+        assert_eq!(show(0.05), "0.05");
+        assert_eq!(show(4294967296.0), "4294967296");
+    }
+
+    #[test]
+    fn durations_out_of_range_name_the_key_and_cap() {
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 1e300] {
+            let err = seconds("gates.run_timeout_s", bad, true, TIMEOUT_S).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("give more than 0 to 86400 seconds"),
+                "{err}"
+            );
+        }
+        assert!(seconds("gates.run_timeout_s", 0.0, true, TIMEOUT_S).is_err());
+        assert_eq!(
+            seconds("gates.wait_timeout_s", 0.0, false, TIMEOUT_S).unwrap(),
+            Duration::ZERO
+        );
+    }
+}

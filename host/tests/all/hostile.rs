@@ -1,0 +1,318 @@
+//! Hostile and careless input (issue 12): every plan, flag and request is
+//! checked before anything is stored or allocated, and refused with a
+//! message that names the key, the cap and the fix; never a panic, a hang or
+//! a campaign that can no longer be read.
+
+use crate::support::{assert_error, blocklab, fixture, plugin, run};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The bad-plan corpus: host/tests/fixtures/bad-plans/*.toml, each opening
+/// with `# expect: MESSAGE` lines, the exact stderr of `blocklab plan` on
+/// it. `@kv-basic@`, `@kv-passthrough@` and `@fixture:NAME@` stand for the
+/// built plugins and fixture files.
+#[test]
+fn every_bad_plan_in_the_corpus_gets_its_exact_message() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bad-plans");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "the corpus lost its plans");
+    let mut wrong = Vec::new();
+    for file in &files {
+        let dir = tempfile::tempdir().unwrap();
+        let text = materialize(&std::fs::read_to_string(file).unwrap(), dir.path());
+        let expected: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# expect: "))
+            .collect();
+        let name = file.file_name().unwrap();
+        std::fs::write(dir.path().join(name), &text).unwrap();
+        let r = run(blocklab().current_dir(dir.path()).arg("plan").arg(name));
+        let got = r.stderr.trim_end();
+        if r.ok || r.code != Some(1) || got != expected.join("\n") {
+            wrong.push(format!(
+                "{}: exit {:?}\n  expected: {}\n  got:      {got}",
+                name.to_string_lossy(),
+                r.code,
+                expected.join("\n")
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The corpus's placeholders replaced by real paths (fixtures are written
+/// into `dir`).
+fn materialize(text: &str, dir: &Path) -> String {
+    let mut text = text
+        .replace("@kv-basic@", &plugin("kv-basic").display().to_string())
+        .replace(
+            "@kv-passthrough@",
+            &plugin("kv-passthrough").display().to_string(),
+        );
+    while let Some(start) = text.find("@fixture:") {
+        let end = start + text[start..].find(".wasm@").expect("@fixture:NAME.wasm@") + 6;
+        let name = &text[start + "@fixture:".len()..end - 1];
+        let path = fixture(name, dir);
+        text.replace_range(start..end, &path.display().to_string());
+    }
+    text
+}
+
+/// A plan that seals: builtin workloads, two arms that differ.
+const GOOD: &str = r#"name = "p"
+seed = 1
+blocks = 2
+plugin = "builtin"
+[measure]
+measured = 10
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+[[workloads]]
+name = "get100"
+[[arms]]
+name = "a"
+baseline = true
+[[arms]]
+name = "b"
+inject_busy_ns = 1000
+"#;
+
+fn plan_file(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("plan.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_plan_file_larger_than_the_cap_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    // Valid TOML all the way: only its size is wrong.
+    let padding = "# padding\n".repeat(200_000);
+    let p = plan_file(dir.path(), &format!("{padding}{GOOD}"));
+    let r = run(blocklab().arg("plan").arg(&p));
+    assert_error(
+        &r,
+        &[&format!(
+            "error: plan `{}` is larger than the cap of 1048576 bytes on plan files",
+            p.display()
+        )],
+    );
+}
+
+#[test]
+fn a_huge_line_is_echoed_clipped() {
+    let dir = tempfile::tempdir().unwrap();
+    // An unterminated string on a 300 kB line: the parser quotes the line.
+    let line = format!("name = \"{}", "x".repeat(300_000));
+    let p = plan_file(dir.path(), &GOOD.replace("name = \"p\"", &line));
+    let r = run(blocklab().arg("plan").arg(&p));
+    assert_error(&r, &["TOML parse error at line 1", "xxx…"]);
+    assert!(r.stderr.len() < 2_000, "{} bytes echoed", r.stderr.len());
+}
+
+#[test]
+fn a_huge_set_override_is_echoed_clipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan_file(dir.path(), GOOD);
+    let set = format!("{}=1", "k".repeat(100_000));
+    let r = run(blocklab().arg("plan").arg(&p).arg("--set").arg(&set));
+    assert_error(&r, &["kkk…"]);
+    assert!(r.stderr.len() < 2_000, "{} bytes echoed", r.stderr.len());
+}
+
+/// Waits for `cmd` at most `limit`; a process still running then is killed
+/// and reported as hung (the bug this guards is a hang, so the test must
+/// end either way).
+fn run_or_hang(cmd: &mut Command, limit: Duration) -> Result<crate::support::Run, String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            return Ok(crate::support::Run {
+                ok: out.status.success(),
+                code: out.status.code(),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("hung for {limit:?} and was killed"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_negative_warmup_on_the_command_line_is_refused_not_hung() {
+    let r = run_or_hang(
+        blocklab().args([
+            "run",
+            "--plugin",
+            "builtin",
+            "--workload",
+            "grv",
+            "--measured-s",
+            "0.05",
+            "--warmup-s=-1",
+        ]),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert_error(
+        &r,
+        &[
+            "error: `--warmup-s = -1` is out of range: give 0 to 86400 seconds (the cap on `--warmup-s`, docs/limits.md)",
+        ],
+    );
+}
+
+#[test]
+fn out_of_range_flags_name_their_range() {
+    for (flag, value, range) in [
+        ("--workers", "65", "1..=64"),
+        ("--memory-cap-mib", "0", "1..=4096"),
+        ("--call-deadline-ms", "0", "1..=3600000"),
+    ] {
+        let r = run(blocklab().args([
+            "run",
+            "--plugin",
+            "builtin",
+            "--workload",
+            "grv",
+            flag,
+            value,
+        ]));
+        assert!(!r.ok);
+        assert!(
+            r.stderr.contains(flag) && r.stderr.contains(range),
+            "{flag}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn arms_that_cannot_differ_and_single_blocks_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = GOOD.replace("inject_busy_ns = 1000\n", "");
+    let r = run(blocklab().arg("plan").arg(plan_file(dir.path(), &same)));
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "warning: arms `a` and `b` run the same plugin, adapters, target and params, so they cannot differ (fine for an A/A check; otherwise change one of them)\n"
+    );
+    let one_block = GOOD
+        .replace("blocks = 2", "blocks = 1")
+        .replace("[[arms]]\nname = \"b\"\ninject_busy_ns = 1000\n", "");
+    let r = run(blocklab()
+        .arg("plan")
+        .arg(plan_file(dir.path(), &one_block)));
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "warning: the plan has one arm, so there is no ratio to report; add an arm to compare with\n"
+    );
+    let r = run(blocklab().arg("plan").arg(plan_file(dir.path(), GOOD)));
+    assert!(r.ok && r.stderr.is_empty(), "{}", r.stderr);
+}
+
+#[test]
+fn every_missing_grant_is_named_at_once() {
+    let r = run(blocklab()
+        .args([
+            "run",
+            "--workload",
+            "connect",
+            "--measured",
+            "3",
+            "--plugin",
+        ])
+        .arg(plugin("net-probe")));
+    assert_error(
+        &r,
+        &[
+            "which need the grants `wasi:filesystem` and `wasi:sockets` that this arm does not give",
+            "add `grants = [\"wasi:filesystem\", \"wasi:sockets\"]` and `allow = [\"127.0.0.1:7000\"]`",
+            "pass `--grant wasi:filesystem --grant wasi:sockets --allow 127.0.0.1:7000` to `blocklab run`",
+        ],
+    );
+}
+
+#[test]
+fn a_23_digit_number_is_too_large_not_not_a_number() {
+    for source in [plugin("kv-basic").display().to_string(), "builtin".into()] {
+        let r = run(blocklab().args([
+            "run",
+            "--plugin",
+            &source,
+            "--workload",
+            "get100",
+            "--measured",
+            "5",
+            "--param",
+            "keys=12345678901234567890123",
+        ]));
+        assert_error(
+            &r,
+            &[
+                "param `keys` = `12345678901234567890123` is too large (give at most 18446744073709551615",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_key_count_setup_cannot_write_in_time_is_out_of_range() {
+    for source in [plugin("kv-basic").display().to_string(), "builtin".into()] {
+        let r = run(blocklab().args([
+            "run",
+            "--plugin",
+            &source,
+            "--workload",
+            "get100",
+            "--measured",
+            "5",
+            "--param",
+            "keys=100000000",
+        ]));
+        assert_error(
+            &r,
+            &[
+                "param `keys` = `100000000` is out of range for workload `get100` (give 1 to 500000)",
+            ],
+        );
+    }
+}
+
+#[test]
+fn an_engine_that_cannot_reserve_its_pool_says_so_in_words() {
+    // 2 GB of address space cannot hold 256 memories of 256 MiB.
+    let exe = std::env::var_os("BLOCKLAB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_blocklab")));
+    let r = run(Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 2000000; exec \"$0\" run --workload get100 --measured 5 --plugin \"$1\"")
+        .arg(exe)
+        .arg(plugin("kv-basic")));
+    assert_error(
+        &r,
+        &[
+            "error: cannot reserve address space for the plugin engine's pool (256 memories of up to 256 MiB each); lower the memory cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan) or raise this process's address-space limit (`ulimit -v`)",
+        ],
+    );
+}
