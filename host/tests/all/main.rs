@@ -7,6 +7,7 @@ mod campaign;
 mod daemon;
 mod daemon_support;
 mod grpc;
+mod intervals;
 mod plugins;
 mod support;
 mod web;
