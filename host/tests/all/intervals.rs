@@ -206,7 +206,7 @@ fn a_bad_sequential_rule_is_refused_with_the_fix() {
     check(
         "too-few",
         "target_half_width = 0.02\nmin_blocks = 1",
-        &["`sequential.min_blocks = 1`", "at least", "2"],
+        &["`sequential.min_blocks = 1`", "between 2"],
     );
     check(
         "too-many",
