@@ -94,7 +94,8 @@ pub struct Settings {
     pub campaigns: u32,
     /// Precision the block recommendation aims at.
     pub target_half_width: f64,
-    /// Stored A/A campaigns to use instead of running new ones.
+    /// Stored A/A campaigns to use instead of running new ones; they are
+    /// analysed with the plan's `[bootstrap]` settings.
     pub stored: Vec<CampaignId>,
 }
 
@@ -129,7 +130,9 @@ pub fn calibrate(
     let mut reports = Vec::new();
     if settings.stored.is_empty() {
         if settings.campaigns == 0 {
-            bail!("`--campaigns 0` runs nothing; use at least 2 (40 gives coverage to about ±7 points)");
+            bail!(
+                "`--campaigns 0` runs nothing; use at least 2 (40 gives coverage to about ±7 points)"
+            );
         }
         for i in 0..settings.campaigns {
             let sealed = seal::seal(
@@ -167,14 +170,23 @@ pub fn calibrate(
                     if arms.len() == 2 { " that differ" } else { "" }
                 );
             }
-            reports.push(report::build(store, id)?);
+            // Analysed with the intervals being calibrated, which may differ
+            // from the ones the campaign was sealed with.
+            reports.push(report::build_with(store, id, |p| {
+                p.spec.bootstrap = spec.bootstrap.clone();
+            })?);
         }
     }
     let machine = reports
         .iter()
         .find_map(|r| r.environment.as_ref().map(|e| e.hostname.clone()))
         .unwrap_or_else(|| crate::run::gates::Environment::read().hostname);
-    Ok(summarise(spec, &reports, machine, settings.target_half_width))
+    Ok(summarise(
+        spec,
+        &reports,
+        machine,
+        settings.target_half_width,
+    ))
 }
 
 /// The calibration of `reports` (A/A campaigns) for a plan like `spec`.
@@ -186,8 +198,7 @@ pub fn summarise(
 ) -> Calibration {
     let level = spec.bootstrap.level;
     let mut blocks = spec.blocks.next_multiple_of(2);
-    // key (workload, statistic) → (intervals, covered, Σ half-width, Σ var, n var)
-    let mut acc: BTreeMap<(String, String), (usize, usize, f64, f64, usize)> = BTreeMap::new();
+    let mut acc: BTreeMap<(String, String), Sums> = BTreeMap::new();
     for r in reports {
         blocks = r.plan.spec.blocks;
         for e in &r.effects {
@@ -216,7 +227,11 @@ pub fn summarise(
         .into_iter()
         .filter(|(_, a)| a.0 > 0)
         .map(|((workload, statistic), (n, covered, hw, var, nv))| {
-            let sd_log = if nv > 0 { (var / nv as f64).sqrt() } else { 0.0 };
+            let sd_log = if nv > 0 {
+                (var / nv as f64).sqrt()
+            } else {
+                0.0
+            };
             CalibrationRow {
                 workload,
                 statistic,
@@ -249,6 +264,11 @@ pub fn summarise(
     }
 }
 
+/// Per workload × statistic over the A/A reports: intervals, how many
+/// contained 1, Σ relative half-width, Σ variance of the log ratios and how
+/// many variances.
+type Sums = (usize, usize, f64, f64, usize);
+
 /// The within-block log ratios (arm / baseline) of every workload ×
 /// statistic of an A/A report, from its final successful runs.
 fn log_ratios(r: &Report) -> BTreeMap<(String, String), Vec<f64>> {
@@ -257,7 +277,11 @@ fn log_ratios(r: &Report) -> BTreeMap<(String, String), Vec<f64>> {
     // (workload, arm, block) → the final attempt's row.
     let mut finals: BTreeMap<(&str, &str, u32), &report::RunRow> = BTreeMap::new();
     for row in &r.runs {
-        let key = (row.result.workload.as_str(), row.result.arm.as_str(), row.block);
+        let key = (
+            row.result.workload.as_str(),
+            row.result.arm.as_str(),
+            row.block,
+        );
         if finals.get(&key).is_none_or(|f| f.attempt < row.attempt) {
             finals.insert(key, row);
         }

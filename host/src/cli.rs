@@ -391,9 +391,11 @@ struct CalibrateArgs {
     #[arg(long, value_name = "SHARE", default_value_t = 0.02)]
     target: f64,
     /// Use these stored A/A campaigns (ids from an earlier `blocklab
-    /// calibrate`) instead of running new ones; repeatable.
-    #[arg(long, value_name = "ID")]
-    stored: Vec<blocklab_store::CampaignId>,
+    /// calibrate`) instead of running new ones, analysed with the plan's
+    /// `[bootstrap]` settings (e.g. `--set bootstrap.method="percentile"`);
+    /// repeatable, or a range `FIRST-LAST`.
+    #[arg(long, value_name = "ID|FIRST-LAST")]
+    stored: Vec<String>,
     /// Print the calibration as JSON.
     #[arg(long)]
     json: bool,
@@ -424,7 +426,12 @@ struct SimulateArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Methods to compare, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "student-t,percentile,bca")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "student-t,percentile,bca"
+    )]
     methods: Vec<crate::stats::Method>,
 }
 
@@ -798,7 +805,7 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let settings = crate::calibrate::Settings {
         campaigns: args.campaigns,
         target_half_width: args.target,
-        stored: args.stored.clone(),
+        stored: campaign_ids(&args.stored)?,
     };
     let mut bar = crate::run::progress::Bar::new(&args.progress);
     let quiet = args.progress == "none";
@@ -841,15 +848,48 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Campaign ids and ranges (`3`, `3-42`) as a list.
+fn campaign_ids(texts: &[String]) -> anyhow::Result<Vec<blocklab_store::CampaignId>> {
+    let mut ids = Vec::new();
+    for text in texts {
+        let bad = || {
+            anyhow::anyhow!(
+                "`--stored {text}` is not a campaign id or a range of them (e.g. `--stored 7` or `--stored 3-42`)"
+            )
+        };
+        let (first, last): (blocklab_store::CampaignId, blocklab_store::CampaignId) =
+            match text.split_once('-') {
+                Some((a, b)) => (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                ),
+                None => {
+                    let id = text.trim().parse().map_err(|_| bad())?;
+                    (id, id)
+                }
+            };
+        if first > last {
+            return Err(bad());
+        }
+        ids.extend(first..=last);
+    }
+    Ok(ids)
+}
+
 fn simulate_intervals(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     if !(args.level > 0.0 && args.level < 1.0) {
-        anyhow::bail!("`--level {}` must be between 0 and 1, e.g. 0.95", args.level);
+        anyhow::bail!(
+            "`--level {}` must be between 0 and 1, e.g. 0.95",
+            args.level
+        );
     }
     if args.campaigns == 0 || args.resamples == 0 {
         anyhow::bail!("`--campaigns` and `--resamples` must be at least 1");
     }
     if let Some(b) = args.blocks.iter().find(|&&b| b < 2) {
-        anyhow::bail!("`--blocks {b}`: every block count must be at least 2 (e.g. `--blocks 4,6,12,24`)");
+        anyhow::bail!(
+            "`--blocks {b}`: every block count must be at least 2 (e.g. `--blocks 4,6,12,24`)"
+        );
     }
     let rows = crate::stats::simulate::table(
         args.campaigns,

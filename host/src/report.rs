@@ -328,8 +328,20 @@ pub struct Report {
 
 /// Builds the report of campaign `id` from the store.
 pub fn build(store: &Store, id: CampaignId) -> anyhow::Result<Report> {
+    build_with(store, id, |_| {})
+}
+
+/// Builds the report of campaign `id` with its sealed plan changed by
+/// `adjust` first (the calibration re-analyses stored A/A campaigns with the
+/// interval settings it calibrates).
+pub fn build_with(
+    store: &Store,
+    id: CampaignId,
+    adjust: impl FnOnce(&mut SealedPlan),
+) -> anyhow::Result<Report> {
     let campaign = store.campaign(id)?;
-    let plan: SealedPlan = store.sealed_plan(id)?;
+    let mut plan: SealedPlan = store.sealed_plan(id)?;
+    adjust(&mut plan);
     let records: Vec<RunRecord> = store
         .runs::<RunRecord>(id)?
         .into_iter()
@@ -506,7 +518,10 @@ pub fn sequential_check(
     // be computed (missing runs), which counts as wider than any.
     let mut widest: (String, Option<f64>) = (String::from("no effect"), Some(0.0));
     for arm in spec.arms.iter().filter(|a| a.name != *baseline) {
-        for s in statistics(spec).iter().filter(|s| primary.iter().any(|p| p == s.name)) {
+        for s in statistics(spec)
+            .iter()
+            .filter(|s| primary.iter().any(|p| p == s.name))
+        {
             let half = match (ok.get(arm.name.as_str()), ok.get(baseline.as_str())) {
                 (Some(a), Some(b)) => {
                     let (a, b) = paired(a, b, s);
@@ -744,7 +759,12 @@ pub fn analyse(
         });
     }
     (gates.steal_pct, gates.max_steal_pct) = steal(records.iter().map(|r| &r.telemetry));
-    let mut limits = limits(&plan, &interval_info, environment.as_ref(), placement.as_ref());
+    let mut limits = limits(
+        &plan,
+        &interval_info,
+        environment.as_ref(),
+        placement.as_ref(),
+    );
     let profiled: Vec<String> = runs
         .iter()
         .filter(|r| r.result.profile.is_some())
@@ -927,8 +947,12 @@ pub fn terminal(report: &Report) -> String {
     for stat in headline {
         let _ = writeln!(
             s,
-            "\n{stat}: ratio arm/{baseline} [{:.0}% interval] (blocks won); {}",
-            spec.bootstrap.level * 100.0,
+            "\n{stat}: ratio arm/{baseline} [{} interval] (blocks won); {}",
+            if spec.sequential.is_some() {
+                "sequential".to_owned()
+            } else {
+                pct(report.intervals.per_interval_level)
+            },
             if *stat == "records_per_s" {
                 "above 1 is more throughput"
             } else {
@@ -1139,7 +1163,11 @@ pub fn markdown(report: &Report) -> String {
             s,
             "\n### {}\n\n| statistic | arm | ratio | interval | level | blocks won |{}\n|---|---|---|---|---|---|{}",
             w.name,
-            if calibrated.is_some() { " A/A noise floor (±) |" } else { "" },
+            if calibrated.is_some() {
+                " A/A noise floor (±) |"
+            } else {
+                ""
+            },
             if calibrated.is_some() { "---|" } else { "" }
         );
         for e in report.effects.iter().filter(|e| e.workload == w.name) {
@@ -1262,11 +1290,9 @@ mod tests {
     fn the_plan_names_exactly_the_statistics_the_report_compares() {
         let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\nmeasured_s = 1.0\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n";
         for mode in ["transactions", "window"] {
-            let spec = crate::plan::spec::PlanSpec::parse(
-                text,
-                &[format!("measure.mode=\"{mode}\"")],
-            )
-            .unwrap();
+            let spec =
+                crate::plan::spec::PlanSpec::parse(text, &[format!("measure.mode=\"{mode}\"")])
+                    .unwrap();
             let ours: Vec<&str> = statistics(&spec).iter().map(|s| s.name).collect();
             assert_eq!(ours, spec.statistic_names(), "{mode}");
             for primary in spec.primary_statistics() {

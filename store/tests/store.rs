@@ -309,7 +309,9 @@ fn the_latest_calibration_of_each_machine_survives_a_reopen() {
         store.put_calibration("host", 2_000, &run("new")).unwrap();
         store.put_calibration("host", 1_000, &run("old")).unwrap();
         // A machine whose name extends another's is a different machine.
-        store.put_calibration("host-2", 9_000, &run("other")).unwrap();
+        store
+            .put_calibration("host-2", 9_000, &run("other"))
+            .unwrap();
         store.put_calibration("hos", 9_000, &run("short")).unwrap();
     }
     let store = Store::open(dir.path()).unwrap();

@@ -474,6 +474,11 @@ impl PlanSpec {
                 seq.target_half_width
             );
         }
+        if self.arms.len() < 2 {
+            bail!(
+                "`[sequential]` stops when the arms' effects against the baseline are precise, but the plan has one arm; add an arm or remove `[sequential]`"
+            );
+        }
         if seq.min_blocks < 2 || seq.min_blocks > self.blocks {
             bail!(
                 "`sequential.min_blocks = {}` must be between 2 (a Student-t interval needs two blocks) and `blocks = {}`, the most blocks the campaign runs",

@@ -22,9 +22,7 @@ pub const DEFAULT_LEVEL: f64 = 0.95;
 
 /// How the interval of a paired effect is computed (`bootstrap.method` in a
 /// plan; docs/method.md, "Intervals", has the simulation behind the default).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// Student-t on the within-block log ratios: mean ± t_{B−1}·s/√B. The
@@ -183,7 +181,10 @@ mod tests {
         // stays available by name.
         assert_eq!(Method::default(), Method::StudentT);
         for m in [Method::StudentT, Method::Percentile, Method::Bca] {
-            assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{}\"", m.key()));
+            assert_eq!(
+                serde_json::to_string(&m).unwrap(),
+                format!("\"{}\"", m.key())
+            );
         }
     }
 

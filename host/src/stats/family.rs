@@ -4,9 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Which error rate the interval level controls.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Simultaneous {
     /// Each interval covers with the nominal level on its own; of 77

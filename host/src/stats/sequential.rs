@@ -19,9 +19,7 @@ use super::normal;
 
 /// The alpha-spending function f(t), t the share of the maximum blocks run
 /// (f(0) = 0, f(1) = 1, as a share of α).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Spending {
     /// Pocock-type, α·ln(1 + (e − 1)·t): spends evenly, so early looks can
@@ -110,9 +108,7 @@ mod tests {
     #[test]
     fn look_levels_spend_exactly_alpha_over_the_looks() {
         for s in [Spending::Pocock, Spending::OBrienFleming] {
-            let spent: f64 = (4..=12)
-                .map(|b| 1.0 - look_level(0.95, s, 4, 12, b))
-                .sum();
+            let spent: f64 = (4..=12).map(|b| 1.0 - look_level(0.95, s, 4, 12, b)).sum();
             assert!((spent - 0.05).abs() < 1e-12, "{s:?}: {spent}");
             assert!((4..=12).all(|b| look_level(0.95, s, 4, 12, b) > 0.95));
         }

@@ -276,12 +276,7 @@ pub fn markdown(rows: &[Row], level: f64) -> String {
     for r in rows {
         let _ = write!(s, "| {} | {} |", r.scenario, r.blocks);
         for c in &r.coverage {
-            let _ = write!(
-                s,
-                " {:.1}% | {:.2}% |",
-                100.0 * c.rate(),
-                c.mean_width_pct
-            );
+            let _ = write!(s, " {:.1}% | {:.2}% |", 100.0 * c.rate(), c.mean_width_pct);
         }
         let _ = writeln!(s);
     }
@@ -324,11 +319,7 @@ mod tests {
     fn student_t_keeps_its_promise_at_six_blocks_and_the_percentile_bootstrap_does_not() {
         let c = config(6, 13);
         let tol = tolerance(0.95, c.campaigns);
-        let cov = simulate(
-            &SCENARIOS[0],
-            &c,
-            &[Method::default(), Method::Percentile],
-        );
+        let cov = simulate(&SCENARIOS[0], &c, &[Method::default(), Method::Percentile]);
         let (t, p) = (cov[0], cov[1]);
         assert_eq!(t.method, Method::StudentT);
         assert!(
@@ -376,6 +367,9 @@ mod tests {
         let rows = table(20, &[4], 50, 0.95, 1, &methods, |_| {});
         assert_eq!(rows.len(), SCENARIOS.len());
         let md = markdown(&rows, 0.95);
-        assert!(md.contains("| lognormal | 4 |") && md.contains("student-t coverage"), "{md}");
+        assert!(
+            md.contains("| lognormal | 4 |") && md.contains("student-t coverage"),
+            "{md}"
+        );
     }
 }

@@ -82,7 +82,7 @@ fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
 
 /// P(T ≤ t) for Student's t with `df` > 0 degrees of freedom.
 pub fn cdf(t: f64, df: f64) -> f64 {
-    if t.is_nan() || !(df > 0.0) {
+    if t.is_nan() || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
     let tail = 0.5 * beta_inc(df / 2.0, 0.5, df / (df + t * t));
@@ -101,7 +101,7 @@ fn pdf(t: f64, df: f64) -> f64 {
 /// The `p`-quantile of Student's t with `df` > 0 degrees of freedom: −∞ at
 /// 0, +∞ at 1, NaN outside [0, 1] or for a bad `df`.
 pub fn quantile(p: f64, df: f64) -> f64 {
-    if !(0.0..=1.0).contains(&p) || !(df > 0.0) {
+    if !(0.0..=1.0).contains(&p) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
     if p == 0.0 {

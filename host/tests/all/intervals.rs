@@ -48,7 +48,8 @@ fn the_report_names_the_student_t_default_and_percentile_stays_selectable() {
     let r = campaign(&data, &p, &[]);
     assert!(r.ok, "{}", r.stderr);
     assert!(
-        r.stdout.contains("intervals: Student-t on log ratios intervals over blocks"),
+        r.stdout
+            .contains("intervals: Student-t on log ratios intervals over blocks"),
         "terminal:\n{}",
         r.stdout
     );
@@ -84,7 +85,11 @@ fn bonferroni_widens_every_interval_to_the_family_level_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let p = plan(dir.path(), "family", 4, 30, AA_ARMS);
-    let r = campaign(&data, &p, &["--set", "bootstrap.simultaneous=\"bonferroni\""]);
+    let r = campaign(
+        &data,
+        &p,
+        &["--set", "bootstrap.simultaneous=\"bonferroni\""],
+    );
     assert!(r.ok, "{}", r.stderr);
     let rep = report(&data);
     // One workload × 7 statistics per arm.
@@ -137,7 +142,10 @@ inject_busy_ns = 200000
     // Later blocks were left unrun: not failures, not to be resumed.
     assert_eq!(rep["runs"].as_array().unwrap().len() as u64, 2 * blocks);
     assert_eq!(rep["gates"]["unfinished_slots"], 0);
-    assert_eq!(rep["gates"]["skipped_slots"].as_u64().unwrap(), 2 * (12 - blocks));
+    assert_eq!(
+        rep["gates"]["skipped_slots"].as_u64().unwrap(),
+        2 * (12 - blocks)
+    );
     assert_eq!(rep["gates"]["failed"].as_array().unwrap().len(), 0);
     assert_eq!(rep["campaign"]["status"]["state"], "finished");
     // The effect is found, at the last look's (wider than nominal) level.
@@ -154,7 +162,14 @@ inject_busy_ns = 200000
     );
     // A resume has nothing left to run.
     let again = run(blocklab()
-        .args(["campaign", "--progress", "none", "--resume", "latest", "--data"])
+        .args([
+            "campaign",
+            "--progress",
+            "none",
+            "--resume",
+            "latest",
+            "--data",
+        ])
         .arg(&data));
     assert!(again.ok, "{}", again.stderr);
     assert_eq!(
@@ -188,7 +203,8 @@ fn a_sequential_a_a_plan_runs_to_its_maximum_without_a_false_claim() {
         );
     }
     assert!(
-        r.stdout.contains("get100 ran all 6 blocks without every primary effect reaching"),
+        r.stdout
+            .contains("get100 ran all 6 blocks without every primary effect reaching"),
         "{}",
         r.stdout
     );
@@ -228,7 +244,10 @@ fn a_bad_sequential_rule_is_refused_with_the_fix() {
         "method",
         6,
         10,
-        &format!("[bootstrap]\nmethod = \"percentile\"\n{}", seq("target_half_width = 0.02")),
+        &format!(
+            "[bootstrap]\nmethod = \"percentile\"\n{}",
+            seq("target_half_width = 0.02")
+        ),
     );
     assert_error(
         &run(blocklab().arg("plan").arg(&p)),
@@ -284,7 +303,7 @@ inject_busy_ns = 1000
     assert_eq!(aa["plan"]["seed"], 13);
 
     // Recomputed from the stored campaigns: the same figures.
-    let again = cal(&["--stored", "1", "--stored", "2", "--stored", "3"]);
+    let again = cal(&["--stored", "1-2", "--stored", "3"]);
     assert!(again.ok, "{}", again.stderr);
     let again: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
     assert_eq!(again["rows"], c["rows"]);
@@ -293,7 +312,11 @@ inject_busy_ns = 1000
     let r = campaign(&data, &p, &[]);
     assert!(r.ok, "{}", r.stderr);
     assert!(r.stdout.contains("A/A noise ±"), "{}", r.stdout);
-    assert!(r.stdout.contains("calibration of this machine"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("calibration of this machine"),
+        "{}",
+        r.stdout
+    );
     let rep = report(&data);
     assert_eq!(
         rep["calibration"]["machine"], rep["environment"]["hostname"],
@@ -311,6 +334,21 @@ inject_busy_ns = 1000
 
     // Bad input is named, with the fix.
     assert_error(&cal(&["--target", "0"]), &["`--target 0`", "--target 0.02"]);
+    assert_error(
+        &cal(&["--stored", "3-1"]),
+        &["`--stored 3-1`", "--stored 3-42"],
+    );
+    // Stored campaigns are re-analysed with the plan's interval settings.
+    let pct = cal(&[
+        "--stored",
+        "1-3",
+        "--set",
+        "bootstrap.method=\"percentile\"",
+    ]);
+    assert!(pct.ok, "{}", pct.stderr);
+    let pct: serde_json::Value = serde_json::from_str(&pct.stdout).unwrap();
+    assert_eq!(pct["method"], "percentile");
+    assert_ne!(pct["rows"], c["rows"]);
     assert_error(
         &cal(&["--stored", "4"]),
         &["campaign 4 is not an A/A campaign", "3 arms"],
