@@ -204,6 +204,10 @@ function cancelControl(id) {
   } }, "cancel"), out);
 }
 
+function pct(x) {
+  return `${(100 * x).toFixed(2)}%`;
+}
+
 function authHeaders(token) {
   return token ? { Authorization: `Bearer ${token.trim()}` } : {};
 }
@@ -217,6 +221,23 @@ async function renderReport(id, statistics, into) {
   const level = Math.round((plan.bootstrap.level || 0.95) * 100);
 
   const forests = el("div", { id: "forests" });
+  if (report.intervals) forests.append(el("p", { id: "intervals" }, `Intervals: ${report.intervals.description}.`));
+  for (const stop of report.sequential || []) {
+    const where = stop.precise && stop.blocks < stop.max_blocks
+      ? `stopped after block ${stop.blocks} of ${stop.max_blocks}: every primary effect within ±${pct(stop.target_half_width)}`
+      : (stop.precise ? `reached ±${pct(stop.target_half_width)} at its last block` : `ran all ${stop.max_blocks} blocks without reaching ±${pct(stop.target_half_width)}`);
+    forests.append(el("p", { class: "sequential" }, `Sequential: ${stop.workload} ${where} (widest ${stop.widest} ±${stop.widest_half_width == null ? "?" : pct(stop.widest_half_width)}, intervals at ${(100 * stop.level).toFixed(2)}%).`));
+  }
+  const cal = report.calibration;
+  if (cal) {
+    const shown = new Set(statistics.map((s) => s.name));
+    const rows = cal.rows.filter((r) => shown.has(r.statistic) && workloads.includes(r.workload));
+    forests.append(el("div", { id: "calibration" },
+      el("h3", {}, `Calibration of this machine (${cal.machine}): ${cal.campaigns.length} A/A campaigns of ${cal.plan}, ${cal.blocks} blocks`),
+      el("table", {}, el("tr", {}, ["workload", "statistic", "contained 1", "noise floor ±", `detectable at ${cal.blocks} blocks`, `blocks for ±${pct(cal.target_half_width)}`].map((h) => el("th", {}, h))),
+        rows.map((r) => el("tr", {}, [r.workload, r.statistic, `${r.covered}/${r.intervals}`, pct(r.noise_floor),
+          r.min_detectable == null ? "?" : pct(r.min_detectable), r.recommended_blocks ?? "> 10000"].map((c) => el("td", {}, String(c))))))));
+  }
   for (const stat of statistics) {
     const rows = report.effects.filter((e) => e.statistic === stat.name);
     if (rows.length === 0) continue;
@@ -398,7 +419,7 @@ function provenance(report) {
       el("h3", {}, "Design"),
       kv([["plan hash", el("span", { class: "hash" }, report.hash)], ["seed", plan.seed], ["blocks", plan.blocks],
           ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "")).join(", ")],
-          ["measure", JSON.stringify(plan.measure)], ["bootstrap", `${plan.bootstrap.method || "percentile"}, ${plan.bootstrap.resamples} resamples, level ${plan.bootstrap.level}, seed ${plan.bootstrap.seed ?? plan.seed}`],
+          ["measure", JSON.stringify(plan.measure)], ["intervals", report.intervals ? report.intervals.description : `${plan.bootstrap.method}, level ${plan.bootstrap.level}`],
           ["overrides", report.overrides.join("; ") || "none"], ["source", report.source], ["blocklab", report.version]]),
       el("h3", {}, "Orders (first workload; every workload has its own)"), orders),
     el("div", {},

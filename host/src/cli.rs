@@ -64,6 +64,14 @@ enum Command {
     Campaign(CampaignArgs),
     /// Write a stored campaign's full report.
     Report(ReportArgs),
+    /// Run A/A campaigns of a plan's shape on this machine (its baseline arm
+    /// against an identical copy) and report the intervals' empirical
+    /// coverage, the noise floor, the smallest detectable effect and the
+    /// block count a precision needs; stores the result for reports.
+    Calibrate(CalibrateArgs),
+    /// Simulate campaigns with known effects and report each interval
+    /// method's coverage and width (docs/method.md, "Intervals").
+    SimulateIntervals(SimulateArgs),
     /// List stored campaigns.
     Campaigns(CampaignsArgs),
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
@@ -455,6 +463,66 @@ struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
+struct CalibrateArgs {
+    /// The plan whose shape to calibrate (TOML; see docs/plans.md).
+    plan: PathBuf,
+    /// Override one field, `path=value`; repeatable; sealed into every A/A
+    /// campaign.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    overrides: Vec<String>,
+    /// A/A campaigns to run, seeds `seed`, `seed + 1`, ….
+    #[arg(long, default_value_t = 20)]
+    campaigns: u32,
+    /// The precision to recommend a block count for (relative half-width,
+    /// 0.02 = ±2%).
+    #[arg(long, value_name = "SHARE", default_value_t = 0.02)]
+    target: f64,
+    /// Use these stored A/A campaigns (ids from an earlier `blocklab
+    /// calibrate`) instead of running new ones, analysed with the plan's
+    /// `[bootstrap]` settings (e.g. `--set bootstrap.method="percentile"`);
+    /// repeatable, or a range `FIRST-LAST`.
+    #[arg(long, value_name = "ID|FIRST-LAST")]
+    stored: Vec<String>,
+    /// Print the calibration as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Progress on stderr: `bar`, `json` or `none`.
+    #[arg(long, default_value = "bar", value_parser = ["bar", "json", "none"])]
+    progress: String,
+    #[command(flatten)]
+    data: DataArgs,
+    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
+    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct SimulateArgs {
+    /// Simulated campaigns per scenario and block count.
+    #[arg(long, default_value_t = 10_000)]
+    campaigns: u32,
+    /// Block counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "4,6,12,24")]
+    blocks: Vec<usize>,
+    /// Bootstrap resamples per interval (the bootstrap methods only).
+    #[arg(long, default_value_t = 2_000)]
+    resamples: u32,
+    /// Nominal coverage.
+    #[arg(long, default_value_t = 0.95)]
+    level: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Methods to compare, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "student-t,percentile,bca"
+    )]
+    methods: Vec<crate::stats::Method>,
+}
+
+#[derive(Debug, Args)]
 struct CampaignsArgs {
     #[arg(long)]
     json: bool,
@@ -503,6 +571,8 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Plan(args) => plan(args),
         Command::Campaign(args) => campaign(args),
         Command::Report(args) => report(args),
+        Command::Calibrate(args) => calibrate(args),
+        Command::SimulateIntervals(args) => simulate_intervals(args),
         Command::Campaigns(args) => campaigns(args),
         Command::Profile(args) => profile(args),
         Command::Store(command) => store(command),
@@ -926,6 +996,7 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         profile,
         profile_hz: args.profile_hz.hz,
         interrupt,
+        block_check: Some(crate::report::sequential_check),
         ..Default::default()
     };
     let mut progress = crate::run::progress::Bar::new(&args.progress);
@@ -1010,6 +1081,126 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write `{}`", path.display()))?,
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
+    if !(args.target > 0.0 && args.target < 1.0) {
+        anyhow::bail!(
+            "`--target {}` is not a relative half-width between 0 and 1 (use e.g. `--target 0.02` for ±2%)",
+            args.target
+        );
+    }
+    let store = open_store(&args.data)?;
+    let bytes = std::fs::read(&args.plan)
+        .with_context(|| format!("cannot read plan `{}`", args.plan.display()))?;
+    let text = String::from_utf8(bytes.clone())
+        .with_context(|| format!("plan `{}` is not UTF-8 text", args.plan.display()))?;
+    let spec = crate::plan::spec::PlanSpec::parse(&text, &args.overrides)
+        .with_context(|| format!("in plan `{}`", args.plan.display()))?;
+    let options = crate::run::supervisor::Options {
+        cache_dir: args.cache_dir.clone().or_else(Runtime::default_cache_dir),
+        ..Default::default()
+    };
+    let settings = crate::calibrate::Settings {
+        campaigns: args.campaigns,
+        target_half_width: args.target,
+        stored: campaign_ids(&args.stored)?,
+    };
+    let mut bar = crate::run::progress::Bar::new(&args.progress);
+    let quiet = args.progress == "none";
+    let plan = crate::calibrate::PlanInput {
+        spec,
+        bytes,
+        source: format!("calibrate {}", args.plan.display()),
+        overrides: args.overrides.clone(),
+    };
+    let calibration = crate::calibrate::calibrate(
+        &store,
+        &plan,
+        &settings,
+        &options,
+        &mut |e| bar.observe(e),
+        &mut |id, done| {
+            if !quiet {
+                eprintln!("A/A campaign {id} done ({done}/{})", args.campaigns);
+            }
+        },
+    )?;
+    bar.finish();
+    store.put_calibration(
+        &calibration.machine,
+        calibration.created_unix_ms,
+        &calibration,
+    )?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &calibration)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", crate::calibrate::render(&calibration))?;
+        writeln!(
+            out,
+            "\nstored as the latest calibration of `{}`: reports of campaigns run on it show it beside their results",
+            calibration.machine
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Campaign ids and ranges (`3`, `3-42`) as a list.
+fn campaign_ids(texts: &[String]) -> anyhow::Result<Vec<blocklab_store::CampaignId>> {
+    let mut ids = Vec::new();
+    for text in texts {
+        let bad = || {
+            anyhow::anyhow!(
+                "`--stored {text}` is not a campaign id or a range of them (e.g. `--stored 7` or `--stored 3-42`)"
+            )
+        };
+        let (first, last): (blocklab_store::CampaignId, blocklab_store::CampaignId) =
+            match text.split_once('-') {
+                Some((a, b)) => (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                ),
+                None => {
+                    let id = text.trim().parse().map_err(|_| bad())?;
+                    (id, id)
+                }
+            };
+        if first > last {
+            return Err(bad());
+        }
+        ids.extend(first..=last);
+    }
+    Ok(ids)
+}
+
+fn simulate_intervals(args: SimulateArgs) -> anyhow::Result<ExitCode> {
+    if !(args.level > 0.0 && args.level < 1.0) {
+        anyhow::bail!(
+            "`--level {}` must be between 0 and 1, e.g. 0.95",
+            args.level
+        );
+    }
+    if args.campaigns == 0 || args.resamples == 0 {
+        anyhow::bail!("`--campaigns` and `--resamples` must be at least 1");
+    }
+    if let Some(b) = args.blocks.iter().find(|&&b| b < 2) {
+        anyhow::bail!(
+            "`--blocks {b}`: every block count must be at least 2 (e.g. `--blocks 4,6,12,24`)"
+        );
+    }
+    let rows = crate::stats::simulate::table(
+        args.campaigns,
+        &args.blocks,
+        args.resamples,
+        args.level,
+        args.seed,
+        &args.methods,
+        |row| eprintln!("done: {} at {} blocks", row.scenario, row.blocks),
+    );
+    print!("{}", crate::stats::simulate::markdown(&rows, args.level));
     Ok(ExitCode::SUCCESS)
 }
 

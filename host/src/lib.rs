@@ -8,10 +8,13 @@
 //! - [`run`]: one measured run (worker) and the campaign supervisor.
 //! - [`stats`]: run statistics, paired effects, bootstrap intervals.
 //! - [`report`]: effects and absolutes rendered as tables, md, json, csv.
+//! - [`calibrate`]: A/A campaigns on the machine: coverage, noise floor,
+//!   detectable effects, block counts.
 //! - [`serve`]: the daemon: JSON API, job queue, SSE progress, web UI.
 //! - [`limits`]: the caps on sizes and durations input may ask for.
 //! - [`cli`]: the command line.
 
+pub mod calibrate;
 pub mod cli;
 pub mod limits;
 pub mod plan;

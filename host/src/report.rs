@@ -3,12 +3,13 @@
 //! tables, markdown, JSON or CSV (METHOD.md, "Reporting"). The JSON field
 //! names are a stable interface (docs/reports.md).
 
+use crate::calibrate::Calibration;
 use crate::plan::seal::SealedPlan;
 use crate::run::RunResult;
 use crate::run::gates::Environment;
 use crate::run::placement::{Placement, format_cpu_list};
-use crate::run::supervisor::{RunRecord, RunStatus};
-use crate::stats::{self, Effect};
+use crate::run::supervisor::{RunRecord, RunStatus, SEQUENTIAL_BLOB, SequentialStop};
+use crate::stats::{self, Effect, Method, Simultaneous};
 use blocklab_store::{CampaignId, CampaignMeta, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -152,6 +153,27 @@ pub struct EffectRow {
     pub blocks: usize,
     /// Blocks the arm beat the baseline in.
     pub won: usize,
+    /// The coverage this interval was computed at: the plan's level, or
+    /// more when it is adjusted for many comparisons or sequential looks
+    /// (see the report's `intervals`).
+    #[serde(default)]
+    pub level: f64,
+}
+
+/// How a report's intervals were computed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Intervals {
+    pub method: Method,
+    /// The method and its guarantee in words, as the renderings print it.
+    pub description: String,
+    /// The plan's nominal level.
+    pub level: f64,
+    pub simultaneous: Simultaneous,
+    /// Intervals per arm the simultaneous level covers (workloads ×
+    /// statistics).
+    pub family: usize,
+    /// The level of each interval before any sequential adjustment.
+    pub per_interval_level: f64,
 }
 
 /// An effect that could not be computed, and why.
@@ -221,7 +243,12 @@ pub struct GateSummary {
     /// [`STEAL_MIN_TICKS`] (shorter ones count too few ticks for a percentage).
     pub max_steal_pct: f64,
     pub oom_kills: u64,
+    /// Slots without a final attempt that are still to run (`--resume`).
     pub unfinished_slots: usize,
+    /// Slots a sequential rule left unrun because their workload was
+    /// already precise enough (not failures, not to be resumed).
+    #[serde(default)]
+    pub skipped_slots: usize,
 }
 
 /// CPU steal over runs: pooled (all steal ticks over all ticks) and the
@@ -251,7 +278,7 @@ impl GateSummary {
     /// The gates' verdict in one sentence, for every rendering.
     pub fn sentence(&self) -> String {
         format!(
-            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {:.2}% (at most {:.2}% in a run of 1 s or more), {} OOM kills, {} slots not run yet",
+            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {:.2}% (at most {:.2}% in a run of 1 s or more), {} OOM kills, {} slots not run yet{}",
             self.runs,
             self.failed.len(),
             self.flagged.len(),
@@ -259,7 +286,15 @@ impl GateSummary {
             self.steal_pct,
             self.max_steal_pct,
             self.oom_kills,
-            self.unfinished_slots
+            self.unfinished_slots,
+            if self.skipped_slots > 0 {
+                format!(
+                    ", {} slots left unrun by the sequential rule",
+                    self.skipped_slots
+                )
+            } else {
+                String::new()
+            }
         )
     }
 }
@@ -275,6 +310,14 @@ pub struct Report {
     pub environment: Option<Environment>,
     pub placement: Option<Placement>,
     pub gates: GateSummary,
+    pub intervals: Intervals,
+    /// Where a sequential plan stopped each workload, and why.
+    #[serde(default)]
+    pub sequential: Vec<SequentialStop>,
+    /// The latest calibration (`blocklab calibrate`) of the machine the
+    /// campaign ran on, if it has one.
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
     pub effects: Vec<EffectRow>,
     pub missing_effects: Vec<MissingEffect>,
     pub absolutes: Vec<AbsoluteRow>,
@@ -285,32 +328,50 @@ pub struct Report {
 
 /// Builds the report of campaign `id` from the store.
 pub fn build(store: &Store, id: CampaignId) -> anyhow::Result<Report> {
+    build_with(store, id, |_| {})
+}
+
+/// Builds the report of campaign `id` with its sealed plan changed by
+/// `adjust` first (the calibration re-analyses stored A/A campaigns with the
+/// interval settings it calibrates).
+pub fn build_with(
+    store: &Store,
+    id: CampaignId,
+    adjust: impl FnOnce(&mut SealedPlan),
+) -> anyhow::Result<Report> {
     let campaign = store.campaign(id)?;
-    let plan: SealedPlan = store.sealed_plan(id)?;
+    let mut plan: SealedPlan = store.sealed_plan(id)?;
+    adjust(&mut plan);
     let records: Vec<RunRecord> = store
         .runs::<RunRecord>(id)?
         .into_iter()
         .map(|(_, r)| r)
         .collect();
-    Ok(analyse(
+    let mut report = analyse(
         campaign,
         plan,
         &records,
         store.blob(id, "environment")?,
         store.blob(id, "placement")?,
-    ))
+        store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),
+    );
+    report.calibration = latest_calibration(store, report.environment.as_ref())?;
+    Ok(report)
 }
 
-/// The analysis itself, from records in memory.
-pub fn analyse(
-    campaign: CampaignMeta,
-    plan: SealedPlan,
-    records: &[RunRecord],
-    environment: Option<Environment>,
-    placement: Option<Placement>,
-) -> Report {
-    // The final attempt of each slot is the one analysed; earlier ones stay in
-    // `runs` as reruns.
+/// The latest calibration of the machine `env` describes.
+fn latest_calibration(
+    store: &Store,
+    env: Option<&Environment>,
+) -> anyhow::Result<Option<Calibration>> {
+    match env {
+        Some(e) => Ok(store.latest_calibration(&e.hostname)?),
+        None => Ok(None),
+    }
+}
+
+/// The final attempt of each slot (earlier ones are reruns).
+fn finals(records: &[RunRecord]) -> BTreeMap<u32, &RunRecord> {
     let mut finals: BTreeMap<u32, &RunRecord> = BTreeMap::new();
     for r in records {
         let keep = finals
@@ -320,7 +381,193 @@ pub fn analyse(
             finals.insert(r.slot.slot, r);
         }
     }
+    finals
+}
+
+/// The successful final runs of `workload`: arm → block → result.
+fn ok_runs<'a>(
+    finals: &BTreeMap<u32, &'a RunRecord>,
+    workload: &str,
+) -> BTreeMap<&'a str, BTreeMap<u32, &'a RunResult>> {
+    let mut ok: BTreeMap<&str, BTreeMap<u32, &RunResult>> = BTreeMap::new();
+    for r in finals.values().filter(|r| r.slot.workload == workload) {
+        if let (RunStatus::Ok, Some(result)) = (r.status, &r.result) {
+            ok.entry(r.slot.arm.as_str())
+                .or_default()
+                .insert(r.slot.block, result);
+        }
+    }
+    ok
+}
+
+/// The paired values of `statistic` for `arm` against `base`, over the
+/// blocks both have.
+fn paired(
+    arm: &BTreeMap<u32, &RunResult>,
+    base: &BTreeMap<u32, &RunResult>,
+    s: &Statistic,
+) -> (Vec<f64>, Vec<f64>) {
+    arm.iter()
+        .filter_map(|(b, r)| Some(((s.of)(r), (s.of)(base.get(b)?))))
+        .unzip()
+}
+
+/// How the plan's intervals are computed, before any sequential look.
+fn intervals(spec: &crate::plan::spec::PlanSpec) -> Intervals {
+    let boot = &spec.bootstrap;
+    let family = spec.workloads.len() * statistics(spec).len();
+    let per_interval_level = boot.simultaneous.per_interval(boot.level, family);
+    let mut description = format!(
+        "{} intervals over blocks, nominal {}",
+        boot.method.describe(),
+        pct(boot.level)
+    );
+    match boot.simultaneous {
+        Simultaneous::None => description.push_str(
+            " per interval, with no correction for multiple comparisons and no aggregate across workloads",
+        ),
+        Simultaneous::Bonferroni => {
+            let _ = write!(
+                description,
+                " simultaneously for each arm's {family} intervals (workloads × statistics; Bonferroni: each at {})",
+                pct(per_interval_level)
+            );
+        }
+    }
+    if let Some(seq) = &spec.sequential {
+        let _ = write!(
+            description,
+            "; sequential: looks after each block from block {} to {}, each look's Student-t interval at the level a {} spending function leaves it, so the level holds under the stop rule (target ±{})",
+            seq.min_blocks,
+            spec.blocks,
+            seq.spending.key(),
+            pct(seq.target_half_width)
+        );
+    }
+    Intervals {
+        method: boot.method,
+        description,
+        level: boot.level,
+        simultaneous: boot.simultaneous,
+        family,
+        per_interval_level,
+    }
+}
+
+/// A share as a percentage with as many decimals as it needs (95%, 99.94%).
+fn pct(x: f64) -> String {
+    let p = 100.0 * x;
+    let mut s = format!("{p:.4}");
+    while s.ends_with('0') {
+        s.pop();
+    }
+    if s.ends_with('.') {
+        s.pop();
+    }
+    s + "%"
+}
+
+/// The level of a workload's intervals: the per-interval level, or in a
+/// sequential plan the level of its last look (after `blocks_run` blocks).
+fn workload_level(spec: &crate::plan::spec::PlanSpec, per_interval: f64, blocks_run: usize) -> f64 {
+    match &spec.sequential {
+        None => per_interval,
+        Some(seq) => stats::sequential::look_level(
+            per_interval,
+            seq.spending,
+            seq.min_blocks,
+            spec.blocks,
+            blocks_run.clamp(seq.min_blocks, spec.blocks),
+        ),
+    }
+}
+
+/// Blocks of `workload` the schedule has reached: one past the highest block
+/// with a final attempt.
+fn blocks_run(finals: &BTreeMap<u32, &RunRecord>, workload: &str) -> usize {
+    finals
+        .values()
+        .filter(|r| r.slot.workload == workload)
+        .map(|r| r.slot.block as usize + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The sequential rule after block `block` (from 0) of `workload`: stop when
+/// every primary effect's interval at this look is within the target, or
+/// when the maximum is reached; `None` to go on. Passed to the supervisor as
+/// its [`crate::run::supervisor::BlockCheck`].
+pub fn sequential_check(
+    plan: &SealedPlan,
+    records: &[RunRecord],
+    workload: &str,
+    block: u32,
+) -> Option<SequentialStop> {
     let spec = &plan.spec;
+    let seq = spec.sequential.as_ref()?;
+    let look = block as usize + 1;
+    if look < seq.min_blocks {
+        return None;
+    }
+    let finals = finals(records);
+    let ok = ok_runs(&finals, workload);
+    let baseline = &spec.arms[spec.baseline()].name;
+    let level = workload_level(spec, intervals(spec).per_interval_level, look);
+    let primary = spec.primary_statistics();
+    // The widest primary effect; `None` as its half-width when it could not
+    // be computed (missing runs), which counts as wider than any.
+    let mut widest: (String, Option<f64>) = (String::from("no effect"), Some(0.0));
+    for arm in spec.arms.iter().filter(|a| a.name != *baseline) {
+        for s in statistics(spec)
+            .iter()
+            .filter(|s| primary.iter().any(|p| p == s.name))
+        {
+            let half = match (ok.get(arm.name.as_str()), ok.get(baseline.as_str())) {
+                (Some(a), Some(b)) => {
+                    let (a, b) = paired(a, b, s);
+                    stats::paired_effect(&a, &b, s.lower_is_better, 1, 0, Method::StudentT, level)
+                        .ok()
+                        .map(|e| e.ci_high / e.ratio - 1.0)
+                }
+                _ => None,
+            };
+            let wider = match (half, widest.1) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(h), Some(w)) => h >= w,
+            };
+            if wider {
+                widest = (format!("{} / {}", arm.name, s.name), half);
+            }
+        }
+    }
+    let precise = widest.1.is_some_and(|w| w <= seq.target_half_width);
+    (precise || look >= spec.blocks).then(|| SequentialStop {
+        workload: workload.to_owned(),
+        blocks: look as u32,
+        max_blocks: spec.blocks as u32,
+        precise,
+        target_half_width: seq.target_half_width,
+        widest: widest.0,
+        widest_half_width: widest.1,
+        level,
+    })
+}
+
+/// The analysis itself, from records in memory.
+pub fn analyse(
+    campaign: CampaignMeta,
+    plan: SealedPlan,
+    records: &[RunRecord],
+    environment: Option<Environment>,
+    placement: Option<Placement>,
+    sequential: Vec<SequentialStop>,
+) -> Report {
+    // The final attempt of each slot is the one analysed; earlier ones stay in
+    // `runs` as reruns.
+    let finals = finals(records);
+    let spec = &plan.spec;
+    let interval_info = intervals(spec);
     let baseline = spec.arms[spec.baseline()].name.clone();
     let boot = &spec.bootstrap;
     let boot_seed = boot.seed.unwrap_or(spec.seed);
@@ -330,14 +577,12 @@ pub fn analyse(
     let mut positions = Vec::new();
     for workload in &spec.workloads {
         // ok[arm][block] = result
-        let mut ok: BTreeMap<&str, BTreeMap<u32, &RunResult>> = BTreeMap::new();
-        for r in finals.values().filter(|r| r.slot.workload == workload.name) {
-            if let (RunStatus::Ok, Some(result)) = (r.status, &r.result) {
-                ok.entry(r.slot.arm.as_str())
-                    .or_default()
-                    .insert(r.slot.block, result);
-            }
-        }
+        let ok = ok_runs(&finals, &workload.name);
+        let level = workload_level(
+            spec,
+            interval_info.per_interval_level,
+            blocks_run(&finals, &workload.name),
+        );
         for arm in &spec.arms {
             let runs = ok.get(arm.name.as_str());
             for s in statistics(spec) {
@@ -367,14 +612,8 @@ pub fn analyse(
                 });
                 continue;
             };
-            let blocks: Vec<u32> = arm_runs
-                .keys()
-                .filter(|b| base_runs.contains_key(b))
-                .copied()
-                .collect();
             for s in statistics(spec) {
-                let a: Vec<f64> = blocks.iter().map(|b| (s.of)(arm_runs[b])).collect();
-                let b: Vec<f64> = blocks.iter().map(|b| (s.of)(base_runs[b])).collect();
+                let (a, b) = paired(arm_runs, base_runs, s);
                 match stats::paired_effect(
                     &a,
                     &b,
@@ -382,7 +621,7 @@ pub fn analyse(
                     boot.resamples,
                     boot_seed,
                     boot.method,
-                    boot.level,
+                    level,
                 ) {
                     Ok(Effect {
                         ratio,
@@ -400,6 +639,7 @@ pub fn analyse(
                         ci_high,
                         blocks,
                         won,
+                        level,
                     }),
                     Err(e) => missing.push(MissingEffect {
                         workload: workload.name.clone(),
@@ -458,9 +698,20 @@ pub fn analyse(
         }
     }
 
+    let skipped_slots = plan
+        .schedule
+        .iter()
+        .filter(|slot| !finals.contains_key(&slot.slot))
+        .filter(|slot| {
+            sequential
+                .iter()
+                .any(|s| s.workload == slot.workload && slot.block >= s.blocks)
+        })
+        .count();
     let mut gates = GateSummary {
         runs: records.len(),
-        unfinished_slots: plan.schedule.len() - finals.len(),
+        unfinished_slots: plan.schedule.len() - finals.len() - skipped_slots,
+        skipped_slots,
         ..Default::default()
     };
     let mut runs = Vec::new();
@@ -508,7 +759,12 @@ pub fn analyse(
         });
     }
     (gates.steal_pct, gates.max_steal_pct) = steal(records.iter().map(|r| &r.telemetry));
-    let mut limits = limits(&plan, environment.as_ref(), placement.as_ref());
+    let mut limits = limits(
+        &plan,
+        &interval_info,
+        environment.as_ref(),
+        placement.as_ref(),
+    );
     let profiled: Vec<String> = runs
         .iter()
         .filter(|r| r.result.profile.is_some())
@@ -545,6 +801,9 @@ pub fn analyse(
         environment,
         placement,
         gates,
+        intervals: interval_info,
+        sequential,
+        calibration: None,
         effects,
         missing_effects: missing,
         absolutes,
@@ -557,19 +816,13 @@ pub fn analyse(
 /// What the design did not test, stated with every report.
 fn limits(
     plan: &SealedPlan,
+    intervals: &Intervals,
     env: Option<&Environment>,
     placement: Option<&Placement>,
 ) -> Vec<String> {
     let spec = &plan.spec;
     let mut out = vec![
-        format!(
-            "Intervals are nominal {:.0}% {} bootstrap intervals over blocks, per workload and statistic, with no correction for multiple comparisons and no aggregate across workloads.",
-            spec.bootstrap.level * 100.0,
-            match spec.bootstrap.method {
-                stats::Method::Percentile => "percentile",
-                stats::Method::Bca => "BCa",
-            }
-        ),
+        format!("Intervals are {}.", intervals.description),
         "No outliers were removed. Latency is closed-loop per transaction, including retries.".into(),
         "CPU through shutdown (E−A) includes startup, fixture, warmup and teardown; host heap figures count the blocklab process's Rust heap only (not plugin linear memory, not native libraries).".into(),
     ];
@@ -600,6 +853,68 @@ fn limits(
         out.push(format!("The machine has {} CPUs: runner and client cannot be isolated from the rest of the system.", e.online_cpus));
     }
     out
+}
+
+/// The noise floor of `workload` × `statistic` in calibration `c`, or a dash.
+fn noise_floor(c: &Calibration, workload: &str, statistic: &str) -> String {
+    c.rows
+        .iter()
+        .find(|r| r.workload == workload && r.statistic == statistic)
+        .map_or("—".into(), |r| crate::calibrate::fmt_pct(r.noise_floor))
+}
+
+/// Where and why a sequential plan stopped a workload, in one sentence.
+pub fn stop_sentence(stop: &SequentialStop) -> String {
+    let widest = format!(
+        "widest {} ±{}, intervals at {}",
+        stop.widest,
+        stop.widest_half_width
+            .map_or("?".into(), crate::calibrate::fmt_pct),
+        pct(stop.level)
+    );
+    if stop.precise && stop.blocks < stop.max_blocks {
+        format!(
+            "{} stopped after block {} of {}: every primary effect's interval within ±{} ({widest}); blocks {}–{} were left unrun",
+            stop.workload,
+            stop.blocks,
+            stop.max_blocks,
+            crate::calibrate::fmt_pct(stop.target_half_width),
+            stop.blocks + 1,
+            stop.max_blocks
+        )
+    } else if stop.precise {
+        format!(
+            "{} reached ±{} at its last block, {} ({widest})",
+            stop.workload,
+            crate::calibrate::fmt_pct(stop.target_half_width),
+            stop.max_blocks
+        )
+    } else {
+        format!(
+            "{} ran all {} blocks without every primary effect reaching ±{} ({widest})",
+            stop.workload,
+            stop.max_blocks,
+            crate::calibrate::fmt_pct(stop.target_half_width)
+        )
+    }
+}
+
+/// The machine's calibration, in one sentence.
+fn calibration_sentence(c: &Calibration) -> String {
+    let (covered, n) = c
+        .rows
+        .iter()
+        .fold((0, 0), |(a, b), r| (a + r.covered, b + r.intervals));
+    format!(
+        "calibration of this machine ({}): {} A/A campaigns of `{}` ({} blocks, {}), {covered}/{n} {} intervals at {} contained 1; the A/A noise floor is the half-width an interval gets with no effect (`blocklab calibrate`)",
+        c.machine,
+        c.campaigns.len(),
+        c.plan,
+        c.blocks,
+        c.measure,
+        c.method.describe(),
+        pct(c.level)
+    )
 }
 
 fn fmt_ratio(e: &EffectRow) -> String {
@@ -639,6 +954,7 @@ pub fn terminal(report: &Report) -> String {
         spec.blocks,
         &report.plan.hash[..12]
     );
+    let _ = writeln!(s, "intervals: {}", report.intervals.description);
     let window = spec.measure.mode == "window";
     let headline: &[&str] = if window {
         &["records_per_s", "ack_p99_latency"]
@@ -648,8 +964,12 @@ pub fn terminal(report: &Report) -> String {
     for stat in headline {
         let _ = writeln!(
             s,
-            "\n{stat}: ratio arm/{baseline} [{:.0}% interval] (blocks won); {}",
-            spec.bootstrap.level * 100.0,
+            "\n{stat}: ratio arm/{baseline} [{} interval] (blocks won); {}",
+            if spec.sequential.is_some() {
+                "sequential".to_owned()
+            } else {
+                pct(report.intervals.per_interval_level)
+            },
             if *stat == "records_per_s" {
                 "above 1 is more throughput"
             } else {
@@ -659,6 +979,9 @@ pub fn terminal(report: &Report) -> String {
         let _ = write!(s, "{:<18}", "workload");
         for arm in &arms {
             let _ = write!(s, " {:>30}", arm);
+        }
+        if report.calibration.is_some() {
+            let _ = write!(s, " {:>14}", "A/A noise ±");
         }
         let _ = writeln!(s);
         for w in &spec.workloads {
@@ -672,8 +995,17 @@ pub fn terminal(report: &Report) -> String {
                     .unwrap_or_else(|| "—".into());
                 let _ = write!(s, " {cell:>30}");
             }
+            if let Some(c) = &report.calibration {
+                let _ = write!(s, " {:>14}", noise_floor(c, &w.name, stat));
+            }
             let _ = writeln!(s);
         }
+    }
+    for stop in &report.sequential {
+        let _ = writeln!(s, "\nsequential: {}", stop_sentence(stop));
+    }
+    if let Some(c) = &report.calibration {
+        let _ = writeln!(s, "\n{}", calibration_sentence(c));
     }
     let _ = writeln!(s, "\nmedians of run-level statistics");
     let columns: [(&str, &str); 5] = if window {
@@ -800,16 +1132,22 @@ pub fn markdown(report: &Report) -> String {
         .unwrap_or_default();
     let _ = writeln!(
         s,
-        "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- bootstrap: {} resamples, seed {}, {:?}, level {}",
+        "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- intervals: {} (`method = \"{}\"`)",
         spec.seed,
         spec.blocks,
         spec.arms.len(),
         spec.workers,
-        spec.bootstrap.resamples,
-        spec.bootstrap.seed.unwrap_or(spec.seed),
-        spec.bootstrap.method,
-        spec.bootstrap.level
+        report.intervals.description,
+        spec.bootstrap.method.key(),
     );
+    if spec.bootstrap.method != Method::StudentT {
+        let _ = writeln!(
+            s,
+            "- bootstrap: {} resamples, seed {}",
+            spec.bootstrap.resamples,
+            spec.bootstrap.seed.unwrap_or(spec.seed)
+        );
+    }
     if !report.plan.overrides.is_empty() {
         let _ = writeln!(s, "- overrides: {}", report.plan.overrides.join(", "));
     }
@@ -821,18 +1159,50 @@ pub fn markdown(report: &Report) -> String {
     for f in &g.flagged {
         let _ = writeln!(s, "- flagged: {f}");
     }
-    let _ = writeln!(s, "\n## Results");
-    for w in &spec.workloads {
+    if !report.sequential.is_empty() {
+        let _ = writeln!(s, "\n## Sequential stopping\n");
+        for stop in &report.sequential {
+            let _ = writeln!(s, "- {}", stop_sentence(stop));
+        }
+    }
+    if let Some(c) = &report.calibration {
         let _ = writeln!(
             s,
-            "\n### {}\n\n| statistic | arm | ratio | interval | blocks won |\n|---|---|---|---|---|",
-            w.name
+            "\n## Calibration of this machine\n\n{}.\n\n{}",
+            calibration_sentence(c),
+            crate::calibrate::render(c)
+        );
+    }
+    let _ = writeln!(s, "\n## Results");
+    for w in &spec.workloads {
+        let calibrated = report.calibration.as_ref();
+        let _ = writeln!(
+            s,
+            "\n### {}\n\n| statistic | arm | ratio | interval | level | blocks won |{}\n|---|---|---|---|---|---|{}",
+            w.name,
+            if calibrated.is_some() {
+                " A/A noise floor (±) |"
+            } else {
+                ""
+            },
+            if calibrated.is_some() { "---|" } else { "" }
         );
         for e in report.effects.iter().filter(|e| e.workload == w.name) {
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.3} | {:.3} – {:.3} | {}/{} |",
-                e.statistic, e.arm, e.ratio, e.ci_low, e.ci_high, e.won, e.blocks
+                "| {} | {} | {:.3} | {:.3} – {:.3} | {} | {}/{} |{}",
+                e.statistic,
+                e.arm,
+                e.ratio,
+                e.ci_low,
+                e.ci_high,
+                pct(e.level),
+                e.won,
+                e.blocks,
+                calibrated.map_or(String::new(), |c| format!(
+                    " {} |",
+                    noise_floor(c, &w.name, &e.statistic)
+                ))
             );
         }
         let _ = writeln!(
@@ -931,6 +1301,28 @@ mod tests {
             ticks,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_plan_names_exactly_the_statistics_the_report_compares() {
+        let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\nmeasured_s = 1.0\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n";
+        for mode in ["transactions", "window"] {
+            let spec =
+                crate::plan::spec::PlanSpec::parse(text, &[format!("measure.mode=\"{mode}\"")])
+                    .unwrap();
+            let ours: Vec<&str> = statistics(&spec).iter().map(|s| s.name).collect();
+            assert_eq!(ours, spec.statistic_names(), "{mode}");
+            for primary in spec.primary_statistics() {
+                assert!(ours.contains(&primary.as_str()), "{mode}: {primary}");
+            }
+        }
+    }
+
+    #[test]
+    fn percentages_print_as_many_decimals_as_they_need() {
+        assert_eq!(pct(0.95), "95%");
+        assert_eq!(pct(1.0 - 0.05 / 7.0), "99.2857%");
+        assert_eq!(pct(0.999), "99.9%");
     }
 
     #[test]

@@ -36,6 +36,23 @@ pub(crate) fn blob(id: CampaignId, name: &str) -> Vec<u8> {
     out
 }
 
+/// `calibrations`: the machine's name in UTF-8, a 0 byte (which no hostname
+/// contains, so one machine's prefix never matches another's), then the time
+/// in ms: one machine's calibrations are contiguous and in time order.
+pub(crate) fn calibration(machine: &str, created_unix_ms: u64) -> Vec<u8> {
+    let mut out = calibration_prefix(machine);
+    out.extend_from_slice(&created_unix_ms.to_be_bytes());
+    out
+}
+
+/// The prefix of one machine's calibrations.
+pub(crate) fn calibration_prefix(machine: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(machine.len() + 9);
+    out.extend_from_slice(machine.as_bytes());
+    out.push(0);
+    out
+}
+
 pub(crate) fn decode_u64(bytes: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(bytes.try_into().ok()?))
 }

@@ -106,6 +106,7 @@ const BLOBS: &str = "blobs";
 const PROFILES: &str = "profiles";
 const QUEUE: &str = "queue";
 const QUEUED: &str = "queued";
+const CALIBRATIONS: &str = "calibrations";
 
 // Keys in `meta`.
 const SCHEMA_KEY: &[u8] = b"schema_version";
@@ -133,6 +134,7 @@ pub struct Store {
     /// salvaged store), deleted when the store is dropped; writes are
     /// refused.
     copy: Option<tempfile::TempDir>,
+    calibrations: sled::Tree,
 }
 
 impl fmt::Debug for Store {
@@ -192,6 +194,7 @@ impl Store {
             profiles: tree(PROFILES)?,
             queue: tree(QUEUE)?,
             queued: tree(QUEUED)?,
+            calibrations: tree(CALIBRATIONS)?,
             db,
             read_only: false,
             copy: None,
@@ -495,6 +498,40 @@ impl Store {
         match self.blobs.get(keys::blob(id, name))? {
             None => Ok(None),
             Some(v) => decode(&format!("blob `{name}` of campaign `{id}`"), &v).map(Some),
+        }
+    }
+
+    /// Stores a calibration of `machine` (its hostname) made at
+    /// `created_unix_ms`; a later one of the same machine supersedes it for
+    /// [`Store::latest_calibration`], and both are kept. Durable when it
+    /// returns.
+    pub fn put_calibration<T: Serialize>(
+        &self,
+        machine: &str,
+        created_unix_ms: u64,
+        value: &T,
+    ) -> Result<(), StoreError> {
+        let bytes = encode(&format!("calibration of `{machine}`"), value)?;
+        self.calibrations
+            .insert(keys::calibration(machine, created_unix_ms), bytes)?;
+        self.flush()
+    }
+
+    /// The most recent calibration of `machine`, `None` if it has none.
+    pub fn latest_calibration<T: DeserializeOwned>(
+        &self,
+        machine: &str,
+    ) -> Result<Option<T>, StoreError> {
+        match self
+            .calibrations
+            .scan_prefix(keys::calibration_prefix(machine))
+            .next_back()
+        {
+            None => Ok(None),
+            Some(entry) => {
+                let (_, v) = entry?;
+                decode(&format!("calibration of `{machine}`"), &v).map(Some)
+            }
         }
     }
 

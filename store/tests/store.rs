@@ -300,6 +300,33 @@ fn histograms_are_stored_per_attempt() {
 }
 
 #[test]
+fn the_latest_calibration_of_each_machine_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.latest_calibration::<Run>("host").unwrap(), None);
+        // Written out of time order: the latest is by time, not by write.
+        store.put_calibration("host", 2_000, &run("new")).unwrap();
+        store.put_calibration("host", 1_000, &run("old")).unwrap();
+        // A machine whose name extends another's is a different machine.
+        store
+            .put_calibration("host-2", 9_000, &run("other"))
+            .unwrap();
+        store.put_calibration("hos", 9_000, &run("short")).unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store.latest_calibration::<Run>("host").unwrap(),
+        Some(run("new"))
+    );
+    assert_eq!(
+        store.latest_calibration::<Run>("host-2").unwrap(),
+        Some(run("other"))
+    );
+    assert_eq!(store.latest_calibration::<Run>("ho").unwrap(), None);
+}
+
+#[test]
 fn profiles_are_stored_per_attempt_and_survive_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let id = {

@@ -5,7 +5,7 @@
 use crate::limits;
 use crate::plugin::grants::Grants;
 use crate::run::worker::{Measure, PluginSource, check_adapters};
-use crate::stats::Method;
+use crate::stats::{Method, Simultaneous, Spending};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -31,6 +31,10 @@ pub struct PlanSpec {
     pub measure: MeasureSpec,
     #[serde(default)]
     pub bootstrap: BootstrapSpec,
+    /// Stop each workload once its primary effects are precise enough
+    /// (docs/plans.md, "Sequential campaigns"). Absent: run every block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialSpec>,
     /// CPU groups; derived from the machine's topology when absent.
     #[serde(default)]
     pub cpus: Option<CpuSpec>,
@@ -116,6 +120,35 @@ pub struct BootstrapSpec {
     /// Nominal coverage of the intervals.
     #[serde(default = "level")]
     pub level: f64,
+    /// Whether the level holds per interval or for each arm's whole family
+    /// of workload × statistic intervals at once.
+    #[serde(default, skip_serializing_if = "Simultaneous::is_none")]
+    pub simultaneous: Simultaneous,
+}
+
+/// `[sequential]`: after each block (from `min_blocks` on), stop the
+/// workload once every primary effect's interval is within
+/// ±`target_half_width`; at most the plan's `blocks`. Intervals are
+/// Student-t at the levels the spending function gives each look.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequentialSpec {
+    /// Relative half-width to reach, e.g. 0.02 for ±2%.
+    pub target_half_width: f64,
+    /// The first look is after this many blocks (at least 2).
+    #[serde(default = "min_blocks")]
+    pub min_blocks: usize,
+    #[serde(default)]
+    pub spending: Spending,
+    /// The primary statistics; empty means the mode's headline ones
+    /// (`mean_latency` and `cpu_process`, or `records_per_s` and
+    /// `ack_p99_latency` in window mode).
+    #[serde(default)]
+    pub statistics: Vec<String>,
+}
+
+fn min_blocks() -> usize {
+    4
 }
 
 fn resamples() -> u32 {
@@ -133,6 +166,7 @@ impl Default for BootstrapSpec {
             seed: None,
             method: Method::default(),
             level: level(),
+            simultaneous: Simultaneous::default(),
         }
     }
 }
@@ -552,6 +586,9 @@ impl PlanSpec {
             }
         }
         crate::plan::design::orders(self.arms.len(), self.blocks, self.seed)?;
+        if let Some(seq) = &self.sequential {
+            self.validate_sequential(seq)?;
+        }
         Ok(())
     }
 
@@ -589,6 +626,81 @@ impl PlanSpec {
             }
         }
         out
+    }
+
+    fn validate_sequential(&self, seq: &SequentialSpec) -> anyhow::Result<()> {
+        if !(seq.target_half_width > 0.0 && seq.target_half_width < 1.0) {
+            bail!(
+                "`sequential.target_half_width = {}` must be a relative half-width between 0 and 1, e.g. 0.02 for ±2%",
+                seq.target_half_width
+            );
+        }
+        if self.arms.len() < 2 {
+            bail!(
+                "`[sequential]` stops when the arms' effects against the baseline are precise, but the plan has one arm; add an arm or remove `[sequential]`"
+            );
+        }
+        if seq.min_blocks < 2 || seq.min_blocks > self.blocks {
+            bail!(
+                "`sequential.min_blocks = {}` must be between 2 (a Student-t interval needs two blocks) and `blocks = {}`, the most blocks the campaign runs",
+                seq.min_blocks,
+                self.blocks
+            );
+        }
+        if self.bootstrap.method != Method::StudentT {
+            bail!(
+                "`sequential` needs Student-t intervals, whose levels the spending function sets per look; remove `bootstrap.method = \"{}\"` or set it to \"student-t\"",
+                self.bootstrap.method.key()
+            );
+        }
+        let known = self.statistic_names();
+        for name in &seq.statistics {
+            if !known.contains(&name.as_str()) {
+                bail!(
+                    "`sequential.statistics` names `{name}`, which this plan's measure mode does not compare; use some of {}",
+                    known.join(", ")
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The names of the statistics the plan's measure mode compares (the
+    /// report's tables hold their definitions and a test keeps the two in
+    /// step; a plan cannot look them up there without importing the report).
+    pub fn statistic_names(&self) -> &'static [&'static str] {
+        if self.measure.mode == "window" {
+            &[
+                "records_per_s",
+                "bytes_per_s",
+                "ack_p50_latency",
+                "ack_p99_latency",
+                "writes_per_record",
+                "cpu_per_record",
+            ]
+        } else {
+            &[
+                "mean_latency",
+                "p99_latency",
+                "throughput",
+                "cpu_measured",
+                "cpu_process",
+                "alloc_bytes",
+                "allocs",
+            ]
+        }
+    }
+
+    /// The primary statistics of a sequential plan: the ones it names, or
+    /// the mode's headline statistics.
+    pub fn primary_statistics(&self) -> Vec<String> {
+        match &self.sequential {
+            Some(seq) if !seq.statistics.is_empty() => seq.statistics.clone(),
+            _ if self.measure.mode == "window" => {
+                vec!["records_per_s".into(), "ack_p99_latency".into()]
+            }
+            _ => vec!["mean_latency".into(), "cpu_process".into()],
+        }
     }
 
     /// The workload source of `workload` in `arm`: the arm's plugin, else the

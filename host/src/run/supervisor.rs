@@ -94,6 +94,41 @@ impl Event {
     }
 }
 
+/// Where a sequential plan stopped one workload (docs/plans.md, "Sequential
+/// campaigns"), stored with the campaign (blob `sequential`, a list) so that
+/// a resume does not run the blocks the rule left out and the report can say
+/// why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialStop {
+    pub workload: String,
+    /// Blocks run when the rule decided (its last look).
+    pub blocks: u32,
+    /// The plan's `blocks`: the most the rule could run.
+    pub max_blocks: u32,
+    /// Every primary effect reached the target; false when the maximum was
+    /// reached without it.
+    pub precise: bool,
+    /// The target relative half-width.
+    pub target_half_width: f64,
+    /// The widest primary effect at the last look, e.g. `wasm / mean_latency`.
+    pub widest: String,
+    /// Its relative half-width (upper end / ratio − 1); `None` when it could
+    /// not be computed (runs missing).
+    pub widest_half_width: Option<f64>,
+    /// The coverage of the last look's intervals (the spending function's
+    /// share of the plan's level).
+    pub level: f64,
+}
+
+/// The sequential rule's decision after a complete block: given the plan,
+/// every stored attempt, the workload and the block (from 0) just finished,
+/// where to stop, or `None` to go on. The report owns the statistics, so the
+/// caller passes `crate::report::sequential_check` in.
+pub type BlockCheck = fn(&SealedPlan, &[RunRecord], &str, u32) -> Option<SequentialStop>;
+
+/// The blob key of the sequential rule's stops.
+pub const SEQUENTIAL_BLOB: &str = "sequential";
+
 /// Knobs of one execution of a campaign.
 pub struct Options {
     /// Where compiled plugins are cached.
@@ -108,6 +143,9 @@ pub struct Options {
     /// Runs to profile (`--profile`), and at how many Hz.
     pub profile: Selection,
     pub profile_hz: u32,
+    /// Decides where a sequential plan stops (needed for plans with
+    /// `[sequential]`).
+    pub block_check: Option<BlockCheck>,
 }
 
 impl Default for Options {
@@ -119,6 +157,7 @@ impl Default for Options {
             interrupt: Interrupt::default(),
             profile: Selection::default(),
             profile_hz: super::profile::DEFAULT_HZ,
+            block_check: None,
         }
     }
 }
@@ -159,6 +198,14 @@ pub fn execute(
     plan.spec
         .validate()
         .with_context(|| format!("campaign {id}'s sealed plan cannot run with this blocklab"))?;
+    let sequential = match (&plan.spec.sequential, options.block_check) {
+        (None, _) => None,
+        (Some(_), Some(check)) => Some(check),
+        (Some(_), None) => {
+            bail!("campaign {id} has a `[sequential]` rule but this caller gave no block check")
+        }
+    };
+    let mut stops: Vec<SequentialStop> = store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default();
     let targets = || plan.spec.arms.iter().map(|a| &a.target);
     let needs_server = LocalServers::needed(targets());
     let placement = Placement::resolve(plan.spec.cpus.as_ref(), needs_server)?;
@@ -227,6 +274,10 @@ pub fn execute(
     for slot in plan.schedule.iter().filter(|s| !finished.contains(&s.slot)) {
         if let Some(signal) = options.interrupt.signal() {
             return interrupted(signal);
+        }
+        // Blocks after a sequential stop stay unrun, by design.
+        if stops.iter().any(|s| s.workload == slot.workload) {
+            continue;
         }
         if options.cancel.load(Ordering::Relaxed) {
             store.set_status(id, CampaignStatus::Cancelled)?;
@@ -383,6 +434,20 @@ pub fn execute(
                 return Ok(Outcome::Stopped(why));
             }
             break;
+        }
+        // The last position of a block completes it: the sequential rule looks.
+        if let Some(check) = sequential
+            && slot.position as usize + 1 == plan.spec.arms.len()
+        {
+            let records: Vec<RunRecord> = store
+                .runs::<RunRecord>(id)?
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect();
+            if let Some(stop) = check(&plan, &records, &slot.workload, slot.block) {
+                stops.push(stop);
+                store.put_blob(id, SEQUENTIAL_BLOB, &stops)?;
+            }
         }
     }
     store.set_status(id, CampaignStatus::Finished)?;

@@ -84,6 +84,7 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
         cache_dir: state.0.cache_dir.clone(),
         cancel,
         profile,
+        block_check: Some(crate::report::sequential_check),
         ..Options::default()
     };
     let mut observe = |e: &supervisor::Event| {

@@ -1,11 +1,16 @@
 //! Statistics: run-level summaries, paired effects of arms against the
-//! baseline, and their bootstrap intervals over blocks, as the measurement
-//! method (METHOD.md, "Estimands") specifies.
+//! baseline and their intervals over blocks, sequential looks, and the
+//! simulation that chose the default interval, as the measurement method
+//! (METHOD.md, "Estimands"; docs/method.md, "Intervals") specifies.
 //!
 //! - [`median`], [`geometric_mean`]: absolute values per arm.
 //! - [`paired_effect`]: geometric mean over blocks of arm/baseline, with a
-//!   percentile or BCa bootstrap interval over blocks and the blocks won.
+//!   Student-t (default), percentile or BCa bootstrap interval over blocks
+//!   and the blocks won.
 //! - [`position_effects`]: the order/carry-over diagnostic, pooled over arms.
+//! - [`sequential`]: the coverage each look of a sequential campaign gets.
+//! - [`simulate`]: synthetic campaigns with known effects, for the coverage
+//!   of each method.
 //!
 //! Everything here is a pure function of its inputs and the seed: no I/O, no
 //! clock, and the bootstrap draws depend only on the ChaCha8 stream, so a
@@ -13,9 +18,21 @@
 
 mod bootstrap;
 mod effect;
+mod family;
 mod normal;
+pub mod sequential;
+pub mod simulate;
+mod student;
 mod summary;
 
 pub use bootstrap::{DEFAULT_LEVEL, DEFAULT_RESAMPLES, Method};
-pub use effect::{Effect, StatsError, paired_effect, position_effects};
+pub use effect::{Effect, StatsError, paired_effect, position_effects, student_t_interval};
+pub use family::Simultaneous;
+pub use sequential::Spending;
 pub use summary::{geometric_mean, median};
+
+/// The t quantile, for sizing campaigns (the minimum detectable effect and
+/// the block count a precision needs).
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    student::quantile(p, df)
+}

@@ -13,6 +13,7 @@ mod kv_conformance;
 #[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
 mod hostile;
+mod intervals;
 mod plugins;
 mod store_damage;
 mod support;
