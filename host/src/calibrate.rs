@@ -21,6 +21,7 @@ use blocklab_store::{CampaignId, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 /// What A/A campaigns of one plan's shape showed on one machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +87,8 @@ pub struct PlanInput {
     /// Where it came from, for the sealed plans' `source`.
     pub source: String,
     pub overrides: Vec<String>,
+    /// The compiled-component cache sealing loads plugins through.
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// How to calibrate.
@@ -140,6 +143,7 @@ pub fn calibrate(
                 plan.overrides.clone(),
                 &plan.source,
                 &plan.bytes,
+                plan.cache_dir.clone(),
             )?;
             let meta = sealed.create_campaign(store)?;
             let outcome = supervisor::execute(store, meta.id, options, observe)?;

@@ -1092,11 +1092,10 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let store = open_store(&args.data)?;
-    let bytes = std::fs::read(&args.plan)
-        .with_context(|| format!("cannot read plan `{}`", args.plan.display()))?;
-    let text = String::from_utf8(bytes.clone())
+    let bytes = crate::limits::read_plan(&args.plan)?;
+    let text = std::str::from_utf8(&bytes)
         .with_context(|| format!("plan `{}` is not UTF-8 text", args.plan.display()))?;
-    let spec = crate::plan::spec::PlanSpec::parse(&text, &args.overrides)
+    let spec = crate::plan::spec::PlanSpec::parse(text, &args.overrides)
         .with_context(|| format!("in plan `{}`", args.plan.display()))?;
     let options = crate::run::supervisor::Options {
         cache_dir: args.cache_dir.clone().or_else(Runtime::default_cache_dir),
@@ -1114,6 +1113,7 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         bytes,
         source: format!("calibrate {}", args.plan.display()),
         overrides: args.overrides.clone(),
+        cache_dir: options.cache_dir.clone(),
     };
     let calibration = crate::calibrate::calibrate(
         &store,

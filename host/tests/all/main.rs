@@ -9,11 +9,11 @@ mod daemon_limits;
 mod daemon_support;
 mod exit_codes;
 mod grpc;
+mod hostile;
+mod intervals;
 mod kv_conformance;
 #[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
-mod hostile;
-mod intervals;
 mod plugins;
 mod store_damage;
 mod support;
