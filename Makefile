@@ -98,8 +98,9 @@ vendor-web:
 	cp $(CARGO_TARGET_DIR)/uplot/package/dist/uPlot.iife.min.js $(CARGO_TARGET_DIR)/uplot/package/dist/uPlot.min.css web/vendor/
 	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
 
-## test: the whole suite (unit, integration, browser, the fdb feature's type-check).
-test: plugins check-fdb deps-browser deps-python
+## test: the whole suite (formatting and clippy first, then unit, integration,
+## browser, the fdb feature's type-check).
+test: lint plugins check-fdb deps-browser deps-python
 	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
@@ -108,10 +109,11 @@ test: plugins check-fdb deps-browser deps-python
 bench-boundary: plugins
 	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) bench -p blocklab --bench boundary
 
-## lint: formatting and clippy (host, store, SDK and every plugin crate), as CI would want them.
-lint:
+## lint: formatting and clippy -D warnings (host, store, SDK and every plugin
+## crate); `make test` runs it first, so CI fails on either.
+lint: deps-wasm
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy -p blocklab -p blocklab-store --all-targets -- -D warnings
+	$(CARGO) clippy -p blocklab -p blocklab-store -p blocklab-kv-contract --all-targets -- -D warnings
 	$(CARGO) clippy --target $(WASM_TARGET) -p blocklab-sdk $(addprefix -p ,$(PLUGIN_NAMES)) -- -D warnings
 
 include mk/fdb.mk
