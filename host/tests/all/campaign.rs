@@ -1,7 +1,7 @@
 //! Campaigns end to end (issue 3): real worker processes, a real sled store,
 //! the report's JSON.
 
-use crate::support::{blocklab, campaign, effect, plugin, report, run};
+use crate::support::{blocklab, campaign, effect, plugin, report, resume, run};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
@@ -232,16 +232,7 @@ fn a_killed_campaign_resumes_without_losing_stored_runs() {
     );
     assert!(before["gates"]["unfinished_slots"].as_u64().unwrap() > 0);
 
-    let r = run(blocklab()
-        .args([
-            "campaign",
-            "--progress",
-            "none",
-            "--resume",
-            "latest",
-            "--data",
-        ])
-        .arg(&data));
+    let r = resume(&data);
     assert!(r.ok, "{}", r.stderr);
     let after = report(&data);
     let runs = after["runs"].as_array().unwrap();
@@ -361,19 +352,7 @@ fn a_resume_after_a_changed_plugin_is_refused_with_the_changed_file() {
     start_and_kill_after(&data, &p, 1);
     // Another build lands where the sealed plugin was.
     std::fs::copy(plugin("misbehave"), &copy).unwrap();
-    let resume = || {
-        run(blocklab()
-            .args([
-                "campaign",
-                "--progress",
-                "none",
-                "--resume",
-                "latest",
-                "--data",
-            ])
-            .arg(&data))
-    };
-    let r = resume();
+    let r = resume(&data);
     crate::support::assert_error(
         &r,
         &[
@@ -387,7 +366,7 @@ fn a_resume_after_a_changed_plugin_is_refused_with_the_changed_file() {
     assert_eq!(report(&data)["runs"].as_array().unwrap().len(), 1);
     // Restored, the same resume runs the rest.
     std::fs::copy(plugin("kv-basic"), &copy).unwrap();
-    let r = resume();
+    let r = resume(&data);
     assert!(r.ok, "{}", r.stderr);
     let rep = report(&data);
     let runs = rep["runs"].as_array().unwrap();

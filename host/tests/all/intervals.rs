@@ -3,7 +3,7 @@
 //! record why, and `blocklab calibrate` runs A/A campaigns, stores the
 //! machine's calibration and reports show it.
 
-use crate::support::{assert_error, blocklab, campaign, effect, report, run};
+use crate::support::{assert_error, blocklab, campaign, effect, report, resume, run};
 use std::path::{Path, PathBuf};
 
 /// A builtin `get100` plan with quick gates; `extra` is appended (arms,
@@ -161,16 +161,7 @@ inject_busy_ns = 200000
         r.stdout
     );
     // A resume has nothing left to run.
-    let again = run(blocklab()
-        .args([
-            "campaign",
-            "--progress",
-            "none",
-            "--resume",
-            "latest",
-            "--data",
-        ])
-        .arg(&data));
+    let again = resume(&data);
     assert!(again.ok, "{}", again.stderr);
     assert_eq!(
         report(&data)["runs"].as_array().unwrap().len() as u64,

@@ -143,6 +143,20 @@ pub fn campaign(data: &Path, plan: &Path, extra: &[&str]) -> Run {
         .arg(plan))
 }
 
+/// `blocklab campaign --resume latest` on the store in `data`, quietly.
+pub fn resume(data: &Path) -> Run {
+    run(blocklab()
+        .args([
+            "campaign",
+            "--progress",
+            "none",
+            "--resume",
+            "latest",
+            "--data",
+        ])
+        .arg(data))
+}
+
 /// The latest campaign's report in `data`, as JSON.
 pub fn report(data: &Path) -> serde_json::Value {
     let r = run(blocklab()
