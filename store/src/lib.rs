@@ -259,14 +259,9 @@ impl Store {
 
     /// Every campaign, ascending id.
     pub fn campaigns(&self) -> Result<Vec<CampaignMeta>, StoreError> {
-        self.campaigns
-            .iter()
-            .map(|kv| {
-                let (k, v) = kv?;
-                let id = keys::decode_u64(&k)
-                    .ok_or_else(|| malformed("a campaign key", "not 8 bytes"))?;
-                decode(&format!("campaign `{id}`"), &v)
-            })
+        self.campaign_entries()?
+            .into_iter()
+            .map(|(_, meta)| meta)
             .collect()
     }
 
