@@ -11,12 +11,14 @@
 //! - [`calibrate`]: A/A campaigns on the machine: coverage, noise floor,
 //!   detectable effects, block counts.
 //! - [`serve`]: the daemon: JSON API, job queue, SSE progress, web UI.
+//! - [`machine`]: CPU placement, CPU time, the counting allocator.
 //! - [`limits`]: the caps on sizes and durations input may ask for.
 //! - [`cli`]: the command line.
 
 pub mod calibrate;
 pub mod cli;
 pub mod limits;
+pub mod machine;
 pub mod plan;
 pub mod plugin;
 pub mod report;

@@ -4,10 +4,10 @@
 //! names are a stable interface (docs/reports.md).
 
 use crate::calibrate::Calibration;
+use crate::machine::placement::{Placement, format_cpu_list};
 use crate::plan::seal::SealedPlan;
 use crate::run::RunResult;
 use crate::run::gates::Environment;
-use crate::run::placement::{Placement, format_cpu_list};
 use crate::run::supervisor::{RunRecord, RunStatus, SEQUENTIAL_BLOB, SequentialStop};
 use crate::stats::{self, Effect, Method, Simultaneous};
 use blocklab_store::{CampaignId, CampaignMeta, Store};
