@@ -1140,7 +1140,7 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &calibration)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", crate::calibrate::render(&calibration))?;
+        write!(out, "{}", crate::report::calibration::render(&calibration))?;
         writeln!(
             out,
             "\nstored as the latest calibration of `{}`: reports of campaigns run on it show it beside their results",
