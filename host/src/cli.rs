@@ -7,9 +7,11 @@
 //! campaign finished but runs failed or too many transactions did, and 128
 //! plus the signal's number when a campaign was interrupted.
 
+use crate::plan::spec::Measure;
 use crate::plugin::WorkloadInfo;
+use crate::plugin::source::{self, PluginSource};
 use crate::plugin::wasm::{Limits, Runtime};
-use crate::run::worker::{self, Measure, PluginSource, RunSpec};
+use crate::run::worker::{self, RunSpec};
 use crate::target::TargetSpec;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -624,7 +626,7 @@ fn list_workloads(
     limits: &LimitArgs,
     grants: &GrantArgs,
 ) -> anyhow::Result<Vec<WorkloadInfo>> {
-    worker::workload_infos(
+    source::workload_infos(
         source,
         &[],
         limits.limits(),
@@ -764,8 +766,8 @@ fn plugin(command: PluginCommand) -> anyhow::Result<ExitCode> {
 
 fn grpc_ingest(args: GrpcIngestArgs) -> anyhow::Result<ExitCode> {
     if let Some(list) = &args.cpus {
-        let cpus = crate::run::placement::parse_cpu_list(list).context("in `--cpus`")?;
-        crate::run::placement::pin_current(&cpus)
+        let cpus = crate::machine::placement::parse_cpu_list(list).context("in `--cpus`")?;
+        crate::machine::placement::pin_current(&cpus)
             .with_context(|| format!("cannot pin the server to CPUs `{list}`"))?;
     }
     let listener = std::net::TcpListener::bind(args.listen).with_context(|| {
@@ -1138,7 +1140,7 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &calibration)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", crate::calibrate::render(&calibration))?;
+        write!(out, "{}", crate::report::calibration::render(&calibration))?;
         writeln!(
             out,
             "\nstored as the latest calibration of `{}`: reports of campaigns run on it show it beside their results",
@@ -1371,7 +1373,7 @@ mod tests {
         let quick = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quick.toml");
         let mut spec = crate::plan::spec::PlanSpec::load(&quick, &[]).unwrap();
         // Every optional section present, so its keys are listed.
-        spec.cpus = Some(crate::plan::spec::CpuSpec {
+        spec.cpus = Some(crate::machine::placement::CpuSpec {
             runner: "0".into(),
             client: "1".into(),
             server: Some("1".into()),

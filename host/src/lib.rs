@@ -11,12 +11,19 @@
 //! - [`calibrate`]: A/A campaigns on the machine: coverage, noise floor,
 //!   detectable effects, block counts.
 //! - [`serve`]: the daemon: JSON API, job queue, SSE progress, web UI.
+//! - [`machine`]: CPU placement, CPU time, the counting allocator.
 //! - [`limits`]: the caps on sizes and durations input may ask for.
 //! - [`cli`]: the command line.
+//!
+//! Each module uses only modules below it (the layer table in
+//! docs/architecture.md; `cargo test -p blocklab --lib layers` checks it).
 
 pub mod calibrate;
 pub mod cli;
+#[cfg(test)]
+mod layers;
 pub mod limits;
+pub mod machine;
 pub mod plan;
 pub mod plugin;
 pub mod report;

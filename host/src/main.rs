@@ -2,7 +2,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 #[global_allocator]
-static ALLOC: blocklab::run::alloc::CountingAlloc = blocklab::run::alloc::CountingAlloc;
+static ALLOC: blocklab::machine::alloc::CountingAlloc = blocklab::machine::alloc::CountingAlloc;
 
 fn main() -> ExitCode {
     match blocklab::cli::main() {

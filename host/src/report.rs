@@ -3,14 +3,16 @@
 //! tables, markdown, JSON or CSV (METHOD.md, "Reporting"). The JSON field
 //! names are a stable interface (docs/reports.md).
 
-use crate::calibrate::Calibration;
+pub mod calibration;
+
+use crate::machine::placement::{Placement, format_cpu_list};
 use crate::plan::seal::SealedPlan;
 use crate::run::RunResult;
 use crate::run::gates::Environment;
-use crate::run::placement::{Placement, format_cpu_list};
 use crate::run::supervisor::{RunRecord, RunStatus, SEQUENTIAL_BLOB, SequentialStop};
 use crate::stats::{self, Effect, Method, Simultaneous};
 use blocklab_store::{CampaignId, CampaignMeta, Store};
+use calibration::Calibration;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -860,7 +862,7 @@ fn noise_floor(c: &Calibration, workload: &str, statistic: &str) -> String {
     c.rows
         .iter()
         .find(|r| r.workload == workload && r.statistic == statistic)
-        .map_or("—".into(), |r| crate::calibrate::fmt_pct(r.noise_floor))
+        .map_or("—".into(), |r| calibration::fmt_pct(r.noise_floor))
 }
 
 /// Where and why a sequential plan stopped a workload, in one sentence.
@@ -869,7 +871,7 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
         "widest {} ±{}, intervals at {}",
         stop.widest,
         stop.widest_half_width
-            .map_or("?".into(), crate::calibrate::fmt_pct),
+            .map_or("?".into(), calibration::fmt_pct),
         pct(stop.level)
     );
     if stop.precise && stop.blocks < stop.max_blocks {
@@ -878,7 +880,7 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
             stop.workload,
             stop.blocks,
             stop.max_blocks,
-            crate::calibrate::fmt_pct(stop.target_half_width),
+            calibration::fmt_pct(stop.target_half_width),
             stop.blocks + 1,
             stop.max_blocks
         )
@@ -886,7 +888,7 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
         format!(
             "{} reached ±{} at its last block, {} ({widest})",
             stop.workload,
-            crate::calibrate::fmt_pct(stop.target_half_width),
+            calibration::fmt_pct(stop.target_half_width),
             stop.max_blocks
         )
     } else {
@@ -894,7 +896,7 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
             "{} ran all {} blocks without every primary effect reaching ±{} ({widest})",
             stop.workload,
             stop.max_blocks,
-            crate::calibrate::fmt_pct(stop.target_half_width)
+            calibration::fmt_pct(stop.target_half_width)
         )
     }
 }
@@ -1170,7 +1172,7 @@ pub fn markdown(report: &Report) -> String {
             s,
             "\n## Calibration of this machine\n\n{}.\n\n{}",
             calibration_sentence(c),
-            crate::calibrate::render(c)
+            calibration::render(c)
         );
     }
     let _ = writeln!(s, "\n## Results");

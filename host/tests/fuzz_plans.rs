@@ -12,9 +12,9 @@
 //! Its own test binary, because it counts the process's allocations.
 
 use blocklab::limits;
+use blocklab::machine::alloc::{AllocCount, CountingAlloc};
 use blocklab::plan::seal::{self, SealedPlan};
 use blocklab::plan::spec::PlanSpec;
-use blocklab::run::alloc::{AllocCount, CountingAlloc};
 use proptest::prelude::*;
 use std::path::Path;
 

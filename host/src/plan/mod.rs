@@ -1,6 +1,7 @@
 //! Plans: the campaign spec, its balanced schedule of arm orders, and sealing.
 
 pub mod design;
+pub mod inputs;
 pub mod seal;
 pub mod spec;
 

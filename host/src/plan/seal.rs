@@ -5,9 +5,10 @@
 use super::design;
 use super::spec::PlanSpec;
 use crate::limits;
+use crate::plan::inputs::{input_files, sha256_file};
 use crate::plugin::compose;
+use crate::plugin::source::{PluginSource, check_workload, workload_infos};
 use crate::plugin::wasm::Limits;
-use crate::run::worker::{PluginSource, check_workload, input_files, sha256_file, workload_infos};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -139,7 +140,7 @@ fn seal_unclipped(
     spec.validate()?;
     resolve_plugins(&mut spec)?;
     // CPU groups are checked against this machine before anything is stored.
-    crate::run::placement::Placement::resolve(spec.cpus.as_ref(), false)?;
+    crate::machine::placement::Placement::resolve(spec.cpus.as_ref(), false)?;
     check_plugins(&spec, cache_dir)?;
     let schedule = schedule(&spec)?;
     let mut inputs = BTreeMap::new();

@@ -3,8 +3,9 @@
 //! `--set path=value` overrides applied before parsing and recorded.
 
 use crate::limits;
+use crate::machine::placement::CpuSpec;
 use crate::plugin::grants::Grants;
-use crate::run::worker::{Measure, PluginSource, check_adapters};
+use crate::plugin::source::{PluginSource, check_adapters};
 use crate::stats::{Method, Simultaneous, Spending};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
@@ -169,16 +170,6 @@ impl Default for BootstrapSpec {
             simultaneous: Simultaneous::default(),
         }
     }
-}
-
-/// `[cpus]`: CPU lists such as "0-1" or "8-15,24".
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CpuSpec {
-    pub runner: String,
-    pub client: String,
-    #[serde(default)]
-    pub server: Option<String>,
 }
 
 /// What a gate does when it does not pass in time.
@@ -837,6 +828,41 @@ fn apply_override(table: &mut toml::Table, text: &str) -> anyhow::Result<()> {
     }
     node.insert((*last).to_owned(), value);
     Ok(())
+}
+
+/// How long a run warms up and measures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum Measure {
+    /// Closed loop: `warmup` then `measured` transactions in total over all
+    /// workers.
+    Transactions { warmup: u64, measured: u64 },
+    /// Fixed wall-clock windows.
+    Window { warmup_s: f64, measured_s: f64 },
+}
+
+impl Measure {
+    /// Range-checks window mode's durations (`names`: the warmup and
+    /// measured keys or flags, for the message), so they convert to a
+    /// [`Duration`] and end within [`limits::MEASURE_S`].
+    pub fn check(&self, names: (&str, &str)) -> anyhow::Result<()> {
+        if let Measure::Window {
+            warmup_s,
+            measured_s,
+        } = *self
+        {
+            limits::seconds(names.0, warmup_s, false, limits::MEASURE_S)?;
+            limits::seconds(names.1, measured_s, true, limits::MEASURE_S)?;
+        }
+        Ok(())
+    }
+
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Measure::Transactions { .. } => "transactions",
+            Measure::Window { .. } => "window",
+        }
+    }
 }
 
 #[cfg(test)]

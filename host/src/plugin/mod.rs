@@ -12,6 +12,7 @@ pub mod env;
 pub mod grants;
 pub mod inspect;
 pub mod scaffold;
+pub mod source;
 pub mod wasm;
 
 use serde::{Deserialize, Serialize};

@@ -223,9 +223,9 @@ impl Environment {
             kernel: read("/proc/sys/kernel/osrelease").unwrap_or_else(|_| "unknown".into()),
             governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
                 .unwrap_or_else(|_| "unavailable (no cpufreq: a VM?)".into()),
-            smt_layout: super::placement::sibling_groups()
+            smt_layout: crate::machine::placement::sibling_groups()
                 .iter()
-                .map(|g| super::placement::format_cpu_list(g))
+                .map(|g| crate::machine::placement::format_cpu_list(g))
                 .collect(),
             online_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             memory_gib,

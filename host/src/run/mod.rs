@@ -1,12 +1,9 @@
 //! Runs: the worker that performs one measured run in one process, and (in
 //! campaigns) the supervisor that spawns a fresh pinned worker per run.
 
-pub mod alloc;
 pub mod boundary;
-pub mod cpu;
 pub mod gates;
 pub mod interrupt;
-pub mod placement;
 pub mod profile;
 pub mod progress;
 pub mod result;
@@ -15,4 +12,4 @@ pub mod verdict;
 pub mod worker;
 
 pub use result::RunResult;
-pub use worker::{Measure, PluginSource, RunSpec};
+pub use worker::RunSpec;

@@ -28,7 +28,7 @@ pub struct Cpu {
     pub involuntary_switches: u64,
 }
 
-/// Host heap per measured transaction (see `run::alloc` for what it counts).
+/// Host heap per measured transaction (see `machine::alloc` for what it counts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Alloc {
     pub bytes_per_txn: f64,

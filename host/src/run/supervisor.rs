@@ -10,10 +10,11 @@
 use super::RunResult;
 use super::gates::{self, Quiescence, Telemetry};
 use super::interrupt::Interrupt;
-use super::placement::{self, Placement};
 use super::profile::Selection;
-use super::worker::{Measure, RunSpec};
+use super::worker::RunSpec;
+use crate::machine::placement::{self, Placement};
 use crate::plan::seal::{SealedPlan, Slot};
+use crate::plan::spec::Measure;
 use crate::plan::spec::{OnFail, OnRunFailure};
 use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
@@ -464,7 +465,7 @@ fn changed_inputs(plan: &SealedPlan) -> Vec<String> {
             !matches!(name.as_str(), "plan" | "blocklab") && !name.starts_with("composed:")
         })
         .filter_map(|(name, sealed)| {
-            let now = match super::worker::sha256_file(std::path::Path::new(name)) {
+            let now = match crate::plan::inputs::sha256_file(std::path::Path::new(name)) {
                 Ok(found) if found == *sealed => return None,
                 Ok(found) => format!("sha256 {found}"),
                 Err(_) => "missing or unreadable".to_owned(),

@@ -3,96 +3,31 @@
 //! it directly; the campaign supervisor calls it in a fresh pinned child
 //! (`blocklab worker`).
 
-use super::alloc::AllocCount;
-use super::cpu::{self, Usage};
 use super::profile::Sampler;
 use super::result::{Alloc, ClientRuntime, Cpu, Latency, RunResult, WindowStats};
 use crate::limits;
+use crate::machine::alloc::AllocCount;
+use crate::machine::cpu::{self, Usage};
+use crate::plan::inputs::{input_files, sha256_file};
+use crate::plan::spec::Measure;
+use crate::plugin::Instance;
 use crate::plugin::builtin::Builtin;
 use crate::plugin::builtin_grpc::BuiltinGrpc;
 use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
+use crate::plugin::source::{PluginSource, check_adapters, check_workload};
 use crate::plugin::wasm::{Limits, Runtime, WorkloadFailed};
-use crate::plugin::{Instance, WorkloadInfo};
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Serializer as _;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// Where a run's workloads come from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PluginSource {
-    /// The native reference implementations inside the host.
-    Builtin,
-    /// A workload component.
-    Wasm(PathBuf),
-}
-
-impl PluginSource {
-    /// `builtin` or a path, as on the command line and in plans.
-    pub fn parse(text: &str) -> PluginSource {
-        if text == "builtin" {
-            PluginSource::Builtin
-        } else {
-            PluginSource::Wasm(PathBuf::from(text))
-        }
-    }
-
-    /// The name shown in results: `builtin` or the file name.
-    pub fn label(&self) -> String {
-        match self {
-            PluginSource::Builtin => "builtin".into(),
-            PluginSource::Wasm(path) => path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| path.display().to_string()),
-        }
-    }
-}
-
-/// How long a run warms up and measures.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "kebab-case")]
-pub enum Measure {
-    /// Closed loop: `warmup` then `measured` transactions in total over all
-    /// workers.
-    Transactions { warmup: u64, measured: u64 },
-    /// Fixed wall-clock windows.
-    Window { warmup_s: f64, measured_s: f64 },
-}
-
-impl Measure {
-    /// Range-checks window mode's durations (`names`: the warmup and
-    /// measured keys or flags, for the message), so they convert to a
-    /// [`Duration`] and end within [`limits::MEASURE_S`].
-    pub fn check(&self, names: (&str, &str)) -> anyhow::Result<()> {
-        if let Measure::Window {
-            warmup_s,
-            measured_s,
-        } = *self
-        {
-            limits::seconds(names.0, warmup_s, false, limits::MEASURE_S)?;
-            limits::seconds(names.1, measured_s, true, limits::MEASURE_S)?;
-        }
-        Ok(())
-    }
-
-    pub fn mode(&self) -> &'static str {
-        match self {
-            Measure::Transactions { .. } => "transactions",
-            Measure::Window { .. } => "window",
-        }
-    }
-}
 
 /// Everything one run needs; the supervisor sends it to the child as JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -142,34 +77,6 @@ impl RunSpec {
     }
 }
 
-/// sha256 of a file, hex.
-pub fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("cannot read input `{}`", path.display()))?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(hex::encode(hasher.finalize()))
-}
-
-/// The files a run executes, by input name: `blocklab` (this binary), the
-/// plugin and each adapter by its path. The binary is named by role, not
-/// path, so a campaign may run from a copy of it. The composed component
-/// is an input too (`composed:...`), hashed once composed.
-pub fn input_files(
-    plugin: &PluginSource,
-    adapters: &[PathBuf],
-) -> anyhow::Result<Vec<(String, PathBuf)>> {
-    let exe = std::env::current_exe().context("cannot locate the blocklab binary")?;
-    let mut files = vec![("blocklab".to_owned(), exe)];
-    if let PluginSource::Wasm(path) = plugin {
-        files.push((path.display().to_string(), path.clone()));
-    }
-    for path in adapters {
-        files.push((path.display().to_string(), path.clone()));
-    }
-    Ok(files)
-}
-
 /// A file's sha256 together with what identifies that version of the file
 /// (device, inode, size, modification time): a rewrite or replacement
 /// changes at least one of them.
@@ -201,16 +108,6 @@ impl HashedFile {
             identity: before,
         })
     }
-}
-
-/// Refuses adapters on a builtin source: there is no component to compose.
-pub fn check_adapters(plugin: &PluginSource, adapters: &[PathBuf]) -> anyhow::Result<()> {
-    if plugin == &PluginSource::Builtin && !adapters.is_empty() {
-        bail!(
-            "adapters compose with wasm workload plugins only, and this arm's plugin is `builtin`; give the arm a `plugin = \"...wasm\"` or remove its `adapters`"
-        );
-    }
-    Ok(())
 }
 
 /// Checks `found`, the sha256 of input `name`, against the sealed one.
@@ -304,75 +201,6 @@ fn instances(
         }
     }
     Ok((out, grpc))
-}
-
-/// The workloads `source` offers, composed with `adapters`, loaded with
-/// `limits` and `grants` as a run loads it but without a target. `instances`
-/// instances are created (the first one lists), so a run's workers are
-/// known to fit the engine's pool and memory cap before anything is stored.
-pub fn workload_infos(
-    source: &PluginSource,
-    adapters: &[PathBuf],
-    limits: Limits,
-    cache_dir: Option<PathBuf>,
-    grants: Grants,
-    instances: u32,
-) -> anyhow::Result<Vec<WorkloadInfo>> {
-    match source {
-        PluginSource::Builtin => {
-            let env = Env::new("builtin", 0, 0);
-            let mut infos = Builtin::new(TargetSpec::Embedded.open_kv()?, env).list()?;
-            infos.extend(BuiltinGrpc::infos());
-            Ok(infos)
-        }
-        PluginSource::Wasm(path) => {
-            let runtime = Runtime::with_grants(limits, cache_dir, grants)?;
-            let plugin = runtime.load_composed(path, adapters)?;
-            let mut live = Vec::new();
-            for i in 0..instances.max(1) {
-                let env = Env::new(plugin.name(), 0, u64::from(i));
-                let instance = plugin.instantiate(None, None, env, 0).with_context(|| {
-                    format!(
-                        "cannot create instance {} of the {instances} a run of `workers = {instances}` needs",
-                        i + 1
-                    )
-                })?;
-                live.push(instance);
-            }
-            live[0].list()
-        }
-    }
-}
-
-/// Checks `params` against the workload's specs before the plugin sees them,
-/// so a typo fails with the list of what exists.
-pub fn check_workload(
-    infos: &[WorkloadInfo],
-    source: &str,
-    workload: &str,
-    params: &[(String, String)],
-) -> anyhow::Result<()> {
-    let Some(info) = infos.iter().find(|i| i.name == workload) else {
-        let names: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
-        bail!(
-            "`{source}` has no workload `{workload}`; it offers: {} (list them with `blocklab workloads {source}`)",
-            names.join(", ")
-        );
-    };
-    for (name, _) in params {
-        if !info.params.iter().any(|p| &p.name == name) {
-            let known: Vec<&str> = info.params.iter().map(|p| p.name.as_str()).collect();
-            bail!(
-                "workload `{workload}` has no param `{name}`; it takes: {}",
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Busy-waits `ns` nanoseconds (the injected slowdown of test arms).
@@ -792,6 +620,7 @@ fn ms(d: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::WorkloadInfo;
     use std::sync::Barrier;
 
     /// Fault injection: an instance whose transactions panic, standing in

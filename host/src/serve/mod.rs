@@ -247,9 +247,9 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     }
     // Pinned before any other thread exists, so every thread (the runtime's,
     // the queue's) inherits it and none competes with the measured runs.
-    let machine_cpus = crate::run::cpu::affinity();
-    let placement = crate::run::placement::Placement::resolve(None, false)?;
-    crate::run::placement::pin_current(&placement.runner).map_err(|e| {
+    let machine_cpus = crate::machine::cpu::affinity();
+    let placement = crate::machine::placement::Placement::resolve(None, false)?;
+    crate::machine::placement::pin_current(&placement.runner).map_err(|e| {
         anyhow::anyhow!(
             "cannot pin the daemon to the runner CPUs {:?}: {e}",
             placement.runner
@@ -260,7 +260,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         "blocklab serve: store `{}`, token in `{}` (send it as `Authorization: Bearer TOKEN` for POSTs), pinned to CPUs {}",
         config.data.join("store").display(),
         state.token_path().display(),
-        crate::run::placement::format_cpu_list(&placement.runner)
+        crate::machine::placement::format_cpu_list(&placement.runner)
     );
     state.start_queue(machine_cpus)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

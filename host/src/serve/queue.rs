@@ -30,7 +30,7 @@ pub fn start(
             loop {
                 match next(&state) {
                     Ok(Some((id, cancel))) => {
-                        if let Err(e) = crate::run::placement::pin_current(&machine_cpus) {
+                        if let Err(e) = crate::machine::placement::pin_current(&machine_cpus) {
                             eprintln!(
                                 "blocklab serve: cannot widen the queue thread to CPUs {machine_cpus:?} before campaign {id}: {e}; placement will see the runner CPUs only"
                             );

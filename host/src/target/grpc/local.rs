@@ -82,7 +82,7 @@ impl LocalServer {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        crate::run::placement::pin_child(&mut command, cpus);
+        crate::machine::placement::pin_child(&mut command, cpus);
         let mut child = command
             .spawn()
             .with_context(|| format!("cannot start `{} target grpc-ingest`", exe.display()))?;

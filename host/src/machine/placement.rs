@@ -2,10 +2,19 @@
 //! from the plan or derived from the machine's sibling topology, checked
 //! against the machine, and applied with sched_setaffinity(2).
 
-use crate::plan::spec::CpuSpec;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+
+/// `[cpus]`: CPU lists such as "0-1" or "8-15,24".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSpec {
+    pub runner: String,
+    pub client: String,
+    #[serde(default)]
+    pub server: Option<String>,
+}
 
 /// The CPU groups a campaign uses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +74,7 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 /// /sys/devices/system/cpu/cpu*/topology/thread_siblings_list, restricted to
 /// the CPUs this process may use.
 pub fn sibling_groups() -> Vec<Vec<usize>> {
-    let allowed: BTreeSet<usize> = super::cpu::affinity().into_iter().collect();
+    let allowed: BTreeSet<usize> = crate::machine::cpu::affinity().into_iter().collect();
     let mut groups: BTreeSet<Vec<usize>> = BTreeSet::new();
     for &cpu in &allowed {
         let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
@@ -83,7 +92,7 @@ impl Placement {
     /// its topology: runner on the first core, server on the next quarter
     /// (when a local server is needed), client on the rest.
     pub fn resolve(spec: Option<&CpuSpec>, needs_server: bool) -> anyhow::Result<Placement> {
-        let available: BTreeSet<usize> = super::cpu::affinity().into_iter().collect();
+        let available: BTreeSet<usize> = crate::machine::cpu::affinity().into_iter().collect();
         let Some(spec) = spec else {
             return Ok(Self::derive(&sibling_groups(), needs_server));
         };
@@ -250,7 +259,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("`cpus.client` names CPU 4096"), "{err}");
-        let cpu = super::super::cpu::affinity()[0];
+        let cpu = crate::machine::cpu::affinity()[0];
         let spec = CpuSpec {
             runner: cpu.to_string(),
             client: cpu.to_string(),
