@@ -252,8 +252,9 @@ fn every_missing_grant_is_named_at_once() {
     );
 }
 
-#[test]
-fn a_23_digit_number_is_too_large_not_not_a_number() {
+/// `blocklab run` of get100 with `--param PARAM`, on the wasm plugin and on
+/// the builtin: both must refuse it with `message`.
+fn assert_param_refused(param: &str, message: &str) {
     for source in [plugin("kv-basic").display().to_string(), "builtin".into()] {
         let r = run(blocklab().args([
             "run",
@@ -264,38 +265,26 @@ fn a_23_digit_number_is_too_large_not_not_a_number() {
             "--measured",
             "5",
             "--param",
-            "keys=12345678901234567890123",
+            param,
         ]));
-        assert_error(
-            &r,
-            &[
-                "param `keys` = `12345678901234567890123` is too large (give at most 18446744073709551615",
-            ],
-        );
+        assert_error(&r, &[message]);
     }
 }
 
 #[test]
+fn a_23_digit_number_is_too_large_not_not_a_number() {
+    assert_param_refused(
+        "keys=12345678901234567890123",
+        "param `keys` = `12345678901234567890123` is too large (give at most 18446744073709551615",
+    );
+}
+
+#[test]
 fn a_key_count_setup_cannot_write_in_time_is_out_of_range() {
-    for source in [plugin("kv-basic").display().to_string(), "builtin".into()] {
-        let r = run(blocklab().args([
-            "run",
-            "--plugin",
-            &source,
-            "--workload",
-            "get100",
-            "--measured",
-            "5",
-            "--param",
-            "keys=100000000",
-        ]));
-        assert_error(
-            &r,
-            &[
-                "param `keys` = `100000000` is out of range for workload `get100` (give 1 to 500000)",
-            ],
-        );
-    }
+    assert_param_refused(
+        "keys=100000000",
+        "param `keys` = `100000000` is out of range for workload `get100` (give 1 to 500000)",
+    );
 }
 
 #[test]
