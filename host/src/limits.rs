@@ -44,6 +44,11 @@ pub const CALL_DEADLINE_MS: u64 = 3_600_000;
 pub const TIMEOUT_S: f64 = 86_400.0;
 /// Longest quiescence window, milliseconds (one minute).
 pub const WINDOW_MS: u64 = 60_000;
+/// Longest line a process arm's program may write on stdout (one event)
+/// or stderr, bytes: a result's latency pairs take a few KiB.
+pub const PROCESS_LINE_BYTES: u64 = 4 << 20;
+/// Lines of a process arm's stderr kept for the run's error.
+pub const PROCESS_STDERR_LINES: usize = 20;
 /// Longest warmup or measured window of window mode, seconds (one day).
 pub const MEASURE_S: f64 = 86_400.0;
 
@@ -110,6 +115,16 @@ pub fn table() -> Vec<Row> {
             "`measure.warmup_s`, `--warmup-s`",
             "0 (plan), 0.5 (`run`)",
             format!("0 to {MEASURE_S}"),
+        ),
+        row(
+            "one stdout event / stderr line of a process arm",
+            "-",
+            format!("{PROCESS_LINE_BYTES} bytes"),
+        ),
+        row(
+            "stderr lines kept from a process arm",
+            "-",
+            format!("the last {PROCESS_STDERR_LINES}, each clipped"),
         ),
         row(
             "`measure.measured_s`, `--measured-s`",

@@ -381,6 +381,53 @@ pub struct ArmSpec {
     /// With `wasi:sockets`: the `IP:PORT` addresses sockets may reach.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// Who runs the workloads: absent, blocklab's own client (the plugin
+    /// or `builtin` in a `blocklab worker`); `{ kind = "process", ... }`, a
+    /// native program speaking docs/process-arms.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientSpec>,
+}
+
+/// `client = { kind = "process", command = [...], inputs = [...] }`: an
+/// arm whose client is a native program (docs/process-arms.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ClientSpec {
+    Process(ProcessSpec),
+}
+
+/// A process arm's program. Sealing makes every path absolute: `command[0]`
+/// relative to the plan's directory (a bare name is looked up on `PATH`),
+/// `command[1]` too when the program is an interpreter and it names a file,
+/// and each of `inputs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    /// argv: the executable and its arguments.
+    pub command: Vec<String>,
+    /// Further files the program reads (a config, a script it loads),
+    /// hashed into the sealed plan and checked before every run.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    /// Whether `command[1]` is a file hashed as an input (set by sealing:
+    /// the program was found on `PATH`, so it is taken for an interpreter).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub script: bool,
+}
+
+impl ProcessSpec {
+    /// The short name the report shows in the plugin column:
+    /// `process: NAME`, NAME the script's file name for an interpreter,
+    /// else the executable's.
+    pub fn label(&self) -> String {
+        let named = if self.script { self.command.get(1) } else { None };
+        let path = named.or(self.command.first()).map(String::as_str).unwrap_or("");
+        let name = Path::new(path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.to_owned());
+        format!("process: {name}")
+    }
 }
 
 impl ArmSpec {
@@ -395,6 +442,43 @@ impl ArmSpec {
     /// The arm's adapter paths.
     pub fn adapter_paths(&self) -> Vec<std::path::PathBuf> {
         self.adapters.iter().map(std::path::PathBuf::from).collect()
+    }
+
+    /// The arm's native program, if it is a process arm.
+    pub fn process(&self) -> Option<&ProcessSpec> {
+        match &self.client {
+            Some(ClientSpec::Process(p)) => Some(p),
+            None => None,
+        }
+    }
+
+    /// What a process arm cannot have: blocklab's own client's knobs, and
+    /// targets only that client reaches.
+    fn check_process(&self, process: &ProcessSpec) -> anyhow::Result<()> {
+        if process.command.is_empty() || process.command[0].trim().is_empty() {
+            bail!(
+                "`client.command` is empty: give the program and its arguments, e.g. `command = [\"peers/go-ingest/go-ingest\"]`"
+            );
+        }
+        for (key, set) in [
+            ("plugin", self.plugin.is_some()),
+            ("adapters", !self.adapters.is_empty()),
+            ("grants", !self.grants.is_empty()),
+            ("allow", !self.allow.is_empty()),
+            ("inject_busy_ns", self.inject_busy_ns != 0),
+        ] {
+            if set {
+                bail!(
+                    "`{key}` is set, but a process arm runs its own program (`client.kind = \"process\"`), not a plugin; remove `{key}` from the arm, or remove `client` to run a plugin"
+                );
+            }
+        }
+        if self.target == TargetSpec::Embedded {
+            bail!(
+                "the target is `embedded`, an engine inside blocklab's own process that a native program cannot reach; give the process arm a `grpc` or `fdb` target, or remove `client`"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -548,6 +632,10 @@ impl PlanSpec {
         for arm in &self.arms {
             limits::name("an arm's `name`", &arm.name)?;
             check_params(&arm.params).with_context(|| format!("in arm `{}`", arm.name))?;
+            if let Some(process) = arm.process() {
+                arm.check_process(process)
+                    .with_context(|| format!("in arm `{}`", arm.name))?;
+            }
             arm.grants()
                 .validate()
                 .with_context(|| format!("in arm `{}`", arm.name))?;
@@ -570,7 +658,7 @@ impl PlanSpec {
             if !seen.insert(w.name.as_str()) {
                 bail!("workload `{}` is listed twice", w.name);
             }
-            for arm in &self.arms {
+            for arm in self.arms.iter().filter(|a| a.client.is_none()) {
                 let plugin = self.plugin_for(w, arm)?;
                 check_adapters(&plugin, &arm.adapter_paths())
                     .with_context(|| format!("in arm `{}`", arm.name))?;
@@ -601,7 +689,8 @@ impl PlanSpec {
         }
         for (i, a) in self.arms.iter().enumerate() {
             for b in &self.arms[i + 1..] {
-                let same = self.workloads.iter().all(|w| {
+                let same = a.client == b.client
+                    && self.workloads.iter().all(|w| {
                     self.plugin_for(w, a).ok() == self.plugin_for(w, b).ok()
                         && self.params_for(w, a) == self.params_for(w, b)
                 }) && a.target == b.target

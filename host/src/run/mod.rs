@@ -4,6 +4,7 @@
 pub mod boundary;
 pub mod gates;
 pub mod interrupt;
+pub mod process;
 pub mod profile;
 pub mod progress;
 pub mod result;

@@ -9,7 +9,8 @@
 
 use super::RunResult;
 use super::gates::{self, Quiescence, Telemetry};
-use super::interrupt::Interrupt;
+use super::interrupt::{Interrupt, Interrupted};
+use super::process::ProcessJob;
 use super::profile::Selection;
 use super::worker::RunSpec;
 use crate::machine::placement::{self, Placement};
@@ -174,12 +175,6 @@ pub enum Outcome {
     Interrupted(i32),
 }
 
-/// A worker killed because the supervisor was interrupted: its run is
-/// discarded, not stored as a failure.
-#[derive(Debug, thiserror::Error)]
-#[error("the run was interrupted by {} and discarded", super::interrupt::name(*.0))]
-struct Interrupted(i32);
-
 fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -320,16 +315,22 @@ pub fn execute(
                 )?;
                 return Ok(Outcome::Stopped(reason));
             }
-            let mut spec = run_spec(&plan, slot, options)?;
-            spec.binary = Some(binary.clone());
+            let mut client = match ProcessJob::of(&plan, slot)? {
+                Some(job) => Client::Process(Box::new(job)),
+                None => {
+                    let mut spec = run_spec(&plan, slot, options)?;
+                    spec.binary = Some(binary.clone());
+                    Client::Worker(Box::new(spec))
+                }
+            };
             let started_unix_ms = unix_ms();
             let t0 = Instant::now();
             // A `local:` grpc endpoint becomes the server this execution
             // started; a target that cannot be resolved fails the run unstarted.
-            let before = match servers.resolve(&spec.target) {
+            let before = match servers.resolve(client.target_mut()) {
                 Ok(target) => {
-                    spec.target = target;
-                    crate::target::health(&spec.target)
+                    *client.target_mut() = target;
+                    crate::target::health(client.target_mut())
                 }
                 Err(why) => Some(crate::target::Health {
                     detail: serde_json::Value::Null,
@@ -341,13 +342,22 @@ pub fn execute(
                 Some(why) => Err(anyhow::anyhow!(
                     "the target's health gate failed before the run, so it did not start: {why}"
                 )),
-                None => spawn_worker(
-                    &exe,
-                    &spec,
-                    &placement.client,
-                    gate.run_timeout_s,
-                    &options.interrupt,
-                ),
+                None => match &client {
+                    Client::Worker(spec) => spawn_worker(
+                        &exe,
+                        spec,
+                        &placement.client,
+                        gate.run_timeout_s,
+                        &options.interrupt,
+                    ),
+                    Client::Process(job) => super::process::run(
+                        job,
+                        &placement.client,
+                        gate.run_timeout_s,
+                        &options.interrupt,
+                        Some(&binary.sha256),
+                    ),
+                },
             };
             if let Err(e) = &outcome
                 && let Some(Interrupted(signal)) = e.downcast_ref()
@@ -355,7 +365,9 @@ pub fn execute(
                 return interrupted(*signal);
             }
             let telemetry = probe.finish(&placement.client);
-            let after = before.as_ref().map(|_| crate::target::health(&spec.target));
+            let after = before
+                .as_ref()
+                .map(|_| crate::target::health(client.target_mut()));
             let outcome = match (
                 outcome,
                 after.as_ref().and_then(|h| h.as_ref()?.failed.as_ref()),
@@ -475,13 +487,28 @@ fn changed_inputs(plan: &SealedPlan) -> Vec<String> {
         .collect()
 }
 
+/// Who runs a slot: a `blocklab worker` or a process arm's program.
+enum Client {
+    Worker(Box<RunSpec>),
+    Process(Box<ProcessJob>),
+}
+
+impl Client {
+    fn target_mut(&mut self) -> &mut crate::target::TargetSpec {
+        match self {
+            Client::Worker(spec) => &mut spec.target,
+            Client::Process(job) => &mut job.target,
+        }
+    }
+}
+
 /// The worker's instructions for one slot.
 pub fn run_spec(plan: &SealedPlan, slot: &Slot, options: &Options) -> anyhow::Result<RunSpec> {
     let (workload, arm) = plan.workload_and_arm(slot)?;
     let spec = &plan.spec;
     let measure: Measure = spec.measure.measure()?;
     // Each run's generator differs by slot, reproducibly from the plan seed.
-    let seed = crate::plan::seal::workload_seed(spec.seed, 1_000_000 + slot.slot as usize);
+    let seed = crate::plan::seal::run_seed(spec.seed, slot);
     Ok(RunSpec {
         workload: workload.name.clone(),
         params: spec.params_for(workload, arm),
