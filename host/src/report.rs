@@ -1079,9 +1079,10 @@ pub fn markdown(report: &Report) -> String {
         "## Arms\n\n| arm | baseline | plugin | target | params |\n|---|---|---|---|---|"
     );
     for arm in &spec.arms {
-        let plugin = arm
-            .plugin
+        let process = arm.process().map(|p| p.label());
+        let plugin = process
             .as_deref()
+            .or(arm.plugin.as_deref())
             .or(spec.plugin.as_deref())
             .unwrap_or("per workload");
         let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -416,17 +416,27 @@ pub struct ProcessSpec {
 }
 
 impl ProcessSpec {
-    /// The short name the report shows in the plugin column:
-    /// `process: NAME`, NAME the script's file name for an interpreter,
-    /// else the executable's.
-    pub fn label(&self) -> String {
-        let named = if self.script { self.command.get(1) } else { None };
-        let path = named.or(self.command.first()).map(String::as_str).unwrap_or("");
-        let name = Path::new(path)
+    /// The program's short name: the script's file name for an
+    /// interpreter, else the executable's.
+    pub fn name(&self) -> String {
+        let named = if self.script {
+            self.command.get(1)
+        } else {
+            None
+        };
+        let path = named
+            .or(self.command.first())
+            .map(String::as_str)
+            .unwrap_or("");
+        Path::new(path)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| path.to_owned());
-        format!("process: {name}")
+            .unwrap_or_else(|| path.to_owned())
+    }
+
+    /// What the report shows in the plugin column: `process: NAME`.
+    pub fn label(&self) -> String {
+        format!("process: {}", self.name())
     }
 }
 
@@ -691,9 +701,10 @@ impl PlanSpec {
             for b in &self.arms[i + 1..] {
                 let same = a.client == b.client
                     && self.workloads.iter().all(|w| {
-                    self.plugin_for(w, a).ok() == self.plugin_for(w, b).ok()
-                        && self.params_for(w, a) == self.params_for(w, b)
-                }) && a.target == b.target
+                        self.plugin_for(w, a).ok() == self.plugin_for(w, b).ok()
+                            && self.params_for(w, a) == self.params_for(w, b)
+                    })
+                    && a.target == b.target
                     && a.adapters == b.adapters
                     && a.grants() == b.grants()
                     && a.inject_busy_ns == b.inject_busy_ns;

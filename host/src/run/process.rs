@@ -195,7 +195,10 @@ fn children() -> BTreeSet<i32> {
     };
     for task in tasks.flatten() {
         if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
         }
     }
     out
@@ -222,14 +225,33 @@ fn kill_group(pgid: i32) {
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
 }
 
-/// Whether group `pgid` still has a member (zombies included).
-fn group_alive(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(-pgid, 0) == 0 }
+/// Waits until child `pid` has exited without reaping it: while it is a
+/// zombie its /proc entry (and the CPU time a late mark reads there) stays.
+fn wait_exited(pid: i32) -> std::io::Result<()> {
+    loop {
+        // SAFETY: zeroed siginfo is valid plain data that waitid fills.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to our local.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
-/// Waits for `pid` (a child) and returns its wait status and rusage.
-fn wait_child(pid: i32) -> std::io::Result<(i32, libc::rusage)> {
+/// Reaps child `pid` and returns its wait status and rusage.
+fn reap(pid: i32) -> std::io::Result<(i32, libc::rusage)> {
     loop {
         let mut status = 0;
         // SAFETY: zeroed rusage is valid plain data that wait4 fills.
@@ -246,36 +268,32 @@ fn wait_child(pid: i32) -> std::io::Result<(i32, libc::rusage)> {
     }
 }
 
-/// Kills what the program left behind: its process group, and children of
-/// this process that appeared during the run and are not in `before` (the
-/// program's orphans, reparented here by [`become_subreaper`]), repeatedly
-/// until none is left, reaping the ones that are ours. Returns how many
-/// distinct processes it found.
-fn kill_strays(pgid: i32, before: &BTreeSet<i32>) -> usize {
+/// Kills what the exited program `pid` left behind and returns how many
+/// processes that was. Its process group gets SIGKILL; and since this
+/// process is their subreaper ([`become_subreaper`]), every descendant that
+/// outlived its parent, even in a session of its own, is now a child of
+/// this process that was not one before the run (`before`): each is killed
+/// and reaped, which hands its own children up here in turn, until none is
+/// left.
+fn kill_strays(pid: i32, before: &BTreeSet<i32>) -> usize {
     let mut seen = BTreeSet::new();
-    for _ in 0..200 {
-        let grouped = group_alive(pgid);
-        let orphans: Vec<i32> = children().difference(before).copied().collect();
-        if !grouped && orphans.is_empty() {
+    // Bounded: a fork bomb outrunning the kills still ends the loop.
+    for _ in 0..10_000 {
+        kill_group(pid);
+        let strays: Vec<i32> = children()
+            .into_iter()
+            .filter(|p| *p != pid && !before.contains(p))
+            .collect();
+        if strays.is_empty() {
             break;
         }
-        if grouped {
-            kill_group(pgid);
-            // Members are counted through the orphans they become, or as one.
-            if orphans.is_empty() {
-                seen.insert(-pgid);
-            }
-        }
-        for pid in &orphans {
-            seen.insert(*pid);
+        for stray in strays {
+            seen.insert(stray);
             // SAFETY: signalling and reaping a child of ours.
             unsafe {
-                libc::kill(*pid, libc::SIGKILL);
-                libc::waitpid(*pid, std::ptr::null_mut(), 0);
+                libc::kill(stray, libc::SIGKILL);
+                libc::waitpid(stray, std::ptr::null_mut(), 0);
             }
-        }
-        if orphans.is_empty() {
-            std::thread::sleep(Duration::from_millis(1));
         }
     }
     seen.len()
@@ -337,7 +355,6 @@ pub fn run(
     interrupt: &Interrupt,
     binary: Option<&str>,
 ) -> anyhow::Result<RunResult> {
-    let program = &job.process.command[0];
     run_checked(job, cpus, timeout_s, interrupt, binary).map_err(|e| {
         if e.downcast_ref::<Interrupted>().is_some() {
             return e;
@@ -345,9 +362,7 @@ pub fn run(
         limits::clipped(e.context(format!(
             "process arm `{}` (`{}`)",
             job.arm,
-            Path::new(program)
-                .file_name()
-                .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned())
+            job.process.name()
         )))
     })
 }
@@ -422,8 +437,9 @@ fn run_checked(
             }
         }
     });
-    // std's Child is not waited on: wait4 reaps it and reports its rusage.
-    let waited = wait_child(pid);
+    // std's Child is not waited on: the program is reaped below by wait4,
+    // for its rusage, once its events are read.
+    let exited = wait_exited(pid);
     let exited_at = Instant::now();
     drop(done);
     let ended = watchdog.join().ok().flatten();
@@ -434,7 +450,8 @@ fn run_checked(
         .join()
         .unwrap_or_else(|_| Err("the event reader panicked; this is a bug in blocklab".into()));
     let stderr = tail.join().unwrap_or_default();
-    let (status, usage) = waited.context("cannot wait for the program")?;
+    exited.context("cannot wait for the program")?;
+    let (status, usage) = reap(pid).context("cannot wait for the program")?;
     let ended = ended.unwrap_or(Ended::Exited(status, usage));
     let said = |why: String| -> anyhow::Error {
         match stderr.is_empty() {
@@ -478,9 +495,9 @@ fn run_checked(
         };
         return Err(said(format!("it exited with status {code}{hint}")));
     }
-    let hello = events
-        .hello
-        .context("it exited without writing its `hello` event (docs/process-arms.md, \"Events\")")?;
+    let hello = events.hello.context(
+        "it exited without writing its `hello` event (docs/process-arms.md, \"Events\")",
+    )?;
     if events.marks.len() < Mark::ORDER.len() {
         bail!(
             "it exited without marking `{}`; a client marks warmup, measured and measured-end in order (docs/process-arms.md)",
@@ -507,11 +524,7 @@ fn run_checked(
         ("teardown".to_owned(), ms(end.at, exited_at)),
     ]);
     let window = matches!(job.measure, Measure::Window { .. }).then(|| {
-        WindowStats::of_window(
-            reported.measured_s,
-            &checked.counters,
-            &checked.histograms,
-        )
+        WindowStats::of_window(reported.measured_s, &checked.counters, &checked.histograms)
     });
     Ok(RunResult {
         workload: job.workload.clone(),
@@ -714,7 +727,9 @@ struct Checked {
 /// A count the program reported, refused when negative.
 fn count(name: &str, value: i64) -> anyhow::Result<u64> {
     u64::try_from(value).map_err(|_| {
-        anyhow::anyhow!("its result gives `{name} = {value}`, a negative count, which is impossible")
+        anyhow::anyhow!(
+            "its result gives `{name} = {value}`, a negative count, which is impossible"
+        )
     })
 }
 

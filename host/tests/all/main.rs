@@ -15,6 +15,7 @@ mod kv_conformance;
 #[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
 mod plugins;
+mod process_arms;
 mod store_damage;
 mod support;
 mod web;

@@ -1,0 +1,296 @@
+//! Process arms (docs/process-arms.md): native programs run as arms of a
+//! campaign, and every way such a program can misbehave is contained: the
+//! run fails with a message naming the arm, the other arm's runs stay
+//! clean, and nothing the program started survives it.
+
+use crate::support::{assert_error, blocklab, campaign, report, run};
+use std::path::{Path, PathBuf};
+
+/// The misbehaving client (host/tests/fixtures/process-arms/misbehave.py).
+fn misbehave() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/process-arms/misbehave.py")
+}
+
+/// A transactions-mode plan of workload `noop` against the local ingest
+/// server with `arms`, each run allowed `timeout_s`.
+fn plan(dir: &Path, name: &str, timeout_s: f64, arms: &str) -> PathBuf {
+    let text = format!(
+        r#"
+name = "{name}"
+seed = 15
+blocks = 2
+[measure]
+warmup = 0
+measured = 10
+[bootstrap]
+resamples = 200
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+run_timeout_s = {timeout_s}
+[[workloads]]
+name = "noop"
+{arms}
+"#
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A process arm running misbehave.py in `mode` (`ok` behaves).
+fn arm(name: &str, baseline: bool, mode: &str) -> String {
+    format!(
+        "[[arms]]\nname = \"{name}\"\nbaseline = {baseline}\nclient = {{ kind = \"process\", command = [\"python3\", \"{script}\", \"{mode}\"] }}\ntarget = {{ kind = \"grpc\", endpoint = \"local:grpc-ingest\" }}\n",
+        script = misbehave().display()
+    )
+}
+
+/// Runs a campaign of a behaving arm and one in `mode`; asserts the
+/// behaving arm's runs are clean and returns the failed arm's reasons.
+fn contained(mode: &str, timeout_s: f64) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = arm("good", true, "ok") + &arm("bad", false, mode);
+    let p = plan(dir.path(), mode, timeout_s, &arms);
+    let r = campaign(&data, &p, &[]);
+    // Finished with failed runs: exit code 3 (docs/cli.md).
+    assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let mut reasons = Vec::new();
+    for run in rep["runs"].as_array().unwrap() {
+        match run["arm"].as_str().unwrap() {
+            "good" => assert_eq!(run["status"], "ok", "{run}"),
+            _ => {
+                assert_eq!(run["status"], "failed", "{run}");
+                let reason = run["reason"].as_str().unwrap().to_owned();
+                assert!(
+                    reason.contains("process arm `bad` (`misbehave.py`)"),
+                    "{reason}"
+                );
+                reasons.push(reason);
+            }
+        }
+    }
+    assert_eq!(reasons.len(), 2, "{rep}");
+    reasons
+}
+
+fn assert_all(reasons: &[String], needles: &[&str]) {
+    for reason in reasons {
+        for n in needles {
+            assert!(reason.contains(n), "`{n}` not in: {reason}");
+        }
+    }
+}
+
+#[test]
+fn a_behaving_process_arm_is_stored_like_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = arm("a", true, "ok") + &arm("b", false, "ok");
+    let p = plan(dir.path(), "ok", 60.0, &arms);
+    let r = campaign(&data, &p, &[]);
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        assert_eq!(run["status"], "ok", "{run}");
+        assert_eq!(run["plugin"], "process: misbehave.py", "{run}");
+        assert_eq!(run["client"], "misbehave.py", "{run}");
+        assert_eq!(run["measured"], 10, "{run}");
+        assert!(
+            run["cpu"]["process_us_per_txn"].as_f64().unwrap() > 0.0,
+            "{run}"
+        );
+    }
+    let md = run(blocklab()
+        .args(["report", "latest", "--format", "md", "--data"])
+        .arg(&data));
+    assert!(md.ok, "{}", md.stderr);
+    assert!(
+        md.stdout.contains("| a | yes | `process: misbehave.py` |"),
+        "{}",
+        md.stdout
+    );
+}
+
+#[test]
+fn a_process_exiting_non_zero_fails_its_runs_with_its_stderr() {
+    let reasons = contained("exit-3", 60.0);
+    assert_all(&reasons, &["exited with status 3", "failing on purpose"]);
+}
+
+#[test]
+fn a_process_killed_by_a_signal_fails_its_runs_naming_the_signal() {
+    let reasons = contained("segv", 60.0);
+    assert_all(
+        &reasons,
+        &["killed by signal 11 (SIGSEGV)", "after marking `measured`"],
+    );
+}
+
+#[test]
+fn a_process_hanging_past_run_timeout_is_killed() {
+    let reasons = contained("never-marks", 1.0);
+    assert_all(
+        &reasons,
+        &[
+            "longer than `gates.run_timeout_s = 1`",
+            "before marking `warmup`",
+        ],
+    );
+}
+
+#[test]
+fn garbage_on_stdout_fails_the_run_and_kills_the_process() {
+    // The program sleeps a minute after its garbage: only the kill ends
+    // the run before the 60 s timeout.
+    let reasons = contained("garbage", 60.0);
+    assert_all(
+        &reasons,
+        &[
+            "line 1 of its stdout is not a protocol event",
+            "hello there",
+        ],
+    );
+    assert!(reasons.iter().all(|r| !r.contains("run_timeout_s")));
+}
+
+#[test]
+fn a_result_before_the_marks_is_refused() {
+    let reasons = contained("skips-marks", 60.0);
+    assert_all(&reasons, &["result before marking `warmup`"]);
+}
+
+#[test]
+fn another_protocol_version_is_refused_naming_both() {
+    let reasons = contained("protocol-2", 60.0);
+    assert_all(
+        &reasons,
+        &["speaks protocol version 2, this blocklab speaks version 1"],
+    );
+}
+
+#[test]
+fn a_negative_latency_is_refused() {
+    let reasons = contained("negative-latency", 60.0);
+    assert_all(&reasons, &["negative latency (-5 ns)"]);
+}
+
+#[test]
+fn more_transactions_than_time_allows_are_refused() {
+    let reasons = contained("too-many", 60.0);
+    assert_all(&reasons, &["more transactions than time allows"]);
+}
+
+/// Processes whose command line is `sleep 300` (what misbehave.py leaves).
+fn sleepers() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            (cmdline == b"sleep\0300\0").then(|| e.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn a_child_left_in_the_process_group_is_killed_and_fails_the_run() {
+    let reasons = contained("child", 60.0);
+    assert_all(&reasons, &["left 1 process(es) running after it exited"]);
+    assert_eq!(sleepers(), Vec::<String>::new());
+}
+
+#[test]
+fn a_child_in_a_session_of_its_own_is_found_and_killed() {
+    let reasons = contained("setsid-child", 60.0);
+    assert_all(&reasons, &["left 1 process(es) running after it exited"]);
+    assert_eq!(sleepers(), Vec::<String>::new());
+}
+
+#[test]
+fn a_process_arm_with_a_plugin_or_an_embedded_target_is_refused_at_sealing() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_plugin =
+        arm("a", true, "ok").replace("[[arms]]\n", "[[arms]]\nplugin = \"builtin\"\n");
+    let p = plan(
+        dir.path(),
+        "plugin",
+        60.0,
+        &(with_plugin + &arm("b", false, "ok")),
+    );
+    let r = run(blocklab().arg("plan").arg(&p));
+    assert_error(
+        &r,
+        &[
+            "in arm `a`",
+            "`plugin` is set, but a process arm",
+            "remove `plugin`",
+        ],
+    );
+
+    let embedded = arm("a", true, "ok").replace(
+        "kind = \"grpc\", endpoint = \"local:grpc-ingest\"",
+        "kind = \"embedded\"",
+    );
+    let p = plan(
+        dir.path(),
+        "embedded",
+        60.0,
+        &(embedded + &arm("b", false, "ok")),
+    );
+    let r = run(blocklab().arg("plan").arg(&p));
+    assert_error(
+        &r,
+        &[
+            "in arm `a`",
+            "the target is `embedded`",
+            "`grpc` or `fdb` target",
+        ],
+    );
+
+    let missing = arm("a", true, "ok").replace("[\"python3\", ", "[\"./no-such-client\", ");
+    let p = plan(
+        dir.path(),
+        "missing",
+        60.0,
+        &(missing + &arm("b", false, "ok")),
+    );
+    let r = run(blocklab().arg("plan").arg(&p));
+    assert_error(
+        &r,
+        &[
+            "in arm `a`",
+            "`client.command[0] = \"./no-such-client\"` does not exist",
+            "relative to the plan's directory",
+        ],
+    );
+}
+
+#[test]
+fn a_sealed_script_that_changed_stops_the_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let script = dir.path().join("client.py");
+    std::fs::copy(misbehave(), &script).unwrap();
+    // The script is named relative to the plan's directory.
+    let arms = arm("a", true, "ok").replace(&misbehave().display().to_string(), "client.py")
+        + &arm("b", false, "exit-3");
+    let p = plan(dir.path(), "changed", 60.0, &arms);
+    let sealed = run(blocklab().arg("plan").arg(&p));
+    assert!(sealed.ok, "{}", sealed.stderr);
+    let absolute = std::fs::canonicalize(&script)
+        .unwrap()
+        .display()
+        .to_string();
+    assert!(sealed.stdout.contains(&absolute), "{}", sealed.stdout);
+    // The failing arm stops the campaign with slots left to run.
+    let r = campaign(&data, &p, &["--set", "gates.on_run_failure=\"stop\""]);
+    assert!(!r.ok, "{}", r.stderr);
+    std::fs::write(&script, "print('changed')\n").unwrap();
+    let r = crate::support::resume(&data);
+    assert_error(&r, &["changed since it was sealed", &absolute]);
+}
