@@ -243,7 +243,7 @@ async function renderReport(id, statistics, into) {
     if (rows.length === 0) continue;
     const better = stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better (more per second)";
     forests.append(el("h3", {}, `${stat.name} (${stat.unit}): ratio arm/${baseline}, ${level}% interval; ${better}`),
-      forestPlot(stat, [rows], workloads, arms.filter((a) => a !== baseline)));
+      forestPlot(stat, [rows], workloads, arms.filter((a) => a !== baseline), undefined, baseline));
   }
   if (report.missing_effects.length) {
     forests.append(el("p", { class: "muted" }, `${report.missing_effects.length} effects could not be computed, e.g. `,
@@ -273,8 +273,15 @@ async function renderReport(id, statistics, into) {
   drawLatency();
 }
 
+// A process arm's program as the report's plugin column names it: `process: NAME`,
+// NAME the script an interpreter runs or the executable (ProcessSpec::label).
+function clientLabel(client) {
+  const path = client.command[client.script ? 1 : 0] || "";
+  return `process: ${path.split("/").pop()}`;
+}
+
 // rowsBySet: one array of effect rows per campaign (1 here, 2 when comparing).
-function forestPlot(stat, rowsBySet, workloads, arms, setNames) {
+function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline) {
   const lines = [];
   for (const w of workloads) for (const a of arms) {
     const found = rowsBySet.map((rows) => rows.find((r) => r.workload === w && r.arm === a));
@@ -297,7 +304,9 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames) {
   if (setNames) setNames.forEach((n, i) => s.append(svg("text", { x: left + 160 * i, y: 11, class: i ? "b" : "" }, `${n} (${i ? "orange" : "blue"} intervals)`)));
   lines.forEach((l, i) => {
     const y0 = top + i * rowH;
-    s.append(svg("text", { x: 4, y: y0 + rowH / 2 + 4 }, `${l.w} · ${l.a}`));
+    // An arm compared with another arm than the plan's baseline (its `compare_to`) names it.
+    const against = l.found.find(Boolean).baseline;
+    s.append(svg("text", { x: 4, y: y0 + rowH / 2 + 4 }, `${l.w} · ${l.a}` + (baseline && against !== baseline ? ` / ${against}` : "")));
     l.found.forEach((r, k) => {
       if (!r) return;
       const y = y0 + 10 + k * 16;
@@ -418,7 +427,7 @@ function provenance(report) {
     el("div", {},
       el("h3", {}, "Design"),
       kv([["plan hash", el("span", { class: "hash" }, report.hash)], ["seed", plan.seed], ["blocks", plan.blocks],
-          ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "")).join(", ")],
+          ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "") + (a.client ? ` (${clientLabel(a.client)})` : "")).join(", ")],
           ["measure", JSON.stringify(plan.measure)], ["intervals", report.intervals ? report.intervals.description : `${plan.bootstrap.method}, level ${plan.bootstrap.level}`],
           ["overrides", report.overrides.join("; ") || "none"], ["source", report.source], ["blocklab", report.version]]),
       el("h3", {}, "Orders (first workload; every workload has its own)"), orders),

@@ -520,11 +520,12 @@ pub fn sequential_check(
     // be computed (missing runs), which counts as wider than any.
     let mut widest: (String, Option<f64>) = (String::from("no effect"), Some(0.0));
     for arm in spec.arms.iter().filter(|a| a.name != *baseline) {
+        let reference = spec.reference_of(arm);
         for s in statistics(spec)
             .iter()
             .filter(|s| primary.iter().any(|p| p == s.name))
         {
-            let half = match (ok.get(arm.name.as_str()), ok.get(baseline.as_str())) {
+            let half = match (ok.get(arm.name.as_str()), ok.get(reference)) {
                 (Some(a), Some(b)) => {
                     let (a, b) = paired(a, b, s);
                     stats::paired_effect(&a, &b, s.lower_is_better, 1, 0, Method::StudentT, level)
@@ -605,7 +606,8 @@ pub fn analyse(
             if arm.name == baseline {
                 continue;
             }
-            let (Some(arm_runs), Some(base_runs)) = (runs, ok.get(baseline.as_str())) else {
+            let reference = spec.reference_of(arm);
+            let (Some(arm_runs), Some(base_runs)) = (runs, ok.get(reference)) else {
                 missing.push(MissingEffect {
                     workload: workload.name.clone(),
                     arm: arm.name.clone(),
@@ -634,7 +636,7 @@ pub fn analyse(
                     }) => effects.push(EffectRow {
                         workload: workload.name.clone(),
                         arm: arm.name.clone(),
-                        baseline: baseline.clone(),
+                        baseline: reference.to_owned(),
                         statistic: s.name.into(),
                         ratio,
                         ci_low,
@@ -946,6 +948,11 @@ pub fn terminal(report: &Report) -> String {
         .map(|a| a.name.as_str())
         .collect();
     let baseline = &spec.arms[spec.baseline()].name;
+    // An arm compared with another arm than the baseline says so.
+    let column = |arm: &str| match spec.arms.iter().find(|a| a.name == arm) {
+        Some(a) if a.compare_to.is_some() => format!("{arm}/{}", spec.reference_of(a)),
+        _ => arm.to_owned(),
+    };
     let _ = writeln!(
         s,
         "\ncampaign {} `{}`: {} workloads × {} arms × {} blocks, plan {}",
@@ -980,7 +987,7 @@ pub fn terminal(report: &Report) -> String {
         );
         let _ = write!(s, "{:<18}", "workload");
         for arm in &arms {
-            let _ = write!(s, " {:>30}", arm);
+            let _ = write!(s, " {:>30}", column(arm));
         }
         if report.calibration.is_some() {
             let _ = write!(s, " {:>14}", "A/A noise ±");
@@ -1090,7 +1097,11 @@ pub fn markdown(report: &Report) -> String {
             s,
             "| {} | {} | `{}` | {} | {} |",
             arm.name,
-            if arm.baseline { "yes" } else { "" },
+            match (&arm.compare_to, arm.baseline) {
+                (_, true) => "yes".to_owned(),
+                (Some(other), false) => format!("no (compared with `{other}`)"),
+                (None, false) => String::new(),
+            },
             plugin,
             arm.target.kind(),
             params.join(" ")
@@ -1181,7 +1192,7 @@ pub fn markdown(report: &Report) -> String {
         let calibrated = report.calibration.as_ref();
         let _ = writeln!(
             s,
-            "\n### {}\n\n| statistic | arm | ratio | interval | level | blocks won |{}\n|---|---|---|---|---|---|{}",
+            "\n### {}\n\n| statistic | arm | against | ratio | interval | level | blocks won |{}\n|---|---|---|---|---|---|---|{}",
             w.name,
             if calibrated.is_some() {
                 " A/A noise floor (±) |"
@@ -1193,9 +1204,10 @@ pub fn markdown(report: &Report) -> String {
         for e in report.effects.iter().filter(|e| e.workload == w.name) {
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.3} | {:.3} – {:.3} | {} | {}/{} |{}",
+                "| {} | {} | {} | {:.3} | {:.3} – {:.3} | {} | {}/{} |{}",
                 e.statistic,
                 e.arm,
+                e.baseline,
                 e.ratio,
                 e.ci_low,
                 e.ci_high,

@@ -359,6 +359,11 @@ pub struct ArmSpec {
     pub name: String,
     #[serde(default)]
     pub baseline: bool,
+    /// The arm this arm's effects are computed against, when not the
+    /// plan's baseline: e.g. each implementation's shared connection
+    /// against its own connection per stream (docs/reports.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_to: Option<String>,
     /// Overrides the workload plugin: another build, or `builtin`.
     #[serde(default)]
     pub plugin: Option<String>,
@@ -661,6 +666,25 @@ impl PlanSpec {
                     .with_context(|| format!("in arm `{}`", arm.name))?;
             }
         }
+        for arm in &self.arms {
+            if let Some(other) = &arm.compare_to {
+                let known = self.arms.iter().any(|a| a.name == *other);
+                if !known || *other == arm.name || arm.baseline {
+                    bail!(
+                        "in arm `{}`: `compare_to = \"{}\"` {}",
+                        arm.name,
+                        limits::clip(other),
+                        if arm.baseline {
+                            "is set on the baseline, which is compared with nothing; remove it"
+                        } else if *other == arm.name {
+                            "names the arm itself; name another arm, or remove it to compare with the baseline"
+                        } else {
+                            "names no arm of the plan; name another arm, or remove it to compare with the baseline"
+                        }
+                    );
+                }
+            }
+        }
         let mut seen = std::collections::BTreeSet::new();
         for w in &self.workloads {
             limits::name("a workload's `name`", &w.name)?;
@@ -830,6 +854,14 @@ impl PlanSpec {
     /// Index of the baseline arm.
     pub fn baseline(&self) -> usize {
         self.arms.iter().position(|a| a.baseline).unwrap_or(0)
+    }
+
+    /// The arm `arm`'s effects are computed against: its `compare_to`, or
+    /// the plan's baseline.
+    pub fn reference_of<'a>(&'a self, arm: &'a ArmSpec) -> &'a str {
+        arm.compare_to
+            .as_deref()
+            .unwrap_or(&self.arms[self.baseline()].name)
     }
 }
 

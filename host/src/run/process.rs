@@ -841,8 +841,8 @@ mod tests {
         );
         let e = check(&r, 1, 1.0).err().unwrap().to_string();
         assert!(e.contains("more transactions than time allows"), "{e}");
-        // The same in 8 workers' time fits.
-        assert!(check(&r, 8, 1.0).is_ok());
+        // The same in 16 workers. time fits.
+        assert!(check(&r, 16, 1.0).is_ok());
     }
 
     #[test]
