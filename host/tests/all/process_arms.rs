@@ -294,3 +294,84 @@ fn a_sealed_script_that_changed_stops_the_resume() {
     let r = crate::support::resume(&data);
     assert_error(&r, &["changed since it was sealed", &absolute]);
 }
+
+/// The repo's peers (peers/, built by `make peers` into the target
+/// directory's `peers/`): their programs must exist, as `make test` builds
+/// them.
+fn peer(path: &str) -> PathBuf {
+    let found = if path.ends_with(".py") {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+    } else {
+        let exe = PathBuf::from(env!("CARGO_BIN_EXE_blocklab"));
+        let target = std::env::var_os("BLOCKLAB_PEERS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| exe.parent().unwrap().parent().unwrap().join("peers"));
+        target.join(path)
+    };
+    assert!(
+        found.is_file(),
+        "peer `{}` is missing: `make peers` builds it",
+        found.display()
+    );
+    std::fs::canonicalize(found).unwrap()
+}
+
+/// Issue 15's acceptance: examples/cross-sdk.toml, reduced, runs all four
+/// implementations in both phases with every run clean, and the report
+/// gives each implementation's shared/per-stream ratio.
+#[test]
+fn the_cross_sdk_campaign_runs_every_implementation_and_reports_each_ones_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cross-sdk.toml");
+    let text = std::fs::read_to_string(example)
+        .unwrap()
+        .replace(
+            "\"target/plugins/grpc-ingest.wasm\"",
+            &format!("\"{}\"", crate::kv_plugin::plugin_path("grpc-ingest").display()),
+        )
+        .replace(
+            "\"../target/peers/go-ingest\"",
+            &format!("\"{}\"", peer("go-ingest").display()),
+        )
+        .replace(
+            "\"../peers/py-ingest/ingest.py\"",
+            &format!("\"{}\"", peer("peers/py-ingest/ingest.py").display()),
+        );
+    let p = dir.path().join("cross-sdk.toml");
+    std::fs::write(&p, text).unwrap();
+    let r = campaign(
+        &data,
+        &p,
+        &[
+            "--set",
+            "workers=2",
+            "--set",
+            "measure.warmup_s=0.1",
+            "--set",
+            "measure.measured_s=0.3",
+            "--set",
+            "bootstrap.resamples=200",
+            "--set",
+            "gates.quiescence_window_ms=10",
+            "--set",
+            "gates.wait_timeout_s=0.05",
+        ],
+    );
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 64);
+    for run in runs {
+        assert_eq!(run["status"], "ok", "{run}");
+        assert_eq!(run["errors"], 0, "{run}");
+        assert!(run["window"]["records"].as_u64().unwrap() > 0, "{run}");
+    }
+    for sdk in ["tonic", "wasm", "grpc-go", "grpcio"] {
+        let e = crate::support::effect(&rep, &format!("{sdk}-shared"), "records_per_s");
+        assert_eq!(e["baseline"], format!("{sdk}-per-stream"), "{e}");
+        assert_eq!(e["blocks"], 8, "{e}");
+    }
+    let e = crate::support::effect(&rep, "grpc-go-per-stream", "records_per_s");
+    assert_eq!(e["baseline"], "tonic-per-stream", "{e}");
+}
