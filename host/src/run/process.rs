@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 /// The protocol version this host speaks.
 pub const PROTOCOL: u32 = 1;
 
+/// A run request's seed is below 2^53 (docs/process-arms.md).
+const SEED_MASK: u64 = (1 << 53) - 1;
+
 /// Everything one process run needs, from the sealed plan and the slot.
 #[derive(Debug, Clone)]
 pub struct ProcessJob {
@@ -62,12 +65,31 @@ impl ProcessJob {
             arm: arm.name.clone(),
             target: arm.target.clone(),
             params,
-            seed: crate::plan::seal::run_seed(spec.seed, slot),
+            // 53 bits: every JSON reader holds it exactly (JavaScript's
+            // numbers, Go's int64), and it stays reproducible from the plan.
+            seed: crate::plan::seal::run_seed(spec.seed, slot) & SEED_MASK,
             workers: spec.workers,
             measure: spec.measure.measure()?,
             call_deadline_ms: spec.limits.call_deadline_ms,
             expected_inputs: plan.inputs_of(slot)?,
         }))
+    }
+
+    /// How many transactions one worker may have outstanding at once: one
+    /// (a closed loop), or for a workload pipelined like seed 004's ingest,
+    /// `ceil(max_in_flight / batch_records)` batches when the params give
+    /// both (docs/process-arms.md, "Checks").
+    fn in_flight_per_worker(&self) -> f64 {
+        let number = |name: &str| match self.params.get(name) {
+            Some(ParamValue::Integer(n)) if *n > 0 => Some(*n as f64),
+            Some(ParamValue::Float(x)) if *x > 0.0 => Some(*x),
+            Some(ParamValue::Text(t)) => t.parse::<f64>().ok().filter(|x| *x > 0.0),
+            _ => None,
+        };
+        match (number("max_in_flight"), number("batch_records")) {
+            (Some(records), Some(batch)) => (records / batch).ceil().max(1.0),
+            _ => 1.0,
+        }
     }
 
     /// The run request the program reads on stdin.
@@ -509,7 +531,15 @@ fn run_checked(
         .context("it exited without writing its `result` event")?;
     let (warm, start, end) = (events.marks[0], events.marks[1], events.marks[2]);
     let host_window = end.at.duration_since(start.at).as_secs_f64();
-    let checked = check(&reported, job.workers, host_window)?;
+    let bounds = Bounds {
+        in_flight: job.workers.max(1) as f64 * job.in_flight_per_worker(),
+        window_s: host_window,
+        // A measured transaction may end after the window (a batch sent at
+        // its end is acknowledged later), but not after the program.
+        measured_to_exit_s: exited_at.duration_since(start.at).as_secs_f64(),
+        lifetime_s: exited_at.duration_since(spawned).as_secs_f64(),
+    };
+    let checked = check(&reported, &bounds)?;
     let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
     let process_us = us(usage.ru_utime) + us(usage.ru_stime);
     let window_us = end.cpu_us.saturating_sub(start.cpu_us);
@@ -753,9 +783,24 @@ fn histogram(name: &str, pairs: &[(i64, i64)]) -> anyhow::Result<(Histogram<u64>
     Ok((h, total_ns))
 }
 
+/// What the host's clock allows a result.
+struct Bounds {
+    /// Transactions the program may have outstanding at once, over all
+    /// workers.
+    in_flight: f64,
+    /// The measured window as the host saw it (its marks), seconds.
+    window_s: f64,
+    /// From the `measured` mark to the program's exit, seconds: where
+    /// every measured transaction's latency lies.
+    measured_to_exit_s: f64,
+    /// Spawn to exit, seconds.
+    lifetime_s: f64,
+}
+
 /// Checks the result against itself and the host's clock:
 /// docs/process-arms.md, "Checks".
-fn check(r: &Reported, workers: u32, host_window_s: f64) -> anyhow::Result<Checked> {
+fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
+    let host_window_s = bounds.window_s;
     let warmup = count("warmup", r.warmup)?;
     let measured = count("measured", r.measured)?;
     let errors = count("errors", r.errors)?;
@@ -801,11 +846,20 @@ fn check(r: &Reported, workers: u32, host_window_s: f64) -> anyhow::Result<Check
             latency.len()
         );
     }
-    let allowed_s = f64::from(workers) * host_window_s * 1.1 + 1.0;
+    let longest_s = latency.max() as f64 / 1e9;
+    if longest_s > bounds.lifetime_s + 1.0 {
+        bail!(
+            "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
+            bounds.lifetime_s
+        );
+    }
+    let span_s = bounds.measured_to_exit_s;
+    let allowed_s = bounds.in_flight * span_s * 1.1 + 1.0;
     let total_s = total_ns as f64 / 1e9;
     if total_s > allowed_s {
         bail!(
-            "its latencies add up to {total_s:.3} s, more than {workers} worker(s) can spend in the {host_window_s:.3} s window blocklab saw (at most {allowed_s:.3} s): more transactions than time allows"
+            "its latencies add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
+            bounds.in_flight
         );
     }
     let mut histograms = BTreeMap::new();
@@ -833,16 +887,34 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
+    fn bounds(in_flight: f64) -> Bounds {
+        Bounds {
+            in_flight,
+            window_s: 1.0,
+            measured_to_exit_s: 1.0,
+            lifetime_s: 2.0,
+        }
+    }
+
     #[test]
     fn a_result_whose_latencies_exceed_the_window_is_refused() {
-        // 1000 transactions of 10 ms each: 10 s in a 1 s window, 1 worker.
+        // 1000 transactions of 10 ms each: 10 s in a 1 s window.
         let r = reported(
             r#"{"warmup":0,"measured":1000,"measured_s":1.0,"errors":0,"latency_ns":[[10000000,1000]]}"#,
         );
-        let e = check(&r, 1, 1.0).err().unwrap().to_string();
+        let e = check(&r, &bounds(1.0)).err().unwrap().to_string();
         assert!(e.contains("more transactions than time allows"), "{e}");
-        // The same in 16 workers. time fits.
-        assert!(check(&r, 16, 1.0).is_ok());
+        // The same with 16 transactions in flight fits.
+        assert!(check(&r, &bounds(16.0)).is_ok());
+    }
+
+    #[test]
+    fn a_latency_longer_than_the_program_ran_is_refused() {
+        let r = reported(
+            r#"{"warmup":0,"measured":1,"measured_s":1.0,"errors":0,"latency_ns":[[5000000000,1]]}"#,
+        );
+        let e = check(&r, &bounds(64.0)).err().unwrap().to_string();
+        assert!(e.contains("cannot outlast the program"), "{e}");
     }
 
     #[test]
@@ -850,7 +922,7 @@ mod tests {
         let r = reported(
             r#"{"warmup":0,"measured":10,"measured_s":1.0,"errors":2,"latency_ns":[[1000,9]]}"#,
         );
-        let e = check(&r, 1, 1.0).err().unwrap().to_string();
+        let e = check(&r, &bounds(1.0)).err().unwrap().to_string();
         assert!(e.contains("counts 9 transactions"), "{e}");
     }
 }

@@ -328,7 +328,10 @@ fn the_cross_sdk_campaign_runs_every_implementation_and_reports_each_ones_ratio(
         .unwrap()
         .replace(
             "\"target/plugins/grpc-ingest.wasm\"",
-            &format!("\"{}\"", crate::kv_plugin::plugin_path("grpc-ingest").display()),
+            &format!(
+                "\"{}\"",
+                crate::kv_plugin::plugin_path("grpc-ingest").display()
+            ),
         )
         .replace(
             "\"../target/peers/go-ingest\"",
