@@ -70,9 +70,3 @@ pub fn name(signal: i32) -> String {
         n => format!("signal {n}"),
     }
 }
-
-/// A run killed because the supervisor was interrupted: its run is
-/// discarded, not stored as a failure.
-#[derive(Debug, thiserror::Error)]
-#[error("the run was interrupted by {} and discarded", name(*.0))]
-pub struct Interrupted(pub i32);

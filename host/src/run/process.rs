@@ -6,7 +6,8 @@
 //! interrupt, a protocol violation or children left behind. The outcome is
 //! a [`RunResult`] like a worker's.
 
-use super::interrupt::{Interrupt, Interrupted};
+use super::executor::Halt;
+use super::interrupt::Interrupt;
 use super::result::{Cpu, Latency, RunResult, WindowStats, encode_histogram, new_histogram};
 use super::worker::HashedFile;
 use crate::limits;
@@ -369,25 +370,31 @@ enum Ended {
 
 /// Runs `job`'s program once, pinned to `cpus`, killed with its whole
 /// process group after `timeout_s`; an interrupt kills it and returns
-/// [`Interrupted`]. Every other failure names the arm.
+/// [`Halt::Interrupted`]. Every failure of the run is a [`Halt::Broken`]
+/// naming the arm. `binary` is the caller's sha256 of blocklab.
 pub fn run(
     job: &ProcessJob,
     cpus: &[usize],
     timeout_s: f64,
     interrupt: &Interrupt,
     binary: Option<&str>,
-) -> anyhow::Result<RunResult> {
+) -> Result<RunResult, Halt> {
     run_checked(job, cpus, timeout_s, interrupt, binary).map_err(|e| {
-        if e.downcast_ref::<Interrupted>().is_some() {
-            return e;
+        match e.downcast_ref::<InterruptedBy>() {
+            Some(InterruptedBy(signal)) => Halt::Interrupted(*signal),
+            None => Halt::Broken(limits::clipped(e.context(format!(
+                "process arm `{}` (`{}`)",
+                job.arm,
+                job.process.name()
+            )))),
         }
-        limits::clipped(e.context(format!(
-            "process arm `{}` (`{}`)",
-            job.arm,
-            job.process.name()
-        )))
     })
 }
+
+/// The run was killed because of this signal (a [`Halt::Interrupted`]).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by signal {0}")]
+struct InterruptedBy(i32);
 
 fn run_checked(
     job: &ProcessJob,
@@ -483,7 +490,7 @@ fn run_checked(
     };
     let (status, usage) = match ended {
         Ended::Interrupted(signal) => {
-            return Err(Interrupted(signal).into());
+            return Err(InterruptedBy(signal).into());
         }
         Ended::TimedOut => {
             return Err(said(format!(
