@@ -406,8 +406,8 @@ fn run_checked(
     use std::os::unix::process::CommandExt as _;
     let timeout = limits::seconds("gates.run_timeout_s", timeout_s, true, limits::TIMEOUT_S)?;
     let inputs = hash_inputs(job, binary)?;
-    // Without it orphans go to init and cannot be found once the group is
-    // gone; the run still fails on its group, so only warn by error text.
+    // Without it a child that left the group (setsid) and outlived the
+    // program would go to init, out of reach: no run without it.
     become_subreaper().context("cannot become the subreaper of the program's children")?;
     let program = PathBuf::from(&job.process.command[0]);
     let dir = program.parent().unwrap_or(Path::new("/")).to_owned();

@@ -185,6 +185,93 @@ fn more_transactions_than_time_allows_are_refused() {
     assert_all(&reasons, &["more transactions than time allows"]);
 }
 
+/// Processes running misbehave.py in `mode`.
+fn running(mode: &str) -> Vec<String> {
+    let needle = format!("misbehave.py\0{mode}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(&needle)
+                .then(|| e.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// Kills the campaign by PID when a test ends, also when it fails.
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A signal to the campaign kills the program in flight with its group;
+/// the run is discarded (not stored), as a worker's is.
+#[test]
+fn a_signal_kills_the_program_in_flight_and_discards_its_run() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = arm("good", true, "ok") + &arm("bad", false, "hang-measuring");
+    let p = plan(dir.path(), "signal", 60.0, &arms);
+    let mut child = Guard(
+        blocklab()
+            .args(["campaign", "--progress", "json", "--data"])
+            .arg(&data)
+            .arg(&p)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut signalled = false;
+    let mut stderr = Vec::new();
+    let lines = std::io::BufReader::new(child.0.stderr.take().unwrap()).lines();
+    for line in lines {
+        let line = line.unwrap();
+        if !signalled
+            && line.contains("\"event\":\"run-started\"")
+            && line.contains("\"arm\":\"bad\"")
+        {
+            // The program hangs in its measured window until killed; wait
+            // (bounded) until it runs, then signal the campaign.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while running("hang-measuring").is_empty() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the program never started"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            // SAFETY: a plain kill(2) of the child this test started.
+            assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) }, 0);
+            signalled = true;
+        }
+        stderr.push(line);
+    }
+    let status = child.0.wait().unwrap();
+    let stderr = stderr.join("\n");
+    assert!(signalled, "{stderr}");
+    assert_eq!(status.code(), Some(143), "{status:?}\n{stderr}");
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    assert_eq!(running("hang-measuring"), Vec::<String>::new());
+    let rep = report(&data);
+    assert!(
+        rep["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["arm"] == "good"),
+        "the interrupted run was stored: {}",
+        rep["runs"]
+    );
+}
+
 /// Processes whose command line is `sleep 300` (what misbehave.py leaves).
 fn sleepers() -> Vec<String> {
     std::fs::read_dir("/proc")
