@@ -279,7 +279,7 @@ fn sleepers() -> Vec<String> {
         .flatten()
         .filter_map(|e| {
             let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            (cmdline == b"sleep\0300\0").then(|| e.file_name().to_string_lossy().into_owned())
+            (cmdline == b"sleep\x00300\x00").then(|| e.file_name().to_string_lossy().into_owned())
         })
         .collect()
 }
