@@ -43,6 +43,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -463,6 +464,7 @@ func params(req *request, defaults map[string]uint64) map[string]uint64 {
 			for n := range defaults {
 				names = append(names, "`"+n+"`")
 			}
+			sort.Strings(names)
 			usage("unknown param `%s` for workload `%s`; it takes %s", k, req.Workload, strings.Join(names, ", "))
 		}
 		n, err := strconv.ParseUint(v.String(), 10, 64)
