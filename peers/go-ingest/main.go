@@ -20,9 +20,10 @@
 //     offsets, first waiting for acks while more than `max_in_flight` records
 //     would be unacknowledged. Counters `acked_records`, `acked_bytes` (window
 //     deltas); latency = a batch's send to the first ack covering it, also as
-//     histogram `ack_latency_ns`. After the window each worker waits for the
-//     acks of its measured batches (after the measured-end mark), so every
-//     measured batch has a latency or an error.
+//     histogram `ack_latency_ns`. After the window (after the measured-end
+//     mark) each worker half-closes its stream, on which the server acks all
+//     it has, and reads the acks of its measured batches, so every measured
+//     batch has a latency or an error, as the protocol's counts require.
 //   - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
 //
 // Both measure modes. Connection policies (`target.connections`): "shared" =
@@ -407,14 +408,23 @@ func (w *ingest) counters() map[string]uint64 {
 	return map[string]uint64{"acked_records": w.ackedRecords, "acked_bytes": w.ackedBytes}
 }
 
+// drain half-closes the stream, on which the server acknowledges all it
+// has (a server acking every N records would otherwise leave the last few
+// unacknowledged forever), and reads the acks of what is still in flight.
 func (w *ingest) drain(t *tally) {
+	if w.stream == nil {
+		return
+	}
+	if err := w.stream.CloseSend(); err != nil {
+		w.broken(t, fmt.Errorf("ingest stream failed on close: %v", err))
+		return
+	}
 	for w.stream != nil && len(w.inFlight) > 0 {
 		if err := w.awaitAck(t); err != nil {
 			w.broken(t, err)
 		}
 	}
 	if w.stream != nil {
-		w.stream.CloseSend()
 		w.cancel()
 	}
 }

@@ -22,8 +22,10 @@ Workloads, the same as the grpc-ingest plugin's
     offsets, first waiting for acks while more than `max_in_flight` records
     would be unacknowledged. Counters `acked_records`, `acked_bytes` (window
     deltas); latency = a batch's send to the first ack covering it, also as
-    histogram `ack_latency_ns`. After the window each worker waits for the
-    acks of its measured batches (after the measured-end mark).
+    histogram `ack_latency_ns`. After the window (after the measured-end
+    mark) each worker half-closes its stream, on which the server acks all
+    it has, and reads the acks of its measured batches, so every measured
+    batch has a latency or an error, as the protocol's counts require.
   - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
 
 Both measure modes. Connection policies (`target.connections`): "shared" =
@@ -263,6 +265,11 @@ class Ingest:
         return {"acked_records": self.acked_records, "acked_bytes": self.acked_bytes}
 
     def drain(self, tally):
+        """Half-closes the stream, on which the server acknowledges all it
+        has (a server acking every N records would otherwise leave the last
+        few unacknowledged forever), and reads the acks still in flight."""
+        if self.responses is not None:
+            self.requests.put(None)
         while self.responses is not None and self.head < len(self.in_flight):
             try:
                 self.await_ack(tally)
