@@ -27,8 +27,9 @@
 //   - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
 //
 // Both measure modes. Connection policies (`target.connections`): "shared" =
-// one ClientConn for all workers, "per-stream" = one ClientConn per worker,
-// N = a pool of N ClientConns, workers round-robin. Each grpc.Dial is its own
+// one ClientConn for all workers, "per-stream" = one ClientConn per stream
+// (per worker; unary calls share one, as blocklab's own client does), N = a
+// pool of N ClientConns, workers round-robin. Each grpc.Dial is its own
 // TCP connection. Messages are encoded by hand (a raw-bytes codec, no
 // generated code), so it builds offline against Debian's golang-google-grpc-dev.
 // Like the plugin, a worker reads acks only when its in-flight limit makes it
@@ -74,7 +75,7 @@ type request struct {
 		Endpoint    string          `json:"endpoint"`
 		Connections json.RawMessage `json:"connections"`
 	} `json:"target"`
-	Params         map[string]json.Number `json:"params"`
+	Params         map[string]interface{} `json:"params"`
 	Seed           int64                  `json:"seed"`
 	Workers        int                    `json:"workers"`
 	Measure        measure                `json:"measure"`
@@ -477,9 +478,10 @@ func params(req *request, defaults map[string]uint64) map[string]uint64 {
 			sort.Strings(names)
 			usage("unknown param `%s` for workload `%s`; it takes %s", k, req.Workload, strings.Join(names, ", "))
 		}
-		n, err := strconv.ParseUint(v.String(), 10, 64)
+		// A number, or its digits as text (plan params may be either).
+		n, err := strconv.ParseUint(strings.TrimSpace(fmt.Sprint(v)), 10, 64)
 		if err != nil {
-			usage("param `%s` must be a non-negative integer, not %s", k, v)
+			usage("param `%s` must be a non-negative integer, not %v", k, v)
 		}
 		out[k] = n
 	}
@@ -493,7 +495,11 @@ func connections(req *request) []*grpc.ClientConn {
 	switch policy {
 	case "", "shared":
 	case "per-stream":
-		n = req.Workers
+		// A connection per stream; unary calls are no streams and share
+		// one, as blocklab's own client does (docs/grpc.md).
+		if req.Workload == "ingest" {
+			n = req.Workers
+		}
 	default:
 		v, err := strconv.Atoi(policy)
 		if err != nil || v < 1 {

@@ -29,8 +29,9 @@ Workloads, the same as the grpc-ingest plugin's
   - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
 
 Both measure modes. Connection policies (`target.connections`): "shared" =
-one channel, "per-stream" = one channel per worker, N = a pool of N
-channels, workers round-robin. Every channel has its own subchannel pool
+one channel, "per-stream" = one channel per stream (per worker; unary calls
+share one, as blocklab's own client does), N = a pool of N channels,
+workers round-robin. Every channel has its own subchannel pool
 (`grpc.use_local_subchannel_pool`), else grpcio would share one TCP
 connection between channels to the same address. Messages are encoded by
 hand (bytes in, bytes out; no generated code).
@@ -315,6 +316,9 @@ def params(workload, given):
         if k not in defaults:
             names = ", ".join(f"`{n}`" for n in sorted(defaults))
             usage(f"unknown param `{k}` for workload `{workload}`; it takes {names}")
+        # A number, or its digits as text (plan params may be either).
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             usage(f"param `{k}` must be a non-negative integer, not {json.dumps(v)}")
         out[k] = v
@@ -324,10 +328,14 @@ def params(workload, given):
 def channels(req, grpc):
     target = req["target"]
     policy = target.get("connections", "shared")
+    if isinstance(policy, str) and policy.isdigit():
+        policy = int(policy)
     if policy == "shared":
         n = 1
     elif policy == "per-stream":
-        n = req["workers"]
+        # A channel per stream; unary calls are no streams and share one,
+        # as blocklab's own client does (docs/grpc.md).
+        n = req["workers"] if req["workload"] == "ingest" else 1
     elif isinstance(policy, int) and not isinstance(policy, bool) and policy >= 1:
         n = policy
     else:
