@@ -350,7 +350,9 @@ func (w *ingest) broken(t *tally, err error) {
 
 func (w *ingest) awaitAck(t *tally) error {
 	var msg []byte
-	if err := w.stream.RecvMsg(&msg); err != nil {
+	if err := w.stream.RecvMsg(&msg); err == io.EOF {
+		return fmt.Errorf("the server ended the ingest stream with records unacknowledged\n%d sent, %d acknowledged", w.next, w.acked)
+	} else if err != nil {
 		return fmt.Errorf("ingest stream failed: %v", err)
 	}
 	next, err := decodeAck(msg)
@@ -390,13 +392,15 @@ func (w *ingest) run(t *tally, measured bool) error {
 	}
 	w.buf = encodeBatch(w.buf, w.next, w.batchRecords, w.payload)
 	if err := w.stream.SendMsg(&w.buf); err != nil {
-		if err == io.EOF { // the server ended the stream; its status says why
-			var msg []byte
-			if err = w.stream.RecvMsg(&msg); err == nil {
-				err = errors.New("the server ended the stream without an error")
+		if err == io.EOF {
+			// The server ended the stream: read the acks it sent before,
+			// then its status, which says why.
+			for err == io.EOF || err == nil {
+				err = w.awaitAck(t)
 			}
+		} else {
+			err = fmt.Errorf("ingest stream failed on send: %v", err)
 		}
-		err = fmt.Errorf("ingest stream failed on send: %v", err)
 		w.broken(t, err)
 		return err
 	}

@@ -251,9 +251,10 @@ class Ingest:
             while self.next + self.batch_records - self.acked > self.max_in_flight:
                 self.await_ack(tally)
             if self.responses.done():
-                # The call ended while nothing was read: its status says why.
-                self.await_ack(tally)
-                raise Failed("the server ended the ingest stream")
+                # The server ended the call: read the acks it sent before,
+                # then its status, which says why (await_ack raises it).
+                while True:
+                    self.await_ack(tally)
         except Failed as e:
             self.broken(tally, str(e))
             raise

@@ -364,6 +364,48 @@ fn ingest_with_each_policy(argv: &[String]) {
     }
 }
 
+/// A server that fails every stream after 2,000 records: each failure is
+/// an error of the run with the server's status as its kind, the worker
+/// opens a new stream and goes on, and the counts stay consistent (every
+/// measured batch has a latency or an error), so the host accepts the run.
+fn failing_streams(argv: &[String]) {
+    let server = IngestServer::start(&["--fail-after", "2000"]);
+    let req = request(
+        "ingest",
+        &server.url,
+        json!("shared"),
+        json!({"record_bytes": 100, "batch_records": 16, "max_in_flight": 256}),
+        2,
+        json!({"mode": "window", "warmup_s": 0.0, "measured_s": 0.5}),
+    );
+    let o = run_peer(argv, &req, None);
+    assert_protocol(argv, &o);
+    let r = o.result();
+    let errors = r["errors"].as_u64().unwrap();
+    assert!(errors > 0, "{argv:?}: no stream failed: {r}");
+    let kinds = r["errors_by_kind"].as_object().unwrap();
+    assert!(
+        kinds
+            .keys()
+            .all(|k| k.contains("injected failure after 2000 records")),
+        "{argv:?}: {kinds:?}"
+    );
+    assert_eq!(
+        kinds.values().map(|n| n.as_u64().unwrap()).sum::<u64>(),
+        errors
+    );
+    // One stream acknowledges fewer than 2,000 records before it fails.
+    assert!(
+        r["counters"]["acked_records"].as_u64().unwrap() > 2 * 2000,
+        "{argv:?}: the workers did not reopen their streams: {r}"
+    );
+    assert_eq!(
+        histogram_count(&r["latency_ns"]),
+        r["measured"].as_u64().unwrap() - errors,
+        "{argv:?}: latencies are measured minus errors"
+    );
+}
+
 /// `unary` (and its alias `echo`) in transactions mode: exactly the
 /// requested counts, one latency each; a pool spreads the workers over its
 /// connections, and `per-stream` leaves unary calls on one (they are no
@@ -429,6 +471,22 @@ fn go_ingest_streams_through_each_connection_policy() {
 fn py_ingest_streams_through_each_connection_policy() {
     match grpcio() {
         Ok(()) => ingest_with_each_policy(&py_ingest()),
+        Err(why) => println!("skipped: {why}"),
+    }
+}
+
+#[test]
+fn go_ingest_counts_failed_streams_as_errors_and_reopens() {
+    match go_peers() {
+        Ok(p) => failing_streams(&go_ingest(p)),
+        Err(why) => println!("skipped: {why}"),
+    }
+}
+
+#[test]
+fn py_ingest_counts_failed_streams_as_errors_and_reopens() {
+    match grpcio() {
+        Ok(()) => failing_streams(&py_ingest()),
         Err(why) => println!("skipped: {why}"),
     }
 }
