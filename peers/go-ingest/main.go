@@ -76,7 +76,7 @@ type request struct {
 		Connections json.RawMessage `json:"connections"`
 	} `json:"target"`
 	Params         map[string]interface{} `json:"params"`
-	Seed           int64                  `json:"seed"`
+	Seed           uint64                 `json:"seed"`
 	Workers        int                    `json:"workers"`
 	Measure        measure                `json:"measure"`
 	CallDeadlineMs uint64                 `json:"call_deadline_ms"`
@@ -573,7 +573,7 @@ func main() {
 	}
 	emit(map[string]interface{}{"hello": map[string]interface{}{"protocol": 1, "client": "grpc-go " + grpc.Version + " / " + runtime.Version()}})
 
-	rng := rand.New(rand.NewSource(req.Seed))
+	rng := rand.New(rand.NewSource(int64(req.Seed))) // seeds are u64; wrapping is fine
 	conns := connections(&req)
 	workers := make([]worker, req.Workers)
 	for i := range workers {

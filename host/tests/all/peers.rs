@@ -254,7 +254,8 @@ fn request(
         "arm": "peer-test",
         "target": {"kind": "grpc", "endpoint": url, "connections": connections},
         "params": params,
-        "seed": 7,
+        // Run seeds span all of u64 (the plan's seed mixed with the slot).
+        "seed": 18_000_000_000_000_000_000u64,
         "workers": workers,
         "measure": measure,
         "call_deadline_ms": 10000,
