@@ -30,7 +30,8 @@ def main():
     try:
         req = json.load(sys.stdin)
     except ValueError as e:
-        sys.exit(f"minimal.py: cannot read the run request on stdin: {e}")  # exit 1
+        print(f"minimal.py: cannot read the run request on stdin: {e}", file=sys.stderr)
+        sys.exit(2)
     if req.get("protocol") != 1:
         print(f"minimal.py: speaks protocol 1, the request is protocol {req.get('protocol')}", file=sys.stderr)
         sys.exit(2)

@@ -33,7 +33,11 @@
 // TCP connection. Messages are encoded by hand (a raw-bytes codec, no
 // generated code), so it builds offline against Debian's golang-google-grpc-dev.
 // Like the plugin, a worker reads acks only when its in-flight limit makes it
-// wait, so the implementations compare the same loop.
+// wait, so the implementations compare the same loop. `call_deadline_ms`
+// bounds connecting and each unary call; a stalled stream is bounded by the
+// host's `run_timeout_s`, which kills the process group. Exit status: 0 after
+// the result, 2 for a request this client cannot serve (unknown workload,
+// param, mode or policy), 1 when the run fails (connect, setup, warmup).
 package main
 
 import (

@@ -36,6 +36,12 @@ workers round-robin. Every channel has its own subchannel pool
 connection between channels to the same address. Messages are encoded by
 hand (bytes in, bytes out; no generated code).
 
+`call_deadline_ms` bounds connecting and each unary call; a stalled stream
+is bounded by the host's `run_timeout_s`, which kills the process group.
+Exit status: 0 after the result, 2 for a request this client cannot serve
+(unknown workload, param, mode or policy), 1 when the run fails (connect,
+setup, warmup).
+
 Each worker is a Python thread: the GIL, and grpcio's own threads that feed
 a streaming call from its request iterator, are part of what this arm
 measures.
