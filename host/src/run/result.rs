@@ -154,8 +154,7 @@ pub struct RunResult {
     /// `grpc-go 1.33.0 / go1.19.8`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
-    /// `transactions` or `window`.
-    pub mode: String,
+    pub mode: crate::plan::spec::MeasureMode,
     pub workers: u32,
     pub seed: u64,
     /// Warmup transactions performed (in window mode, counted).

@@ -522,7 +522,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         target: spec.target.kind().to_owned(),
         plugin: spec.plugin.label(),
         client: None,
-        mode: spec.measure.mode().to_owned(),
+        mode: spec.measure.mode(),
         workers,
         seed: spec.seed,
         warmup,
