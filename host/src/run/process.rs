@@ -569,7 +569,7 @@ fn run_checked(
         target: job.target.kind().to_owned(),
         plugin: job.process.label(),
         client: events.client,
-        mode: job.measure.mode().to_owned(),
+        mode: job.measure.mode(),
         workers: job.workers,
         seed: job.seed,
         warmup: checked.warmup,
