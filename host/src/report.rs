@@ -9,6 +9,7 @@ use crate::machine::placement::{Placement, format_cpu_list};
 use crate::plan::seal::SealedPlan;
 use crate::run::RunResult;
 use crate::run::gates::Environment;
+use crate::run::link::{LinkRun, NETWORK_BLOB, NetworkRecord};
 use crate::run::supervisor::{RunRecord, RunStatus, SEQUENTIAL_BLOB, SequentialStop};
 use crate::stats::{self, Effect, Method, Simultaneous};
 use blocklab_store::{CampaignId, CampaignMeta, Store};
@@ -226,6 +227,10 @@ pub struct RunRow {
     pub wall_s: f64,
     pub steal_pct: f64,
     pub oom_kills: Option<u64>,
+    /// The link to a target in its own namespace, and its counters over
+    /// the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkRun>,
     #[serde(flatten)]
     pub result: RunResult,
 }
@@ -326,6 +331,63 @@ pub struct Report {
     pub positions: Vec<PositionRow>,
     pub runs: Vec<RunRow>,
     pub limits: Vec<String>,
+    /// Targets in their own namespace: per execution, the namespace, its
+    /// addresses and every `ip` and `tc` command applied (docs/network.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<NetworkRecord>,
+    /// Each arm's link and its counters summed over the arm's final runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkRow>,
+}
+
+/// One arm's link over the campaign.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkRow {
+    pub arm: String,
+    /// e.g. "100 Mbit/s" or "unshaped".
+    pub link: String,
+    /// Final runs with link counters.
+    pub runs: usize,
+    /// Bytes the client's end sent (client → target) and the target's end
+    /// sent (target → client), summed.
+    pub client_to_target_bytes: u64,
+    pub target_to_client_bytes: u64,
+    /// Summed over both ends' qdiscs.
+    pub drops: u64,
+    pub overlimits: u64,
+}
+
+/// Sums each arm's link counters over its final runs.
+fn link_rows(spec: &crate::plan::spec::PlanSpec, runs: &[RunRow]) -> Vec<LinkRow> {
+    if spec.placement() != crate::machine::netns::NetPlacement::Netns {
+        return Vec::new();
+    }
+    spec.arms
+        .iter()
+        .map(|arm| {
+            let mut row = LinkRow {
+                arm: arm.name.clone(),
+                link: spec
+                    .link_for(arm)
+                    .map_or_else(|| "unshaped".into(), |l| l.describe()),
+                runs: 0,
+                client_to_target_bytes: 0,
+                target_to_client_bytes: 0,
+                drops: 0,
+                overlimits: 0,
+            };
+            for r in runs.iter().filter(|r| r.result.arm == arm.name) {
+                let Some(l) = &r.link else { continue };
+                let (drops, overlimits) = l.counters.drops_and_overlimits();
+                row.runs += 1;
+                row.client_to_target_bytes += l.counters.client_end.tx_bytes;
+                row.target_to_client_bytes += l.counters.target_end.tx_bytes;
+                row.drops += drops;
+                row.overlimits += overlimits;
+            }
+            row
+        })
+        .collect()
 }
 
 /// Builds the report of campaign `id` from the store.
@@ -358,6 +420,7 @@ pub fn build_with(
         store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),
     );
     report.calibration = latest_calibration(store, report.environment.as_ref())?;
+    report.network = store.blob(id, NETWORK_BLOB)?.unwrap_or_default();
     Ok(report)
 }
 
@@ -757,6 +820,7 @@ pub fn analyse(
             wall_s: r.wall_s,
             steal_pct: r.telemetry.steal_pct,
             oom_kills: r.telemetry.oom_kills,
+            link: r.link.clone(),
             result,
         });
     }
@@ -797,6 +861,7 @@ pub fn analyse(
             campaign.id
         ));
     }
+    let links = link_rows(&plan.spec, &runs);
     Report {
         campaign,
         plan,
@@ -812,6 +877,8 @@ pub fn analyse(
         positions,
         runs,
         limits,
+        network: Vec::new(),
+        links,
     }
 }
 
@@ -836,7 +903,11 @@ fn limits(
         .iter()
         .any(|a| matches!(&a.target, crate::target::TargetSpec::Grpc(g) if g.is_local()))
     {
-        out.push("gRPC arms used the local grpc-ingest server over loopback on the same machine: no network latency, loss or bandwidth limit, and client and server compete for the machine's cores; only limits emulated by the server's knobs apply.".into());
+        if spec.placement() == crate::machine::netns::NetPlacement::Netns {
+            out.push("gRPC arms used the local grpc-ingest server in a network namespace of its own, reached over a veth pair on the same machine: only the delay, loss and rate each arm's link states apply (see the link table), and client and server still compete for the machine's cores.".into());
+        } else {
+            out.push("gRPC arms used the local grpc-ingest server over loopback on the same machine: no network latency, loss or bandwidth limit, and client and server compete for the machine's cores; only limits emulated by the server's knobs apply.".into());
+        }
     }
     if spec.workers == 1 {
         out.push("One worker: batching and contention under concurrency were not tested.".into());
@@ -1049,6 +1120,24 @@ pub fn terminal(report: &Report) -> String {
         }
     }
     let g = &report.gates;
+    if !report.links.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nlinks (veth and qdisc counters, summed over each arm's runs)"
+        );
+        for l in &report.links {
+            let _ = writeln!(
+                s,
+                "{:<20} {:<28} {:>14} B client→target {:>12} B back  drops {}  overlimits {}",
+                l.arm,
+                l.link,
+                l.client_to_target_bytes,
+                l.target_to_client_bytes,
+                l.drops,
+                l.overlimits
+            );
+        }
+    }
     let _ = writeln!(s, "\ngates: {}", g.sentence());
     if g.unfinished_slots > 0 {
         let _ = writeln!(
@@ -1061,6 +1150,53 @@ pub fn terminal(report: &Report) -> String {
         let _ = writeln!(s, "  failed {f}");
     }
     s
+}
+
+/// The link table and the network's provenance, when targets ran in a
+/// namespace.
+fn network_markdown(s: &mut String, report: &Report) {
+    if report.links.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n### Links\n\nCounters of the veth pair and its qdiscs, summed over each arm's final runs (worker start to exit).\n\n| arm | link | runs | client → target bytes | target → client bytes | qdisc drops | qdisc overlimits |\n|---|---|---|---|---|---|---|"
+    );
+    for l in &report.links {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            l.arm,
+            l.link,
+            l.runs,
+            l.client_to_target_bytes,
+            l.target_to_client_bytes,
+            l.drops,
+            l.overlimits
+        );
+    }
+    for (i, n) in report.network.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "\nExecution {}: namespace `{}`, client end `{}` {}, target end `{}` {}.\n\n```",
+            i + 1,
+            n.netns.namespace,
+            n.netns.host_veth,
+            n.netns.host_addr,
+            n.netns.peer_veth,
+            n.netns.peer_addr
+        );
+        for c in &n.netns.setup {
+            let _ = writeln!(s, "{}", c.join(" "));
+        }
+        for (arm, a) in &n.arms {
+            let _ = writeln!(s, "# arm {arm}: {}", a.link);
+            for c in &a.commands {
+                let _ = writeln!(s, "{}", c.join(" "));
+            }
+        }
+        let _ = writeln!(s, "```");
+    }
 }
 
 /// The full markdown report, in METHOD.md's order.
@@ -1076,9 +1212,16 @@ pub fn markdown(report: &Report) -> String {
     );
     let _ = writeln!(
         s,
-        "## Arms\n\n| arm | baseline | plugin | target | params |\n|---|---|---|---|---|"
+        "## Arms\n\n| arm | baseline | plugin | target | link | params |\n|---|---|---|---|---|---|"
     );
     for arm in &spec.arms {
+        let link = match spec.link_for(arm) {
+            Some(l) => l.describe(),
+            None if spec.placement() == crate::machine::netns::NetPlacement::Netns => {
+                "unshaped".into()
+            }
+            None => "loopback".into(),
+        };
         let plugin = arm
             .plugin
             .as_deref()
@@ -1087,14 +1230,16 @@ pub fn markdown(report: &Report) -> String {
         let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
             s,
-            "| {} | {} | `{}` | {} | {} |",
+            "| {} | {} | `{}` | {} | {} | {} |",
             arm.name,
             if arm.baseline { "yes" } else { "" },
             plugin,
             arm.target.kind(),
+            link,
             params.join(" ")
         );
     }
+    network_markdown(&mut s, report);
     let _ = writeln!(s, "\n### Inputs\n\n| input | sha256 |\n|---|---|");
     for (name, hash) in &report.plan.inputs {
         let _ = writeln!(s, "| `{name}` | `{hash}` |");

@@ -4,6 +4,7 @@
 pub mod boundary;
 pub mod gates;
 pub mod interrupt;
+pub mod link;
 pub mod profile;
 pub mod progress;
 pub mod result;

@@ -10,6 +10,7 @@
 use super::RunResult;
 use super::gates::{self, Quiescence, Telemetry};
 use super::interrupt::Interrupt;
+use super::link::{CampaignNetwork, NETWORK_BLOB, NetworkRecord};
 use super::profile::Selection;
 use super::worker::RunSpec;
 use crate::machine::placement::{self, Placement};
@@ -56,6 +57,10 @@ pub struct RunRecord {
     /// Target health before and after the run, where the target reports it.
     #[serde(default)]
     pub health: Option<serde_json::Value>,
+    /// The link to a target in its own namespace: its shape and its
+    /// counters over the run (docs/network.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<super::link::LinkRun>,
     /// The client CPUs the run was pinned to.
     pub pinned: Vec<usize>,
     pub started_unix_ms: u64,
@@ -216,7 +221,9 @@ pub fn execute(
         .blob::<gates::Environment>(id, "environment")?
         .is_none()
     {
-        store.put_blob(id, "environment", &gates::Environment::read())?;
+        let mut environment = gates::Environment::read();
+        environment.qdiscs = super::link::qdisc_support(&plan);
+        store.put_blob(id, "environment", &environment)?;
     }
     // The supervisor stays off the client CPUs.
     placement::pin_current(&placement.runner)
@@ -261,9 +268,22 @@ pub fn execute(
             );
         }
     }
+    // The namespace outlives the servers inside it: declared first, it is
+    // dropped (removed) after them.
+    let mut network = CampaignNetwork::start(&plan)?;
+    let mut networks: Vec<NetworkRecord> = store.blob(id, NETWORK_BLOB)?.unwrap_or_default();
+    if let Some(n) = &network {
+        networks.push(n.record().clone());
+        store.put_blob(id, NETWORK_BLOB, &networks)?;
+    }
     // Local targets serve the whole execution; dropping them stops them.
     let servers = if needs_server {
-        LocalServers::start(&exe, targets(), &placement.server)
+        LocalServers::start(
+            &exe,
+            targets(),
+            &placement.server,
+            network.as_ref().map(CampaignNetwork::netns),
+        )
     } else {
         LocalServers::default()
     };
@@ -336,18 +356,49 @@ pub fn execute(
                     failed: Some(why),
                 }),
             };
+            // The link takes the arm's shape before its counters are read.
+            let sample = match network.as_mut().map(|n| n.before_run(&plan, slot)) {
+                Some(Ok((sample, new_arm))) => {
+                    if let (true, Some(n), Some(last)) =
+                        (new_arm, network.as_ref(), networks.last_mut())
+                    {
+                        *last = n.record().clone();
+                        store.put_blob(id, NETWORK_BLOB, &networks)?;
+                    }
+                    Ok(Some(sample))
+                }
+                Some(Err(e)) => Err(e),
+                None => Ok(None),
+            };
             let probe = gates::Probe::start();
-            let outcome = match before.as_ref().and_then(|h| h.failed.as_ref()) {
-                Some(why) => Err(anyhow::anyhow!(
-                    "the target's health gate failed before the run, so it did not start: {why}"
-                )),
-                None => spawn_worker(
-                    &exe,
-                    &spec,
-                    &placement.client,
-                    gate.run_timeout_s,
-                    &options.interrupt,
+            let (outcome, sample) = match (before.as_ref().and_then(|h| h.failed.as_ref()), sample)
+            {
+                (Some(why), _) => (
+                    Err(anyhow::anyhow!(
+                        "the target's health gate failed before the run, so it did not start: {why}"
+                    )),
+                    None,
                 ),
+                (None, Err(e)) => (
+                    Err(e.context(
+                        "the link to the target could not be shaped, so the run did not start",
+                    )),
+                    None,
+                ),
+                (None, Ok(sample)) => (
+                    spawn_worker(
+                        &exe,
+                        &spec,
+                        &placement.client,
+                        gate.run_timeout_s,
+                        &options.interrupt,
+                    ),
+                    sample,
+                ),
+            };
+            let link = match (&network, sample) {
+                (Some(n), Some(sample)) => n.after_run(sample).ok(),
+                _ => None,
             };
             if let Err(e) = &outcome
                 && let Some(Interrupted(signal)) = e.downcast_ref()
@@ -391,6 +442,7 @@ pub fn execute(
                 quiescence,
                 telemetry,
                 health,
+                link,
                 pinned: placement.client.clone(),
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),
