@@ -159,7 +159,11 @@ fn the_netns_example_runs_reduced_and_only_the_rate_limited_link_is_throttled() 
         ],
     );
     assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("links (veth and qdisc counters"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("links (veth and qdisc counters"),
+        "{}",
+        r.stdout
+    );
     let rep = report(&data);
     let runs = rep["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 16);
@@ -202,7 +206,9 @@ fn the_netns_example_runs_reduced_and_only_the_rate_limited_link_is_throttled() 
         "{commands}"
     );
     assert!(
-        commands.contains(&format!(r#"["tc","-n","{ns}","qdisc","replace","dev","blk-peer","root","tbf""#)),
+        commands.contains(&format!(
+            r#"["tc","-n","{ns}","qdisc","replace","dev","blk-peer","root","tbf""#
+        )),
         "{commands}"
     );
     assert_eq!(rep["environment"]["qdiscs"]["tbf"], true);
@@ -304,18 +310,29 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = 2 }
     .unwrap();
     let r = campaign(&dir.path().join("data2"), &quick, &[]);
     assert!(r.ok, "{}", r.stderr);
-    assert!(owned_by(pid, "/run/netns").is_empty(), "namespace of {pid} left");
-    assert!(owned_by(pid, "/sys/class/net").is_empty(), "link of {pid} left");
+    assert!(
+        owned_by(pid, "/run/netns").is_empty(),
+        "namespace of {pid} left"
+    );
+    assert!(
+        owned_by(pid, "/sys/class/net").is_empty(),
+        "link of {pid} left"
+    );
     // The server inside died with its supervisor (parent-death signal) or
     // was killed by the cleanup.
     for p in inside {
-        assert!(!Path::new(&format!("/proc/{p}")).exists(), "pid {p} still runs");
+        assert!(
+            !Path::new(&format!("/proc/{p}")).exists(),
+            "pid {p} still runs"
+        );
     }
 }
 
 /// Whether this kernel has netem, probed as blocklab probes it.
 fn netem() -> bool {
-    netns::probe_qdiscs().expect("namespaces can be probed").netem
+    netns::probe_qdiscs()
+        .expect("namespaces can be probed")
+        .netem
 }
 
 #[test]
@@ -409,5 +426,60 @@ fn a_delayed_link_delays_each_direction_where_netem_exists() {
     let port: u16 = line.trim().parse().unwrap();
     let t0 = Instant::now();
     std::net::TcpStream::connect((ns.peer_addr(), port)).unwrap();
-    assert!(t0.elapsed() >= Duration::from_millis(50), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(50),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn without_cap_net_admin_a_netns_plan_is_refused_saying_what_it_needs() {
+    if !netns_allowed("without_cap_net_admin_a_netns_plan_is_refused_saying_what_it_needs") {
+        return;
+    }
+    // Drop to `nobody` with no capabilities (util-linux's setpriv).
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !setpriv {
+        eprintln!(
+            "skipping without_cap_net_admin_a_netns_plan_is_refused_saying_what_it_needs: `setpriv` (util-linux) is not installed"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(
+        dir.path(),
+        "unprivileged",
+        2,
+        0.2,
+        "[network]\nplacement = \"netns\"\n[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\n",
+    );
+    // `nobody` must be able to read the plan.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = blocklab().get_program().to_owned();
+    let r = run(std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ])
+        .arg(exe)
+        .arg("plan")
+        .arg(&p));
+    assert_error(
+        &r,
+        &[
+            "`ip netns add blk-",
+            "needs root or CAP_NET_ADMIN",
+            "run blocklab as root (or give it CAP_NET_ADMIN), or set `network.placement = \"loopback\"`",
+        ],
+    );
 }
