@@ -683,6 +683,17 @@ impl Netns {
         c
     }
 
+    /// The commands [`Netns::shape`] runs for `link` after deleting the old
+    /// root qdiscs: the client end's, then the target end's.
+    pub fn shape_commands(&self, link: Option<&LinkSpec>) -> Vec<Argv> {
+        let Some(link) = link else {
+            return Vec::new();
+        };
+        let mut out = link.tc_commands(None, &self.info.host_veth);
+        out.extend(link.tc_commands(Some(&self.info.namespace), &self.info.peer_veth));
+        out
+    }
+
     /// Gives both ends of the link `link`'s shape (unshaped when `None` or
     /// empty), replacing the previous shape, which also zeroes the qdisc
     /// counters. Returns the commands run.

@@ -18,11 +18,9 @@ pub const NETWORK_BLOB: &str = "network";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetworkRecord {
     pub netns: NetnsInfo,
-    /// Leftovers of killed blocklab processes removed before it was built.
-    #[serde(default)]
-    pub removed_leftovers: Vec<String>,
-    /// Per arm: its link, and the tc commands that gave the link that shape
-    /// (the same before each of the arm's runs).
+    /// Per arm: its link, and the tc commands that give the link that shape
+    /// (run before each of the arm's runs, after the previous root qdisc is
+    /// deleted; each run's record holds the commands really run).
     pub arms: BTreeMap<String, ArmLink>,
 }
 
@@ -41,6 +39,8 @@ pub struct ArmLink {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinkRun {
     pub link: String,
+    /// The `tc` commands run before this run, in order.
+    pub commands: Vec<Argv>,
     pub counters: LinkCounters,
 }
 
@@ -51,26 +51,38 @@ pub struct CampaignNetwork {
     record: NetworkRecord,
 }
 
-/// Counters read before a run.
+/// The shape applied and the counters read before a run.
 pub struct Sample {
     link: String,
+    commands: Vec<Argv>,
     before: LinkCounters,
 }
 
 impl CampaignNetwork {
     /// Builds the namespace when the plan places targets in one; `None`
-    /// for loopback plans. Leftovers of killed campaigns are removed either
-    /// way (that is what makes a SIGKILL of the supervisor safe).
+    /// for loopback plans. (Creating it removes leftovers of killed
+    /// campaigns first.)
     pub fn start(plan: &SealedPlan) -> anyhow::Result<Option<CampaignNetwork>> {
-        let removed = netns::remove_leftovers();
         if plan.spec.placement() != netns::NetPlacement::Netns {
             return Ok(None);
         }
         let netns = Netns::create()?;
+        let arms = plan
+            .spec
+            .arms
+            .iter()
+            .map(|arm| {
+                let link = plan.spec.link_for(arm);
+                let shape = ArmLink {
+                    link: describe(link),
+                    commands: netns.shape_commands(link),
+                };
+                (arm.name.clone(), shape)
+            })
+            .collect();
         let record = NetworkRecord {
             netns: netns.info().clone(),
-            removed_leftovers: removed,
-            arms: BTreeMap::new(),
+            arms,
         };
         Ok(Some(CampaignNetwork { netns, record }))
     }
@@ -83,25 +95,16 @@ impl CampaignNetwork {
         &self.record
     }
 
-    /// Shapes the link for `slot`'s arm and reads the counters. Returns
-    /// whether the provenance gained an arm (to store it again).
-    pub fn before_run(&mut self, plan: &SealedPlan, slot: &Slot) -> anyhow::Result<(Sample, bool)> {
+    /// Shapes the link for `slot`'s arm and reads the counters.
+    pub fn before_run(&self, plan: &SealedPlan, slot: &Slot) -> anyhow::Result<Sample> {
         let (_, arm) = plan.workload_and_arm(slot)?;
-        let spec: Option<&LinkSpec> = plan.spec.link_for(arm);
-        let link = spec.map_or_else(|| "unshaped".to_owned(), LinkSpec::describe);
+        let spec = plan.spec.link_for(arm);
         let commands = self.netns.shape(spec)?;
-        let new = !self.record.arms.contains_key(&arm.name);
-        if new {
-            self.record.arms.insert(
-                arm.name.clone(),
-                ArmLink {
-                    link: link.clone(),
-                    commands,
-                },
-            );
-        }
-        let before = self.netns.counters()?;
-        Ok((Sample { link, before }, new))
+        Ok(Sample {
+            link: describe(spec),
+            commands,
+            before: self.netns.counters()?,
+        })
     }
 
     /// The counters' movement since `sample`.
@@ -109,9 +112,14 @@ impl CampaignNetwork {
         let after = self.netns.counters()?;
         Ok(LinkRun {
             link: sample.link,
+            commands: sample.commands,
             counters: sample.before.delta(&after),
         })
     }
+}
+
+fn describe(link: Option<&LinkSpec>) -> String {
+    link.map_or_else(|| "unshaped".to_owned(), LinkSpec::describe)
 }
 
 /// What the kernel offers, for the environment blob: probed only for plans

@@ -7,7 +7,7 @@ use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::PlanSpec;
 use crate::report::{self, Report};
 use crate::run::profile::Selection;
-use crate::run::supervisor::{RunRecord, RunStatus};
+use crate::run::{RunRecord, RunStatus};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
