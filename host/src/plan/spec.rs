@@ -983,6 +983,58 @@ mod tests {
         assert!(err.to_string().contains("is not PATH=VALUE"), "{err}");
     }
 
+    /// A window-mode grpc plan with `network` and `arms` appended.
+    fn grpc_plan(rest: &str) -> anyhow::Result<PlanSpec> {
+        let text = format!(
+            "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmode = \"window\"\nmeasured_s = 1.0\n[[workloads]]\nname = \"ingest\"\n{rest}"
+        );
+        PlanSpec::parse(&text, &[])
+    }
+
+    const LOCAL_ARMS: &str = "[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\n[[arms]]\nname = \"b\"\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\nlink = { rate_mbit = 10 }\n";
+
+    #[test]
+    fn links_need_a_namespace_and_a_local_target() {
+        // The arm link without `placement = "netns"`.
+        let e = grpc_plan(LOCAL_ARMS).unwrap_err().to_string();
+        assert!(
+            e.contains("arm `b` sets `link`") && e.contains("set `network.placement = \"netns\"`"),
+            "{e}"
+        );
+        let spec = grpc_plan(&format!("[network]\nplacement = \"netns\"\n{LOCAL_ARMS}")).unwrap();
+        let (a, b) = (&spec.arms[0], &spec.arms[1]);
+        assert_eq!(spec.link_for(a), None);
+        assert_eq!(spec.link_for(b).unwrap().rate_mbit, Some(10.0));
+        // Arms that differ only in their link are not the same arm.
+        assert!(spec.warnings().is_empty(), "{:?}", spec.warnings());
+        // The plan's link is every arm's that sets none.
+        let spec = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ rate_mbit = 1000 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap();
+        assert_eq!(spec.link_for(&spec.arms[0]).unwrap().rate_mbit, Some(1000.0));
+        // A namespace with nothing of ours to put in it.
+        let e = grpc_plan(
+            "[network]\nplacement = \"netns\"\n[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"http://127.0.0.1:9\" }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no arm's target is one"), "{e}");
+        // Unknown link keys and out-of-range values name the key.
+        let e = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ rate = 10 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown field `rate`"), "{e}");
+        let e = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ delay_ms = -1 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`network.link.delay_ms = -1` is out of range"), "{e}");
+    }
+
     #[test]
     fn exactly_one_baseline_is_required() {
         let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\n[[arms]]\nname = \"b\"\n";
