@@ -184,7 +184,7 @@ impl LinkSpec {
     pub fn validate(&self, key: &str) -> anyhow::Result<()> {
         use crate::limits::{self, LINK_BURST_KIB, LINK_DELAY_MS, LINK_QUEUE_MS, LINK_RATE_MBIT};
         if let Some(rate) = self.rate_mbit
-            && !(rate.is_finite() && rate >= 0.01 && rate <= LINK_RATE_MBIT)
+            && !(rate.is_finite() && (0.01..=LINK_RATE_MBIT).contains(&rate))
         {
             anyhow::bail!(
                 "`{key}.rate_mbit = {}` is out of range: give 0.01 to {LINK_RATE_MBIT} Mbit/s, or leave it out for an unshaped rate (docs/limits.md)",

@@ -1012,7 +1012,10 @@ mod tests {
             "[network]\nplacement = \"netns\"\nlink = {{ rate_mbit = 1000 }}\n{LOCAL_ARMS}"
         ))
         .unwrap();
-        assert_eq!(spec.link_for(&spec.arms[0]).unwrap().rate_mbit, Some(1000.0));
+        assert_eq!(
+            spec.link_for(&spec.arms[0]).unwrap().rate_mbit,
+            Some(1000.0)
+        );
         // A namespace with nothing of ours to put in it.
         let e = grpc_plan(
             "[network]\nplacement = \"netns\"\n[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"http://127.0.0.1:9\" }\n",
@@ -1032,7 +1035,10 @@ mod tests {
         ))
         .unwrap_err()
         .to_string();
-        assert!(e.contains("`network.link.delay_ms = -1` is out of range"), "{e}");
+        assert!(
+            e.contains("`network.link.delay_ms = -1` is out of range"),
+            "{e}"
+        );
     }
 
     #[test]

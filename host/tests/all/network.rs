@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// Whether namespaces can be made here; otherwise prints why (or panics
 /// when `BLOCKLAB_REQUIRE_NETNS` is set).
-fn netns_allowed(test: &str) -> bool {
+pub(crate) fn netns_allowed(test: &str) -> bool {
     let ip = std::process::Command::new("ip")
         .arg("-V")
         .output()
@@ -93,9 +93,17 @@ fn a_namespace_and_its_veth_pair_are_created_addressed_and_removed() {
     assert!(!link_exists(&info.host_veth));
 }
 
-/// The grpc-ingest window plan used by the campaigns here.
+/// The grpc-ingest window plan used by the campaigns here, written to `dir`.
 fn plan(dir: &Path, name: &str, blocks: usize, measured_s: f64, rest: &str) -> PathBuf {
-    let text = format!(
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, plan_text(name, blocks, measured_s, rest)).unwrap();
+    path
+}
+
+/// A grpc-ingest window plan: 4 workers, tiny windows, then `rest`
+/// (`[network]` and the arms).
+pub(crate) fn plan_text(name: &str, blocks: usize, measured_s: f64, rest: &str) -> String {
+    format!(
         r#"
 name = "{name}"
 seed = 16
@@ -117,10 +125,7 @@ params = {{ batch_records = 32, max_in_flight = 256 }}
 {rest}
 "#,
         plugin = plugin("grpc-ingest").display()
-    );
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).unwrap();
-    path
+    )
 }
 
 fn example() -> PathBuf {
