@@ -273,8 +273,9 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = 2 }
         .unwrap();
     let mut child = Killed(child);
     let pid = child.0.id();
-    // Mid-run: the namespace exists and a server runs inside it. Bounded:
-    // sealing and starting take seconds, the run 30.
+    // Mid-run: the namespace exists, a server runs inside it, and a
+    // worker's records are crossing the link (over 1 MB sent by the
+    // client's end). Bounded: sealing and starting take seconds, the run 30.
     let deadline = Instant::now() + Duration::from_secs(120);
     let (ns, inside) = loop {
         if let Some(status) = child.0.try_wait().unwrap() {
@@ -289,13 +290,17 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = 2 }
                 .split_whitespace()
                 .filter_map(|p| p.parse().ok())
                 .collect();
-            if !pids.is_empty() {
+            let sent = std::fs::read_to_string(format!("/sys/class/net/{ns}/statistics/tx_bytes"))
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            if !pids.is_empty() && sent > 1_000_000 {
                 break (ns.clone(), pids);
             }
         }
         assert!(
             Instant::now() < deadline,
-            "no namespace with a server of campaign {pid} within 120 s"
+            "no namespace with a server and a run of campaign {pid} within 120 s"
         );
         std::thread::sleep(Duration::from_millis(50));
     };
