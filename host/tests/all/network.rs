@@ -331,11 +331,17 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = 2 }
     // The server inside died with its supervisor (parent-death signal) or
     // was killed by the cleanup.
     for p in inside {
-        assert!(
-            !Path::new(&format!("/proc/{p}")).exists(),
-            "pid {p} still runs"
-        );
+        assert!(!running(p), "pid {p} still runs");
     }
+}
+
+/// Whether `pid` is a live process: a killed one may stay a zombie until
+/// init, its new parent, reaps it.
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        !state.is_some_and(|s| s.starts_with('Z') || s.starts_with('X'))
+    })
 }
 
 /// Whether this kernel has netem, probed as blocklab probes it.
