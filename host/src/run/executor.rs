@@ -5,11 +5,12 @@
 //! (or, for a process arm, the arm's own program through
 //! [`super::process`]) pinned to this machine's client CPUs behind the
 //! quiescence gate, with telemetry and target health around it; executors
-//! that place a run elsewhere (a network namespace, a Slurm node) implement
-//! the same trait so that everything above them stays the same.
+//! that place a run elsewhere (a Slurm node) implement the same trait so
+//! that everything above them stays the same.
 
 use super::gates::{self, Probe};
 use super::interrupt::Interrupt;
+use super::link::{CampaignNetwork, LinkRun};
 use super::process::ProcessJob;
 use super::profile::Selection;
 use super::worker::{HashedFile, RunSpec};
@@ -87,6 +88,9 @@ pub struct LocalExecutor<'a> {
     watched: Vec<usize>,
     /// Local targets serve the whole execution; dropping them stops them.
     servers: LocalServers,
+    /// With `network.placement = "netns"`: the namespace the servers run
+    /// in. Declared after `servers`, so it is dropped (removed) after them.
+    network: Option<CampaignNetwork>,
 }
 
 impl<'a> LocalExecutor<'a> {
@@ -133,9 +137,15 @@ impl<'a> LocalExecutor<'a> {
                 changed.join("; ")
             );
         }
+        let network = CampaignNetwork::start(plan)?;
         let targets = || plan.spec.arms.iter().map(|a| &a.target);
         let servers = if LocalServers::needed(targets()) {
-            LocalServers::start(&exe, targets(), &placement.server)
+            LocalServers::start(
+                &exe,
+                targets(),
+                &placement.server,
+                network.as_ref().map(CampaignNetwork::netns),
+            )
         } else {
             LocalServers::default()
         };
@@ -153,7 +163,14 @@ impl<'a> LocalExecutor<'a> {
             binary,
             watched,
             servers,
+            network,
         })
+    }
+
+    /// The namespace's provenance, when targets run in one (the caller
+    /// stores it: blob [`super::link::NETWORK_BLOB`]).
+    pub fn network(&self) -> Option<&super::link::NetworkRecord> {
+        self.network.as_ref().map(CampaignNetwork::record)
     }
 
     /// The quiescence gate before a run; `Err` when it failed and the plan
@@ -182,13 +199,20 @@ impl<'a> LocalExecutor<'a> {
         Ok(quiescence)
     }
 
-    /// Runs the worker or the process arm's program between two health
+    /// Runs the worker, or the process arm's program, between two health
     /// checks of the target: a target unhealthy before does not run, one
     /// unhealthy after is not trusted.
+    /// With a namespace, the link takes the arm's shape first and its
+    /// counters are read just before and after the worker.
     fn run_checked(
         &self,
+        slot: &Slot,
         client: &mut Client,
-    ) -> (Result<RunResult, Halt>, Option<serde_json::Value>) {
+    ) -> (
+        Result<RunResult, Halt>,
+        Option<serde_json::Value>,
+        Option<LinkRun>,
+    ) {
         // A `local:` grpc endpoint becomes the server this execution
         // started; a target that cannot be resolved fails the run unstarted.
         let before = match self.servers.resolve(client.target_mut()) {
@@ -202,29 +226,50 @@ impl<'a> LocalExecutor<'a> {
             }),
         };
         let gates = &self.plan.spec.gates;
-        let outcome = match before.as_ref().and_then(|h| h.failed.as_ref()) {
-            Some(why) => Err(Halt::Broken(anyhow::anyhow!(
-                "the target's health gate failed before the run, so it did not start: {why}"
-            ))),
-            None => match client {
-                Client::Worker(spec) => spawn_worker(
-                    &self.exe,
-                    spec,
-                    &self.placement.client,
-                    gates.run_timeout_s,
-                    &self.settings.interrupt,
-                ),
-                Client::Process(job) => super::process::run(
-                    job,
-                    &self.placement.client,
-                    gates.run_timeout_s,
-                    &self.settings.interrupt,
-                    Some(&self.binary.sha256),
-                ),
-            },
+        let sample = self
+            .network
+            .as_ref()
+            .map(|n| n.before_run(self.plan, slot))
+            .transpose();
+        let (outcome, sample) = match (before.as_ref().and_then(|h| h.failed.as_ref()), sample) {
+            (Some(why), _) => (
+                Err(Halt::Broken(anyhow::anyhow!(
+                    "the target's health gate failed before the run, so it did not start: {why}"
+                ))),
+                None,
+            ),
+            (None, Err(e)) => (
+                Err(Halt::Broken(e.context(
+                    "the link to the target could not be shaped, so the run did not start",
+                ))),
+                None,
+            ),
+            (None, Ok(sample)) => (
+                match client {
+                    Client::Worker(spec) => spawn_worker(
+                        &self.exe,
+                        spec,
+                        &self.placement.client,
+                        gates.run_timeout_s,
+                        &self.settings.interrupt,
+                    ),
+                    Client::Process(job) => super::process::run(
+                        job,
+                        &self.placement.client,
+                        gates.run_timeout_s,
+                        &self.settings.interrupt,
+                        Some(&self.binary.sha256),
+                    ),
+                },
+                sample,
+            ),
+        };
+        let link = match (&self.network, sample) {
+            (Some(n), Some(sample)) => n.after_run(sample).ok(),
+            _ => None,
         };
         if let Err(Halt::Interrupted(_)) = outcome {
-            return (outcome, None);
+            return (outcome, None, None);
         }
         let after = before
             .as_ref()
@@ -239,7 +284,7 @@ impl<'a> LocalExecutor<'a> {
             (outcome, _) => outcome,
         };
         let health = before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
-        (outcome, health)
+        (outcome, health, link)
     }
 }
 
@@ -262,7 +307,7 @@ impl Executor for LocalExecutor<'_> {
         let started_unix_ms = unix_ms();
         let t0 = Instant::now();
         let probe = Probe::start();
-        let (outcome, health) = self.run_checked(&mut client);
+        let (outcome, health, link) = self.run_checked(slot, &mut client);
         // Within a run, `Broken` is the run's own failure: stored, not fatal.
         let (status, reason, mut result) = match outcome {
             Ok(result) => (RunStatus::Ok, None, Some(result)),
@@ -291,6 +336,7 @@ impl Executor for LocalExecutor<'_> {
                 quiescence,
                 telemetry,
                 health,
+                link,
                 pinned: self.placement.client.clone(),
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),
