@@ -95,6 +95,24 @@ enum Command {
     /// write its RunResult as JSON to stdout (what campaigns spawn).
     #[command(hide = true)]
     Worker,
+    /// Internal: run one block of a Slurm campaign from its spool (what a
+    /// Slurm executor's batch job runs on a node; docs/fleet.md).
+    #[command(hide = true)]
+    SlurmBlock(SlurmBlockArgs),
+}
+
+#[derive(Debug, Args)]
+struct SlurmBlockArgs {
+    /// The spool directory the coordinator wrote the plan into.
+    #[arg(long, value_name = "DIR")]
+    spool: PathBuf,
+    #[arg(long)]
+    campaign: blocklab_store::CampaignId,
+    #[arg(long)]
+    block: u32,
+    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
+    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -414,6 +432,15 @@ struct CampaignArgs {
     profile_hz: ProfileHzArg,
     #[command(flatten)]
     max_error_rate: ErrorRateArg,
+    /// Where the runs execute: `local` (this machine) or `slurm` (one batch
+    /// job per block; docs/fleet.md). Sealed into the plan as
+    /// `executor.kind`.
+    #[arg(long, value_parser = ["local", "slurm"], conflicts_with = "resume")]
+    executor: Option<String>,
+    /// The spool directory on a filesystem every Slurm node sees; sealed as
+    /// `executor.spool`.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    spool: Option<PathBuf>,
 }
 
 /// Checks `--profile` and keeps its text, which the resume hint repeats.
@@ -590,6 +617,21 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Plugin(command) => plugin(command),
         Command::Target(TargetCommand::GrpcIngest(args)) => grpc_ingest(args),
         Command::Worker => worker_main(),
+        Command::SlurmBlock(args) => slurm_block(args),
+    }
+}
+
+fn slurm_block(args: SlurmBlockArgs) -> anyhow::Result<ExitCode> {
+    let interrupt = crate::run::interrupt::install()
+        .context("cannot install the SIGINT/SIGTERM/SIGHUP handlers")?;
+    let settings = crate::run::executor::Settings {
+        cache_dir: args.cache_dir.or_else(Runtime::default_cache_dir),
+        interrupt,
+        ..Default::default()
+    };
+    match crate::run::slurm::node::run_block(&args.spool, args.campaign, args.block, settings)? {
+        Some(signal) => Ok(ExitCode::from(exit::interrupted(signal))),
+        None => Ok(ExitCode::SUCCESS),
     }
 }
 
@@ -954,9 +996,19 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
     let id = match (&args.resume, &args.plan) {
         (Some(text), _) => campaign_id(&store, text)?,
         (None, Some(path)) => {
+            // The flags are overrides like `--set`: sealed, and shown so.
+            let mut overrides = args.overrides.clone();
+            if let Some(kind) = &args.executor {
+                overrides.push(format!("executor.kind=\"{kind}\""));
+            }
+            if let Some(dir) = &args.spool {
+                let dir = std::path::absolute(dir)
+                    .with_context(|| format!("`--spool {}` is not a usable path", dir.display()))?;
+                overrides.push(format!("executor.spool={}", toml::Value::String(dir.display().to_string())));
+            }
             let sealed = crate::plan::seal::seal_file(
                 path,
-                &args.overrides,
+                &overrides,
                 args.cache_dir.clone().or_else(Runtime::default_cache_dir),
             )?;
             warn(&sealed.warnings);
@@ -1002,8 +1054,15 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let mut progress = crate::run::progress::Bar::new(&args.progress);
-    let outcome =
-        crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?;
+    let sealed: crate::plan::seal::SealedPlan = store.sealed_plan(id)?;
+    let outcome = match sealed.spec.executor.kind {
+        crate::plan::spec::ExecutorKind::Local => {
+            crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?
+        }
+        crate::plan::spec::ExecutorKind::Slurm => {
+            crate::run::slurm::execute(&store, id, &options, &mut |e| progress.observe(e))?
+        }
+    };
     progress.finish();
     if let crate::run::supervisor::Outcome::Interrupted(signal) = outcome {
         let meta = store.campaign(id)?;

@@ -4,6 +4,7 @@
 //! names are a stable interface (docs/reports.md).
 
 pub mod calibration;
+pub mod hosts;
 
 use crate::machine::placement::{Placement, format_cpu_list};
 use crate::plan::seal::SealedPlan;
@@ -326,6 +327,10 @@ pub struct Report {
     pub positions: Vec<PositionRow>,
     pub runs: Vec<RunRow>,
     pub limits: Vec<String>,
+    /// Which node ran each block, per-host effects and their agreement;
+    /// absent for a campaign that ran on one machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<hosts::Hosts>,
 }
 
 /// Builds the report of campaign `id` from the store.
@@ -797,7 +802,9 @@ pub fn analyse(
             campaign.id
         ));
     }
+    let hosts = hosts::hosts(&plan, &finals);
     Report {
+        hosts,
         campaign,
         plan,
         environment,
@@ -1060,6 +1067,9 @@ pub fn terminal(report: &Report) -> String {
     for f in g.failed.iter().take(5) {
         let _ = writeln!(s, "  failed {f}");
     }
+    if let Some(h) = &report.hosts {
+        s.push_str(&hosts::terminal(h));
+    }
     s
 }
 
@@ -1262,6 +1272,9 @@ pub fn markdown(report: &Report) -> String {
                 m.workload, m.arm, m.statistic, m.reason
             );
         }
+    }
+    if let Some(h) = &report.hosts {
+        s.push_str(&hosts::markdown(h));
     }
     let _ = writeln!(s, "\n## Limits\n");
     for l in &report.limits {

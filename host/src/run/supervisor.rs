@@ -60,6 +60,9 @@ pub struct RunRecord {
     pub pinned: Vec<usize>,
     pub started_unix_ms: u64,
     pub wall_s: f64,
+    /// The node that ran it (the Slurm executor); `None` for this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// What the supervisor reports while it works.
@@ -394,6 +397,7 @@ pub fn execute(
                 pinned: placement.client.clone(),
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),
+                host: None,
             };
             let will_rerun = status == RunStatus::Failed && attempt < gate.reruns;
             let key = RunKey {

@@ -1,0 +1,433 @@
+//! The executor seam: what executes one attempt of one sealed slot and
+//! returns its [`RunRecord`]. The supervisor owns the order, the store and
+//! the rerun/stop policy; an executor owns where and how a run happens. The
+//! first implementation, [`LocalExecutor`], runs a fresh `blocklab worker`
+//! pinned to this machine's client CPUs behind the quiescence gate, with
+//! telemetry and target health around it; executors that place a run
+//! elsewhere (a native client process, a network namespace, a Slurm node)
+//! implement the same trait so that everything above them stays the same.
+
+use super::gates::{self, Probe};
+use super::interrupt::Interrupt;
+use super::profile::Selection;
+use super::worker::{HashedFile, RunSpec};
+use super::{RunRecord, RunResult, RunStatus};
+use crate::machine::placement::{self, Placement};
+use crate::plan::seal::{SealedPlan, Slot};
+use crate::plan::spec::{Measure, OnFail};
+use crate::target::grpc::local::LocalServers;
+use anyhow::{Context, bail};
+use blocklab_store::CampaignId;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// One executed attempt: the record to store and the blobs stored beside it.
+#[derive(Debug)]
+pub struct Executed {
+    pub record: RunRecord,
+    /// The latency histogram, HdrHistogram V2 deflate, nanoseconds.
+    pub histogram: Option<Vec<u8>>,
+    /// A profiled run's flamegraph.
+    pub profile_svg: Option<String>,
+}
+
+/// Why an executor could not produce an attempt at all. A run that fails is
+/// not a `Halt`: it is an [`Executed`] with [`RunStatus::Failed`].
+#[derive(Debug, thiserror::Error)]
+pub enum Halt {
+    /// A signal stopped the run in flight; it is discarded, not stored.
+    #[error("the run was interrupted by {} and discarded", super::interrupt::name(*.0))]
+    Interrupted(i32),
+    /// The quiescence gate failed with `gates.on_fail = "abort"`.
+    #[error("{0}")]
+    GateAbort(String),
+    /// The executor itself cannot go on (e.g. a malformed worker reply).
+    #[error(transparent)]
+    Broken(#[from] anyhow::Error),
+}
+
+/// Executes attempts of a sealed plan's slots.
+pub trait Executor {
+    /// Executes attempt `attempt` of `slot`; `rerun_reason` says why it
+    /// repeats an earlier attempt.
+    fn run(
+        &mut self,
+        slot: &Slot,
+        attempt: u32,
+        rerun_reason: Option<String>,
+    ) -> Result<Executed, Halt>;
+}
+
+/// What a local execution needs besides the plan.
+#[derive(Clone, Default)]
+pub struct Settings {
+    /// Where compiled plugins are cached.
+    pub cache_dir: Option<PathBuf>,
+    /// The blocklab binary to spawn as workers (default: this one).
+    pub worker_exe: Option<PathBuf>,
+    /// Set (by a signal) to stop at once: the worker in flight is killed.
+    pub interrupt: Interrupt,
+    /// Runs to profile, and at how many Hz.
+    pub profile: Selection,
+    pub profile_hz: u32,
+}
+
+/// Runs each attempt as a fresh `blocklab worker` on this machine.
+pub struct LocalExecutor<'a> {
+    plan: &'a SealedPlan,
+    settings: Settings,
+    placement: Placement,
+    exe: PathBuf,
+    binary: HashedFile,
+    /// The CPUs the quiescence gate watches: client and server.
+    watched: Vec<usize>,
+    /// Local targets serve the whole execution; dropping them stops them.
+    servers: LocalServers,
+}
+
+impl<'a> LocalExecutor<'a> {
+    /// Resolves the plan's placement on this machine and pins the calling
+    /// process to the runner CPUs, so that the caller stays off the client
+    /// CPUs. Read anything about the whole machine before this.
+    pub fn placement(plan: &SealedPlan) -> anyhow::Result<Placement> {
+        let needs_server = LocalServers::needed(plan.spec.arms.iter().map(|a| &a.target));
+        let placement = Placement::resolve(plan.spec.cpus.as_ref(), needs_server)?;
+        placement::pin_current(&placement.runner)
+            .with_context(|| format!("cannot pin the supervisor to CPUs {:?}", placement.runner))?;
+        Ok(placement)
+    }
+
+    /// Checks that this binary and every input are the sealed ones (a
+    /// changed input would fail every remaining run, and restoring it then
+    /// would not bring them back), then starts the plan's local targets.
+    pub fn start(
+        plan: &'a SealedPlan,
+        id: CampaignId,
+        placement: Placement,
+        settings: Settings,
+    ) -> anyhow::Result<Self> {
+        let exe = match &settings.worker_exe {
+            Some(p) => p.clone(),
+            None => std::env::current_exe().context("cannot locate the blocklab binary")?,
+        };
+        // Hashed once here; workers whose binary is still this file reuse
+        // the hash.
+        let binary = HashedFile::of(&exe)?;
+        if let Some(sealed) = plan.inputs.get("blocklab")
+            && *sealed != binary.sha256
+        {
+            bail!(
+                "this blocklab binary (sha256 {}) is not the one campaign {id} was sealed with ({sealed}); resume it with the binary that sealed it, or run the plan again as a new campaign",
+                binary.sha256
+            );
+        }
+        let changed = changed_inputs(plan);
+        if !changed.is_empty() {
+            bail!(
+                "{} input(s) of campaign {id} changed since it was sealed, so no run was started: {}; restore them and resume again, or run the plan again as a new campaign",
+                changed.len(),
+                changed.join("; ")
+            );
+        }
+        let targets = || plan.spec.arms.iter().map(|a| &a.target);
+        let servers = if LocalServers::needed(targets()) {
+            LocalServers::start(&exe, targets(), &placement.server)
+        } else {
+            LocalServers::default()
+        };
+        let watched = placement
+            .client
+            .iter()
+            .chain(&placement.server)
+            .copied()
+            .collect();
+        Ok(LocalExecutor {
+            plan,
+            settings,
+            placement,
+            exe,
+            binary,
+            watched,
+            servers,
+        })
+    }
+
+    /// The quiescence gate before a run; `Err` when it failed and the plan
+    /// says abort.
+    fn gate(&self, slot: &Slot) -> Result<gates::Quiescence, Halt> {
+        let gate = &self.plan.spec.gates;
+        let interrupt = &self.settings.interrupt;
+        let quiescence =
+            gates::quiescence(&self.watched, gate, gate.on_fail == OnFail::Wait, &|| {
+                interrupt.signal().is_some()
+            });
+        if let Some(signal) = interrupt.signal() {
+            return Err(Halt::Interrupted(signal));
+        }
+        if !quiescence.passed && gate.on_fail == OnFail::Abort {
+            return Err(Halt::GateAbort(format!(
+                "quiescence gate failed before slot {} (busy {:.0}% > {}% or runnable tasks {:.2}/cpu > {}) after {:.0} s; the campaign stops (`gates.on_fail = \"abort\"`): resume it when the machine is quiet",
+                slot.slot,
+                quiescence.busy_pct,
+                gate.quiescence_busy_pct,
+                quiescence.load_per_cpu,
+                gate.quiescence_load_per_cpu,
+                quiescence.waited_s
+            )));
+        }
+        Ok(quiescence)
+    }
+
+    /// Runs the worker between two health checks of the target: a target
+    /// unhealthy before does not run, one unhealthy after is not trusted.
+    fn run_checked(
+        &self,
+        spec: &mut RunSpec,
+    ) -> (Result<RunResult, Halt>, Option<serde_json::Value>) {
+        // A `local:` grpc endpoint becomes the server this execution
+        // started; a target that cannot be resolved fails the run unstarted.
+        let before = match self.servers.resolve(&spec.target) {
+            Ok(target) => {
+                spec.target = target;
+                crate::target::health(&spec.target)
+            }
+            Err(why) => Some(crate::target::Health {
+                detail: serde_json::Value::Null,
+                failed: Some(why),
+            }),
+        };
+        let gates = &self.plan.spec.gates;
+        let outcome = match before.as_ref().and_then(|h| h.failed.as_ref()) {
+            Some(why) => Err(Halt::Broken(anyhow::anyhow!(
+                "the target's health gate failed before the run, so it did not start: {why}"
+            ))),
+            None => spawn_worker(
+                &self.exe,
+                spec,
+                &self.placement.client,
+                gates.run_timeout_s,
+                &self.settings.interrupt,
+            ),
+        };
+        if let Err(Halt::Interrupted(_)) = outcome {
+            return (outcome, None);
+        }
+        let after = before.as_ref().map(|_| crate::target::health(&spec.target));
+        let outcome = match (
+            outcome,
+            after.as_ref().and_then(|h| h.as_ref()?.failed.as_ref()),
+        ) {
+            (Ok(_), Some(why)) => Err(Halt::Broken(anyhow::anyhow!(
+                "the target's health gate failed after the run, so its figures are not trusted: {why}"
+            ))),
+            (outcome, _) => outcome,
+        };
+        let health = before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
+        (outcome, health)
+    }
+}
+
+impl Executor for LocalExecutor<'_> {
+    fn run(
+        &mut self,
+        slot: &Slot,
+        attempt: u32,
+        rerun_reason: Option<String>,
+    ) -> Result<Executed, Halt> {
+        let quiescence = self.gate(slot)?;
+        let mut spec = run_spec(self.plan, slot, &self.settings)?;
+        spec.binary = Some(self.binary.clone());
+        let started_unix_ms = unix_ms();
+        let t0 = Instant::now();
+        let probe = Probe::start();
+        let (outcome, health) = self.run_checked(&mut spec);
+        // Within a run, `Broken` is the run's own failure: stored, not fatal.
+        let (status, reason, mut result) = match outcome {
+            Ok(result) => (RunStatus::Ok, None, Some(result)),
+            Err(Halt::Broken(e)) => (RunStatus::Failed, Some(format!("{e:#}")), None),
+            Err(halt) => return Err(halt),
+        };
+        let telemetry = probe.finish(&self.placement.client);
+        let histogram = result.as_mut().and_then(|r| r.histogram.take());
+        let profile_svg = result.as_mut().and_then(|r| r.profile_svg.take());
+        let histogram = histogram
+            .map(|b64| {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD.decode(b64)
+            })
+            .transpose()
+            .context("the worker sent a malformed histogram")?;
+        Ok(Executed {
+            record: RunRecord {
+                slot: slot.clone(),
+                attempt,
+                status,
+                reason,
+                rerun_reason,
+                result,
+                gate_flagged: !quiescence.passed,
+                quiescence,
+                telemetry,
+                health,
+                pinned: self.placement.client.clone(),
+                started_unix_ms,
+                wall_s: t0.elapsed().as_secs_f64(),
+                host: None,
+            },
+            histogram,
+            profile_svg,
+        })
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The sealed input files (plugins and adapters) whose content is no
+/// longer what was sealed, each with what it is now. The binary is checked
+/// by the caller; composed components follow from their parts.
+fn changed_inputs(plan: &SealedPlan) -> Vec<String> {
+    plan.inputs
+        .iter()
+        .filter(|(name, _)| {
+            !matches!(name.as_str(), "plan" | "blocklab") && !name.starts_with("composed:")
+        })
+        .filter_map(|(name, sealed)| {
+            let now = match crate::plan::inputs::sha256_file(Path::new(name)) {
+                Ok(found) if found == *sealed => return None,
+                Ok(found) => format!("sha256 {found}"),
+                Err(_) => "missing or unreadable".to_owned(),
+            };
+            Some(format!("`{name}` ({now}, sealed {sealed})"))
+        })
+        .collect()
+}
+
+/// The worker's instructions for one slot.
+pub fn run_spec(plan: &SealedPlan, slot: &Slot, settings: &Settings) -> anyhow::Result<RunSpec> {
+    let (workload, arm) = plan.workload_and_arm(slot)?;
+    let spec = &plan.spec;
+    let measure: Measure = spec.measure.measure()?;
+    // Each run's generator differs by slot, reproducibly from the plan seed.
+    let seed = crate::plan::seal::workload_seed(spec.seed, 1_000_000 + slot.slot as usize);
+    Ok(RunSpec {
+        workload: workload.name.clone(),
+        params: spec.params_for(workload, arm),
+        arm: arm.name.clone(),
+        plugin: spec.plugin_for(workload, arm)?,
+        target: arm.target.clone(),
+        measure,
+        workers: spec.workers,
+        seed,
+        call_deadline_ms: spec.limits.call_deadline_ms,
+        memory_bytes: spec.limits.memory_mib << 20,
+        cache_dir: settings.cache_dir.clone(),
+        expected_inputs: plan.inputs_of(slot)?,
+        inject_busy_ns: arm.inject_busy_ns,
+        binary: None,
+        adapters: arm.adapter_paths(),
+        grants: arm.grants(),
+        profile_hz: settings
+            .profile
+            .matches(slot)
+            .then_some(settings.profile_hz),
+    })
+}
+
+/// Spawns `exe worker` pinned to `cpus`, hands it `spec`, and returns its
+/// result; a non-zero exit, a timeout or unreadable output is a
+/// [`Halt::Broken`] with the worker's own message. An interrupt kills the
+/// worker and returns [`Halt::Interrupted`].
+fn spawn_worker(
+    exe: &Path,
+    spec: &RunSpec,
+    cpus: &[usize],
+    timeout_s: f64,
+    interrupt: &Interrupt,
+) -> Result<RunResult, Halt> {
+    use std::os::unix::process::CommandExt as _;
+    // Sealed plans are range-checked; this keeps a bad stored value an error.
+    let timeout = crate::limits::seconds(
+        "gates.run_timeout_s",
+        timeout_s,
+        true,
+        crate::limits::TIMEOUT_S,
+    )?;
+    let mut command = Command::new(exe);
+    command
+        .arg("worker")
+        // Its own process group: a Ctrl-C at the terminal reaches the
+        // supervisor only, which then decides the run's fate (killed and
+        // discarded) instead of recording it as a failure.
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    placement::pin_child(&mut command, cpus);
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start worker `{}`", exe.display()))?;
+    let input = serde_json::to_vec(spec).context("cannot encode the run spec")?;
+    let mut stdin = child.stdin.take().context("worker stdin")?;
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let mut stdout = child.stdout.take().context("worker stdout")?;
+    let mut stderr = child.stderr.take().context("worker stderr")?;
+    let out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        stdout.read_to_end(&mut s).map(|_| s)
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        stderr.read_to_string(&mut s).map(|_| s)
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().context("cannot wait for the worker")? {
+            break Some(status);
+        }
+        if let Some(signal) = interrupt.signal() {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = (writer.join(), out.join(), err.join());
+            return Err(Halt::Interrupted(signal));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let _ = writer.join();
+    let stdout = out.join().ok().and_then(Result::ok).unwrap_or_default();
+    let stderr = err.join().ok().and_then(Result::ok).unwrap_or_default();
+    let Some(status) = status else {
+        return Err(anyhow::anyhow!(
+            "the run took longer than `gates.run_timeout_s = {timeout_s}` and was killed"
+        )
+        .into());
+    };
+    if !status.success() {
+        let message = stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let message = message.strip_prefix("error: ").unwrap_or(&message);
+        return Err(anyhow::anyhow!(
+            "worker exited with {status}: {}",
+            if message.is_empty() {
+                "no message"
+            } else {
+                message
+            }
+        )
+        .into());
+    }
+    Ok(serde_json::from_slice(&stdout).context("the worker's result is not a RunResult")?)
+}
