@@ -15,6 +15,8 @@ mod kv_conformance;
 #[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
 mod plugins;
+mod slurm;
+mod slurm_cluster;
 mod store_damage;
 mod support;
 mod web;

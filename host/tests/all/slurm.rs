@@ -1,0 +1,205 @@
+//! The Slurm executor against a real two-node Slurm cluster on this machine
+//! (slurm_cluster.rs): a reduced examples/quick.toml campaign with blocks
+//! on both nodes, a node killed mid-block, and a block whose local server
+//! runs on the second node of a two-node allocation.
+
+use crate::slurm_cluster::SlurmCluster;
+use crate::support::{blocklab, run, Run};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// A working directory where examples/quick.toml's relative plugin paths
+/// (`target/plugins/...`) resolve to the built plugins.
+fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = crate::support::plugin("kv-basic");
+    let plugins = plugins.parent().unwrap();
+    std::fs::create_dir_all(dir.path().join("target")).unwrap();
+    std::os::unix::fs::symlink(plugins, dir.path().join("target/plugins")).unwrap();
+    dir
+}
+
+fn quick_toml() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quick.toml")
+}
+
+/// quick.toml reduced: two arms (builtin and wasm), `workloads`, tiny counts.
+fn reduced(blocks: u32, workloads: &str) -> Vec<String> {
+    [
+        format!("blocks={blocks}"),
+        format!("workloads={workloads}"),
+        r#"arms=[{name="builtin",baseline=true,plugin="builtin"},{name="wasm"}]"#.to_owned(),
+        "measure.warmup=20".to_owned(),
+        "measure.measured=200".to_owned(),
+        "bootstrap.resamples=200".to_owned(),
+    ]
+    .into_iter()
+    .flat_map(|s| ["--set".to_owned(), s])
+    .collect()
+}
+
+fn slurm_campaign(cluster: &SlurmCluster, work: &Path, extra: &[String]) -> Command {
+    let mut cmd = blocklab();
+    cmd.current_dir(work)
+        .env("SLURM_CONF", cluster.conf())
+        .args(["campaign", "--progress", "none", "--executor", "slurm", "--spool"])
+        .arg(cluster.shared_dir().join("spool"))
+        .arg("--data")
+        .arg(work.join("data"))
+        .args(extra)
+        .arg(quick_toml());
+    cmd
+}
+
+fn report_json(cluster: &SlurmCluster, work: &Path) -> serde_json::Value {
+    let r = run(blocklab()
+        .env("SLURM_CONF", cluster.conf())
+        .args(["report", "latest", "--format", "json", "--data"])
+        .arg(work.join("data")));
+    assert!(r.ok, "{}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap()
+}
+
+fn assert_ok(r: &Run, cluster: &SlurmCluster) {
+    assert!(
+        r.ok,
+        "campaign failed ({:?}):\n{}\n{}\n{}",
+        r.code,
+        r.stdout,
+        r.stderr,
+        cluster.logs()
+    );
+}
+
+/// (slot, attempt) of every stored run, from the report.
+fn stored(report: &serde_json::Value) -> Vec<(u64, u64)> {
+    report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["slot"].as_u64().unwrap(), r["attempt"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Block → the set of hosts its runs name, from the report's hosts section.
+fn block_hosts(report: &serde_json::Value) -> std::collections::BTreeMap<u64, Vec<String>> {
+    let mut map: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    for b in report["hosts"]["blocks"].as_array().expect("a hosts section") {
+        let hosts = map.entry(b["block"].as_u64().unwrap()).or_default();
+        let host = b["host"].as_str().unwrap().to_owned();
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    map
+}
+
+#[test]
+fn a_reduced_quick_campaign_runs_blocks_on_both_nodes_and_reports_each_blocks_node() {
+    let Some(cluster) = SlurmCluster::start() else {
+        return;
+    };
+    let work = workdir();
+    // Four blocks pinned round-robin over two hosts: two per host, so the
+    // hosts' agreement can be tested (it needs more blocks than hosts).
+    let mut extra = reduced(4, r#"[{name="get100"}]"#);
+    extra.extend(["--set".to_owned(), "executor.distinct_hosts=2".to_owned()]);
+    let r = run(&mut slurm_campaign(&cluster, work.path(), &extra));
+    assert_ok(&r, &cluster);
+    let report = report_json(&cluster, work.path());
+    let runs = stored(&report);
+    assert_eq!(runs.len(), 8, "4 blocks × 2 arms, each stored once: {runs:?}");
+    let hosts = block_hosts(&report);
+    assert_eq!(hosts.len(), 4, "{hosts:?}");
+    // Every block on exactly one node, and both nodes used.
+    assert!(hosts.values().all(|h| h.len() == 1), "a block was split: {hosts:?}");
+    let used: std::collections::BTreeSet<&str> =
+        hosts.values().map(|h| h[0].as_str()).collect();
+    assert_eq!(used.into_iter().collect::<Vec<_>>(), ["n1", "n2"]);
+    // Per-host effects and the agreement test.
+    let effects = report["hosts"]["effects"].as_array().unwrap();
+    assert_eq!(effects.len(), 2, "one per host: {effects:?}");
+    let agreement = &report["hosts"]["agreement"][0];
+    assert!(agreement["test"]["p_value"].as_f64().is_some(), "{agreement}");
+    // The terminal tables name every block's node.
+    assert!(r.stdout.contains("hosts: block 0: n1; block 1: n2; block 2: n1; block 3: n2"), "{}", r.stdout);
+    // A resume has nothing to submit and stores nothing twice.
+    let again = run(blocklab()
+        .current_dir(work.path())
+        .env("SLURM_CONF", cluster.conf())
+        .args(["campaign", "--progress", "none", "--resume", "latest", "--data"])
+        .arg(work.path().join("data")));
+    assert_ok(&again, &cluster);
+    assert_eq!(stored(&report_json(&cluster, work.path())), runs);
+}
+
+#[test]
+fn killing_a_node_mid_block_loses_and_duplicates_nothing() {
+    let Some(mut cluster) = SlurmCluster::start() else {
+        return;
+    };
+    let work = workdir();
+    // Two blocks, Slurm picks the nodes: the killed node's block is
+    // requeued and runs on the node that is left.
+    let extra = reduced(2, r#"[{name="get100"},{name="set100"}]"#);
+    let child = slurm_campaign(&cluster, work.path(), &extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some block has written a record on a node, then kill that
+    // node: its execution is partial.
+    let spool = cluster.shared_dir().join("spool/1/blocks");
+    let mut victim = None;
+    cluster.wait_until("a block's first record", Duration::from_secs(120), |_| {
+        partial_execution(&spool).is_some()
+    });
+    if let Some((_, host)) = partial_execution(&spool) {
+        victim = Some(host);
+    }
+    let victim = victim.unwrap();
+    cluster.kill_node(&victim);
+    let output = child.wait_with_output().unwrap();
+    let r = Run {
+        ok: output.status.success(),
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    assert_ok(&r, &cluster);
+    let report = report_json(&cluster, work.path());
+    let runs = stored(&report);
+    // 2 workloads × 2 blocks × 2 arms, each slot once, attempt 0.
+    let expected: Vec<(u64, u64)> = (0..8).map(|s| (s, 0)).collect();
+    assert_eq!(runs, expected, "nothing lost, nothing twice");
+    let hosts = block_hosts(&report);
+    assert!(hosts.values().all(|h| h.len() == 1), "a block was split: {hosts:?}");
+    let survivor = if victim == "n1" { "n2" } else { "n1" };
+    assert!(
+        hosts.values().all(|h| h[0] == survivor),
+        "every block ended on {survivor} after {victim} died: {hosts:?}"
+    );
+    // The dead execution's records stay in the spool, not in the store.
+    let state = std::fs::read_dir(&spool).unwrap().count();
+    assert_eq!(state, 2);
+}
+
+/// A block execution (dir) with at least one record and no `done.json`,
+/// and the host it started on.
+fn partial_execution(blocks: &Path) -> Option<(PathBuf, String)> {
+    for block in std::fs::read_dir(blocks).ok()?.flatten() {
+        for exec in std::fs::read_dir(block.path()).ok()?.flatten() {
+            let dir = exec.path();
+            let has_runs = std::fs::read_dir(dir.join("runs"))
+                .map(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))))
+                .unwrap_or(false);
+            if has_runs && !dir.join("done.json").exists() {
+                let started: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(dir.join("started.json")).ok()?).ok()?;
+                return Some((dir, started["host"].as_str()?.to_owned()));
+            }
+        }
+    }
+    None
+}
