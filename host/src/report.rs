@@ -363,6 +363,9 @@ pub fn build_with(
         store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),
     );
     report.calibration = latest_calibration(store, report.environment.as_ref())?;
+    if let Some(h) = report.hosts.as_mut() {
+        h.slurm = crate::run::slurm::state(store, id)?;
+    }
     Ok(report)
 }
 

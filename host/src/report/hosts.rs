@@ -53,6 +53,10 @@ pub struct Hosts {
     pub blocks: Vec<BlockHost>,
     pub effects: Vec<HostEffect>,
     pub agreement: Vec<HostAgreement>,
+    /// The Slurm jobs of each block (the coordinator's record): submits,
+    /// timings, executions discarded because their node died.
+    #[serde(default)]
+    pub slurm: Option<crate::run::slurm::SlurmState>,
 }
 
 /// The hosts section, or `None` when no final run names a host (a local
@@ -218,7 +222,60 @@ pub fn terminal(h: &Hosts) -> String {
     for a in &h.agreement {
         let _ = writeln!(out, "  {} / {}: {}", a.workload, a.arm, agreement_text(a));
     }
+    for line in discarded_lines(h) {
+        let _ = writeln!(out, "  {line}");
+    }
     out
+}
+
+/// One line per execution discarded because it never finished.
+fn discarded_lines(h: &Hosts) -> Vec<String> {
+    let Some(state) = &h.slurm else {
+        return Vec::new();
+    };
+    state
+        .blocks
+        .iter()
+        .flat_map(|(b, s)| {
+            s.discarded.iter().map(move |d| {
+                format!(
+                    "block {b}: execution {} on {} {} ({} records kept in the spool, not stored); the block's stored runs come from {}",
+                    d.execution,
+                    d.host,
+                    if d.finished { "finished after another execution was stored" } else { "did not finish" },
+                    d.runs,
+                    s.host.as_deref().unwrap_or("no node yet")
+                )
+            })
+        })
+        .collect()
+}
+
+/// Per block: job ids, submit → start → done → stored, in seconds.
+fn job_rows(h: &Hosts) -> Vec<String> {
+    let Some(state) = &h.slurm else {
+        return Vec::new();
+    };
+    let secs = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}", (b as f64 - a as f64) / 1000.0),
+        _ => "-".into(),
+    };
+    let mut rows = Vec::new();
+    for (b, s) in &state.blocks {
+        let Some(job) = s.jobs.iter().find(|j| j.ingested_unix_ms.is_some()) else {
+            continue;
+        };
+        rows.push(format!(
+            "| {b} | {} | {} | {} | {} | {} | {} |",
+            s.jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>().join(", "),
+            s.host.as_deref().unwrap_or("-"),
+            secs(Some(job.submitted_unix_ms), job.started_unix_ms),
+            secs(job.started_unix_ms, job.finished_unix_ms),
+            secs(job.finished_unix_ms, job.ingested_unix_ms),
+            s.discarded.len()
+        ));
+    }
+    rows
 }
 
 pub fn markdown(h: &Hosts) -> String {
@@ -244,6 +301,16 @@ pub fn markdown(h: &Hosts) -> String {
     out.push_str("\n| workload | arm | do the hosts agree? |\n|---|---|---|\n");
     for a in &h.agreement {
         let _ = writeln!(out, "| {} | {} | {} |", a.workload, a.arm, agreement_text(a));
+    }
+    let rows = job_rows(h);
+    if !rows.is_empty() {
+        out.push_str("\n| block | Slurm jobs | host | submit → start (s) | start → done (s) | done → stored (s) | executions discarded |\n|---|---|---|---|---|---|---|\n");
+        for row in rows {
+            let _ = writeln!(out, "{row}");
+        }
+    }
+    for line in discarded_lines(h) {
+        let _ = writeln!(out, "\n- {line}");
     }
     out
 }

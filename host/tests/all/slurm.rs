@@ -180,9 +180,18 @@ fn killing_a_node_mid_block_loses_and_duplicates_nothing() {
         hosts.values().all(|h| h[0] == survivor),
         "every block ended on {survivor} after {victim} died: {hosts:?}"
     );
-    // The dead execution's records stay in the spool, not in the store.
-    let state = std::fs::read_dir(&spool).unwrap().count();
-    assert_eq!(state, 2);
+    // The dead execution is named as discarded, its records are still in
+    // the spool (evidence), and none of them reached the store.
+    let discarded: Vec<&serde_json::Value> = report["hosts"]["slurm"]["blocks"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|b| b["discarded"].as_array().unwrap())
+        .collect();
+    assert_eq!(discarded.len(), 1, "{discarded:?}");
+    assert_eq!(discarded[0]["host"], victim.as_str());
+    assert!(discarded[0]["runs"].as_u64().unwrap() >= 1, "{discarded:?}");
+    assert!(r.stdout.contains("did not finish"), "{}", r.stdout);
 }
 
 /// A block execution (dir) with at least one record and no `done.json`,

@@ -80,6 +80,11 @@ pub struct JobRecord {
     pub last_state: Option<String>,
     /// Whether it has ended (no longer pending or running).
     pub ended: bool,
+    /// When its execution started and wrote `done.json` (node clocks).
+    #[serde(default)]
+    pub started_unix_ms: Option<u64>,
+    #[serde(default)]
+    pub finished_unix_ms: Option<u64>,
     /// When its records were stored.
     pub ingested_unix_ms: Option<u64>,
 }
@@ -90,6 +95,9 @@ pub struct Discarded {
     pub host: String,
     /// Records it had written: in the spool, not in the store.
     pub runs: usize,
+    /// It did finish, but another execution of the block was stored first.
+    #[serde(default)]
+    pub finished: bool,
 }
 
 fn unix_ms() -> u64 {
@@ -310,11 +318,18 @@ impl Coordinator<'_> {
             );
         };
         if block.ingested.is_none() {
+            // Every other execution of the block is discarded whole: a
+            // block's pairs must come from one host and one start.
+            for other in executions.iter().filter(|e| e.name != execution.name) {
+                Self::discard(block, other);
+            }
             block.ingested = Some(execution.name.clone());
             block.host = Some(done.host.clone());
             block.server_host = done.server_host.clone();
             if let Some(job) = block.jobs.iter_mut().find(|j| j.id == done.job) {
                 job.ended = true;
+                job.started_unix_ms = execution.started.as_ref().map(|s| s.started_unix_ms);
+                job.finished_unix_ms = Some(done.finished_unix_ms);
             }
             self.store.put_blob(self.id, STATE_BLOB, &self.merged(b, block)?)?;
         }
@@ -377,23 +392,28 @@ impl Coordinator<'_> {
     /// finish (their job ended without `done.json`).
     fn note_discarded(&self, b: u32, block: &mut BlockState) -> anyhow::Result<()> {
         for execution in self.spool.executions(b)? {
-            if execution.done.is_some()
-                || block.discarded.iter().any(|d| d.execution == execution.name)
-            {
-                continue;
+            if execution.done.is_none() {
+                Self::discard(block, &execution);
             }
-            let host = execution
-                .started
-                .as_ref()
-                .map_or_else(|| "unknown".to_owned(), |s| s.host.clone());
-            let runs = Spool::runs(&execution.dir).map_or(0, |r| r.len());
-            block.discarded.push(Discarded {
-                execution: execution.name,
-                host,
-                runs,
-            });
         }
         Ok(())
+    }
+
+    fn discard(block: &mut BlockState, execution: &Execution) {
+        if block.discarded.iter().any(|d| d.execution == execution.name) {
+            return;
+        }
+        let host = execution
+            .started
+            .as_ref()
+            .map_or_else(|| "unknown".to_owned(), |s| s.host.clone());
+        let runs = Spool::runs(&execution.dir).map_or(0, |r| r.len());
+        block.discarded.push(Discarded {
+            execution: execution.name.clone(),
+            host,
+            runs,
+            finished: execution.done.is_some(),
+        });
     }
 
     /// The node block `b` is pinned to, if the plan pins blocks.
@@ -489,6 +509,8 @@ impl Coordinator<'_> {
             submitted_unix_ms: unix_ms(),
             last_state: None,
             ended: false,
+            started_unix_ms: None,
+            finished_unix_ms: None,
             ingested_unix_ms: None,
         })
     }
@@ -535,13 +557,8 @@ fn shell_word(text: &str) -> String {
     }
 }
 
-/// Which host ran each block, from a campaign's stored Slurm state (empty
-/// for a local campaign).
-pub fn block_hosts(store: &Store, id: CampaignId) -> anyhow::Result<BTreeMap<u32, String>> {
-    let state: SlurmState = store.blob(id, STATE_BLOB)?.unwrap_or_default();
-    Ok(state
-        .blocks
-        .into_iter()
-        .filter_map(|(b, s)| Some((b, s.host?)))
-        .collect())
+/// A campaign's stored Slurm state; `None` for a campaign that never ran
+/// on Slurm.
+pub fn state(store: &Store, id: CampaignId) -> anyhow::Result<Option<SlurmState>> {
+    Ok(store.blob(id, STATE_BLOB)?)
 }
