@@ -242,7 +242,7 @@ fn log_ratios(r: &Report) -> BTreeMap<(String, String), Vec<f64>> {
         let Some(base) = finals.get(&(w, baseline.as_str(), block)) else {
             continue;
         };
-        if row.status != supervisor::RunStatus::Ok || base.status != supervisor::RunStatus::Ok {
+        if row.status != crate::run::RunStatus::Ok || base.status != crate::run::RunStatus::Ok {
             continue;
         }
         for s in report::statistics(spec) {

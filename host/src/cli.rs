@@ -876,7 +876,7 @@ fn no_store(e: blocklab_store::StoreError, data: &DataArgs) -> anyhow::Error {
 
 fn store(command: StoreCommand) -> anyhow::Result<ExitCode> {
     use crate::plan::seal::SealedPlan;
-    use crate::run::supervisor::RunRecord;
+    use crate::run::RunRecord;
     let data = match &command {
         StoreCommand::Check(args) => &args.data,
         StoreCommand::ExportGood(args) => &args.data,

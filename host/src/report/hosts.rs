@@ -4,7 +4,7 @@
 //! whether the hosts disagree ([`crate::stats::heterogeneity`]). The pooled
 //! effect in the effects table stays the paired estimate over all blocks.
 
-use super::{Statistic, statistics};
+use super::statistics::{Statistic, statistics};
 use crate::plan::seal::SealedPlan;
 use crate::run::{RunRecord, RunStatus};
 use crate::stats;

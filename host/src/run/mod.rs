@@ -1,5 +1,7 @@
-//! Runs: the worker that performs one measured run in one process, and (in
-//! campaigns) the supervisor that spawns a fresh pinned worker per run.
+//! Runs: the worker that performs one measured run in one process, the
+//! executor seam that places an attempt somewhere and returns its record
+//! (today: a fresh pinned worker on this machine), the rerun/stop policy,
+//! and the supervisor that walks a campaign's schedule through an executor.
 
 pub mod boundary;
 pub mod executor;
@@ -14,6 +16,5 @@ pub mod supervisor;
 pub mod verdict;
 pub mod worker;
 
-pub use result::RunResult;
-pub use supervisor::{RunRecord, RunStatus};
+pub use result::{RunRecord, RunResult, RunStatus};
 pub use worker::RunSpec;

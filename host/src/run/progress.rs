@@ -4,7 +4,8 @@
 //! fails (stderr piped into `head` that has exited, a closed terminal) turns
 //! progress off for the rest of the campaign and the runs go on being stored.
 
-use super::supervisor::{Event, RunStatus};
+use super::RunStatus;
+use super::supervisor::Event;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Bar {

@@ -1,5 +1,6 @@
 //! What one run measured: [`RunResult`], the document that crosses the
-//! process boundary from worker to supervisor and is stored per run.
+//! process boundary from worker to supervisor, and [`RunRecord`], one stored
+//! attempt of one slot (the result with the gates and telemetry around it).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -223,4 +224,43 @@ impl RunResult {
         }
         s
     }
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Ok,
+    Failed,
+}
+
+/// One stored attempt of one slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub slot: crate::plan::seal::Slot,
+    pub attempt: u32,
+    pub status: RunStatus,
+    /// Why the run failed.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Why this attempt repeats an earlier one.
+    #[serde(default)]
+    pub rerun_reason: Option<String>,
+    #[serde(default)]
+    pub result: Option<RunResult>,
+    pub quiescence: super::gates::Quiescence,
+    /// The run went ahead although the quiescence gate did not pass.
+    pub gate_flagged: bool,
+    pub telemetry: super::gates::Telemetry,
+    /// Target health before and after the run, where the target reports it.
+    #[serde(default)]
+    pub health: Option<serde_json::Value>,
+    /// The client CPUs the run was pinned to.
+    pub pinned: Vec<usize>,
+    pub started_unix_ms: u64,
+    pub wall_s: f64,
+    /// The node that ran it (the Slurm executor); `None` for this machine.
+    /// Older stores have no such field and read as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }

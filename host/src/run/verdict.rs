@@ -4,7 +4,7 @@
 //! problems into exit code 3 (docs/cli.md).
 
 use super::RunResult;
-use super::supervisor::{RunRecord, RunStatus};
+use super::{RunRecord, RunStatus};
 use blocklab_store::{CampaignId, Store};
 
 /// Failed measured transactions over measured transactions.

@@ -382,7 +382,7 @@ fn run_events_keep_their_event_name_and_fields() {
         slot: 4,
         total: 8,
         finished_runs: 5,
-        status: crate::run::supervisor::RunStatus::Ok,
+        status: crate::run::RunStatus::Ok,
         reason: None,
     });
     assert_eq!(e.name(), "run-finished");
