@@ -20,6 +20,9 @@ pub struct BlockHost {
     /// The node; several joined with `+` would mean the block was split,
     /// which the Slurm executor never does.
     pub host: String,
+    /// The node its local servers ran on, when that was another node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<String>,
 }
 
 /// One arm's effect measured on one host's blocks only.
@@ -69,17 +72,24 @@ pub fn hosts(plan: &SealedPlan, finals: &BTreeMap<u32, &RunRecord>) -> Option<Ho
     let spec = &plan.spec;
     let mut section = Hosts::default();
     let mut block_host: BTreeMap<(&str, u32), BTreeSet<&str>> = BTreeMap::new();
+    let mut server_host: BTreeMap<(&str, u32), BTreeSet<&str>> = BTreeMap::new();
     for r in finals.values() {
+        let key = (r.slot.workload.as_str(), r.slot.block);
         block_host
-            .entry((r.slot.workload.as_str(), r.slot.block))
+            .entry(key)
             .or_default()
             .insert(r.host.as_deref().unwrap_or("local"));
+        if let Some(server) = r.server_host.as_deref() {
+            server_host.entry(key).or_default().insert(server);
+        }
     }
-    for ((workload, block), hosts) in &block_host {
+    let joined = |set: &BTreeSet<&str>| set.iter().copied().collect::<Vec<_>>().join("+");
+    for (key, hosts) in &block_host {
         section.blocks.push(BlockHost {
-            workload: (*workload).to_owned(),
-            block: *block,
-            host: hosts.iter().copied().collect::<Vec<_>>().join("+"),
+            workload: key.0.to_owned(),
+            block: key.1,
+            host: joined(hosts),
+            server_host: server_host.get(key).map(joined),
         });
     }
     let baseline = &spec.arms[spec.baseline()].name;
@@ -193,13 +203,17 @@ fn agreement_text(a: &HostAgreement) -> String {
 
 /// Block → host lines for the terminal: `block 0: n1, block 1: n2`.
 fn blocks_line(h: &Hosts) -> String {
-    let mut per_block: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
+    let mut per_block: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
     for b in &h.blocks {
-        per_block.entry(b.block).or_default().insert(&b.host);
+        let text = match &b.server_host {
+            Some(server) => format!("{} (server on {server})", b.host),
+            None => b.host.clone(),
+        };
+        per_block.entry(b.block).or_default().insert(text);
     }
     per_block
         .iter()
-        .map(|(b, hosts)| format!("block {b}: {}", hosts.iter().copied().collect::<Vec<_>>().join(", ")))
+        .map(|(b, hosts)| format!("block {b}: {}", hosts.iter().cloned().collect::<Vec<_>>().join(", ")))
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -280,10 +294,17 @@ fn job_rows(h: &Hosts) -> Vec<String> {
 
 pub fn markdown(h: &Hosts) -> String {
     let mut out = String::from(
-        "\n## Hosts\n\nEach block ran on one node (the host is a blocking factor); the pooled effects above are the paired estimates over all blocks.\n\n| workload | block | host |\n|---|---|---|\n",
+        "\n## Hosts\n\nEach block ran on one node (the host is a blocking factor); the pooled effects above are the paired estimates over all blocks.\n\n| workload | block | host | server host |\n|---|---|---|---|\n",
     );
     for b in &h.blocks {
-        let _ = writeln!(out, "| {} | {} | {} |", b.workload, b.block, b.host);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            b.workload,
+            b.block,
+            b.host,
+            b.server_host.as_deref().unwrap_or("same")
+        );
     }
     out.push_str("\n| workload | arm | statistic | host | blocks | ratio [interval] |\n|---|---|---|---|---|---|\n");
     for e in &h.effects {

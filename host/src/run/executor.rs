@@ -72,6 +72,9 @@ pub struct Settings {
     /// Runs to profile, and at how many Hz.
     pub profile: Selection,
     pub profile_hz: u32,
+    /// Run the plan's local servers on another node (the Slurm executor's
+    /// two-node blocks); `None`: on this machine.
+    pub server_remote: Option<crate::target::grpc::local::Remote>,
 }
 
 /// Runs each attempt as a fresh `blocklab worker` on this machine.
@@ -133,7 +136,12 @@ impl<'a> LocalExecutor<'a> {
         }
         let targets = || plan.spec.arms.iter().map(|a| &a.target);
         let servers = if LocalServers::needed(targets()) {
-            LocalServers::start(&exe, targets(), &placement.server)
+            LocalServers::start(
+                &exe,
+                targets(),
+                &placement.server,
+                settings.server_remote.as_ref(),
+            )
         } else {
             LocalServers::default()
         };
@@ -275,6 +283,7 @@ impl Executor for LocalExecutor<'_> {
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),
                 host: None,
+                server_host: None,
             },
             histogram,
             profile_svg,

@@ -263,4 +263,7 @@ pub struct RunRecord {
     /// Older stores have no such field and read as `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The node its local server ran on, when that was another node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<String>,
 }

@@ -212,3 +212,65 @@ fn partial_execution(blocks: &Path) -> Option<(PathBuf, String)> {
     }
     None
 }
+
+#[test]
+fn a_local_server_runs_on_the_second_node_of_a_two_node_block() {
+    let Some(cluster) = SlurmCluster::start() else {
+        return;
+    };
+    let work = workdir();
+    let plan = work.path().join("split.toml");
+    std::fs::write(
+        &plan,
+        r#"name = "split"
+seed = 17
+blocks = 2
+workers = 2
+[measure]
+mode = "window"
+warmup_s = 0.2
+measured_s = 0.5
+[gates]
+quiescence_window_ms = 20
+wait_timeout_s = 0.2
+on_fail = "flag"
+[[workloads]]
+name = "ingest"
+[[arms]]
+name = "shared"
+baseline = true
+plugin = "builtin"
+target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = "shared" }
+[[arms]]
+name = "per-stream"
+plugin = "builtin"
+target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = "per-stream" }
+[executor]
+kind = "slurm"
+separate_server = true
+"#,
+    )
+    .unwrap();
+    let r = run(blocklab()
+        .current_dir(work.path())
+        .env("SLURM_CONF", cluster.conf())
+        .args(["campaign", "--progress", "none", "--spool"])
+        .arg(cluster.shared_dir().join("spool"))
+        .arg("--data")
+        .arg(work.path().join("data"))
+        .arg(&plan));
+    assert_ok(&r, &cluster);
+    let report = report_json(&cluster, work.path());
+    assert_eq!(stored(&report).len(), 4);
+    for b in report["hosts"]["blocks"].as_array().unwrap() {
+        let (client, server) = (b["host"].as_str().unwrap(), b["server_host"].as_str());
+        assert!(["n1", "n2"].contains(&client), "{b}");
+        let server = server.unwrap_or_else(|| panic!("no server host recorded: {b}"));
+        assert!(["n1", "n2"].contains(&server) && server != client, "{b}");
+    }
+    // Every run measured something through the remote server.
+    for run in report["runs"].as_array().unwrap() {
+        assert_eq!(run["status"], "ok", "{run}");
+    }
+    assert!(r.stdout.contains("(server on n"), "{}", r.stdout);
+}

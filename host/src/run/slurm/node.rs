@@ -3,7 +3,9 @@
 //! the job, with the same rerun policy as a local campaign, and writes each
 //! attempt into the spool, then `done.json`.
 
+use super::commands;
 use super::spool::{self, BlockJob, Done, Spool, SpooledRun, Started};
+use crate::target::grpc::local::Remote;
 use crate::run::executor::{Executor, Halt, LocalExecutor, Settings};
 use crate::run::policy::{self, Next};
 use anyhow::Context;
@@ -30,6 +32,31 @@ fn execution_name() -> (String, String) {
     (format!("{job}.{restart}"), job)
 }
 
+/// The other node of this two-node job, where the block's local servers
+/// run: started with `srun` inside the allocation, reached at the node's
+/// `NodeAddr`.
+fn server_node(this: &str) -> anyhow::Result<Remote> {
+    let list = std::env::var("SLURM_JOB_NODELIST").context(
+        "this block asks for its server on a second node but `SLURM_JOB_NODELIST` is not set: `slurm-block` runs inside a Slurm job",
+    )?;
+    let nodes = commands::hostnames(&list)?;
+    let node = nodes.iter().find(|n| *n != this).with_context(|| {
+        format!("this block asks for its server on a second node but its allocation is `{list}` only (the job needs `--nodes=2`)")
+    })?;
+    Ok(Remote {
+        launcher: vec![
+            "srun".to_owned(),
+            "--nodes=1".to_owned(),
+            "--ntasks=1".to_owned(),
+            format!("--nodelist={node}"),
+            "--kill-on-bad-exit=1".to_owned(),
+            "--quiet".to_owned(),
+        ],
+        connect_host: commands::node_addr(node)?,
+        node: node.clone(),
+    })
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -43,7 +70,7 @@ pub fn run_block(
     spool_dir: &Path,
     campaign: CampaignId,
     block: u32,
-    settings: Settings,
+    mut settings: Settings,
 ) -> anyhow::Result<Option<i32>> {
     let spool = Spool::new(spool_dir, campaign);
     let plan = spool.read_plan().with_context(|| {
@@ -64,6 +91,14 @@ pub fn run_block(
             started_unix_ms: unix_ms(),
         },
     )?;
+    let server_host = if job.server_node {
+        let remote = server_node(&host)?;
+        let node = remote.node.clone();
+        settings.server_remote = Some(remote);
+        Some(node)
+    } else {
+        None
+    };
     let interrupt = settings.interrupt.clone();
     let placement = LocalExecutor::placement(&plan)?;
     let mut executor = LocalExecutor::start(&plan, campaign, placement, settings)?;
@@ -89,6 +124,7 @@ pub fn run_block(
             };
             let mut record = executed.record;
             record.host = Some(host.clone());
+            record.server_host = server_host.clone();
             let next = policy::after_attempt(record.status, attempt, &plan.spec.gates);
             let reason = record.reason.clone();
             let status = record.status;
@@ -134,7 +170,7 @@ pub fn run_block(
         &dir.join("done.json"),
         &Done {
             host,
-            server_host: None,
+            server_host,
             job: job_id,
             finished_unix_ms: unix_ms(),
             runs,

@@ -64,25 +64,61 @@ pub fn check_health(url: &str, timeout: Duration) -> Result<(), String> {
     })
 }
 
+/// Where a campaign's local servers run when not on this machine: another
+/// node, started through `launcher` (e.g. `srun --nodes=1 --nodelist=n2`)
+/// and reached at `connect_host` (docs/fleet.md, "Client and server on
+/// different hosts").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// The command (and arguments) the server's own command line follows.
+    pub launcher: Vec<String>,
+    /// The node's name, for provenance.
+    pub node: String,
+    /// The address clients connect to (the node's address on the cluster
+    /// network).
+    pub connect_host: String,
+}
+
 /// One running `blocklab target grpc-ingest`.
 pub struct LocalServer {
     child: Child,
     url: String,
     stderr: Arc<Mutex<String>>,
+    /// Started through a launcher: stopped with SIGTERM first, which the
+    /// launcher (srun) forwards to the remote server.
+    remote: bool,
 }
 
 impl LocalServer {
     /// Starts `exe target grpc-ingest` on a free loopback port, pinned to
     /// `cpus`, and waits until it is serving.
-    pub fn start(exe: &Path, settings: &IngestSettings, cpus: &[usize]) -> anyhow::Result<Self> {
-        let mut command = Command::new(exe);
+    pub fn start(
+        exe: &Path,
+        settings: &IngestSettings,
+        cpus: &[usize],
+        remote: Option<&Remote>,
+    ) -> anyhow::Result<Self> {
+        let mut command = match remote {
+            Some(r) if !r.launcher.is_empty() => {
+                let mut c = Command::new(&r.launcher[0]);
+                c.args(&r.launcher[1..]).arg(exe);
+                c
+            }
+            _ => Command::new(exe),
+        };
+        // A remote server listens on every address of its node.
+        let listen = if remote.is_some() { "0.0.0.0:0" } else { "127.0.0.1:0" };
         command
-            .args(["target", "grpc-ingest", "--listen", "127.0.0.1:0"])
+            .args(["target", "grpc-ingest", "--listen", listen])
             .args(settings.to_args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        crate::machine::placement::pin_child(&mut command, cpus);
+        // The remote node places its own processes; pinning the launcher
+        // would say nothing about where the server runs.
+        if remote.is_none() {
+            crate::machine::placement::pin_child(&mut command, cpus);
+        }
         let mut child = command
             .spawn()
             .with_context(|| format!("cannot start `{} target grpc-ingest`", exe.display()))?;
@@ -115,6 +151,7 @@ impl LocalServer {
             child,
             url: String::new(),
             stderr,
+            remote: remote.is_some(),
         };
         let line = rx.recv_timeout(READY_TIMEOUT).map_err(|_| {
             anyhow::anyhow!(
@@ -125,7 +162,16 @@ impl LocalServer {
         let addr = line
             .strip_prefix("listening on ")
             .with_context(|| format!("the local grpc-ingest server said `{line}`"))?;
-        server.url = format!("http://{addr}");
+        server.url = match remote {
+            Some(r) => {
+                let port = addr
+                    .rsplit_once(':')
+                    .map(|(_, p)| p)
+                    .with_context(|| format!("the remote grpc-ingest server said `{line}`"))?;
+                format!("http://{}:{port}", r.connect_host)
+            }
+            None => format!("http://{addr}"),
+        };
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             match check_health(&server.url, CHECK_TIMEOUT) {
@@ -160,6 +206,19 @@ impl LocalServer {
 
 impl Drop for LocalServer {
     fn drop(&mut self) {
+        if self.remote {
+            // SAFETY: kill(2) on the launcher this server started.
+            unsafe {
+                libc::kill(self.child.id() as i32, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -179,6 +238,7 @@ impl LocalServers {
         exe: &Path,
         targets: impl IntoIterator<Item = &'a TargetSpec>,
         cpus: &[usize],
+        remote: Option<&Remote>,
     ) -> LocalServers {
         let mut servers: Vec<(IngestSettings, Result<LocalServer, String>)> = Vec::new();
         for target in targets {
@@ -192,7 +252,7 @@ impl LocalServers {
             if servers.iter().any(|(k, _)| *k == knobs) {
                 continue;
             }
-            let server = LocalServer::start(exe, &knobs, cpus).map_err(|e| format!("{e:#}"));
+            let server = LocalServer::start(exe, &knobs, cpus, remote).map_err(|e| format!("{e:#}"));
             servers.push((knobs, server));
         }
         LocalServers { servers }
