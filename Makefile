@@ -99,9 +99,10 @@ vendor-web:
 	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
 
 ## test: the whole suite (formatting and clippy first, then unit, integration,
-## browser, the fdb feature's type-check).
-test: lint plugins check-fdb deps-browser deps-python
-	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+## browser, the Slurm executor on a two-node cluster, the fdb feature's
+## type-check).
+test: lint plugins check-fdb deps-browser deps-python deps-slurm
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_SLURM=1 PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async
@@ -117,3 +118,4 @@ lint: deps-wasm
 	$(CARGO) clippy --target $(WASM_TARGET) -p blocklab-sdk $(addprefix -p ,$(PLUGIN_NAMES)) -- -D warnings
 
 include mk/fdb.mk
+include mk/slurm.mk

@@ -1004,7 +1004,10 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
             if let Some(dir) = &args.spool {
                 let dir = std::path::absolute(dir)
                     .with_context(|| format!("`--spool {}` is not a usable path", dir.display()))?;
-                overrides.push(format!("executor.spool={}", toml::Value::String(dir.display().to_string())));
+                overrides.push(format!(
+                    "executor.spool={}",
+                    toml::Value::String(dir.display().to_string())
+                ));
             }
             let sealed = crate::plan::seal::seal_file(
                 path,
@@ -1054,15 +1057,7 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let mut progress = crate::run::progress::Bar::new(&args.progress);
-    let sealed: crate::plan::seal::SealedPlan = store.sealed_plan(id)?;
-    let outcome = match sealed.spec.executor.kind {
-        crate::plan::spec::ExecutorKind::Local => {
-            crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?
-        }
-        crate::plan::spec::ExecutorKind::Slurm => {
-            crate::run::slurm::execute(&store, id, &options, &mut |e| progress.observe(e))?
-        }
-    };
+    let outcome = crate::run::execute(&store, id, &options, &mut |e| progress.observe(e))?;
     progress.finish();
     if let crate::run::supervisor::Outcome::Interrupted(signal) = outcome {
         let meta = store.campaign(id)?;
@@ -1437,6 +1432,17 @@ mod tests {
             client: "1".into(),
             server: Some("1".into()),
         });
+        spec.executor = crate::plan::spec::ExecutorSpec {
+            kind: crate::plan::spec::ExecutorKind::Slurm,
+            partition: Some("p".into()),
+            account: Some("a".into()),
+            constraint: Some("c".into()),
+            time_limit: Some("10".into()),
+            nodelist: vec!["n1".into()],
+            distinct_hosts: Some(1),
+            separate_server: true,
+            spool: Some("/s".into()),
+        };
         let mut known_keys = BTreeSet::new();
         keys(&serde_json::to_value(&spec).unwrap(), "", &mut known_keys);
         let sections = [
@@ -1447,6 +1453,7 @@ mod tests {
             "limits.",
             "arms.",
             "workloads.",
+            "executor.",
         ];
 
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -114,9 +114,13 @@ impl ExecutorSpec {
         ];
         for (key, value) in words {
             if let Some(v) = value
-                && (v.is_empty() || v.len() > 200 || v.chars().any(|c| c.is_whitespace() || c.is_control()))
+                && (v.is_empty()
+                    || v.len() > 200
+                    || v.chars().any(|c| c.is_whitespace() || c.is_control()))
             {
-                bail!("`{key} = {v:?}` must be one word without spaces (as `sbatch` takes it), e.g. `{key} = \"bench\"`");
+                bail!(
+                    "`{key} = {v:?}` must be one word without spaces (as `sbatch` takes it), e.g. `{key} = \"bench\"`"
+                );
             }
         }
         for node in &self.nodelist {
@@ -125,21 +129,30 @@ impl ExecutorSpec {
         match self.kind {
             ExecutorKind::Local => {
                 if !self.is_local_only() {
-                    bail!("`[executor]` sets Slurm options but `kind = \"local\"`; set `executor.kind = \"slurm\"` (or `--executor slurm`) or remove them");
+                    bail!(
+                        "`[executor]` sets Slurm options but `kind = \"local\"`; set `executor.kind = \"slurm\"` (or `--executor slurm`) or remove them"
+                    );
                 }
             }
             ExecutorKind::Slurm => {
                 if self.spool.as_deref().is_none_or(str::is_empty) {
-                    bail!("`executor.kind = \"slurm\"` needs a spool directory on a filesystem every node sees; set `executor.spool = \"/shared/blocklab-spool\"` or pass `--spool DIR`");
+                    bail!(
+                        "`executor.kind = \"slurm\"` needs a spool directory on a filesystem every node sees; set `executor.spool = \"/shared/blocklab-spool\"` or pass `--spool DIR`"
+                    );
                 }
                 if self.distinct_hosts == Some(0) {
-                    bail!("`executor.distinct_hosts = 0` asks for no host; give 1 or more, or leave it out");
+                    bail!(
+                        "`executor.distinct_hosts = 0` asks for no host; give 1 or more, or leave it out"
+                    );
                 }
                 if let Some(n) = self.distinct_hosts
                     && !self.nodelist.is_empty()
                     && n as usize > self.nodelist.len()
                 {
-                    bail!("`executor.distinct_hosts = {n}` is more than the {} node(s) of `executor.nodelist`; list more nodes or ask for fewer hosts", self.nodelist.len());
+                    bail!(
+                        "`executor.distinct_hosts = {n}` is more than the {} node(s) of `executor.nodelist`; list more nodes or ask for fewer hosts",
+                        self.nodelist.len()
+                    );
                 }
             }
         }
@@ -976,6 +989,57 @@ impl Measure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn quick_with(overrides: &[&str]) -> anyhow::Result<PlanSpec> {
+        let quick = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quick.toml");
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        PlanSpec::load(&quick, &overrides)
+    }
+
+    #[test]
+    fn a_slurm_executor_needs_a_spool_and_sane_options() {
+        let e = format!(
+            "{:#}",
+            quick_with(&["executor.kind=\"slurm\""]).unwrap_err()
+        );
+        assert!(e.contains("executor.spool") && e.contains("--spool"), "{e}");
+        let e = format!(
+            "{:#}",
+            quick_with(&["executor.partition=\"bench\""]).unwrap_err()
+        );
+        assert!(e.contains("executor.kind = \"slurm\""), "{e}");
+        let e = format!(
+            "{:#}",
+            quick_with(&[
+                "executor.kind=\"slurm\"",
+                "executor.spool=\"/s\"",
+                "executor.partition=\"a b\""
+            ])
+            .unwrap_err()
+        );
+        assert!(e.contains("executor.partition"), "{e}");
+        let e = format!(
+            "{:#}",
+            quick_with(&[
+                "executor.kind=\"slurm\"",
+                "executor.spool=\"/s\"",
+                "executor.nodelist=[\"n1\"]",
+                "executor.distinct_hosts=2"
+            ])
+            .unwrap_err()
+        );
+        assert!(e.contains("distinct_hosts = 2"), "{e}");
+        let ok = quick_with(&["executor.kind=\"slurm\"", "executor.spool=\"/s\""]).unwrap();
+        assert_eq!(ok.executor.kind, ExecutorKind::Slurm);
+    }
+
+    #[test]
+    fn a_local_plan_seals_without_an_executor_key() {
+        // Plans sealed before `[executor]` existed keep their hash.
+        let spec = quick_with(&[]).unwrap();
+        let json = serde_json::to_value(&spec).unwrap();
+        assert!(json.get("executor").is_none(), "{json}");
+    }
 
     /// The plans users copy must stay valid as the format evolves.
     #[test]

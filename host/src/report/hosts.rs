@@ -180,7 +180,10 @@ pub fn hosts(plan: &SealedPlan, finals: &BTreeMap<u32, &RunRecord>) -> Option<Ho
 fn ratio_text(e: &HostEffect) -> String {
     match (e.ratio, e.ci_low, e.ci_high) {
         (Some(r), Some(lo), Some(hi)) => format!("{r:.3} [{lo:.3}, {hi:.3}]"),
-        (Some(r), _, _) => format!("{r:.3} (no interval: {})", e.reason.as_deref().unwrap_or("")),
+        (Some(r), _, _) => format!(
+            "{r:.3} (no interval: {})",
+            e.reason.as_deref().unwrap_or("")
+        ),
         _ => "-".into(),
     }
 }
@@ -194,7 +197,11 @@ fn agreement_text(a: &HostAgreement) -> String {
             t.df_within,
             t.f,
             t.p_value,
-            if t.p_value < 0.05 { " — the hosts disagree" } else { "" }
+            if t.p_value < 0.05 {
+                " — the hosts disagree"
+            } else {
+                ""
+            }
         ),
         (None, Some(why)) => format!("no test: {why}"),
         (None, None) => "no test".into(),
@@ -213,7 +220,12 @@ fn blocks_line(h: &Hosts) -> String {
     }
     per_block
         .iter()
-        .map(|(b, hosts)| format!("block {b}: {}", hosts.iter().cloned().collect::<Vec<_>>().join(", ")))
+        .map(|(b, hosts)| {
+            format!(
+                "block {b}: {}",
+                hosts.iter().cloned().collect::<Vec<_>>().join(", ")
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -281,7 +293,11 @@ fn job_rows(h: &Hosts) -> Vec<String> {
         };
         rows.push(format!(
             "| {b} | {} | {} | {} | {} | {} | {} |",
-            s.jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>().join(", "),
+            s.jobs
+                .iter()
+                .map(|j| j.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
             s.host.as_deref().unwrap_or("-"),
             secs(Some(job.submitted_unix_ms), job.started_unix_ms),
             secs(job.started_unix_ms, job.finished_unix_ms),
@@ -321,7 +337,13 @@ pub fn markdown(h: &Hosts) -> String {
     }
     out.push_str("\n| workload | arm | do the hosts agree? |\n|---|---|---|\n");
     for a in &h.agreement {
-        let _ = writeln!(out, "| {} | {} | {} |", a.workload, a.arm, agreement_text(a));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            a.workload,
+            a.arm,
+            agreement_text(a)
+        );
     }
     let rows = job_rows(h);
     if !rows.is_empty() {

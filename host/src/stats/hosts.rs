@@ -59,7 +59,11 @@ pub enum HeterogeneityError {
 /// part, so two hosts need three blocks at least.
 pub fn heterogeneity(groups: &[&[f64]]) -> Result<Heterogeneity, HeterogeneityError> {
     let groups: Vec<&[f64]> = groups.iter().copied().filter(|g| !g.is_empty()).collect();
-    if let Some(&value) = groups.iter().flat_map(|g| g.iter()).find(|v| !v.is_finite()) {
+    if let Some(&value) = groups
+        .iter()
+        .flat_map(|g| g.iter())
+        .find(|v| !v.is_finite())
+    {
         return Err(HeterogeneityError::NotFinite { value });
     }
     let k = groups.len();
@@ -145,7 +149,11 @@ mod tests {
     fn an_f_p_value_matches_a_table() {
         // Three groups constructed so that F = 5.14 with (2, 6) df: the
         // 0.05 critical value of F(2, 6) is 5.1433 (standard tables).
-        let groups: [&[f64]; 3] = [&[-1.0, 0.0, 1.0], &[0.0, 1.0, 2.0], &[d(), d() + 1.0, d() + 2.0]];
+        let groups: [&[f64]; 3] = [
+            &[-1.0, 0.0, 1.0],
+            &[0.0, 1.0, 2.0],
+            &[d(), d() + 1.0, d() + 2.0],
+        ];
         fn d() -> f64 {
             // Shift of the third group giving F = 5.1433 exactly: between
             // SS = 2·5.1433 (within MS is 1).
@@ -184,7 +192,13 @@ mod tests {
             Err(HeterogeneityError::TooFewHosts { hosts: 1 })
         );
         let e = heterogeneity(&[&[0.1], &[0.2]]).unwrap_err();
-        assert_eq!(e, HeterogeneityError::NoWithinHostBlocks { blocks: 2, hosts: 2 });
+        assert_eq!(
+            e,
+            HeterogeneityError::NoWithinHostBlocks {
+                blocks: 2,
+                hosts: 2
+            }
+        );
         assert!(e.to_string().contains("--set blocks=4"), "{e}");
         assert!(matches!(
             heterogeneity(&[&[0.1, f64::NAN], &[0.2]]),

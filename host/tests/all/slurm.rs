@@ -4,7 +4,7 @@
 //! runs on the second node of a two-node allocation.
 
 use crate::slurm_cluster::SlurmCluster;
-use crate::support::{blocklab, run, Run};
+use crate::support::{Run, blocklab, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -43,7 +43,14 @@ fn slurm_campaign(cluster: &SlurmCluster, work: &Path, extra: &[String]) -> Comm
     let mut cmd = blocklab();
     cmd.current_dir(work)
         .env("SLURM_CONF", cluster.conf())
-        .args(["campaign", "--progress", "none", "--executor", "slurm", "--spool"])
+        .args([
+            "campaign",
+            "--progress",
+            "none",
+            "--executor",
+            "slurm",
+            "--spool",
+        ])
         .arg(cluster.shared_dir().join("spool"))
         .arg("--data")
         .arg(work.join("data"))
@@ -85,7 +92,10 @@ fn stored(report: &serde_json::Value) -> Vec<(u64, u64)> {
 /// Block → the set of hosts its runs name, from the report's hosts section.
 fn block_hosts(report: &serde_json::Value) -> std::collections::BTreeMap<u64, Vec<String>> {
     let mut map: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
-    for b in report["hosts"]["blocks"].as_array().expect("a hosts section") {
+    for b in report["hosts"]["blocks"]
+        .as_array()
+        .expect("a hosts section")
+    {
         let hosts = map.entry(b["block"].as_u64().unwrap()).or_default();
         let host = b["host"].as_str().unwrap().to_owned();
         if !hosts.contains(&host) {
@@ -109,26 +119,47 @@ fn a_reduced_quick_campaign_runs_blocks_on_both_nodes_and_reports_each_blocks_no
     assert_ok(&r, &cluster);
     let report = report_json(&cluster, work.path());
     let runs = stored(&report);
-    assert_eq!(runs.len(), 8, "4 blocks × 2 arms, each stored once: {runs:?}");
+    assert_eq!(
+        runs.len(),
+        8,
+        "4 blocks × 2 arms, each stored once: {runs:?}"
+    );
     let hosts = block_hosts(&report);
     assert_eq!(hosts.len(), 4, "{hosts:?}");
     // Every block on exactly one node, and both nodes used.
-    assert!(hosts.values().all(|h| h.len() == 1), "a block was split: {hosts:?}");
-    let used: std::collections::BTreeSet<&str> =
-        hosts.values().map(|h| h[0].as_str()).collect();
+    assert!(
+        hosts.values().all(|h| h.len() == 1),
+        "a block was split: {hosts:?}"
+    );
+    let used: std::collections::BTreeSet<&str> = hosts.values().map(|h| h[0].as_str()).collect();
     assert_eq!(used.into_iter().collect::<Vec<_>>(), ["n1", "n2"]);
     // Per-host effects and the agreement test.
     let effects = report["hosts"]["effects"].as_array().unwrap();
     assert_eq!(effects.len(), 2, "one per host: {effects:?}");
     let agreement = &report["hosts"]["agreement"][0];
-    assert!(agreement["test"]["p_value"].as_f64().is_some(), "{agreement}");
+    assert!(
+        agreement["test"]["p_value"].as_f64().is_some(),
+        "{agreement}"
+    );
     // The terminal tables name every block's node.
-    assert!(r.stdout.contains("hosts: block 0: n1; block 1: n2; block 2: n1; block 3: n2"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("hosts: block 0: n1; block 1: n2; block 2: n1; block 3: n2"),
+        "{}",
+        r.stdout
+    );
     // A resume has nothing to submit and stores nothing twice.
     let again = run(blocklab()
         .current_dir(work.path())
         .env("SLURM_CONF", cluster.conf())
-        .args(["campaign", "--progress", "none", "--resume", "latest", "--data"])
+        .args([
+            "campaign",
+            "--progress",
+            "none",
+            "--resume",
+            "latest",
+            "--data",
+        ])
         .arg(work.path().join("data")));
     assert_ok(&again, &cluster);
     assert_eq!(stored(&report_json(&cluster, work.path())), runs);
@@ -174,7 +205,10 @@ fn killing_a_node_mid_block_loses_and_duplicates_nothing() {
     let expected: Vec<(u64, u64)> = (0..8).map(|s| (s, 0)).collect();
     assert_eq!(runs, expected, "nothing lost, nothing twice");
     let hosts = block_hosts(&report);
-    assert!(hosts.values().all(|h| h.len() == 1), "a block was split: {hosts:?}");
+    assert!(
+        hosts.values().all(|h| h.len() == 1),
+        "a block was split: {hosts:?}"
+    );
     let survivor = if victim == "n1" { "n2" } else { "n1" };
     assert!(
         hosts.values().all(|h| h[0] == survivor),
@@ -201,7 +235,9 @@ fn partial_execution(blocks: &Path) -> Option<(PathBuf, String)> {
         for exec in std::fs::read_dir(block.path()).ok()?.flatten() {
             let dir = exec.path();
             let has_runs = std::fs::read_dir(dir.join("runs"))
-                .map(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))))
+                .map(|mut d| {
+                    d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))
+                })
                 .unwrap_or(false);
             if has_runs && !dir.join("done.json").exists() {
                 let started: serde_json::Value =

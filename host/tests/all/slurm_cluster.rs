@@ -50,10 +50,16 @@ impl SlurmCluster {
             .collect();
         // slurmd runs jobs as their submitter: root here.
         let root = std::fs::read_to_string("/proc/self/status")
-            .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+            .map(|s| {
+                s.lines()
+                    .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+            })
             .unwrap_or(false);
         let reason = if !missing.is_empty() {
-            Some(format!("{} not installed (`make test` installs slurm-wlm and munge)", missing.join(", ")))
+            Some(format!(
+                "{} not installed (`make test` installs slurm-wlm and munge)",
+                missing.join(", ")
+            ))
         } else if !root {
             Some("slurmd runs jobs as root here; run the tests as root".to_owned())
         } else {
@@ -67,7 +73,10 @@ impl SlurmCluster {
             return None;
         }
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        let dir = tempfile::Builder::new().prefix("blocklab-slurm").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("blocklab-slurm")
+            .tempdir()
+            .unwrap();
         let d = dir.path();
         for sub in ["munge", "state", "spool/n1", "spool/n2", "log", "shared"] {
             std::fs::create_dir_all(d.join(sub)).unwrap();
@@ -82,7 +91,10 @@ impl SlurmCluster {
             .args(["-F", "-f"])
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--key-file={}", key.display()))
-            .arg(format!("--pid-file={}", d.join("munge/munged.pid").display()))
+            .arg(format!(
+                "--pid-file={}",
+                d.join("munge/munged.pid").display()
+            ))
             .arg(format!("--log-file={}", d.join("log/munged.log").display()))
             .arg(format!("--seed-file={}", d.join("munge/seed").display()))
             .stdout(Stdio::null())
@@ -172,7 +184,11 @@ PartitionName=bench Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP OverSubscr
         let socket = self.dir.path().join("munge/munge.sock");
         let deadline = Instant::now() + Duration::from_secs(10);
         while !socket.exists() {
-            assert!(Instant::now() < deadline, "munged did not create its socket: {}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "munged did not create its socket: {}",
+                self.logs()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -241,7 +257,11 @@ PartitionName=bench Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP OverSubscr
     pub fn wait_until(&self, what: &str, timeout: Duration, ready: impl Fn(&Self) -> bool) {
         let deadline = Instant::now() + timeout;
         while !ready(self) {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}: {}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}: {}",
+                self.logs()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -256,7 +276,8 @@ PartitionName=bench Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP OverSubscr
             pids.push(child.id() as i32);
         }
         pids.extend(processes_where(|cmdline, environ| {
-            jobs.iter().any(|j| cmdline.starts_with(&format!("slurmstepd: [{j}.")))
+            jobs.iter()
+                .any(|j| cmdline.starts_with(&format!("slurmstepd: [{j}.")))
                 || (environ.contains(&format!("\nSLURMD_NODENAME={node}\n"))
                     && environ.contains(&format!("\nSLURM_CONF={}\n", self.conf.display())))
         }));
@@ -305,7 +326,10 @@ impl Drop for SlurmCluster {
                 let _ = c.wait();
             }
         }
-        for child in [&mut self.slurmctld, &mut self.munged].into_iter().flatten() {
+        for child in [&mut self.slurmctld, &mut self.munged]
+            .into_iter()
+            .flatten()
+        {
             let _ = child.kill();
             let _ = child.wait();
         }

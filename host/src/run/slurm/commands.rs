@@ -59,7 +59,9 @@ pub fn sbatch(args: &[String], script: &str) -> anyhow::Result<String> {
             .write_all(script.as_bytes())
             .context("cannot hand the job script to `sbatch`")?;
     }
-    let output = child.wait_with_output().context("`sbatch` did not finish")?;
+    let output = child
+        .wait_with_output()
+        .context("`sbatch` did not finish")?;
     if !output.status.success() {
         bail!(
             "`sbatch {}` refused the block job: {}",
@@ -71,7 +73,10 @@ pub fn sbatch(args: &[String], script: &str) -> anyhow::Result<String> {
     // `--parsable` prints `ID` or `ID;CLUSTER`.
     let id = text.trim().split(';').next().unwrap_or_default().to_owned();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
-        bail!("`sbatch --parsable` printed `{}`, not a job id", text.trim());
+        bail!(
+            "`sbatch --parsable` printed `{}`, not a job id",
+            text.trim()
+        );
     }
     Ok(id)
 }
@@ -108,9 +113,8 @@ fn parse_squeue_line(line: &str) -> Option<(String, JobInfo)> {
     let nodes = fields.next().unwrap_or_default().to_owned();
     let reason = fields.next().unwrap_or_default().to_owned();
     let state = match slurm_state.as_str() {
-        "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "CONFIGURING" | "RESV_DEL_HOLD" => {
-            JobState::Pending
-        }
+        "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "CONFIGURING"
+        | "RESV_DEL_HOLD" => JobState::Pending,
         "RUNNING" | "COMPLETING" | "SUSPENDED" | "STOPPED" | "SIGNALING" | "STAGE_OUT"
         | "RESIZING" => JobState::Running,
         _ => JobState::Ended,
@@ -150,9 +154,11 @@ pub fn usable_nodes(partition: Option<&str>) -> anyhow::Result<Vec<String>> {
         .lines()
         .filter_map(|l| {
             let (node, state) = l.trim().split_once('|')?;
-            let usable = !["down", "drain", "drng", "fail", "maint", "boot", "unk", "inval"]
-                .iter()
-                .any(|bad| state.starts_with(bad))
+            let usable = ![
+                "down", "drain", "drng", "fail", "maint", "boot", "unk", "inval",
+            ]
+            .iter()
+            .any(|bad| state.starts_with(bad))
                 && !state.ends_with('*');
             usable.then(|| node.to_owned())
         })
@@ -191,10 +197,20 @@ mod tests {
     #[test]
     fn squeue_lines_map_to_the_states_the_coordinator_acts_on() {
         let (id, info) = parse_squeue_line("42|RUNNING|n1|None").unwrap();
-        assert_eq!((id.as_str(), info.state, info.nodes.as_str()), ("42", JobState::Running, "n1"));
+        assert_eq!(
+            (id.as_str(), info.state, info.nodes.as_str()),
+            ("42", JobState::Running, "n1")
+        );
         let (_, requeued) = parse_squeue_line("43|PENDING||BeginTime").unwrap();
         assert_eq!(requeued.state, JobState::Pending);
-        for ended in ["COMPLETED", "FAILED", "NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"] {
+        for ended in [
+            "COMPLETED",
+            "FAILED",
+            "NODE_FAIL",
+            "CANCELLED",
+            "TIMEOUT",
+            "OUT_OF_MEMORY",
+        ] {
             let (_, info) = parse_squeue_line(&format!("44|{ended}|n2|x")).unwrap();
             assert_eq!(info.state, JobState::Ended, "{ended}");
         }

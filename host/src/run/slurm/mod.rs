@@ -24,8 +24,8 @@ pub mod commands;
 pub mod node;
 pub mod spool;
 
-use super::supervisor::{Event, Options, Outcome};
 use super::RunRecord;
+use super::supervisor::{Event, Options, Outcome};
 use crate::plan::seal::SealedPlan;
 use crate::plan::spec::ExecutorSpec;
 use anyhow::{Context, bail};
@@ -105,7 +105,6 @@ fn unix_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
-
 
 /// Executes campaign `id` on Slurm: see the module docs. `--resume` is the
 /// same call: finished blocks are skipped, running jobs followed, the rest
@@ -195,7 +194,11 @@ impl Coordinator<'_> {
         block.jobs.last().filter(|j| !j.ended)
     }
 
-    fn run(&self, state: &mut SlurmState, observe: &mut dyn FnMut(&Event)) -> anyhow::Result<Outcome> {
+    fn run(
+        &self,
+        state: &mut SlurmState,
+        observe: &mut dyn FnMut(&Event),
+    ) -> anyhow::Result<Outcome> {
         let resubmits = self.plan.spec.gates.reruns.max(1);
         loop {
             if let Some(signal) = self.options.interrupt.signal() {
@@ -271,11 +274,20 @@ impl Coordinator<'_> {
                     let last = block.jobs.last().map(|j| j.id.clone()).unwrap_or_default();
                     let why = format!(
                         "block {b} was submitted {submitted} times and no job finished it (the last, job {last}, ended {}): {}",
-                        block.jobs.last().and_then(|j| j.last_state.clone()).unwrap_or_else(|| "unseen".into()),
+                        block
+                            .jobs
+                            .last()
+                            .and_then(|j| j.last_state.clone())
+                            .unwrap_or_else(|| "unseen".into()),
                         self.job_log_tail(b, &last)
                     );
                     self.cancel_all(state);
-                    self.store.set_status(self.id, CampaignStatus::Failed { reason: why.clone() })?;
+                    self.store.set_status(
+                        self.id,
+                        CampaignStatus::Failed {
+                            reason: why.clone(),
+                        },
+                    )?;
                     return Ok(Outcome::Stopped(why));
                 }
                 let record = self.submit(b, submitted)?;
@@ -331,7 +343,8 @@ impl Coordinator<'_> {
                 job.started_unix_ms = execution.started.as_ref().map(|s| s.started_unix_ms);
                 job.finished_unix_ms = Some(done.finished_unix_ms);
             }
-            self.store.put_blob(self.id, STATE_BLOB, &self.merged(b, block)?)?;
+            self.store
+                .put_blob(self.id, STATE_BLOB, &self.merged(b, block)?)?;
         }
         let stored: BTreeSet<(u32, u32)> = self
             .store
@@ -356,11 +369,16 @@ impl Coordinator<'_> {
                     base64::engine::general_purpose::STANDARD.decode(b64)
                 })
                 .transpose()
-                .with_context(|| format!("the spooled record of {key} has a malformed histogram"))?;
+                .with_context(|| {
+                    format!("the spooled record of {key} has a malformed histogram")
+                })?;
             if let Some(svg) = &run.profile_svg {
                 self.store.put_profile(key, svg.as_bytes())?;
             }
-            match self.store.put_run(key, &record, histogram.as_deref(), run.is_final) {
+            match self
+                .store
+                .put_run(key, &record, histogram.as_deref(), run.is_final)
+            {
                 Ok(()) | Err(StoreError::DuplicateRun { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
@@ -400,7 +418,11 @@ impl Coordinator<'_> {
     }
 
     fn discard(block: &mut BlockState, execution: &Execution) {
-        if block.discarded.iter().any(|d| d.execution == execution.name) {
+        if block
+            .discarded
+            .iter()
+            .any(|d| d.execution == execution.name)
+        {
             return;
         }
         let host = execution
@@ -438,18 +460,27 @@ impl Coordinator<'_> {
             }
         }
         if candidates.is_empty() {
-            bail!("no node to pin block {b} to: `executor.nodelist` is empty and Slurm lists no usable node");
+            bail!(
+                "no node to pin block {b} to: `executor.nodelist` is empty and Slurm lists no usable node"
+            );
         }
         // A resubmitted block moves on to the next node: its pinned one
         // may be the one that died.
-        Ok(Some(candidates[(b + submitted) as usize % candidates.len()].clone()))
+        Ok(Some(
+            candidates[(b + submitted) as usize % candidates.len()].clone(),
+        ))
     }
 
     /// Writes block `b`'s job file and submits its job.
     fn submit(&self, b: u32, submitted: u32) -> anyhow::Result<JobRecord> {
         let finished = self.store.finished_slots(self.id)?;
         let mut slots = Vec::new();
-        for slot in self.plan.schedule.iter().filter(|s| s.block == b && !finished.contains(&s.slot)) {
+        for slot in self
+            .plan
+            .schedule
+            .iter()
+            .filter(|s| s.block == b && !finished.contains(&s.slot))
+        {
             slots.push((slot.slot, self.store.next_attempt(self.id, slot.slot)?));
         }
         let separate_server = self.executor().separate_server;

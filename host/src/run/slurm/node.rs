@@ -5,9 +5,9 @@
 
 use super::commands;
 use super::spool::{self, BlockJob, Done, Spool, SpooledRun, Started};
-use crate::target::grpc::local::Remote;
 use crate::run::executor::{Executor, Halt, LocalExecutor, Settings};
 use crate::run::policy::{self, Next};
+use crate::target::grpc::local::Remote;
 use anyhow::Context;
 use blocklab_store::CampaignId;
 use std::path::Path;
@@ -27,7 +27,8 @@ pub fn node_name() -> String {
 /// This execution's name: `<job>.<restart count>`, so a requeued job's
 /// records land beside, never over, the ones of its earlier start.
 fn execution_name() -> (String, String) {
-    let job = std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid{}", std::process::id()));
+    let job =
+        std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| format!("pid{}", std::process::id()));
     let restart = std::env::var("SLURM_RESTART_COUNT").unwrap_or_else(|_| "0".to_owned());
     (format!("{job}.{restart}"), job)
 }
@@ -41,7 +42,7 @@ fn server_node(this: &str) -> anyhow::Result<Remote> {
     )?;
     let nodes = commands::hostnames(&list)?;
     let node = nodes.iter().find(|n| *n != this).with_context(|| {
-        format!("this block asks for its server on a second node but its allocation is `{list}` only (the job needs `--nodes=2`)")
+        format!("this block asks for its server on a second node but its allocation is `{list}` only: the coordinator submits such blocks on two nodes when the plan sets `executor.separate_server = true`")
     })?;
     Ok(Remote {
         launcher: vec![
@@ -105,13 +106,11 @@ pub fn run_block(
     let mut runs = 0u32;
     let mut stop = None;
     'slots: for &(slot_index, first_attempt) in &job.slots {
-        let slot = plan
-            .schedule
-            .get(slot_index as usize)
-            .with_context(|| format!("block {block}'s job names slot {slot_index}, which the plan does not have"))?;
+        let slot = plan.schedule.get(slot_index as usize).with_context(|| {
+            format!("block {block}'s job names slot {slot_index}, which the plan does not have")
+        })?;
         let mut attempt = first_attempt;
-        let mut rerun_reason =
-            (attempt > 0).then(|| "resumed after an earlier attempt".to_owned());
+        let mut rerun_reason = (attempt > 0).then(|| "resumed after an earlier attempt".to_owned());
         loop {
             let executed = match executor.run(slot, attempt, rerun_reason.clone()) {
                 Ok(e) => e,
@@ -146,8 +145,7 @@ pub fn run_block(
             }
             match next {
                 Next::Rerun => {
-                    rerun_reason =
-                        reason.map(|r| format!("attempt {attempt} failed: {r}"));
+                    rerun_reason = reason.map(|r| format!("attempt {attempt} failed: {r}"));
                     attempt += 1;
                 }
                 Next::Continue => break,

@@ -177,7 +177,9 @@ impl Spool {
 
     /// Where an execution writes an attempt.
     pub fn run_path(execution: &Path, slot: u32, attempt: u32) -> PathBuf {
-        execution.join("runs").join(format!("{slot}-{attempt}.json"))
+        execution
+            .join("runs")
+            .join(format!("{slot}-{attempt}.json"))
     }
 }
 
@@ -209,8 +211,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
 }
 
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("`{}` is not what blocklab wrote there", path.display()))
 }

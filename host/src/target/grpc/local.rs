@@ -107,7 +107,11 @@ impl LocalServer {
             _ => Command::new(exe),
         };
         // A remote server listens on every address of its node.
-        let listen = if remote.is_some() { "0.0.0.0:0" } else { "127.0.0.1:0" };
+        let listen = if remote.is_some() {
+            "0.0.0.0:0"
+        } else {
+            "127.0.0.1:0"
+        };
         command
             .args(["target", "grpc-ingest", "--listen", listen])
             .args(settings.to_args())
@@ -252,7 +256,8 @@ impl LocalServers {
             if servers.iter().any(|(k, _)| *k == knobs) {
                 continue;
             }
-            let server = LocalServer::start(exe, &knobs, cpus, remote).map_err(|e| format!("{e:#}"));
+            let server =
+                LocalServer::start(exe, &knobs, cpus, remote).map_err(|e| format!("{e:#}"));
             servers.push((knobs, server));
         }
         LocalServers { servers }
