@@ -250,6 +250,17 @@ impl Coordinator<'_> {
                         if info.state == JobState::Ended {
                             job.ended = true;
                         }
+                        // A requeued job pinned to a node that is down would
+                        // wait for it forever: move the block on.
+                        if info.state == JobState::Pending
+                            && let Some(node) = &job.pinned
+                            && !commands::usable_nodes(self.executor().partition.as_deref())?
+                                .contains(node)
+                        {
+                            commands::scancel(std::slice::from_ref(&job.id));
+                            job.last_state = Some(format!("CANCELLED (pinned node {node} is down)"));
+                            job.ended = true;
+                        }
                     }
                     // Gone from Slurm's memory: it ended.
                     None => job.ended = true,
@@ -438,25 +449,40 @@ impl Coordinator<'_> {
         });
     }
 
-    /// The node block `b` is pinned to, if the plan pins blocks.
+    /// The node block `b` is pinned to, if the plan pins blocks. A
+    /// resubmitted block moves on to the next node that is up: its pinned
+    /// one may be the node that died.
     fn pinned_node(&self, b: u32, submitted: u32) -> anyhow::Result<Option<String>> {
         let executor = self.executor();
+        if executor.nodelist.is_empty() && executor.distinct_hosts.is_none() {
+            return Ok(None);
+        }
+        let usable = commands::usable_nodes(executor.partition.as_deref())?;
         let mut candidates = if executor.nodelist.is_empty() {
-            if executor.distinct_hosts.is_none() {
-                return Ok(None);
-            }
-            commands::usable_nodes(executor.partition.as_deref())?
+            usable.clone()
         } else {
             executor.nodelist.clone()
         };
         if let Some(n) = executor.distinct_hosts {
-            candidates.truncate(n as usize);
-            if candidates.len() < n as usize {
+            if submitted == 0 && candidates.len() < n as usize {
                 bail!(
                     "`executor.distinct_hosts = {n}` but Slurm has only {} usable node(s) ({}); ask for fewer hosts or bring nodes up",
                     candidates.len(),
                     candidates.join(", ")
                 );
+            }
+            candidates.truncate(n as usize);
+        }
+        if submitted > 0 {
+            let alive: Vec<String> = candidates
+                .iter()
+                .filter(|n| usable.contains(n))
+                .cloned()
+                .collect();
+            if !alive.is_empty() {
+                candidates = alive;
+            } else if executor.nodelist.is_empty() {
+                candidates = usable;
             }
         }
         if candidates.is_empty() {
@@ -464,8 +490,6 @@ impl Coordinator<'_> {
                 "no node to pin block {b} to: `executor.nodelist` is empty and Slurm lists no usable node"
             );
         }
-        // A resubmitted block moves on to the next node: its pinned one
-        // may be the one that died.
         Ok(Some(
             candidates[(b + submitted) as usize % candidates.len()].clone(),
         ))
