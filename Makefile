@@ -27,6 +27,7 @@ COMPONENTIZE_PY := $(PYTHON) -c 'import sys, componentize_py; sys.argv[0] = "com
 PY_PLUGIN_NAMES := $(notdir $(patsubst %/app.py,%,$(wildcard plugins/python/*/app.py)))
 PY_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(PY_PLUGIN_NAMES)))
 
+# mk/peers.mk: `make peers`, the native client peers into $(CARGO_TARGET_DIR)/peers.
 .PHONY: all demo test build host plugins plugins-py deps deps-wasm deps-python deps-browser vendor-web lint bench-boundary
 
 all: build
@@ -99,10 +100,10 @@ vendor-web:
 	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
 
 ## test: the whole suite (formatting and clippy first, then unit, integration,
-## browser, the Slurm executor on a two-node cluster, the fdb feature's
-## type-check).
-test: lint plugins check-fdb deps-browser deps-python deps-slurm
-	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_SLURM=1 PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+## browser, the fdb feature's type-check, the native peers, the Slurm
+## executor on a two-node cluster).
+test: lint plugins check-fdb deps-browser deps-python peers deps-slurm
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_SLURM=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async
@@ -118,4 +119,5 @@ lint: deps-wasm
 	$(CARGO) clippy --target $(WASM_TARGET) -p blocklab-sdk $(addprefix -p ,$(PLUGIN_NAMES)) -- -D warnings
 
 include mk/fdb.mk
+include mk/peers.mk
 include mk/slurm.mk

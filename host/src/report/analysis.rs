@@ -567,7 +567,7 @@ fn limits(
         "No outliers were removed. Latency is closed-loop per transaction, including retries.".into(),
         "CPU through shutdown (E−A) includes startup, fixture, warmup and teardown; host heap figures count the blocklab process's Rust heap only (not plugin linear memory, not native libraries).".into(),
     ];
-    if spec.measure.mode == "window" {
+    if spec.measure.mode == crate::plan::spec::MeasureMode::Window {
         out.push("Window mode: throughput counts the records the server acknowledged during the measured window (acks of records sent in warmup included, records in flight at its end excluded); ack latency runs from a batch's send to the first ack covering it, as the workload saw it.".into());
     }
     if spec

@@ -157,7 +157,7 @@ fn per_record(r: &RunResult, total: f64) -> f64 {
 
 /// The statistics a plan's measure mode compares.
 pub fn statistics(spec: &PlanSpec) -> &'static [Statistic] {
-    if spec.measure.mode == "window" {
+    if spec.measure.mode == crate::plan::spec::MeasureMode::Window {
         WINDOW_STATISTICS
     } else {
         STATISTICS
