@@ -1032,11 +1032,7 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
                     toml::Value::String(dir.display().to_string())
                 ));
             }
-            let sealed = crate::plan::seal::seal_file(
-                path,
-                &overrides,
-                args.cache.dir(),
-            )?;
+            let sealed = crate::plan::seal::seal_file(path, &overrides, args.cache.dir())?;
             warn(&sealed.warnings);
             let meta = sealed.create_campaign(&store)?;
             say(&format!(

@@ -258,7 +258,8 @@ impl Coordinator<'_> {
                                 .contains(node)
                         {
                             commands::scancel(std::slice::from_ref(&job.id));
-                            job.last_state = Some(format!("CANCELLED (pinned node {node} is down)"));
+                            job.last_state =
+                                Some(format!("CANCELLED (pinned node {node} is down)"));
                             job.ended = true;
                         }
                     }
