@@ -310,3 +310,76 @@ separate_server = true
     }
     assert!(r.stdout.contains("(server on n"), "{}", r.stdout);
 }
+
+#[test]
+fn a_coordinator_killed_mid_campaign_resumes_without_resubmitting_or_storing_twice() {
+    let Some(cluster) = SlurmCluster::start() else {
+        return;
+    };
+    let work = workdir();
+    let mut extra = reduced(4, r#"[{name="get100"}]"#);
+    extra.extend(["--set".to_owned(), "executor.distinct_hosts=2".to_owned()]);
+    let mut coordinator = slurm_campaign(&cluster, work.path(), &extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once one block is complete in the spool: the others are still
+    // queued or running, and at most that block was stored.
+    let blocks = cluster.shared_dir().join("spool/1/blocks");
+    cluster.wait_until("a complete block", Duration::from_secs(120), |_| {
+        complete_executions(&blocks) >= 1
+    });
+    coordinator.kill().unwrap();
+    coordinator.wait().unwrap();
+    let r = run(blocklab()
+        .current_dir(work.path())
+        .env("SLURM_CONF", cluster.conf())
+        .args([
+            "campaign",
+            "--progress",
+            "none",
+            "--resume",
+            "latest",
+            "--data",
+        ])
+        .arg(work.path().join("data")));
+    assert_ok(&r, &cluster);
+    let report = report_json(&cluster, work.path());
+    let expected: Vec<(u64, u64)> = (0..8).map(|s| (s, 0)).collect();
+    assert_eq!(stored(&report), expected, "every run once");
+    // The jobs in flight were followed, not submitted again.
+    for (block, state) in report["hosts"]["slurm"]["blocks"].as_object().unwrap() {
+        let jobs = state["jobs"].as_array().unwrap();
+        assert_eq!(
+            jobs.len(),
+            1,
+            "block {block} was submitted {} times: {jobs:?}",
+            jobs.len()
+        );
+        assert_eq!(state["discarded"].as_array().unwrap().len(), 0, "{state}");
+    }
+    // One execution per block in the spool: no job ran a block twice.
+    assert_eq!(complete_executions(&blocks), 4);
+    for block in std::fs::read_dir(&blocks).unwrap().flatten() {
+        let executions = std::fs::read_dir(block.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .count();
+        assert_eq!(executions, 1, "{}", block.path().display());
+    }
+}
+
+/// Executions with `done.json` under a campaign's `blocks/` directory.
+fn complete_executions(blocks: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(blocks) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|b| std::fs::read_dir(b.path()).ok())
+        .flat_map(|execs| execs.flatten())
+        .filter(|e| e.path().join("done.json").exists())
+        .count()
+}
