@@ -112,6 +112,11 @@ struct SlurmBlockArgs {
     block: u32,
     #[command(flatten)]
     cache: CacheArgs,
+    /// Runs of the block to profile (the coordinator passes `slot=N,...`).
+    #[arg(long, value_name = "RUNS", value_parser = parse_selection)]
+    profile: Option<String>,
+    #[command(flatten)]
+    profile_hz: ProfileHzArg,
 }
 
 #[derive(Debug, Subcommand)]
@@ -651,6 +656,11 @@ fn slurm_block(args: SlurmBlockArgs) -> anyhow::Result<ExitCode> {
     let settings = crate::run::executor::Settings {
         cache_dir: args.cache.dir(),
         interrupt,
+        profile: match &args.profile {
+            Some(text) => crate::run::profile::Selection::parse(text)?,
+            None => crate::run::profile::Selection::default(),
+        },
+        profile_hz: args.profile_hz.hz,
         ..Default::default()
     };
     match crate::run::slurm::node::run_block(&args.spool, args.campaign, args.block, settings)? {

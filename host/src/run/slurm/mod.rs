@@ -556,6 +556,20 @@ impl Coordinator<'_> {
             words.push("--cache-dir".to_owned());
             words.push(shell_word(&dir.to_string_lossy()));
         }
+        // `--profile` reaches the node as the block's chosen slots.
+        let profiled: Vec<String> = self
+            .plan
+            .schedule
+            .iter()
+            .filter(|s| s.block == b && self.options.profile.matches(s))
+            .map(|s| format!("slot={}", s.slot))
+            .collect();
+        if !profiled.is_empty() {
+            words.push("--profile".to_owned());
+            words.push(profiled.join(","));
+            words.push("--profile-hz".to_owned());
+            words.push(self.options.profile_hz.to_string());
+        }
         let script = format!("#!/bin/sh\nexec {}\n", words.join(" "));
         let id = commands::sbatch(&args, &script)
             .with_context(|| format!("cannot submit block {b} of campaign {}", self.id))?;
