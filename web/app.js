@@ -448,7 +448,8 @@ function provenance(report) {
       kv([["CPU", env.cpu_model || "—"], ["kernel", env.kernel || "—"], ["governor", env.governor || "—"],
           ["SMT layout", (env.smt_layout || []).join(" ")], ["online CPUs", env.online_cpus ?? "—"], ["host", env.hostname || "—"]]),
       el("h3", {}, "Placement"),
-      kv(place ? [["runner", cpus(place.runner)], ["client", cpus(place.client)], ["server", cpus(place.server)], ["origin", place.origin]] : [["placement", "not recorded yet"]])),
+      kv(place ? [["runner", cpus(place.runner)], ["client", cpus(place.client)], ["server", cpus(place.server)], ["origin", place.origin]] : [["placement", "not recorded yet"]]),
+      network(report)),
     el("div", { id: "gates" },
       el("h3", {}, "Gates"),
       kv([["runs", g.runs], ["failed", g.failed.length], ["flagged (quiescence)", g.flagged.length], ["reruns", g.reruns],
@@ -459,6 +460,24 @@ function provenance(report) {
 }
 
 // Flamegraphs of the runs a campaign profiled (`--profile`, `?profile=`).
+// Targets in their own network namespace (docs/network.md): each arm's link
+// with its counters, and the exact ip and tc commands applied.
+function network(report) {
+  const links = report.links || [];
+  if (links.length === 0) return null;
+  const n = (x) => Number(x).toLocaleString("en");
+  const commands = (report.network || []).flatMap((x) => [
+    ...x.netns.setup.map((c) => c.join(" ")),
+    ...Object.entries(x.arms).flatMap(([arm, a]) => [`# arm ${arm}: ${a.link}`, ...a.commands.map((c) => c.join(" "))]),
+  ]);
+  return el("div", { id: "network" },
+    el("h3", {}, "Links"),
+    el("table", {},
+      el("thead", {}, el("tr", {}, ["arm", "link", "runs", "client → target bytes", "target → client bytes", "qdisc drops", "qdisc overlimits"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, links.map((l) => el("tr", { "data-arm": l.arm }, [l.arm, l.link, l.runs, n(l.client_to_target_bytes), n(l.target_to_client_bytes), n(l.drops), n(l.overlimits)].map((v) => el("td", {}, String(v))))))),
+    el("details", {}, el("summary", {}, "ip and tc commands"), el("pre", {}, commands.join("\n"))));
+}
+
 function profiles(report) {
   const runs = report.runs.filter((r) => r.profile);
   if (runs.length === 0) return null;

@@ -141,6 +141,7 @@ fn seal_unclipped(
     resolve_plugins(&mut spec)?;
     // CPU groups are checked against this machine before anything is stored.
     crate::machine::placement::Placement::resolve(spec.cpus.as_ref(), false)?;
+    check_network(&spec)?;
     check_plugins(&spec, cache_dir)?;
     let schedule = schedule(&spec)?;
     let mut inputs = BTreeMap::new();
@@ -179,6 +180,25 @@ fn seal_unclipped(
     };
     sealed.hash = sealed.compute_hash()?;
     Ok(sealed)
+}
+
+/// A plan that puts targets in a namespace is checked against this
+/// machine: namespaces can be made (root or CAP_NET_ADMIN, iproute2), and
+/// the kernel has the qdiscs every arm's link needs. A link is never
+/// approximated with what the kernel has: a missing `netem` refuses the
+/// plan, naming the kernel option.
+fn check_network(spec: &PlanSpec) -> anyhow::Result<()> {
+    use crate::machine::netns::{self, NetPlacement};
+    if spec.placement() != NetPlacement::Netns {
+        return Ok(());
+    }
+    let support = netns::probe_qdiscs()?;
+    for arm in &spec.arms {
+        if let Some(link) = spec.link_for(arm) {
+            netns::check_link(link, &support).with_context(|| format!("in arm `{}`", arm.name))?;
+        }
+    }
+    Ok(())
 }
 
 /// Loads each distinct plugin (with its adapters and grants) once, as a run

@@ -3,6 +3,7 @@
 //! `--set path=value` overrides applied before parsing and recorded.
 
 use crate::limits;
+use crate::machine::netns::{LinkSpec, NetPlacement};
 use crate::machine::placement::CpuSpec;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters};
@@ -39,6 +40,11 @@ pub struct PlanSpec {
     /// CPU groups; derived from the machine's topology when absent.
     #[serde(default)]
     pub cpus: Option<CpuSpec>,
+    /// Where local targets run and the link to them (docs/network.md).
+    /// Absent: on loopback, as before the key existed (and sealed plans
+    /// without it keep their hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSpec>,
     #[serde(default)]
     pub gates: GateSpec,
     #[serde(default)]
@@ -240,6 +246,18 @@ impl MeasureSpec {
             }
         }
     }
+}
+
+/// `[network]`: where the campaign's local targets run and the link that
+/// joins them to the client (docs/network.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    #[serde(default)]
+    pub placement: NetPlacement,
+    /// The link of every arm that sets none of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkSpec>,
 }
 
 /// `[bootstrap]`: how intervals are computed.
@@ -516,6 +534,10 @@ pub struct ArmSpec {
     /// With `wasi:sockets`: the `IP:PORT` addresses sockets may reach.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// The shape of the link to this arm's local target (with
+    /// `network.placement = "netns"`); overrides `network.link`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkSpec>,
 }
 
 impl ArmSpec {
@@ -712,6 +734,7 @@ impl PlanSpec {
                     .with_context(|| format!("in arm `{}`", arm.name))?;
             }
         }
+        self.validate_network()?;
         crate::plan::design::orders(self.arms.len(), self.blocks, self.seed)?;
         if let Some(seq) = &self.sequential {
             self.validate_sequential(seq)?;
@@ -741,6 +764,7 @@ impl PlanSpec {
                     self.plugin_for(w, a).ok() == self.plugin_for(w, b).ok()
                         && self.params_for(w, a) == self.params_for(w, b)
                 }) && a.target == b.target
+                    && self.link_for(a) == self.link_for(b)
                     && a.adapters == b.adapters
                     && a.grants() == b.grants()
                     && a.inject_busy_ns == b.inject_busy_ns;
@@ -753,6 +777,62 @@ impl PlanSpec {
             }
         }
         out
+    }
+
+    /// Where local targets run: `network.placement`, loopback by default.
+    pub fn placement(&self) -> NetPlacement {
+        self.network
+            .as_ref()
+            .map(|n| n.placement)
+            .unwrap_or_default()
+    }
+
+    /// The link to `arm`'s target: its own, else `network.link`; `None`
+    /// when the target is on loopback.
+    pub fn link_for<'a>(&'a self, arm: &'a ArmSpec) -> Option<&'a LinkSpec> {
+        if self.placement() != NetPlacement::Netns {
+            return None;
+        }
+        arm.link
+            .as_ref()
+            .or_else(|| self.network.as_ref()?.link.as_ref())
+    }
+
+    /// Links are in range, and only where a namespace gives them a meaning.
+    fn validate_network(&self) -> anyhow::Result<()> {
+        let netns = self.placement() == NetPlacement::Netns;
+        if let Some(link) = self.network.as_ref().and_then(|n| n.link.as_ref()) {
+            link.validate("network.link")?;
+            if !netns {
+                bail!(
+                    "`network.link` shapes the link to targets in their own namespace, but `network.placement` is \"loopback\"; set `network.placement = \"netns\"` or drop `network.link`"
+                );
+            }
+        }
+        let local = |arm: &ArmSpec| matches!(&arm.target, TargetSpec::Grpc(s) if s.is_local());
+        for arm in &self.arms {
+            let Some(link) = &arm.link else { continue };
+            link.validate("link")
+                .with_context(|| format!("in arm `{}`", arm.name))?;
+            if !netns {
+                bail!(
+                    "arm `{}` sets `link`, which shapes the link to a target in its own namespace, but `network.placement` is \"loopback\"; set `network.placement = \"netns\"` under `[network]` or drop the arm's `link`",
+                    arm.name
+                );
+            }
+            if !local(arm) {
+                bail!(
+                    "arm `{}` sets `link`, but its target is not a server the campaign starts (`endpoint = \"local:grpc-ingest\"`), so no link of blocklab's leads to it; drop the arm's `link`",
+                    arm.name
+                );
+            }
+        }
+        if netns && !self.arms.iter().any(local) {
+            bail!(
+                "`network.placement = \"netns\"` puts the servers the campaign starts in a namespace of their own, but no arm's target is one (`endpoint = \"local:grpc-ingest\"`); give an arm that endpoint or drop `[network]`"
+            );
+        }
+        Ok(())
     }
 
     fn validate_sequential(&self, seq: &SequentialSpec) -> anyhow::Result<()> {
@@ -1088,6 +1168,64 @@ mod tests {
         assert!(format!("{err:#}").contains("measured"), "{err:#}");
         let err = PlanSpec::parse(text, &["nonsense".into()]).unwrap_err();
         assert!(err.to_string().contains("is not PATH=VALUE"), "{err}");
+    }
+
+    /// A window-mode grpc plan with `network` and `arms` appended.
+    fn grpc_plan(rest: &str) -> anyhow::Result<PlanSpec> {
+        let text = format!(
+            "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmode = \"window\"\nmeasured_s = 1.0\n[[workloads]]\nname = \"ingest\"\n{rest}"
+        );
+        PlanSpec::parse(&text, &[])
+    }
+
+    const LOCAL_ARMS: &str = "[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\n[[arms]]\nname = \"b\"\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\nlink = { rate_mbit = 10 }\n";
+
+    #[test]
+    fn links_need_a_namespace_and_a_local_target() {
+        // The arm link without `placement = "netns"`.
+        let e = grpc_plan(LOCAL_ARMS).unwrap_err().to_string();
+        assert!(
+            e.contains("arm `b` sets `link`") && e.contains("set `network.placement = \"netns\"`"),
+            "{e}"
+        );
+        let spec = grpc_plan(&format!("[network]\nplacement = \"netns\"\n{LOCAL_ARMS}")).unwrap();
+        let (a, b) = (&spec.arms[0], &spec.arms[1]);
+        assert_eq!(spec.link_for(a), None);
+        assert_eq!(spec.link_for(b).unwrap().rate_mbit, Some(10.0));
+        // Arms that differ only in their link are not the same arm.
+        assert!(spec.warnings().is_empty(), "{:?}", spec.warnings());
+        // The plan's link is every arm's that sets none.
+        let spec = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ rate_mbit = 1000 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap();
+        assert_eq!(
+            spec.link_for(&spec.arms[0]).unwrap().rate_mbit,
+            Some(1000.0)
+        );
+        // A namespace with nothing of ours to put in it.
+        let e = grpc_plan(
+            "[network]\nplacement = \"netns\"\n[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"http://127.0.0.1:9\" }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no arm's target is one"), "{e}");
+        // Unknown link keys and out-of-range values name the key.
+        let e = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ rate = 10 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown field `rate`"), "{e}");
+        let e = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ delay_ms = -1 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`network.link.delay_ms = -1` is out of range"),
+            "{e}"
+        );
     }
 
     #[test]

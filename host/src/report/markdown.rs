@@ -5,6 +5,7 @@
 use super::calibration;
 use super::format::{calibration_sentence, fmt_value, noise_floor, pct, stop_sentence};
 use super::model::Report;
+use crate::machine::netns::NetPlacement;
 use crate::machine::placement::format_cpu_list;
 use crate::plan::spec::WorkloadSpec;
 use crate::stats::Method;
@@ -52,14 +53,73 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     Ok(())
 }
 
+/// The link table and the network's provenance, when targets ran in a
+/// namespace.
+fn network(report: &Report, s: &mut String) -> fmt::Result {
+    if report.links.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        s,
+        "\n### Links\n\nCounters of the veth pair and its qdiscs, summed over each arm's final runs (worker start to exit).\n\n| arm | link | runs | client → target bytes | target → client bytes | qdisc drops | qdisc overlimits |\n|---|---|---|---|---|---|---|"
+    )?;
+    for l in &report.links {
+        writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            l.arm,
+            l.link,
+            l.runs,
+            l.client_to_target_bytes,
+            l.target_to_client_bytes,
+            l.drops,
+            l.overlimits
+        )?;
+    }
+    for (i, n) in report.network.iter().enumerate() {
+        writeln!(
+            s,
+            "\nExecution {}: namespace `{}`, client end `{}` {}, target end `{}` {}.\n\n```",
+            i + 1,
+            n.netns.namespace,
+            n.netns.host_veth,
+            n.netns.host_addr,
+            n.netns.peer_veth,
+            n.netns.peer_addr
+        )?;
+        for c in &n.netns.setup {
+            writeln!(s, "{}", c.join(" "))?;
+        }
+        for (arm, a) in &n.arms {
+            writeln!(s, "# arm {arm}: {}", a.link)?;
+            for c in &a.commands {
+                writeln!(s, "{}", c.join(" "))?;
+            }
+        }
+        writeln!(s, "```")?;
+    }
+    Ok(())
+}
+
 /// The arms table and the sealed inputs.
 fn arms(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
+    // The link column only where targets ran behind links.
+    let netns = spec.placement() == NetPlacement::Netns;
+    let (head, rule) = if netns { ("| link ", "---|") } else { ("", "") };
     writeln!(
         s,
-        "## Arms\n\n| arm | baseline | plugin | target | params |\n|---|---|---|---|---|"
+        "## Arms\n\n| arm | baseline | plugin | target {head}| params |\n|---|---|---|---|{rule}---|"
     )?;
     for arm in &spec.arms {
+        let link = if netns {
+            let link = spec
+                .link_for(arm)
+                .map_or_else(|| "unshaped".into(), |l| l.describe());
+            format!(" {link} |")
+        } else {
+            String::new()
+        };
         let plugin = arm
             .plugin
             .as_deref()
@@ -68,7 +128,7 @@ fn arms(report: &Report, s: &mut String) -> fmt::Result {
         let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         writeln!(
             s,
-            "| {} | {} | `{}` | {} | {} |",
+            "| {} | {} | `{}` | {} |{link} {} |",
             arm.name,
             if arm.baseline { "yes" } else { "" },
             plugin,
@@ -76,6 +136,7 @@ fn arms(report: &Report, s: &mut String) -> fmt::Result {
             params.join(" ")
         )?;
     }
+    network(report, s)?;
     writeln!(s, "\n### Inputs\n\n| input | sha256 |\n|---|---|")?;
     for (name, hash) in &report.plan.inputs {
         writeln!(s, "| `{name}` | `{hash}` |")?;

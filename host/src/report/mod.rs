@@ -23,13 +23,14 @@ mod tests;
 pub use analysis::sequential_check;
 pub use csv::csv;
 pub use markdown::markdown;
-pub use model::{Report, RunRow};
+pub use model::{LinkRow, Report, RunRow};
 pub use statistics::statistics;
 pub use terminal::terminal;
 
 use crate::plan::seal::SealedPlan;
 use crate::run::RunRecord;
 use crate::run::gates::Environment;
+use crate::run::link::NETWORK_BLOB;
 use crate::run::supervisor::SEQUENTIAL_BLOB;
 use analysis::analyse;
 use blocklab_store::{CampaignId, Store};
@@ -76,6 +77,7 @@ pub fn build_with(
     if let Some(h) = report.hosts.as_mut() {
         h.slurm = crate::run::slurm::state(store, id)?;
     }
+    report.network = store.blob(id, NETWORK_BLOB)?.unwrap_or_default();
     Ok(report)
 }
 

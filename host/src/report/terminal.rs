@@ -35,6 +35,24 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         writeln!(s, "\n{}", calibration_sentence(c))?;
     }
     medians(report, s)?;
+    if !report.links.is_empty() {
+        writeln!(
+            s,
+            "\nlinks (veth and qdisc counters, summed over each arm's runs)"
+        )?;
+        for l in &report.links {
+            writeln!(
+                s,
+                "{:<20} {:<28} {:>14} B client→target {:>12} B back  drops {}  overlimits {}",
+                l.arm,
+                l.link,
+                l.client_to_target_bytes,
+                l.target_to_client_bytes,
+                l.drops,
+                l.overlimits
+            )?;
+        }
+    }
     let g = &report.gates;
     writeln!(s, "\ngates: {}", g.sentence())?;
     if g.unfinished_slots > 0 {

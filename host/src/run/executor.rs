@@ -9,6 +9,7 @@
 
 use super::gates::{self, Probe};
 use super::interrupt::Interrupt;
+use super::link::{CampaignNetwork, LinkRun};
 use super::profile::Selection;
 use super::worker::{HashedFile, RunSpec};
 use super::{RunRecord, RunResult, RunStatus};
@@ -88,6 +89,9 @@ pub struct LocalExecutor<'a> {
     watched: Vec<usize>,
     /// Local targets serve the whole execution; dropping them stops them.
     servers: LocalServers,
+    /// With `network.placement = "netns"`: the namespace the servers run
+    /// in. Declared after `servers`, so it is dropped (removed) after them.
+    network: Option<CampaignNetwork>,
 }
 
 impl<'a> LocalExecutor<'a> {
@@ -134,12 +138,14 @@ impl<'a> LocalExecutor<'a> {
                 changed.join("; ")
             );
         }
+        let network = CampaignNetwork::start(plan)?;
         let targets = || plan.spec.arms.iter().map(|a| &a.target);
         let servers = if LocalServers::needed(targets()) {
             LocalServers::start(
                 &exe,
                 targets(),
                 &placement.server,
+                network.as_ref().map(CampaignNetwork::netns),
                 settings.server_remote.as_ref(),
             )
         } else {
@@ -159,7 +165,14 @@ impl<'a> LocalExecutor<'a> {
             binary,
             watched,
             servers,
+            network,
         })
+    }
+
+    /// The namespace's provenance, when targets run in one (the caller
+    /// stores it: blob [`super::link::NETWORK_BLOB`]).
+    pub fn network(&self) -> Option<&super::link::NetworkRecord> {
+        self.network.as_ref().map(CampaignNetwork::record)
     }
 
     /// The quiescence gate before a run; `Err` when it failed and the plan
@@ -190,10 +203,17 @@ impl<'a> LocalExecutor<'a> {
 
     /// Runs the worker between two health checks of the target: a target
     /// unhealthy before does not run, one unhealthy after is not trusted.
+    /// With a namespace, the link takes the arm's shape first and its
+    /// counters are read just before and after the worker.
     fn run_checked(
         &self,
+        slot: &Slot,
         spec: &mut RunSpec,
-    ) -> (Result<RunResult, Halt>, Option<serde_json::Value>) {
+    ) -> (
+        Result<RunResult, Halt>,
+        Option<serde_json::Value>,
+        Option<LinkRun>,
+    ) {
         // A `local:` grpc endpoint becomes the server this execution
         // started; a target that cannot be resolved fails the run unstarted.
         let before = match self.servers.resolve(&spec.target) {
@@ -207,20 +227,41 @@ impl<'a> LocalExecutor<'a> {
             }),
         };
         let gates = &self.plan.spec.gates;
-        let outcome = match before.as_ref().and_then(|h| h.failed.as_ref()) {
-            Some(why) => Err(Halt::Broken(anyhow::anyhow!(
-                "the target's health gate failed before the run, so it did not start: {why}"
-            ))),
-            None => spawn_worker(
-                &self.exe,
-                spec,
-                &self.placement.client,
-                gates.run_timeout_s,
-                &self.settings.interrupt,
+        let sample = self
+            .network
+            .as_ref()
+            .map(|n| n.before_run(self.plan, slot))
+            .transpose();
+        let (outcome, sample) = match (before.as_ref().and_then(|h| h.failed.as_ref()), sample) {
+            (Some(why), _) => (
+                Err(Halt::Broken(anyhow::anyhow!(
+                    "the target's health gate failed before the run, so it did not start: {why}"
+                ))),
+                None,
+            ),
+            (None, Err(e)) => (
+                Err(Halt::Broken(e.context(
+                    "the link to the target could not be shaped, so the run did not start",
+                ))),
+                None,
+            ),
+            (None, Ok(sample)) => (
+                spawn_worker(
+                    &self.exe,
+                    spec,
+                    &self.placement.client,
+                    gates.run_timeout_s,
+                    &self.settings.interrupt,
+                ),
+                sample,
             ),
         };
+        let link = match (&self.network, sample) {
+            (Some(n), Some(sample)) => n.after_run(sample).ok(),
+            _ => None,
+        };
         if let Err(Halt::Interrupted(_)) = outcome {
-            return (outcome, None);
+            return (outcome, None, None);
         }
         let after = before.as_ref().map(|_| crate::target::health(&spec.target));
         let outcome = match (
@@ -233,7 +274,7 @@ impl<'a> LocalExecutor<'a> {
             (outcome, _) => outcome,
         };
         let health = before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
-        (outcome, health)
+        (outcome, health, link)
     }
 }
 
@@ -250,7 +291,7 @@ impl Executor for LocalExecutor<'_> {
         let started_unix_ms = unix_ms();
         let t0 = Instant::now();
         let probe = Probe::start();
-        let (outcome, health) = self.run_checked(&mut spec);
+        let (outcome, health, link) = self.run_checked(slot, &mut spec);
         // Within a run, `Broken` is the run's own failure: stored, not fatal.
         let (status, reason, mut result) = match outcome {
             Ok(result) => (RunStatus::Ok, None, Some(result)),
@@ -279,6 +320,7 @@ impl Executor for LocalExecutor<'_> {
                 quiescence,
                 telemetry,
                 health,
+                link,
                 pinned: self.placement.client.clone(),
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),

@@ -7,6 +7,7 @@ pub mod boundary;
 pub mod executor;
 pub mod gates;
 pub mod interrupt;
+pub mod link;
 pub mod policy;
 pub mod profile;
 pub mod progress;

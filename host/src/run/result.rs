@@ -254,6 +254,11 @@ pub struct RunRecord {
     /// Target health before and after the run, where the target reports it.
     #[serde(default)]
     pub health: Option<serde_json::Value>,
+    /// The link to a target in its own namespace: its shape, the tc
+    /// commands that gave it that shape, its counters over the run
+    /// (docs/network.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<super::link::LinkRun>,
     /// The client CPUs the run was pinned to.
     pub pinned: Vec<usize>,
     pub started_unix_ms: u64,

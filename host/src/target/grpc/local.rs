@@ -4,6 +4,7 @@
 //! use and before every run, stopped when the campaign's execution ends.
 
 use super::{GrpcSettings, IngestSettings};
+use crate::machine::netns::Netns;
 use crate::target::TargetSpec;
 use anyhow::Context;
 use std::io::{BufRead, BufReader, Read};
@@ -90,30 +91,28 @@ pub struct LocalServer {
 }
 
 impl LocalServer {
-    /// Starts `exe target grpc-ingest` on a free loopback port, pinned to
-    /// `cpus`, and waits until it is serving.
+    /// Starts `exe target grpc-ingest` on a free port, pinned to `cpus`,
+    /// and waits until it is serving: on loopback, inside `netns` on its
+    /// address there, or on another node through `remote`'s launcher.
     pub fn start(
         exe: &Path,
         settings: &IngestSettings,
         cpus: &[usize],
+        netns: Option<&Netns>,
         remote: Option<&Remote>,
     ) -> anyhow::Result<Self> {
-        let mut command = match remote {
-            Some(r) if !r.launcher.is_empty() => {
+        let (mut command, listen) = match (remote, netns) {
+            // A remote server listens on every address of its node.
+            (Some(r), _) if !r.launcher.is_empty() => {
                 let mut c = Command::new(&r.launcher[0]);
                 c.args(&r.launcher[1..]).arg(exe);
-                c
+                (c, "0.0.0.0:0".to_owned())
             }
-            _ => Command::new(exe),
-        };
-        // A remote server listens on every address of its node.
-        let listen = if remote.is_some() {
-            "0.0.0.0:0"
-        } else {
-            "127.0.0.1:0"
+            (_, Some(ns)) => (ns.command(exe), format!("{}:0", ns.peer_addr())),
+            _ => (Command::new(exe), "127.0.0.1:0".to_owned()),
         };
         command
-            .args(["target", "grpc-ingest", "--listen", listen])
+            .args(["target", "grpc-ingest", "--listen", &listen])
             .args(settings.to_args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -194,7 +193,7 @@ impl LocalServer {
         }
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://ADDR:PORT`.
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -236,12 +235,14 @@ pub struct LocalServers {
 
 impl LocalServers {
     /// Starts one server per distinct `server` table among `targets` whose
-    /// endpoint is `local:grpc-ingest`. A server that does not come up is
-    /// remembered with its reason: the runs that need it fail with it.
+    /// endpoint is `local:grpc-ingest`, inside `netns` when given. A server
+    /// that does not come up is remembered with its reason: the runs that
+    /// need it fail with it.
     pub fn start<'a>(
         exe: &Path,
         targets: impl IntoIterator<Item = &'a TargetSpec>,
         cpus: &[usize],
+        netns: Option<&Netns>,
         remote: Option<&Remote>,
     ) -> LocalServers {
         let mut servers: Vec<(IngestSettings, Result<LocalServer, String>)> = Vec::new();
@@ -257,7 +258,7 @@ impl LocalServers {
                 continue;
             }
             let server =
-                LocalServer::start(exe, &knobs, cpus, remote).map_err(|e| format!("{e:#}"));
+                LocalServer::start(exe, &knobs, cpus, netns, remote).map_err(|e| format!("{e:#}"));
             servers.push((knobs, server));
         }
         LocalServers { servers }
