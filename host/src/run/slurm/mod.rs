@@ -87,6 +87,10 @@ pub struct JobRecord {
     pub finished_unix_ms: Option<u64>,
     /// When its records were stored.
     pub ingested_unix_ms: Option<u64>,
+    /// The coordinator cancelled it (a signal, a cancel, a stop): not a
+    /// failed attempt at the block, so it does not count against resubmits.
+    #[serde(default)]
+    pub cancelled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -281,7 +285,7 @@ impl Coordinator<'_> {
                 if block.ingested.is_some() || Self::active_job(block).is_some() {
                     continue;
                 }
-                let submitted = block.jobs.len() as u32;
+                let submitted = block.jobs.iter().filter(|j| !j.cancelled).count() as u32;
                 if submitted > resubmits {
                     let last = block.jobs.last().map(|j| j.id.clone()).unwrap_or_default();
                     let why = format!(
@@ -582,6 +586,7 @@ impl Coordinator<'_> {
             started_unix_ms: None,
             finished_unix_ms: None,
             ingested_unix_ms: None,
+            cancelled: false,
         })
     }
 
@@ -602,14 +607,16 @@ impl Coordinator<'_> {
         }
     }
 
-    fn cancel_all(&self, state: &SlurmState) {
-        let active: Vec<String> = state
-            .blocks
-            .values()
-            .filter(|b| b.ingested.is_none())
-            .filter_map(Self::active_job)
-            .map(|j| j.id.clone())
-            .collect();
+    fn cancel_all(&self, state: &mut SlurmState) {
+        let mut active = Vec::new();
+        for block in state.blocks.values_mut().filter(|b| b.ingested.is_none()) {
+            if let Some(job) = block.jobs.last_mut().filter(|j| !j.ended) {
+                active.push(job.id.clone());
+                job.ended = true;
+                job.cancelled = true;
+                job.last_state = Some("CANCELLED (by the coordinator)".to_owned());
+            }
+        }
         commands::scancel(&active);
     }
 }
