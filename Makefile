@@ -106,9 +106,9 @@ vendor-web:
 
 ## test: the whole suite (formatting and clippy first, then unit, integration,
 ## browser, the fdb feature's type-check, the native peers, network
-## namespaces as root).
-test: lint plugins check-fdb deps-browser deps-python deps-net peers
-	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+## namespaces as root, the Slurm executor on a two-node cluster).
+test: lint plugins check-fdb deps-browser deps-python deps-net peers deps-slurm
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_REQUIRE_SLURM=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async
@@ -125,3 +125,4 @@ lint: deps-wasm
 
 include mk/fdb.mk
 include mk/peers.mk
+include mk/slurm.mk

@@ -269,6 +269,7 @@ async function renderReport(id, statistics, into) {
     el("h2", {}, "Absolute medians"), absolutesTable(report, statistics, workloads, arms),
     el("h2", {}, "Runs by block and latency"), blockSection,
     el("h2", {}, "Gates and provenance"), provenance(report));
+  if (report.hosts) into.append(el("h2", {}, "Hosts"), hostsSection(report.hosts));
   drawBlocks();
   drawLatency();
 }
@@ -397,6 +398,33 @@ async function latencyPlot(id, workload, into) {
   };
   new uPlot(opts, [xs, ...series], into);
   into.setAttribute("data-arms", data.arms.map((a) => a.arm).join(","));
+}
+
+// A campaign whose blocks ran on several nodes (the Slurm executor,
+// docs/fleet.md): which node ran each block, the Slurm jobs and their last
+// state, per-host effects and whether the hosts agree.
+function hostsSection(h) {
+  const slurm = (h.slurm && h.slurm.blocks) || {};
+  const blockNodes = {};
+  for (const b of h.blocks) (blockNodes[b.block] = blockNodes[b.block] || new Set()).add(b.server_host ? `${b.host} (server on ${b.server_host})` : b.host);
+  const blocks = [...new Set([...Object.keys(blockNodes), ...Object.keys(slurm)].map(Number))].sort((a, b) => a - b);
+  const jobs = el("table", { id: "hosts-blocks" },
+    el("thead", {}, el("tr", {}, ["block", "host", "Slurm jobs (last state)", "executions discarded"].map((t) => el("th", {}, t)))),
+    el("tbody", {}, blocks.map((b) => {
+      const s = slurm[b] || { jobs: [], discarded: [] };
+      return el("tr", { "data-block": b },
+        el("td", {}, String(b)),
+        el("td", {}, blockNodes[b] ? [...blockNodes[b]].join(", ") : (s.host || "—")),
+        el("td", {}, s.jobs.map((j) => `${j.id} (${j.last_state || (j.ended ? "ended" : "submitted")}${j.pinned ? ", pinned " + j.pinned : ""})`).join("; ") || "—"),
+        el("td", {}, s.discarded.map((d) => `${d.execution} on ${d.host} (${d.runs} records)`).join("; ") || "none"));
+    })));
+  const fmt = (e) => e.ci_low != null ? `${fmtRatio(e.ratio)} [${fmtRatio(e.ci_low)}, ${fmtRatio(e.ci_high)}]` : e.ratio != null ? `${fmtRatio(e.ratio)} (${e.reason})` : "—";
+  const effects = el("table", { id: "hosts-effects" },
+    el("thead", {}, el("tr", {}, ["workload", "arm", "statistic", "host", "blocks", "ratio [interval]"].map((t) => el("th", {}, t)))),
+    el("tbody", {}, h.effects.map((e) => el("tr", {}, [e.workload, e.arm, e.statistic, e.host, String(e.blocks), fmt(e)].map((t) => el("td", {}, t))))));
+  const agreement = el("ul", { id: "hosts-agreement" }, h.agreement.map((a) => el("li", {}, `${a.workload} · ${a.arm}: `,
+    a.test ? `hosts differ by ×${a.test.spread.toFixed(3)} at most; F(${a.test.df_between}, ${a.test.df_within}) = ${a.test.f.toFixed(2)}, p = ${a.test.p_value.toFixed(3)}` : `no test: ${a.reason}`)));
+  return el("div", { id: "hosts" }, jobs, el("h3", {}, "Effects per host"), effects, el("h3", {}, "Do the hosts agree?"), agreement);
 }
 
 function provenance(report) {

@@ -95,6 +95,28 @@ enum Command {
     /// write its RunResult as JSON to stdout (what campaigns spawn).
     #[command(hide = true)]
     Worker,
+    /// Internal: run one block of a Slurm campaign from its spool (what a
+    /// Slurm executor's batch job runs on a node; docs/fleet.md).
+    #[command(hide = true)]
+    SlurmBlock(SlurmBlockArgs),
+}
+
+#[derive(Debug, Args)]
+struct SlurmBlockArgs {
+    /// The spool directory the coordinator wrote the plan into.
+    #[arg(long, value_name = "DIR")]
+    spool: PathBuf,
+    #[arg(long)]
+    campaign: blocklab_store::CampaignId,
+    #[arg(long)]
+    block: u32,
+    #[command(flatten)]
+    cache: CacheArgs,
+    /// Runs of the block to profile (the coordinator passes `slot=N,...`).
+    #[arg(long, value_name = "RUNS", value_parser = parse_selection)]
+    profile: Option<String>,
+    #[command(flatten)]
+    profile_hz: ProfileHzArg,
 }
 
 #[derive(Debug, Subcommand)]
@@ -430,6 +452,15 @@ struct CampaignArgs {
     profile_hz: ProfileHzArg,
     #[command(flatten)]
     max_error_rate: ErrorRateArg,
+    /// Where the runs execute: `local` (this machine) or `slurm` (one batch
+    /// job per block; docs/fleet.md). Sealed into the plan as
+    /// `executor.kind`.
+    #[arg(long, value_parser = ["local", "slurm"], conflicts_with = "resume")]
+    executor: Option<String>,
+    /// The spool directory on a filesystem every Slurm node sees; sealed as
+    /// `executor.spool`.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    spool: Option<PathBuf>,
 }
 
 /// Checks `--profile` and keeps its text, which the resume hint repeats.
@@ -615,6 +646,26 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Plugin(command) => plugin(command),
         Command::Target(TargetCommand::GrpcIngest(args)) => grpc_ingest(args),
         Command::Worker => worker_main(),
+        Command::SlurmBlock(args) => slurm_block(args),
+    }
+}
+
+fn slurm_block(args: SlurmBlockArgs) -> anyhow::Result<ExitCode> {
+    let interrupt = crate::run::interrupt::install()
+        .context("cannot install the SIGINT/SIGTERM/SIGHUP handlers")?;
+    let settings = crate::run::executor::Settings {
+        cache_dir: args.cache.dir(),
+        interrupt,
+        profile: match &args.profile {
+            Some(text) => crate::run::profile::Selection::parse(text)?,
+            None => crate::run::profile::Selection::default(),
+        },
+        profile_hz: args.profile_hz.hz,
+        ..Default::default()
+    };
+    match crate::run::slurm::node::run_block(&args.spool, args.campaign, args.block, settings)? {
+        Some(signal) => Ok(ExitCode::from(exit::interrupted(signal))),
+        None => Ok(ExitCode::SUCCESS),
     }
 }
 
@@ -978,7 +1029,20 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
     let id = match (&args.resume, &args.plan) {
         (Some(text), _) => campaign_id(&store, text)?,
         (None, Some(path)) => {
-            let sealed = crate::plan::seal::seal_file(path, &args.overrides, args.cache.dir())?;
+            // The flags are overrides like `--set`: sealed, and shown so.
+            let mut overrides = args.overrides.clone();
+            if let Some(kind) = &args.executor {
+                overrides.push(format!("executor.kind=\"{kind}\""));
+            }
+            if let Some(dir) = &args.spool {
+                let dir = std::path::absolute(dir)
+                    .with_context(|| format!("`--spool {}` is not a usable path", dir.display()))?;
+                overrides.push(format!(
+                    "executor.spool={}",
+                    toml::Value::String(dir.display().to_string())
+                ));
+            }
+            let sealed = crate::plan::seal::seal_file(path, &overrides, args.cache.dir())?;
             warn(&sealed.warnings);
             let meta = sealed.create_campaign(&store)?;
             say(&format!(
@@ -1022,8 +1086,7 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let mut progress = crate::run::progress::Bar::new(args.progress);
-    let outcome =
-        crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?;
+    let outcome = crate::run::execute(&store, id, &options, &mut |e| progress.observe(e))?;
     progress.finish();
     if let crate::run::supervisor::Outcome::Interrupted(signal) = outcome {
         let meta = store.campaign(id)?;
@@ -1398,6 +1461,17 @@ mod tests {
             client: "1".into(),
             server: Some("1".into()),
         });
+        spec.executor = crate::plan::spec::ExecutorSpec {
+            kind: crate::plan::spec::ExecutorKind::Slurm,
+            partition: Some("p".into()),
+            account: Some("a".into()),
+            constraint: Some("c".into()),
+            time_limit: Some("10".into()),
+            nodelist: vec!["n1".into()],
+            distinct_hosts: Some(1),
+            separate_server: true,
+            spool: Some("/s".into()),
+        };
         // Every link key set, so each is a known key (zeros are not written).
         let link = crate::machine::netns::LinkSpec {
             rate_mbit: Some(1.0),
@@ -1422,6 +1496,7 @@ mod tests {
             "limits.",
             "arms.",
             "workloads.",
+            "executor.",
             "network.",
         ];
 

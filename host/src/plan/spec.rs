@@ -51,6 +51,126 @@ pub struct PlanSpec {
     pub limits: LimitSpec,
     pub workloads: Vec<WorkloadSpec>,
     pub arms: Vec<ArmSpec>,
+    /// Where the runs execute: this machine (absent) or a Slurm cluster
+    /// (docs/fleet.md). Left out of the sealed JSON when local, so plans
+    /// sealed before it existed keep their hash.
+    #[serde(default, skip_serializing_if = "ExecutorSpec::is_local")]
+    pub executor: ExecutorSpec,
+}
+
+/// Which executor runs a campaign's slots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutorKind {
+    /// `blocklab worker` processes on this machine.
+    #[default]
+    Local,
+    /// One Slurm batch job per block (docs/fleet.md).
+    Slurm,
+}
+
+/// `[executor]`: the executor and, for Slurm, what each job asks for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutorSpec {
+    #[serde(default)]
+    pub kind: ExecutorKind,
+    /// `sbatch --partition`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// `sbatch --account`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// `sbatch --constraint` (node features, e.g. `"bench&avx512"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    /// `sbatch --time` per block job, in Slurm's syntax (`"30"`, `"1:00:00"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<String>,
+    /// Pin blocks to these nodes, block b to node b mod n (`sbatch
+    /// --nodelist` of one node per job). Empty: Slurm picks the node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodelist: Vec<String>,
+    /// Spread blocks over this many distinct hosts: block b is pinned to
+    /// host b mod n of the first n nodes `sinfo` lists as usable (or of
+    /// `nodelist`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distinct_hosts: Option<u32>,
+    /// Run each block's local servers (`local:grpc-ingest`) on a second
+    /// node of a two-node allocation, reached over the cluster network.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub separate_server: bool,
+    /// The spool directory on the shared filesystem where jobs write their
+    /// records (`--spool`); required for Slurm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spool: Option<String>,
+}
+
+impl ExecutorSpec {
+    pub fn is_local(&self) -> bool {
+        *self == ExecutorSpec::default()
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        let words = [
+            ("executor.partition", &self.partition),
+            ("executor.account", &self.account),
+            ("executor.constraint", &self.constraint),
+            ("executor.time_limit", &self.time_limit),
+        ];
+        for (key, value) in words {
+            if let Some(v) = value
+                && (v.is_empty()
+                    || v.len() > 200
+                    || v.chars().any(|c| c.is_whitespace() || c.is_control()))
+            {
+                bail!(
+                    "`{key} = {v:?}` must be one word without spaces (as `sbatch` takes it), e.g. `{key} = \"bench\"`"
+                );
+            }
+        }
+        for node in &self.nodelist {
+            limits::name("a node in `executor.nodelist`", node)?;
+        }
+        match self.kind {
+            ExecutorKind::Local => {
+                if !self.is_local_only() {
+                    bail!(
+                        "`[executor]` sets Slurm options but `kind = \"local\"`; set `executor.kind = \"slurm\"` (or `--executor slurm`) or remove them"
+                    );
+                }
+            }
+            ExecutorKind::Slurm => {
+                if self.spool.as_deref().is_none_or(str::is_empty) {
+                    bail!(
+                        "`executor.kind = \"slurm\"` needs a spool directory on a filesystem every node sees; set `executor.spool = \"/shared/blocklab-spool\"` or pass `--spool DIR`"
+                    );
+                }
+                if self.distinct_hosts == Some(0) {
+                    bail!(
+                        "`executor.distinct_hosts = 0` asks for no host; give 1 or more, or leave it out"
+                    );
+                }
+                if let Some(n) = self.distinct_hosts
+                    && !self.nodelist.is_empty()
+                    && n as usize > self.nodelist.len()
+                {
+                    bail!(
+                        "`executor.distinct_hosts = {n}` is more than the {} node(s) of `executor.nodelist`; list more nodes or ask for fewer hosts",
+                        self.nodelist.len()
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn is_local_only(&self) -> bool {
+        ExecutorSpec {
+            kind: self.kind,
+            ..ExecutorSpec::default()
+        } == *self
+    }
 }
 
 fn one() -> u32 {
@@ -653,6 +773,7 @@ impl PlanSpec {
         self.measure.measure()?;
         self.gates.validate()?;
         self.limits.validate()?;
+        self.executor.validate()?;
         if !(self.bootstrap.level > 0.0 && self.bootstrap.level < 1.0) {
             bail!(
                 "`bootstrap.level = {}` must be between 0 and 1, e.g. 0.95",
@@ -1095,6 +1216,57 @@ impl Measure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn quick_with(overrides: &[&str]) -> anyhow::Result<PlanSpec> {
+        let quick = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quick.toml");
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        PlanSpec::load(&quick, &overrides)
+    }
+
+    #[test]
+    fn a_slurm_executor_needs_a_spool_and_sane_options() {
+        let e = format!(
+            "{:#}",
+            quick_with(&["executor.kind=\"slurm\""]).unwrap_err()
+        );
+        assert!(e.contains("executor.spool") && e.contains("--spool"), "{e}");
+        let e = format!(
+            "{:#}",
+            quick_with(&["executor.partition=\"bench\""]).unwrap_err()
+        );
+        assert!(e.contains("executor.kind = \"slurm\""), "{e}");
+        let e = format!(
+            "{:#}",
+            quick_with(&[
+                "executor.kind=\"slurm\"",
+                "executor.spool=\"/s\"",
+                "executor.partition=\"a b\""
+            ])
+            .unwrap_err()
+        );
+        assert!(e.contains("executor.partition"), "{e}");
+        let e = format!(
+            "{:#}",
+            quick_with(&[
+                "executor.kind=\"slurm\"",
+                "executor.spool=\"/s\"",
+                "executor.nodelist=[\"n1\"]",
+                "executor.distinct_hosts=2"
+            ])
+            .unwrap_err()
+        );
+        assert!(e.contains("distinct_hosts = 2"), "{e}");
+        let ok = quick_with(&["executor.kind=\"slurm\"", "executor.spool=\"/s\""]).unwrap();
+        assert_eq!(ok.executor.kind, ExecutorKind::Slurm);
+    }
+
+    #[test]
+    fn a_local_plan_seals_without_an_executor_key() {
+        // Plans sealed before `[executor]` existed keep their hash.
+        let spec = quick_with(&[]).unwrap();
+        let json = serde_json::to_value(&spec).unwrap();
+        assert!(json.get("executor").is_none(), "{json}");
+    }
 
     /// The plans users copy must stay valid as the format evolves.
     #[test]

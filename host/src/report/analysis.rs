@@ -225,8 +225,10 @@ pub fn analyse(
         placement.as_ref(),
     );
     limits.extend(run_limits(&runs, campaign.id));
+    let hosts = super::hosts::hosts(&plan, &finals);
     let links = link_rows(spec, &finals);
     Report {
+        hosts,
         campaign,
         environment,
         placement,

@@ -43,6 +43,9 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
             )?;
         }
     }
+    if let Some(h) = &report.hosts {
+        s.push_str(&super::hosts::markdown(h));
+    }
     writeln!(s, "\n## Limits\n")?;
     for l in &report.limits {
         writeln!(s, "- {l}")?;

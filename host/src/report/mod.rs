@@ -3,7 +3,8 @@
 //! tables, markdown, JSON or CSV (docs/reports.md). One file per part:
 //! `statistics` (the one table of what is compared), `model` (what a report
 //! says), `analysis` (records → model, and the sequential rule's check),
-//! `format` (shared words and numbers), and one file per rendering. The JSON
+//! `format` (shared words and numbers), `hosts` (which node ran each block
+//! and whether nodes agree), and one file per rendering. The JSON
 //! rendering is the model's serde form; its field names are a stable
 //! interface.
 
@@ -11,6 +12,7 @@ mod analysis;
 pub mod calibration;
 mod csv;
 mod format;
+pub mod hosts;
 mod markdown;
 mod model;
 mod statistics;
@@ -72,6 +74,9 @@ pub fn build_with(
         store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),
     );
     report.calibration = latest_calibration(store, report.environment.as_ref())?;
+    if let Some(h) = report.hosts.as_mut() {
+        h.slurm = crate::run::slurm::state(store, id)?;
+    }
     report.network = store.blob(id, NETWORK_BLOB)?.unwrap_or_default();
     Ok(report)
 }

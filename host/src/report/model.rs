@@ -192,6 +192,10 @@ pub struct Report {
     pub positions: Vec<PositionRow>,
     pub runs: Vec<RunRow>,
     pub limits: Vec<String>,
+    /// Which node ran each block, per-host effects and their agreement;
+    /// absent for a campaign that ran on one machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<super::hosts::Hosts>,
     /// Targets in their own namespace: per execution, the namespace, its
     /// addresses and every `ip` and `tc` command applied (docs/network.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -65,6 +65,9 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     for f in g.failed.iter().take(5) {
         writeln!(s, "  failed {f}")?;
     }
+    if let Some(h) = &report.hosts {
+        s.push_str(&super::hosts::terminal(h));
+    }
     Ok(())
 }
 

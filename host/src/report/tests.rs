@@ -105,6 +105,8 @@ fn fixture() -> Report {
             pinned: vec![1],
             started_unix_ms: 0,
             wall_s: 0.5,
+            host: None,
+            server_host: None,
         };
         if b && slot.block == 1 {
             records.push(record(0, RunStatus::Failed));

@@ -75,6 +75,9 @@ pub struct Settings {
     /// Runs to profile, and at how many Hz.
     pub profile: Selection,
     pub profile_hz: u32,
+    /// Run the plan's local servers on another node (the Slurm executor's
+    /// two-node blocks); `None`: on this machine.
+    pub server_remote: Option<crate::target::grpc::local::Remote>,
 }
 
 /// Runs each attempt as a fresh `blocklab worker` on this machine.
@@ -145,6 +148,7 @@ impl<'a> LocalExecutor<'a> {
                 targets(),
                 &placement.server,
                 network.as_ref().map(CampaignNetwork::netns),
+                settings.server_remote.as_ref(),
             )
         } else {
             LocalServers::default()
@@ -340,6 +344,8 @@ impl Executor for LocalExecutor<'_> {
                 pinned: self.placement.client.clone(),
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),
+                host: None,
+                server_host: None,
             },
             histogram,
             profile_svg,

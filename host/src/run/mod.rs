@@ -13,9 +13,26 @@ pub mod process;
 pub mod profile;
 pub mod progress;
 pub mod result;
+pub mod slurm;
 pub mod supervisor;
 pub mod verdict;
 pub mod worker;
 
 pub use result::{RunRecord, RunResult, RunStatus};
 pub use worker::RunSpec;
+
+/// Executes campaign `id` with the executor its sealed plan names: the
+/// local supervisor, or the Slurm coordinator (`[executor] kind = "slurm"`).
+/// The CLI and the daemon both start campaigns here.
+pub fn execute(
+    store: &blocklab_store::Store,
+    id: blocklab_store::CampaignId,
+    options: &supervisor::Options,
+    observe: &mut dyn FnMut(&supervisor::Event),
+) -> anyhow::Result<supervisor::Outcome> {
+    let plan: crate::plan::seal::SealedPlan = store.sealed_plan(id)?;
+    match plan.spec.executor.kind {
+        crate::plan::spec::ExecutorKind::Local => supervisor::execute(store, id, options, observe),
+        crate::plan::spec::ExecutorKind::Slurm => slurm::execute(store, id, options, observe),
+    }
+}

@@ -326,4 +326,11 @@ pub struct RunRecord {
     pub pinned: Vec<usize>,
     pub started_unix_ms: u64,
     pub wall_s: f64,
+    /// The node that ran it (the Slurm executor); `None` for this machine.
+    /// Older stores have no such field and read as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The node its local server ran on, when that was another node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<String>,
 }

@@ -132,6 +132,7 @@ impl Options {
             interrupt: self.interrupt.clone(),
             profile: self.profile.clone(),
             profile_hz: self.profile_hz,
+            server_remote: None,
         }
     }
 }

@@ -107,7 +107,8 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
         }
         state.publish(Event::Run(e.clone()));
     };
-    let outcome = supervisor::execute(store, id, &options, &mut observe);
+    // The sealed plan's executor: this machine, or Slurm.
+    let outcome = crate::run::execute(store, id, &options, &mut observe);
     *lock(&state.0.current) = None;
     let (status, reason) = match outcome {
         Ok(Outcome::Finished) => ("finished", None),

@@ -8,6 +8,8 @@
 //!   Student-t (default), percentile or BCa bootstrap interval over blocks
 //!   and the blocks won.
 //! - [`position_effects`]: the order/carry-over diagnostic, pooled over arms.
+//! - [`heterogeneity`]: whether the hosts that ran a campaign's blocks
+//!   agree on an effect (an F test on per-host mean log ratios).
 //! - [`sequential`]: the coverage each look of a sequential campaign gets.
 //! - [`simulate`]: synthetic campaigns with known effects, for the coverage
 //!   of each method.
@@ -19,6 +21,7 @@
 mod bootstrap;
 mod effect;
 mod family;
+mod hosts;
 mod normal;
 pub mod sequential;
 pub mod simulate;
@@ -28,6 +31,7 @@ mod summary;
 pub use bootstrap::{DEFAULT_LEVEL, DEFAULT_RESAMPLES, Method};
 pub use effect::{Effect, StatsError, paired_effect, position_effects, student_t_interval};
 pub use family::Simultaneous;
+pub use hosts::{Heterogeneity, HeterogeneityError, heterogeneity};
 pub use sequential::Spending;
 pub use summary::{geometric_mean, median};
 

@@ -16,7 +16,7 @@ fn ln_gamma(x: f64) -> f64 {
 
 /// The regularized incomplete beta function I_x(a, b) for a, b > 0 and x in
 /// [0, 1].
-fn beta_inc(a: f64, b: f64, x: f64) -> f64 {
+pub(super) fn beta_inc(a: f64, b: f64, x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }

@@ -18,6 +18,8 @@ mod network;
 mod peers;
 mod plugins;
 mod process_arms;
+mod slurm;
+mod slurm_cluster;
 mod store_damage;
 mod support;
 mod web;

@@ -65,26 +65,51 @@ pub fn check_health(url: &str, timeout: Duration) -> Result<(), String> {
     })
 }
 
+/// Where a campaign's local servers run when not on this machine: another
+/// node, started through `launcher` (e.g. `srun --nodes=1 --nodelist=n2`)
+/// and reached at `connect_host` (docs/fleet.md, "Client and server on
+/// different hosts").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// The command (and arguments) the server's own command line follows.
+    pub launcher: Vec<String>,
+    /// The node's name, for provenance.
+    pub node: String,
+    /// The address clients connect to (the node's address on the cluster
+    /// network).
+    pub connect_host: String,
+}
+
 /// One running `blocklab target grpc-ingest`.
 pub struct LocalServer {
     child: Child,
     url: String,
     stderr: Arc<Mutex<String>>,
+    /// Started through a launcher: stopped with SIGTERM first, which the
+    /// launcher (srun) forwards to the remote server.
+    remote: bool,
 }
 
 impl LocalServer {
     /// Starts `exe target grpc-ingest` on a free port, pinned to `cpus`,
-    /// and waits until it is serving: on loopback, or inside `netns` on its
-    /// address there.
+    /// and waits until it is serving: on loopback, inside `netns` on its
+    /// address there, or on another node through `remote`'s launcher.
     pub fn start(
         exe: &Path,
         settings: &IngestSettings,
         cpus: &[usize],
         netns: Option<&Netns>,
+        remote: Option<&Remote>,
     ) -> anyhow::Result<Self> {
-        let (mut command, listen) = match netns {
-            Some(ns) => (ns.command(exe), format!("{}:0", ns.peer_addr())),
-            None => (Command::new(exe), "127.0.0.1:0".to_owned()),
+        let (mut command, listen) = match (remote, netns) {
+            // A remote server listens on every address of its node.
+            (Some(r), _) if !r.launcher.is_empty() => {
+                let mut c = Command::new(&r.launcher[0]);
+                c.args(&r.launcher[1..]).arg(exe);
+                (c, "0.0.0.0:0".to_owned())
+            }
+            (_, Some(ns)) => (ns.command(exe), format!("{}:0", ns.peer_addr())),
+            _ => (Command::new(exe), "127.0.0.1:0".to_owned()),
         };
         command
             .args(["target", "grpc-ingest", "--listen", &listen])
@@ -92,7 +117,11 @@ impl LocalServer {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        crate::machine::placement::pin_child(&mut command, cpus);
+        // The remote node places its own processes; pinning the launcher
+        // would say nothing about where the server runs.
+        if remote.is_none() {
+            crate::machine::placement::pin_child(&mut command, cpus);
+        }
         let mut child = command
             .spawn()
             .with_context(|| format!("cannot start `{} target grpc-ingest`", exe.display()))?;
@@ -125,6 +154,7 @@ impl LocalServer {
             child,
             url: String::new(),
             stderr,
+            remote: remote.is_some(),
         };
         let line = rx.recv_timeout(READY_TIMEOUT).map_err(|_| {
             anyhow::anyhow!(
@@ -135,7 +165,16 @@ impl LocalServer {
         let addr = line
             .strip_prefix("listening on ")
             .with_context(|| format!("the local grpc-ingest server said `{line}`"))?;
-        server.url = format!("http://{addr}");
+        server.url = match remote {
+            Some(r) => {
+                let port = addr
+                    .rsplit_once(':')
+                    .map(|(_, p)| p)
+                    .with_context(|| format!("the remote grpc-ingest server said `{line}`"))?;
+                format!("http://{}:{port}", r.connect_host)
+            }
+            None => format!("http://{addr}"),
+        };
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             match check_health(&server.url, CHECK_TIMEOUT) {
@@ -170,6 +209,19 @@ impl LocalServer {
 
 impl Drop for LocalServer {
     fn drop(&mut self) {
+        if self.remote {
+            // SAFETY: kill(2) on the launcher this server started.
+            unsafe {
+                libc::kill(self.child.id() as i32, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -191,6 +243,7 @@ impl LocalServers {
         targets: impl IntoIterator<Item = &'a TargetSpec>,
         cpus: &[usize],
         netns: Option<&Netns>,
+        remote: Option<&Remote>,
     ) -> LocalServers {
         let mut servers: Vec<(IngestSettings, Result<LocalServer, String>)> = Vec::new();
         for target in targets {
@@ -204,7 +257,8 @@ impl LocalServers {
             if servers.iter().any(|(k, _)| *k == knobs) {
                 continue;
             }
-            let server = LocalServer::start(exe, &knobs, cpus, netns).map_err(|e| format!("{e:#}"));
+            let server =
+                LocalServer::start(exe, &knobs, cpus, netns, remote).map_err(|e| format!("{e:#}"));
             servers.push((knobs, server));
         }
         LocalServers { servers }
