@@ -27,7 +27,14 @@ COMPONENTIZE_PY := $(PYTHON) -c 'import sys, componentize_py; sys.argv[0] = "com
 PY_PLUGIN_NAMES := $(notdir $(patsubst %/app.py,%,$(wildcard plugins/python/*/app.py)))
 PY_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(PY_PLUGIN_NAMES)))
 
-.PHONY: all demo test build host plugins plugins-py deps deps-wasm deps-python deps-browser vendor-web lint bench-boundary
+# Workload plugins in JavaScript (plugins/js/NAME/app.js), built with
+# ComponentizeJS (pinned in plugins/js/package-lock.json) by
+# plugins/js/build.mjs into target/plugins/NAME.wasm.
+JS_PLUGIN_NAMES := $(notdir $(patsubst %/app.js,%,$(wildcard plugins/js/*/app.js)))
+JS_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(JS_PLUGIN_NAMES)))
+COMPONENTIZE_JS := plugins/js/node_modules/@bytecodealliance/componentize-js/package.json
+
+.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser vendor-web lint bench-boundary
 
 all: build
 
@@ -54,9 +61,25 @@ $(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py $(wildcard wit/*.wit) | deps-pytho
 	cd plugins/python/$* && $(COMPONENTIZE_PY) -d $(CURDIR)/wit -w workload-plugin \
 		componentize --stub-wasi app -o $@
 
+## deps-js: node and npm (Debian's), then ComponentizeJS at the version
+## pinned in plugins/js/package-lock.json, once.
+deps-js: $(COMPONENTIZE_JS)
+$(COMPONENTIZE_JS): plugins/js/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y nodejs npm)
+	npm ci --prefix plugins/js --no-audit --no-fund
+	@touch $@
+
+## plugins-js: every JavaScript plugin as a component into
+## target/plugins/NAME.wasm (about 30 s each; rebuilt only when its sources,
+## the SDK or wit/ change).
+plugins-js: $(JS_PLUGINS)
+
+$(PLUGIN_OUT)/%.wasm: plugins/js/%/app.js plugins/js/sdk/blocklab.js plugins/js/build.mjs $(wildcard wit/*.wit) $(COMPONENTIZE_JS)
+	node plugins/js/build.mjs $< wit $@
+
 ## plugins: every plugin crate built as a component into target/plugins/NAME.wasm,
-## and the Python plugins (plugins-py).
-plugins: deps-wasm plugins-py
+## and the Python and JavaScript plugins (plugins-py, plugins-js).
+plugins: deps-wasm plugins-py plugins-js
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin $(addprefix -p ,$(PLUGIN_NAMES))
 	@mkdir -p $(PLUGIN_OUT)
 	@for name in $(PLUGIN_NAMES); do \
@@ -64,7 +87,7 @@ plugins: deps-wasm plugins-py
 	done
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin-size -p kv-basic
 	cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin-size/kv_basic.wasm $(PLUGIN_OUT)/kv-basic-size.wasm
-	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES))) $(PY_PLUGINS)"
+	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES))) $(PY_PLUGINS) $(JS_PLUGINS)"
 
 ## host: the blocklab binary, release build.
 host:
