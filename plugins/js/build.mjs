@@ -14,6 +14,7 @@
 import { componentize } from '@bytecodealliance/componentize-js';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 // The host provides wasi:cli, wasi:io, wasi:clocks and wasi:random but not
@@ -35,7 +36,8 @@ const [source, wit, out] = args.map((a) => resolve(a));
 const sdk = join(dirname(fileURLToPath(import.meta.url)), 'sdk', 'blocklab.js');
 const outDir = dirname(out);
 await mkdir(outDir, { recursive: true });
-const stage = await mkdtemp(join(outDir, '.js-build-'));
+// Outside the plugin's directory: the output may lie inside it.
+const stage = await mkdtemp(join(tmpdir(), 'blocklab-js-build-'));
 try {
   const skip = new Set(['node_modules', 'target', '.git']);
   await cp(dirname(source), stage, {
