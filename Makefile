@@ -34,6 +34,7 @@ JS_PLUGIN_NAMES := $(notdir $(patsubst %/app.js,%,$(wildcard plugins/js/*/app.js
 JS_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(JS_PLUGIN_NAMES)))
 COMPONENTIZE_JS := plugins/js/node_modules/@bytecodealliance/componentize-js/package.json
 
+# mk/peers.mk: `make peers`, the native client peers into $(CARGO_TARGET_DIR)/peers.
 .PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser vendor-web lint bench-boundary
 
 all: build
@@ -122,9 +123,9 @@ vendor-web:
 	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
 
 ## test: the whole suite (formatting and clippy first, then unit, integration,
-## browser, the fdb feature's type-check).
-test: lint plugins check-fdb deps-browser deps-python
-	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+## browser, the fdb feature's type-check, the native peers).
+test: lint plugins check-fdb deps-browser deps-python peers
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async
@@ -140,3 +141,4 @@ lint: deps-wasm
 	$(CARGO) clippy --target $(WASM_TARGET) -p blocklab-sdk $(addprefix -p ,$(PLUGIN_NAMES)) -- -D warnings
 
 include mk/fdb.mk
+include mk/peers.mk

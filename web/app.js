@@ -347,18 +347,8 @@ function blockPlot(report, stat, workload, arms, into) {
   into.replaceChildren();
   if (!stat) return;
   const runs = report.runs.filter((r) => r.workload === workload && r.status === "ok");
-  const value = (r) => {
-    switch (stat.name) {
-      case "mean_latency": return r.latency_us.mean;
-      case "p99_latency": return r.latency_us.p99;
-      case "throughput": return r.throughput_per_s;
-      case "cpu_measured": return r.cpu.measured_us_per_txn;
-      case "cpu_process": return r.cpu.process_us_per_txn;
-      case "alloc_bytes": return r.alloc.bytes_per_txn;
-      case "allocs": return r.alloc.allocs_per_txn;
-      default: return null;
-    }
-  };
+  // The report computes every statistic per run from its one table.
+  const value = (r) => (r.values && stat.name in r.values ? r.values[stat.name] : null);
   if (runs.length === 0) { into.append(el("p", { class: "muted" }, "no successful runs of this workload yet")); return; }
   const k = arms.length;
   // One x per run: block + position / k, so a block's runs sit side by side in run order.

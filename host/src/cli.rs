@@ -233,20 +233,35 @@ struct PluginInspectArgs {
     limits: LimitArgs,
 }
 
+/// Where compiled plugins are cached: the one `--cache-dir` of every
+/// command that loads plugins.
+#[derive(Debug, Args, Clone)]
+struct CacheArgs {
+    /// Where compiled plugins are cached [default:
+    /// $XDG_CACHE_HOME/blocklab/components, else ~/.cache/blocklab/components].
+    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
+impl CacheArgs {
+    fn dir(&self) -> Option<PathBuf> {
+        self.cache_dir.clone().or_else(Runtime::default_cache_dir)
+    }
+}
+
 /// Limits of the plugin sandbox.
 #[derive(Debug, Args, Clone)]
 struct LimitArgs {
     /// Longest one call into a plugin may run, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10_000,
+    #[arg(long, value_name = "MS", default_value_t = crate::limits::DEFAULT_CALL_DEADLINE_MS,
           value_parser = clap::value_parser!(u64).range(1..=crate::limits::CALL_DEADLINE_MS))]
     call_deadline_ms: u64,
     /// Most linear memory a plugin instance may use, MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 256,
+    #[arg(long, value_name = "MIB", default_value_t = crate::limits::DEFAULT_MEMORY_MIB,
           value_parser = clap::value_parser!(u64).range(1..=crate::limits::MEMORY_MIB))]
     memory_cap_mib: u64,
-    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
-    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
-    cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// Compile plugins every time instead of using the cache.
     #[arg(long)]
     no_cache: bool,
@@ -264,7 +279,7 @@ impl LimitArgs {
         if self.no_cache {
             None
         } else {
-            self.cache_dir.clone().or_else(Runtime::default_cache_dir)
+            self.cache.dir()
         }
     }
 }
@@ -391,6 +406,8 @@ struct PlanArgs {
     /// Print the sealed plan as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 #[derive(Debug, Args)]
@@ -406,13 +423,12 @@ struct CampaignArgs {
     resume: Option<String>,
     #[command(flatten)]
     data: DataArgs,
-    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
-    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
-    cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// Progress on stderr: `bar` (with ETA), `json` (one event per line, for
     /// scripts), or `none`.
-    #[arg(long, default_value = "bar", value_parser = ["bar", "json", "none"])]
-    progress: String,
+    #[arg(long, value_enum, default_value_t)]
+    progress: crate::run::progress::Style,
     /// Store a CPU profile (flamegraph) with each chosen run: `all`, or
     /// `block=N`, `slot=N`, `arm=NAME`, `workload=NAME`, comma-separated.
     /// Whole blocks keep paired ratios fair; read them with `blocklab profile`.
@@ -458,13 +474,24 @@ struct DataArgs {
     data: PathBuf,
 }
 
+/// The report's file formats (`blocklab report --format`).
+#[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
+enum ReportFormat {
+    /// The full markdown report.
+    #[default]
+    Md,
+    /// Everything, as JSON (docs/reports.md).
+    Json,
+    /// The effects, one row per workload × arm × statistic.
+    Csv,
+}
+
 #[derive(Debug, Args)]
 struct ReportArgs {
     /// A campaign id, or `latest`.
     id: String,
-    /// md, json or csv (effects).
-    #[arg(long, default_value = "md", value_parser = ["md", "json", "csv"])]
-    format: String,
+    #[arg(long, value_enum, default_value_t)]
+    format: ReportFormat,
     /// Write to this file instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -497,13 +524,12 @@ struct CalibrateArgs {
     #[arg(long)]
     json: bool,
     /// Progress on stderr: `bar`, `json` or `none`.
-    #[arg(long, default_value = "bar", value_parser = ["bar", "json", "none"])]
-    progress: String,
+    #[arg(long, value_enum, default_value_t)]
+    progress: crate::run::progress::Style,
     #[command(flatten)]
     data: DataArgs,
-    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
-    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
-    cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 #[derive(Debug, Args)]
@@ -547,9 +573,8 @@ struct ServeArgs {
     /// Where to listen; loopback only (`127.0.0.1:0` lets the OS pick a port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
     listen: std::net::SocketAddr,
-    /// Where compiled plugins are cached [default: ~/.cache/blocklab/components].
-    #[arg(long, value_name = "DIR", env = "BLOCKLAB_CACHE_DIR")]
-    cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// Most `GET /api/events` streams open at once; more are refused with 503.
     #[arg(long, value_name = "N", default_value_t = crate::serve::DEFAULT_MAX_EVENT_STREAMS as u32,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -590,7 +615,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
             crate::serve::run(crate::serve::Config {
                 data: args.data.data,
                 listen: args.listen,
-                cache_dir: args.cache_dir.or_else(Runtime::default_cache_dir),
+                cache_dir: args.cache.dir(),
                 max_event_streams: args.max_event_streams as usize,
             })?;
             Ok(ExitCode::SUCCESS)
@@ -805,8 +830,7 @@ fn worker_main() -> anyhow::Result<ExitCode> {
 }
 
 fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let sealed =
-        crate::plan::seal::seal_file(&args.plan, &args.overrides, Runtime::default_cache_dir())?;
+    let sealed = crate::plan::seal::seal_file(&args.plan, &args.overrides, args.cache.dir())?;
     warn(&sealed.warnings);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -968,11 +992,7 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
     let id = match (&args.resume, &args.plan) {
         (Some(text), _) => campaign_id(&store, text)?,
         (None, Some(path)) => {
-            let sealed = crate::plan::seal::seal_file(
-                path,
-                &args.overrides,
-                args.cache_dir.clone().or_else(Runtime::default_cache_dir),
-            )?;
+            let sealed = crate::plan::seal::seal_file(path, &args.overrides, args.cache.dir())?;
             warn(&sealed.warnings);
             let meta = sealed.create_campaign(&store)?;
             say(&format!(
@@ -1008,14 +1028,14 @@ fn campaign(args: CampaignArgs) -> anyhow::Result<ExitCode> {
     let interrupt = crate::run::interrupt::install()
         .context("cannot install the SIGINT/SIGTERM/SIGHUP handlers")?;
     let options = crate::run::supervisor::Options {
-        cache_dir: args.cache_dir.clone().or_else(Runtime::default_cache_dir),
+        cache_dir: args.cache.dir(),
         profile,
         profile_hz: args.profile_hz.hz,
         interrupt,
         block_check: Some(crate::report::sequential_check),
         ..Default::default()
     };
-    let mut progress = crate::run::progress::Bar::new(&args.progress);
+    let mut progress = crate::run::progress::Bar::new(args.progress);
     let outcome =
         crate::run::supervisor::execute(&store, id, &options, &mut |e| progress.observe(e))?;
     progress.finish();
@@ -1087,10 +1107,10 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = open_store_for_reading(&args.data)?;
     let id = campaign_id(&store, &args.id)?;
     let report = crate::report::build(&store, id)?;
-    let text = match args.format.as_str() {
-        "json" => serde_json::to_string_pretty(&report)? + "\n",
-        "csv" => crate::report::csv(&report),
-        _ => crate::report::markdown(&report),
+    let text = match args.format {
+        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        ReportFormat::Csv => crate::report::csv(&report),
+        ReportFormat::Md => crate::report::markdown(&report),
     };
     match args.output {
         Some(path) => std::fs::write(&path, text)
@@ -1114,7 +1134,7 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let spec = crate::plan::spec::PlanSpec::parse(text, &args.overrides)
         .with_context(|| format!("in plan `{}`", args.plan.display()))?;
     let options = crate::run::supervisor::Options {
-        cache_dir: args.cache_dir.clone().or_else(Runtime::default_cache_dir),
+        cache_dir: args.cache.dir(),
         ..Default::default()
     };
     let settings = crate::calibrate::Settings {
@@ -1122,8 +1142,8 @@ fn calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         target_half_width: args.target,
         stored: campaign_ids(&args.stored)?,
     };
-    let mut bar = crate::run::progress::Bar::new(&args.progress);
-    let quiet = args.progress == "none";
+    let mut bar = crate::run::progress::Bar::new(args.progress);
+    let quiet = args.progress == crate::run::progress::Style::None;
     let plan = crate::calibrate::PlanInput {
         spec,
         bytes,

@@ -34,6 +34,12 @@ pub const ECHO_CHARS: usize = 200;
 /// Longest line of any input-derived error message, characters: the last
 /// guard, above every message's own words.
 pub const LINE_CHARS: usize = 1_000;
+/// The default linear memory per plugin instance, MiB (`--memory-cap-mib`,
+/// `limits.memory_mib`).
+pub const DEFAULT_MEMORY_MIB: u64 = 256;
+/// The default longest call into a plugin, milliseconds
+/// (`--call-deadline-ms`, `limits.call_deadline_ms`).
+pub const DEFAULT_CALL_DEADLINE_MS: u64 = 10_000;
 /// Largest linear memory per plugin instance, MiB: a wasm32 memory
 /// addresses 4 GiB.
 pub const MEMORY_MIB: u64 = 4096;

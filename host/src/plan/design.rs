@@ -1,4 +1,4 @@
-//! Balanced orders of arms within blocks (METHOD.md, "Design").
+//! Balanced orders of arms within blocks (docs/method.md, "Design").
 //!
 //! A block runs every arm once; [`orders`] says in which order, for every block
 //! of a campaign, so that position in the block and the arm that ran just before

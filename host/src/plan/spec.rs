@@ -56,8 +56,8 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasureSpec {
-    #[serde(default = "transactions")]
-    pub mode: String,
+    #[serde(default)]
+    pub mode: MeasureMode,
     #[serde(default)]
     pub warmup: Option<u64>,
     #[serde(default)]
@@ -68,15 +68,33 @@ pub struct MeasureSpec {
     pub measured_s: Option<f64>,
 }
 
-fn transactions() -> String {
-    "transactions".into()
+/// `measure.mode`: what a run counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MeasureMode {
+    /// `warmup` then `measured` transactions.
+    #[default]
+    Transactions,
+    /// `warmup_s` then `measured_s` seconds, counting what the server
+    /// acknowledged.
+    Window,
+}
+
+impl MeasureMode {
+    /// The mode as plans write it.
+    pub fn key(self) -> &'static str {
+        match self {
+            MeasureMode::Transactions => "transactions",
+            MeasureMode::Window => "window",
+        }
+    }
 }
 
 impl MeasureSpec {
     /// The run-level measure, or what is missing.
     pub fn measure(&self) -> anyhow::Result<Measure> {
-        match self.mode.as_str() {
-            "transactions" => {
+        match self.mode {
+            MeasureMode::Transactions => {
                 let measured = self.measured.context(
                     "`measure.measured` is missing: how many transactions each run measures",
                 )?;
@@ -88,7 +106,7 @@ impl MeasureSpec {
                     measured,
                 })
             }
-            "window" => {
+            MeasureMode::Window => {
                 let measured_s = self
                     .measured_s
                     .context("`measure.measured_s` is missing: the measured window in seconds")?;
@@ -99,9 +117,6 @@ impl MeasureSpec {
                 };
                 measure.check(("measure.warmup_s", "measure.measured_s"))?;
                 Ok(measure)
-            }
-            other => {
-                bail!("`measure.mode = \"{other}\"` is unknown; use \"transactions\" or \"window\"")
             }
         }
     }
@@ -313,10 +328,10 @@ pub struct LimitSpec {
 }
 
 fn call_deadline_ms() -> u64 {
-    10_000
+    limits::DEFAULT_CALL_DEADLINE_MS
 }
 fn memory_mib() -> u64 {
-    256
+    limits::DEFAULT_MEMORY_MIB
 }
 
 impl LimitSpec {
@@ -660,7 +675,7 @@ impl PlanSpec {
     /// report's tables hold their definitions and a test keeps the two in
     /// step; a plan cannot look them up there without importing the report).
     pub fn statistic_names(&self) -> &'static [&'static str] {
-        if self.measure.mode == "window" {
+        if self.measure.mode == MeasureMode::Window {
             &[
                 "records_per_s",
                 "bytes_per_s",
@@ -687,7 +702,7 @@ impl PlanSpec {
     pub fn primary_statistics(&self) -> Vec<String> {
         match &self.sequential {
             Some(seq) if !seq.statistics.is_empty() => seq.statistics.clone(),
-            _ if self.measure.mode == "window" => {
+            _ if self.measure.mode == MeasureMode::Window => {
                 vec!["records_per_s".into(), "ack_p99_latency".into()]
             }
             _ => vec!["mean_latency".into(), "cpu_process".into()],
@@ -857,10 +872,10 @@ impl Measure {
         Ok(())
     }
 
-    pub fn mode(&self) -> &'static str {
+    pub fn mode(&self) -> MeasureMode {
         match self {
-            Measure::Transactions { .. } => "transactions",
-            Measure::Window { .. } => "window",
+            Measure::Transactions { .. } => MeasureMode::Transactions,
+            Measure::Window { .. } => MeasureMode::Window,
         }
     }
 }

@@ -73,8 +73,8 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            call_deadline: Duration::from_secs(10),
-            memory_bytes: 256 << 20,
+            call_deadline: Duration::from_millis(crate::limits::DEFAULT_CALL_DEADLINE_MS),
+            memory_bytes: crate::limits::DEFAULT_MEMORY_MIB << 20,
         }
     }
 }
@@ -244,9 +244,6 @@ impl Runtime {
     /// The default cache directory: `$BLOCKLAB_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/blocklab/components`, else `~/.cache/blocklab/components`.
     pub fn default_cache_dir() -> Option<PathBuf> {
-        if let Some(dir) = std::env::var_os("BLOCKLAB_CACHE_DIR") {
-            return Some(PathBuf::from(dir));
-        }
         let base = std::env::var_os("XDG_CACHE_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;

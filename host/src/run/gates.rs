@@ -1,4 +1,4 @@
-//! Gates and telemetry around each run (METHOD.md): the quiescence gate
+//! Gates and telemetry around each run (docs/method.md, "Gates and telemetry"): the quiescence gate
 //! before it, and what the kernel says happened during it — CPU steal on the
 //! pinned CPUs and OOM kills — plus the machine's environment for reports.
 

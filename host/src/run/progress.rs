@@ -8,6 +8,18 @@ use super::RunStatus;
 use super::supervisor::Event;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// How progress is shown on stderr (`--progress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Style {
+    /// A bar with the runs done, the ETA and the run in flight.
+    #[default]
+    Bar,
+    /// One JSON event per line, for scripts.
+    Json,
+    /// Nothing.
+    None,
+}
+
 pub struct Bar {
     bar: Option<ProgressBar>,
     json: bool,
@@ -15,12 +27,11 @@ pub struct Bar {
 }
 
 impl Bar {
-    /// `bar`: a bar drawn on stderr; `json`: one JSON event per line on
-    /// stderr; anything else: silence.
-    pub fn new(style: &str) -> Bar {
+    /// Progress in `style` on stderr.
+    pub fn new(style: Style) -> Bar {
         Bar {
-            json: style == "json",
-            bar: (style == "bar").then(|| {
+            json: style == Style::Json,
+            bar: (style == Style::Bar).then(|| {
                 let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
                 bar.set_style(
                     ProgressStyle::with_template(

@@ -91,8 +91,7 @@ pub struct RunResult {
     pub target: String,
     /// `builtin` or the plugin's file name.
     pub plugin: String,
-    /// `transactions` or `window`.
-    pub mode: String,
+    pub mode: crate::plan::spec::MeasureMode,
     pub workers: u32,
     pub seed: u64,
     /// Warmup transactions performed (in window mode, counted).

@@ -548,7 +548,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         arm: spec.arm.clone(),
         target: spec.target.kind().to_owned(),
         plugin: spec.plugin.label(),
-        mode: spec.measure.mode().to_owned(),
+        mode: spec.measure.mode(),
         workers,
         seed: spec.seed,
         warmup,

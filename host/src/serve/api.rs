@@ -342,9 +342,7 @@ async fn campaign(
             "progress": { "finished_runs": meta.finished_runs, "total_runs": meta.total_runs },
             "current": current,
             "queue_position": queue.iter().position(|&q| q == id),
-            "statistics": report::STATISTICS.iter().map(|s| json!({
-                "name": s.name, "unit": s.unit, "lower_is_better": s.lower_is_better,
-            })).collect::<Vec<_>>(),
+            "statistics": report::statistics(&plan.spec),
             "sealed": plan,
         })))
     })

@@ -1,4 +1,4 @@
-//! Bootstrap over blocks (METHOD.md, "Estimands": percentile bootstrap over
+//! Bootstrap over blocks (docs/method.md, "Intervals": percentile bootstrap over
 //! blocks, resampled with replacement, seeded from the plan; BCa as an
 //! option), and the choice of interval method.
 //!

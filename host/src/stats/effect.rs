@@ -1,4 +1,4 @@
-//! Paired effects and the order diagnostic (METHOD.md, "Estimands").
+//! Paired effects and the order diagnostic (docs/method.md, "Effects").
 //!
 //! The effect of an arm is the geometric mean over blocks of its within-block
 //! ratio to the baseline; its interval treats whole blocks as the unit (a

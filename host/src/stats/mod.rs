@@ -1,7 +1,7 @@
 //! Statistics: run-level summaries, paired effects of arms against the
 //! baseline and their intervals over blocks, sequential looks, and the
 //! simulation that chose the default interval, as the measurement method
-//! (METHOD.md, "Estimands"; docs/method.md, "Intervals") specifies.
+//! (docs/method.md, "Effects" and "Intervals") specifies.
 //!
 //! - [`median`], [`geometric_mean`]: absolute values per arm.
 //! - [`paired_effect`]: geometric mean over blocks of arm/baseline, with a

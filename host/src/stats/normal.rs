@@ -1,5 +1,5 @@
-//! The standard normal CDF and quantile, for the BCa interval (METHOD.md,
-//! "Estimands": BCa as an option). Both are dimensionless.
+//! The standard normal CDF and quantile, for the BCa interval (docs/method.md,
+//! "Intervals"). Both are dimensionless.
 
 /// Φ(x) = ½·erfc(−x/√2), accurate to double precision over the whole line.
 pub(super) fn cdf(x: f64) -> f64 {

@@ -1,5 +1,5 @@
 //! Student's t distribution: CDF and quantile, for the Student-t interval on
-//! log ratios (METHOD.md, "Estimands"; docs/method.md, "Intervals"). Both are
+//! log ratios (docs/method.md, "Intervals"). Both are
 //! dimensionless.
 //!
 //! The CDF goes through the regularized incomplete beta function,

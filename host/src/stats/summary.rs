@@ -1,4 +1,4 @@
-//! Run-level summaries (METHOD.md, "Estimands": absolute values per arm are
+//! Run-level summaries (docs/method.md, "Effects": absolute values per arm are
 //! medians of the B run-level statistics) and the sort-based quantile every
 //! interval in this module uses.
 

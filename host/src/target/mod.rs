@@ -77,7 +77,7 @@ pub fn shutdown() {
 }
 
 /// A target's health as the supervisor checks it before and after each run
-/// (METHOD.md: target health before and after).
+/// (docs/method.md, "Gates and telemetry").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Health {
     /// The target's own health document (for fdb: the fields of

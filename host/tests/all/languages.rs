@@ -161,6 +161,9 @@ fn resources_a_plugin_never_drops_are_reported_as_leaked() {
         "{}",
         r.stdout
     );
+    // Any language: a Rust plugin that forgets its transactions.
+    let result = run_json(&plugin("misbehave"), "leak", &[]);
+    assert_eq!(result["leaked_resources"], 110, "{result}");
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod kv_conformance;
 #[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
 mod languages;
+mod peers;
 mod plugins;
 mod store_damage;
 mod support;

@@ -1,0 +1,617 @@
+//! The analysis: a campaign's stored attempts turned into the report's
+//! model (paired effects with intervals, absolute medians, the order
+//! diagnostic, the gates' verdict, the limits), and the sequential rule's
+//! check that the supervisor calls after each block.
+
+use super::format::pct;
+use super::model::{
+    AbsoluteRow, EffectRow, GateSummary, Intervals, MissingEffect, PositionRow, Report, RunRow,
+    STEAL_MIN_TICKS,
+};
+use super::statistics::{Statistic, statistics};
+use crate::machine::placement::Placement;
+use crate::plan::seal::SealedPlan;
+use crate::plan::spec::PlanSpec;
+use crate::run::gates::Environment;
+use crate::run::supervisor::SequentialStop;
+use crate::run::{RunRecord, RunResult, RunStatus};
+use crate::stats::{self, Effect, Method, Simultaneous};
+use blocklab_store::{CampaignId, CampaignMeta};
+use std::collections::BTreeMap;
+
+/// The final attempt of each slot (earlier ones are reruns).
+fn finals(records: &[RunRecord]) -> BTreeMap<u32, &RunRecord> {
+    let mut finals: BTreeMap<u32, &RunRecord> = BTreeMap::new();
+    for r in records {
+        let keep = finals
+            .get(&r.slot.slot)
+            .is_none_or(|f| f.attempt < r.attempt);
+        if keep {
+            finals.insert(r.slot.slot, r);
+        }
+    }
+    finals
+}
+
+/// The successful final runs of `workload`: arm → block → result.
+fn ok_runs<'a>(
+    finals: &BTreeMap<u32, &'a RunRecord>,
+    workload: &str,
+) -> BTreeMap<&'a str, BTreeMap<u32, &'a RunResult>> {
+    let mut ok: BTreeMap<&str, BTreeMap<u32, &RunResult>> = BTreeMap::new();
+    for r in finals.values().filter(|r| r.slot.workload == workload) {
+        if let (RunStatus::Ok, Some(result)) = (r.status, &r.result) {
+            ok.entry(r.slot.arm.as_str())
+                .or_default()
+                .insert(r.slot.block, result);
+        }
+    }
+    ok
+}
+
+/// The paired values of `statistic` for `arm` against `base`, over the
+/// blocks both have.
+fn paired(
+    arm: &BTreeMap<u32, &RunResult>,
+    base: &BTreeMap<u32, &RunResult>,
+    s: &Statistic,
+) -> (Vec<f64>, Vec<f64>) {
+    arm.iter()
+        .filter_map(|(b, r)| Some(((s.of)(r), (s.of)(base.get(b)?))))
+        .unzip()
+}
+
+/// How the plan's intervals are computed, before any sequential look.
+fn intervals(spec: &PlanSpec) -> Intervals {
+    let boot = &spec.bootstrap;
+    let family = spec.workloads.len() * statistics(spec).len();
+    let per_interval_level = boot.simultaneous.per_interval(boot.level, family);
+    let mut description = format!(
+        "{} intervals over blocks, nominal {}",
+        boot.method.describe(),
+        pct(boot.level)
+    );
+    match boot.simultaneous {
+        Simultaneous::None => description.push_str(
+            " per interval, with no correction for multiple comparisons and no aggregate across workloads",
+        ),
+        Simultaneous::Bonferroni => {
+            description.push_str(&format!(
+                " simultaneously for each arm's {family} intervals (workloads × statistics; Bonferroni: each at {})",
+                pct(per_interval_level)
+            ));
+        }
+    }
+    if let Some(seq) = &spec.sequential {
+        description.push_str(&format!(
+            "; sequential: looks after each block from block {} to {}, each look's Student-t interval at the level a {} spending function leaves it, so the level holds under the stop rule (target ±{})",
+            seq.min_blocks,
+            spec.blocks,
+            seq.spending.key(),
+            pct(seq.target_half_width)
+        ));
+    }
+    Intervals {
+        method: boot.method,
+        description,
+        level: boot.level,
+        simultaneous: boot.simultaneous,
+        family,
+        per_interval_level,
+    }
+}
+
+/// The level of a workload's intervals: the per-interval level, or in a
+/// sequential plan the level of its last look (after `blocks_run` blocks).
+fn workload_level(spec: &PlanSpec, per_interval: f64, blocks_run: usize) -> f64 {
+    match &spec.sequential {
+        None => per_interval,
+        Some(seq) => stats::sequential::look_level(
+            per_interval,
+            seq.spending,
+            seq.min_blocks,
+            spec.blocks,
+            blocks_run.clamp(seq.min_blocks, spec.blocks),
+        ),
+    }
+}
+
+/// Blocks of `workload` the schedule has reached: one past the highest block
+/// with a final attempt.
+fn blocks_run(finals: &BTreeMap<u32, &RunRecord>, workload: &str) -> usize {
+    finals
+        .values()
+        .filter(|r| r.slot.workload == workload)
+        .map(|r| r.slot.block as usize + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The sequential rule after block `block` (from 0) of `workload`: stop when
+/// every primary effect's interval at this look is within the target, or
+/// when the maximum is reached; `None` to go on. Passed to the supervisor as
+/// its [`crate::run::supervisor::BlockCheck`].
+pub fn sequential_check(
+    plan: &SealedPlan,
+    records: &[RunRecord],
+    workload: &str,
+    block: u32,
+) -> Option<SequentialStop> {
+    let spec = &plan.spec;
+    let seq = spec.sequential.as_ref()?;
+    let look = block as usize + 1;
+    if look < seq.min_blocks {
+        return None;
+    }
+    let finals = finals(records);
+    let ok = ok_runs(&finals, workload);
+    let baseline = &spec.arms[spec.baseline()].name;
+    let level = workload_level(spec, intervals(spec).per_interval_level, look);
+    let primary = spec.primary_statistics();
+    // The widest primary effect; `None` as its half-width when it could not
+    // be computed (missing runs), which counts as wider than any.
+    let mut widest: (String, Option<f64>) = (String::from("no effect"), Some(0.0));
+    for arm in spec.arms.iter().filter(|a| a.name != *baseline) {
+        for s in statistics(spec)
+            .iter()
+            .filter(|s| primary.iter().any(|p| p == s.name))
+        {
+            let half = match (ok.get(arm.name.as_str()), ok.get(baseline.as_str())) {
+                (Some(a), Some(b)) => {
+                    let (a, b) = paired(a, b, s);
+                    stats::paired_effect(&a, &b, s.lower_is_better, 1, 0, Method::StudentT, level)
+                        .ok()
+                        .map(|e| e.ci_high / e.ratio - 1.0)
+                }
+                _ => None,
+            };
+            let wider = match (half, widest.1) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(h), Some(w)) => h >= w,
+            };
+            if wider {
+                widest = (format!("{} / {}", arm.name, s.name), half);
+            }
+        }
+    }
+    let precise = widest.1.is_some_and(|w| w <= seq.target_half_width);
+    (precise || look >= spec.blocks).then(|| SequentialStop {
+        workload: workload.to_owned(),
+        blocks: look as u32,
+        max_blocks: spec.blocks as u32,
+        precise,
+        target_half_width: seq.target_half_width,
+        widest: widest.0,
+        widest_half_width: widest.1,
+        level,
+    })
+}
+
+/// What the analysis of one workload found.
+#[derive(Default)]
+struct WorkloadRows {
+    effects: Vec<EffectRow>,
+    missing: Vec<MissingEffect>,
+    absolutes: Vec<AbsoluteRow>,
+    positions: Vec<PositionRow>,
+}
+
+/// The analysis itself, from records in memory.
+pub fn analyse(
+    campaign: CampaignMeta,
+    plan: SealedPlan,
+    records: &[RunRecord],
+    environment: Option<Environment>,
+    placement: Option<Placement>,
+    sequential: Vec<SequentialStop>,
+) -> Report {
+    // The final attempt of each slot is the one analysed; earlier ones stay in
+    // `runs` as reruns.
+    let finals = finals(records);
+    let spec = &plan.spec;
+    let interval_info = intervals(spec);
+    let mut rows = WorkloadRows::default();
+    for workload in &spec.workloads {
+        analyse_workload(spec, &finals, &workload.name, &interval_info, &mut rows);
+    }
+    let gates = gate_summary(&plan, records, &finals, &sequential);
+    let runs = run_rows(spec, records);
+    let mut limits = limits(
+        &plan,
+        &interval_info,
+        environment.as_ref(),
+        placement.as_ref(),
+    );
+    limits.extend(run_limits(&runs, campaign.id));
+    Report {
+        campaign,
+        environment,
+        placement,
+        gates,
+        intervals: interval_info,
+        statistics: statistics(&plan.spec),
+        plan,
+        sequential,
+        calibration: None,
+        effects: rows.effects,
+        missing_effects: rows.missing,
+        absolutes: rows.absolutes,
+        positions: rows.positions,
+        runs,
+        limits,
+    }
+}
+
+/// Absolutes and effects of every arm of `workload`, and its position
+/// diagnostic.
+fn analyse_workload(
+    spec: &PlanSpec,
+    finals: &BTreeMap<u32, &RunRecord>,
+    workload: &str,
+    interval_info: &Intervals,
+    rows: &mut WorkloadRows,
+) {
+    let ok = ok_runs(finals, workload);
+    let level = workload_level(
+        spec,
+        interval_info.per_interval_level,
+        blocks_run(finals, workload),
+    );
+    let baseline = spec.arms[spec.baseline()].name.as_str();
+    for arm in &spec.arms {
+        let runs = ok.get(arm.name.as_str());
+        rows.absolutes
+            .extend(absolutes(spec, workload, &arm.name, runs));
+        if arm.name == baseline {
+            continue;
+        }
+        let (Some(arm_runs), Some(base_runs)) = (runs, ok.get(baseline)) else {
+            rows.missing.push(MissingEffect {
+                workload: workload.to_owned(),
+                arm: arm.name.clone(),
+                statistic: "*".into(),
+                reason: "no successful runs of the arm or the baseline".into(),
+            });
+            continue;
+        };
+        let pair = Pair {
+            workload,
+            arm: &arm.name,
+            baseline,
+            arm_runs,
+            base_runs,
+        };
+        for s in statistics(spec) {
+            match pair.effect(spec, s, level) {
+                Ok(effect) => rows.effects.push(effect),
+                Err(missing) => rows.missing.push(missing),
+            }
+        }
+    }
+    rows.positions
+        .extend(positions(spec, finals, workload, &ok));
+}
+
+/// The medians of an arm's run-level statistics.
+fn absolutes(
+    spec: &PlanSpec,
+    workload: &str,
+    arm: &str,
+    runs: Option<&BTreeMap<u32, &RunResult>>,
+) -> Vec<AbsoluteRow> {
+    let Some(runs) = runs else {
+        return Vec::new();
+    };
+    statistics(spec)
+        .iter()
+        .filter(|_| !runs.is_empty())
+        .map(|s| {
+            let values: Vec<f64> = runs.values().map(|r| (s.of)(r)).collect();
+            AbsoluteRow {
+                workload: workload.to_owned(),
+                arm: arm.to_owned(),
+                statistic: s.name.into(),
+                unit: s.unit.into(),
+                median: stats::median(&values),
+                runs: values.len(),
+            }
+        })
+        .collect()
+}
+
+/// An arm and the baseline on one workload: their successful runs by block.
+struct Pair<'a> {
+    workload: &'a str,
+    arm: &'a str,
+    baseline: &'a str,
+    arm_runs: &'a BTreeMap<u32, &'a RunResult>,
+    base_runs: &'a BTreeMap<u32, &'a RunResult>,
+}
+
+impl Pair<'_> {
+    /// The paired effect on `s` at `level`, or why there is none.
+    fn effect(
+        &self,
+        spec: &PlanSpec,
+        s: &Statistic,
+        level: f64,
+    ) -> Result<EffectRow, MissingEffect> {
+        let boot = &spec.bootstrap;
+        let (a, b) = paired(self.arm_runs, self.base_runs, s);
+        match stats::paired_effect(
+            &a,
+            &b,
+            s.lower_is_better,
+            boot.resamples,
+            boot.seed.unwrap_or(spec.seed),
+            boot.method,
+            level,
+        ) {
+            Ok(Effect {
+                ratio,
+                ci_low,
+                ci_high,
+                blocks,
+                won,
+            }) => Ok(EffectRow {
+                workload: self.workload.to_owned(),
+                arm: self.arm.to_owned(),
+                baseline: self.baseline.to_owned(),
+                statistic: s.name.into(),
+                ratio,
+                ci_low,
+                ci_high,
+                blocks,
+                won,
+                level,
+            }),
+            Err(e) => Err(MissingEffect {
+                workload: self.workload.to_owned(),
+                arm: self.arm.to_owned(),
+                statistic: s.name.into(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// The order diagnostic of `workload` over its complete blocks only.
+fn positions(
+    spec: &PlanSpec,
+    finals: &BTreeMap<u32, &RunRecord>,
+    workload: &str,
+    ok: &BTreeMap<&str, BTreeMap<u32, &RunResult>>,
+) -> Vec<PositionRow> {
+    let arm_index: BTreeMap<&str, usize> = spec
+        .arms
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.name.as_str(), i))
+        .collect();
+    let complete: Vec<u32> = (0..spec.blocks as u32)
+        .filter(|b| {
+            spec.arms
+                .iter()
+                .all(|a| ok.get(a.name.as_str()).is_some_and(|m| m.contains_key(b)))
+        })
+        .collect();
+    if spec.arms.len() < 2 || complete.is_empty() {
+        return Vec::new();
+    }
+    let runs: Vec<(usize, usize, usize, f64)> = finals
+        .values()
+        .filter(|r| r.slot.workload == workload && complete.contains(&r.slot.block))
+        .filter_map(|r| {
+            let result = r.result.as_ref()?;
+            Some((
+                complete.iter().position(|b| *b == r.slot.block)?,
+                r.slot.position as usize,
+                arm_index[r.slot.arm.as_str()],
+                (statistics(spec)[0].of)(result),
+            ))
+        })
+        .collect();
+    let boot = &spec.bootstrap;
+    let Ok(rows) = stats::position_effects(
+        &runs,
+        spec.arms.len(),
+        boot.resamples,
+        boot.seed.unwrap_or(spec.seed),
+        boot.level,
+    ) else {
+        return Vec::new();
+    };
+    rows.into_iter()
+        .enumerate()
+        .map(|(position, e)| PositionRow {
+            workload: workload.to_owned(),
+            position,
+            ratio: e.ratio,
+            ci_low: e.ci_low,
+            ci_high: e.ci_high,
+        })
+        .collect()
+}
+
+/// The gates' verdict over every stored attempt.
+fn gate_summary(
+    plan: &SealedPlan,
+    records: &[RunRecord],
+    finals: &BTreeMap<u32, &RunRecord>,
+    sequential: &[SequentialStop],
+) -> GateSummary {
+    let skipped_slots = plan
+        .schedule
+        .iter()
+        .filter(|slot| !finals.contains_key(&slot.slot))
+        .filter(|slot| {
+            sequential
+                .iter()
+                .any(|s| s.workload == slot.workload && slot.block >= s.blocks)
+        })
+        .count();
+    let mut gates = GateSummary {
+        runs: records.len(),
+        unfinished_slots: plan.schedule.len() - finals.len() - skipped_slots,
+        skipped_slots,
+        ..Default::default()
+    };
+    for r in records {
+        let label = format!(
+            "slot {} ({} / {} / block {})",
+            r.slot.slot,
+            r.slot.workload,
+            r.slot.arm,
+            r.slot.block + 1
+        );
+        if r.status == RunStatus::Failed {
+            gates.failed.push(format!(
+                "{label}: {}",
+                r.reason.as_deref().unwrap_or("unknown")
+            ));
+        }
+        if r.gate_flagged {
+            gates.flagged.push(format!(
+                "{label}: busy {:.0}%, runnable {:.2}/cpu after {:.0} s",
+                r.quiescence.busy_pct, r.quiescence.load_per_cpu, r.quiescence.waited_s
+            ));
+        }
+        if r.attempt > 0 {
+            gates.reruns += 1;
+        }
+        gates.oom_kills += r.telemetry.oom_kills.unwrap_or(0);
+        gates.leaked_resources += r.result.as_ref().map_or(0, |x| x.leaked_resources);
+    }
+    (gates.steal_pct, gates.max_steal_pct) = steal(records.iter().map(|r| &r.telemetry));
+    gates
+}
+
+/// Every stored attempt, flattened, with the values of its statistics.
+fn run_rows(spec: &PlanSpec, records: &[RunRecord]) -> Vec<RunRow> {
+    records
+        .iter()
+        .map(|r| {
+            let mut result = r.result.clone().unwrap_or_default();
+            result.workload = r.slot.workload.clone();
+            result.arm = r.slot.arm.clone();
+            result.histogram = None;
+            RunRow {
+                slot: r.slot.slot,
+                block: r.slot.block,
+                position: r.slot.position,
+                attempt: r.attempt,
+                status: r.status,
+                reason: r.reason.clone(),
+                rerun_reason: r.rerun_reason.clone(),
+                gate_flagged: r.gate_flagged,
+                wall_s: r.wall_s,
+                steal_pct: r.telemetry.steal_pct,
+                oom_kills: r.telemetry.oom_kills,
+                values: super::statistics::values(spec, &result)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+                result,
+            }
+        })
+        .collect()
+}
+
+/// What the runs themselves say the reader must know: the HTTP/2 settings
+/// really negotiated (one line per arm and distinct settings) and which runs
+/// were profiled.
+fn run_limits(runs: &[RunRow], campaign: CampaignId) -> Vec<String> {
+    let mut http2: Vec<(&str, crate::target::grpc::counted::Http2Advertised)> = Vec::new();
+    for r in runs {
+        if let Some(c) = &r.result.client_runtime {
+            let a = c.http2_advertised;
+            let seen = a.client.is_some() || a.server.is_some();
+            if seen && !http2.iter().any(|(arm, x)| *arm == r.result.arm && *x == a) {
+                http2.push((&r.result.arm, a));
+            }
+        }
+    }
+    let mut out: Vec<String> = http2
+        .into_iter()
+        .map(|(arm, a)| {
+            format!("HTTP/2 SETTINGS on the wire, arm `{arm}` (first connection of its runs): {a}.")
+        })
+        .collect();
+    let profiled: Vec<String> = runs
+        .iter()
+        .filter(|r| r.result.profile.is_some())
+        .map(|r| r.slot.to_string())
+        .collect();
+    if !profiled.is_empty() {
+        out.push(format!(
+            "{} runs were CPU-profiled (slots {}): their figures include the sampler's cost (docs/benchmarks.md). `blocklab profile {campaign} SLOT` writes a run's flamegraph.",
+            profiled.len(),
+            profiled.join(", "),
+        ));
+    }
+    out
+}
+
+/// What the design did not test, stated with every report.
+fn limits(
+    plan: &SealedPlan,
+    intervals: &Intervals,
+    env: Option<&Environment>,
+    placement: Option<&Placement>,
+) -> Vec<String> {
+    let spec = &plan.spec;
+    let mut out = vec![
+        format!("Intervals are {}.", intervals.description),
+        "No outliers were removed. Latency is closed-loop per transaction, including retries.".into(),
+        "CPU through shutdown (E−A) includes startup, fixture, warmup and teardown; host heap figures count the blocklab process's Rust heap only (not plugin linear memory, not native libraries).".into(),
+    ];
+    if spec.measure.mode == crate::plan::spec::MeasureMode::Window {
+        out.push("Window mode: throughput counts the records the server acknowledged during the measured window (acks of records sent in warmup included, records in flight at its end excluded); ack latency runs from a batch's send to the first ack covering it, as the workload saw it.".into());
+    }
+    if spec
+        .arms
+        .iter()
+        .any(|a| matches!(&a.target, crate::target::TargetSpec::Grpc(g) if g.is_local()))
+    {
+        out.push("gRPC arms used the local grpc-ingest server over loopback on the same machine: no network latency, loss or bandwidth limit, and client and server compete for the machine's cores; only limits emulated by the server's knobs apply.".into());
+    }
+    if spec.workers == 1 {
+        out.push("One worker: batching and contention under concurrency were not tested.".into());
+    }
+    if spec.arms.iter().all(|a| a.target.kind() == "embedded") {
+        out.push("Every arm used the embedded target: no network and no server; the figures measure client-side work only.".into());
+    }
+    if let Some(p) = placement
+        && !p.origin.starts_with("plan")
+    {
+        out.push(format!("Placement was {}.", p.origin));
+    }
+    if let Some(e) = env
+        && e.online_cpus <= 2
+    {
+        out.push(format!("The machine has {} CPUs: runner and client cannot be isolated from the rest of the system.", e.online_cpus));
+    }
+    out
+}
+
+/// CPU steal over runs: pooled (all steal ticks over all ticks) and the
+/// highest of one run among runs of at least [`STEAL_MIN_TICKS`], percent.
+pub(super) fn steal<'a>(
+    runs: impl Iterator<Item = &'a crate::run::gates::Telemetry>,
+) -> (f64, f64) {
+    let (mut steal, mut ticks, mut max) = (0u64, 0u64, 0.0f64);
+    for t in runs {
+        steal += t.steal_ticks;
+        ticks += t.ticks;
+        if t.ticks >= STEAL_MIN_TICKS {
+            max = max.max(t.steal_pct);
+        }
+    }
+    let pooled = if ticks == 0 {
+        0.0
+    } else {
+        100.0 * steal as f64 / ticks as f64
+    };
+    (pooled, max)
+}

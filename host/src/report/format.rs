@@ -1,0 +1,97 @@
+//! Words and numbers shared by the renderings: percentages, ratios with
+//! their intervals, and the sentences for sequential stops and calibrations.
+
+use super::calibration::{self, Calibration};
+use super::model::EffectRow;
+use crate::run::supervisor::SequentialStop;
+
+/// A share as a percentage with as many decimals as it needs (95%, 99.94%).
+pub(super) fn pct(x: f64) -> String {
+    let p = 100.0 * x;
+    let mut s = format!("{p:.4}");
+    while s.ends_with('0') {
+        s.pop();
+    }
+    if s.ends_with('.') {
+        s.pop();
+    }
+    s + "%"
+}
+
+/// The noise floor of `workload` × `statistic` in calibration `c`, or a dash.
+pub(super) fn noise_floor(c: &Calibration, workload: &str, statistic: &str) -> String {
+    c.rows
+        .iter()
+        .find(|r| r.workload == workload && r.statistic == statistic)
+        .map_or("—".into(), |r| calibration::fmt_pct(r.noise_floor))
+}
+
+/// Where and why a sequential plan stopped a workload, in one sentence.
+pub fn stop_sentence(stop: &SequentialStop) -> String {
+    let widest = format!(
+        "widest {} ±{}, intervals at {}",
+        stop.widest,
+        stop.widest_half_width
+            .map_or("?".into(), calibration::fmt_pct),
+        pct(stop.level)
+    );
+    if stop.precise && stop.blocks < stop.max_blocks {
+        format!(
+            "{} stopped after block {} of {}: every primary effect's interval within ±{} ({widest}); blocks {}–{} were left unrun",
+            stop.workload,
+            stop.blocks,
+            stop.max_blocks,
+            calibration::fmt_pct(stop.target_half_width),
+            stop.blocks + 1,
+            stop.max_blocks
+        )
+    } else if stop.precise {
+        format!(
+            "{} reached ±{} at its last block, {} ({widest})",
+            stop.workload,
+            calibration::fmt_pct(stop.target_half_width),
+            stop.max_blocks
+        )
+    } else {
+        format!(
+            "{} ran all {} blocks without every primary effect reaching ±{} ({widest})",
+            stop.workload,
+            stop.max_blocks,
+            calibration::fmt_pct(stop.target_half_width)
+        )
+    }
+}
+
+/// The machine's calibration, in one sentence.
+pub(super) fn calibration_sentence(c: &Calibration) -> String {
+    let (covered, n) = c
+        .rows
+        .iter()
+        .fold((0, 0), |(a, b), r| (a + r.covered, b + r.intervals));
+    format!(
+        "calibration of this machine ({}): {} A/A campaigns of `{}` ({} blocks, {}), {covered}/{n} {} intervals at {} contained 1; the A/A noise floor is the half-width an interval gets with no effect (`blocklab calibrate`)",
+        c.machine,
+        c.campaigns.len(),
+        c.plan,
+        c.blocks,
+        c.measure,
+        c.method.describe(),
+        pct(c.level)
+    )
+}
+
+pub(super) fn fmt_ratio(e: &EffectRow) -> String {
+    format!("{:.3} [{:.3}, {:.3}]", e.ratio, e.ci_low, e.ci_high)
+}
+
+pub(super) fn fmt_value(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() >= 1000.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.3}")
+    }
+}

@@ -1,0 +1,254 @@
+//! The markdown rendering: the full report in the method's order (arms and
+//! inputs, environment, design, gates, sequential stops, calibration,
+//! results per workload, effects not computed, limits).
+
+use super::calibration;
+use super::format::{calibration_sentence, fmt_value, noise_floor, pct, stop_sentence};
+use super::model::Report;
+use crate::machine::placement::format_cpu_list;
+use crate::plan::spec::WorkloadSpec;
+use crate::stats::Method;
+use std::fmt::{self, Write as _};
+
+/// The full markdown report.
+pub fn markdown(report: &Report) -> String {
+    super::render(report, write)
+}
+
+fn write(report: &Report, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
+    let baseline = &spec.arms[spec.baseline()].name;
+    writeln!(s, "# Campaign {}: {}\n", report.campaign.id, spec.name)?;
+    writeln!(
+        s,
+        "Plan hash `{}`, sealed by blocklab {}. Ratios below 1 mean the arm is faster or cheaper than the baseline `{baseline}` (for throughput, above 1 is better).\n",
+        report.plan.hash, report.plan.version
+    )?;
+    arms(report, s)?;
+    environment(report, s)?;
+    design(report, s)?;
+    gates(report, s)?;
+    writeln!(s, "\n## Results")?;
+    for w in &spec.workloads {
+        results(report, w, s)?;
+    }
+    if !report.missing_effects.is_empty() {
+        writeln!(s, "\n### Effects not computed\n")?;
+        for m in &report.missing_effects {
+            writeln!(
+                s,
+                "- {} / {} / {}: {}",
+                m.workload, m.arm, m.statistic, m.reason
+            )?;
+        }
+    }
+    writeln!(s, "\n## Limits\n")?;
+    for l in &report.limits {
+        writeln!(s, "- {l}")?;
+    }
+    Ok(())
+}
+
+/// The arms table and the sealed inputs.
+fn arms(report: &Report, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
+    writeln!(
+        s,
+        "## Arms\n\n| arm | baseline | plugin | target | params |\n|---|---|---|---|---|"
+    )?;
+    for arm in &spec.arms {
+        let plugin = arm
+            .plugin
+            .as_deref()
+            .or(spec.plugin.as_deref())
+            .unwrap_or("per workload");
+        let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        writeln!(
+            s,
+            "| {} | {} | `{}` | {} | {} |",
+            arm.name,
+            if arm.baseline { "yes" } else { "" },
+            plugin,
+            arm.target.kind(),
+            params.join(" ")
+        )?;
+    }
+    writeln!(s, "\n### Inputs\n\n| input | sha256 |\n|---|---|")?;
+    for (name, hash) in &report.plan.inputs {
+        writeln!(s, "| `{name}` | `{hash}` |")?;
+    }
+    Ok(())
+}
+
+/// The machine and the placement.
+fn environment(report: &Report, s: &mut String) -> fmt::Result {
+    writeln!(s, "\n## Environment\n")?;
+    if let Some(e) = &report.environment {
+        writeln!(
+            s,
+            "- CPU: {} ({} online), {:.1} GiB memory\n- kernel {}, governor {}\n- SMT layout (sibling groups): {}\n- host {}",
+            e.cpu_model,
+            e.online_cpus,
+            e.memory_gib,
+            e.kernel,
+            e.governor,
+            e.smt_layout.join(" "),
+            e.hostname
+        )?;
+    }
+    if let Some(p) = &report.placement {
+        writeln!(
+            s,
+            "- placement ({}): runner {}, client {}, server {}",
+            p.origin,
+            format_cpu_list(&p.runner),
+            format_cpu_list(&p.client),
+            if p.server.is_empty() {
+                "none".into()
+            } else {
+                format_cpu_list(&p.server)
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// The design: seed, blocks, measure, intervals, overrides.
+fn design(report: &Report, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
+    let m = spec
+        .measure
+        .measure()
+        .map(|m| format!("{m:?}"))
+        .unwrap_or_default();
+    writeln!(
+        s,
+        "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- intervals: {} (`method = \"{}\"`)",
+        spec.seed,
+        spec.blocks,
+        spec.arms.len(),
+        spec.workers,
+        report.intervals.description,
+        spec.bootstrap.method.key(),
+    )?;
+    if spec.bootstrap.method != Method::StudentT {
+        writeln!(
+            s,
+            "- bootstrap: {} resamples, seed {}",
+            spec.bootstrap.resamples,
+            spec.bootstrap.seed.unwrap_or(spec.seed)
+        )?;
+    }
+    if !report.plan.overrides.is_empty() {
+        writeln!(s, "- overrides: {}", report.plan.overrides.join(", "))?;
+    }
+    Ok(())
+}
+
+/// The gates, the sequential stops and the calibration.
+fn gates(report: &Report, s: &mut String) -> fmt::Result {
+    let g = &report.gates;
+    writeln!(s, "\n## Gates\n\n{}.", g.sentence())?;
+    for f in &g.failed {
+        writeln!(s, "- failed: {f}")?;
+    }
+    for f in &g.flagged {
+        writeln!(s, "- flagged: {f}")?;
+    }
+    if !report.sequential.is_empty() {
+        writeln!(s, "\n## Sequential stopping\n")?;
+        for stop in &report.sequential {
+            writeln!(s, "- {}", stop_sentence(stop))?;
+        }
+    }
+    if let Some(c) = &report.calibration {
+        writeln!(
+            s,
+            "\n## Calibration of this machine\n\n{}.\n\n{}",
+            calibration_sentence(c),
+            calibration::render(c)
+        )?;
+    }
+    Ok(())
+}
+
+/// One workload's effects, medians and order diagnostic.
+fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
+    let calibrated = report.calibration.as_ref();
+    writeln!(
+        s,
+        "\n### {}\n\n| statistic | arm | ratio | interval | level | blocks won |{}\n|---|---|---|---|---|---|{}",
+        w.name,
+        if calibrated.is_some() {
+            " A/A noise floor (±) |"
+        } else {
+            ""
+        },
+        if calibrated.is_some() { "---|" } else { "" }
+    )?;
+    for e in report.effects.iter().filter(|e| e.workload == w.name) {
+        writeln!(
+            s,
+            "| {} | {} | {:.3} | {:.3} – {:.3} | {} | {}/{} |{}",
+            e.statistic,
+            e.arm,
+            e.ratio,
+            e.ci_low,
+            e.ci_high,
+            pct(e.level),
+            e.won,
+            e.blocks,
+            calibrated.map_or(String::new(), |c| format!(
+                " {} |",
+                noise_floor(c, &w.name, &e.statistic)
+            ))
+        )?;
+    }
+    writeln!(
+        s,
+        "\n| statistic | unit | {} |\n|---|---|{}",
+        spec.arms
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        "---|".repeat(spec.arms.len())
+    )?;
+    for st in report.statistics {
+        let cells: Vec<String> = spec
+            .arms
+            .iter()
+            .map(|a| {
+                report
+                    .absolutes
+                    .iter()
+                    .find(|x| x.workload == w.name && x.arm == a.name && x.statistic == st.name)
+                    .map_or("—".into(), |x| fmt_value(x.median))
+            })
+            .collect();
+        writeln!(s, "| {} | {} | {} |", st.name, st.unit, cells.join(" | "))?;
+    }
+    let pos: Vec<String> = report
+        .positions
+        .iter()
+        .filter(|p| p.workload == w.name)
+        .map(|p| {
+            format!(
+                "position {}: {:.3} [{:.3}, {:.3}]",
+                p.position + 1,
+                p.ratio,
+                p.ci_low,
+                p.ci_high
+            )
+        })
+        .collect();
+    if !pos.is_empty() {
+        writeln!(
+            s,
+            "\nOrder diagnostic (mean latency at each position relative to the arm's geometric mean): {}",
+            pos.join("; ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! Reports: a campaign's stored runs turned into paired effects, absolute
+//! medians and diagnostics (docs/method.md), and rendered as terminal
+//! tables, markdown, JSON or CSV (docs/reports.md). One file per part:
+//! `statistics` (the one table of what is compared), `model` (what a report
+//! says), `analysis` (records → model, and the sequential rule's check),
+//! `format` (shared words and numbers), and one file per rendering. The JSON
+//! rendering is the model's serde form; its field names are a stable
+//! interface.
+
+mod analysis;
+pub mod calibration;
+mod csv;
+mod format;
+mod markdown;
+mod model;
+mod statistics;
+mod terminal;
+#[cfg(test)]
+mod tests;
+
+pub use analysis::sequential_check;
+pub use csv::csv;
+pub use markdown::markdown;
+pub use model::{Report, RunRow};
+pub use statistics::statistics;
+pub use terminal::terminal;
+
+use crate::plan::seal::SealedPlan;
+use crate::run::RunRecord;
+use crate::run::gates::Environment;
+use crate::run::supervisor::SEQUENTIAL_BLOB;
+use analysis::analyse;
+use blocklab_store::{CampaignId, Store};
+use calibration::Calibration;
+
+/// Renders `report` with `write` into a string.
+fn render(report: &Report, write: fn(&Report, &mut String) -> std::fmt::Result) -> String {
+    let mut s = String::new();
+    // Writing into a String cannot fail.
+    let _ = write(report, &mut s);
+    s
+}
+
+/// Builds the report of campaign `id` from the store.
+pub fn build(store: &Store, id: CampaignId) -> anyhow::Result<Report> {
+    build_with(store, id, |_| {})
+}
+
+/// Builds the report of campaign `id` with its sealed plan changed by
+/// `adjust` first (the calibration re-analyses stored A/A campaigns with the
+/// interval settings it calibrates).
+pub fn build_with(
+    store: &Store,
+    id: CampaignId,
+    adjust: impl FnOnce(&mut SealedPlan),
+) -> anyhow::Result<Report> {
+    let campaign = store.campaign(id)?;
+    let mut plan: SealedPlan = store.sealed_plan(id)?;
+    adjust(&mut plan);
+    let records: Vec<RunRecord> = store
+        .runs::<RunRecord>(id)?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let mut report = analyse(
+        campaign,
+        plan,
+        &records,
+        store.blob(id, "environment")?,
+        store.blob(id, "placement")?,
+        store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),
+    );
+    report.calibration = latest_calibration(store, report.environment.as_ref())?;
+    Ok(report)
+}
+
+/// The latest calibration of the machine `env` describes.
+fn latest_calibration(
+    store: &Store,
+    env: Option<&Environment>,
+) -> anyhow::Result<Option<Calibration>> {
+    match env {
+        Some(e) => Ok(store.latest_calibration(&e.hostname)?),
+        None => Ok(None),
+    }
+}

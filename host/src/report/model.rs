@@ -1,0 +1,202 @@
+//! The report's model: everything a report says, as data. Analysis fills
+//! it; every rendering reads it. The JSON field names are a stable interface
+//! (docs/reports.md).
+
+use super::calibration::Calibration;
+use super::statistics::Statistic;
+use crate::machine::placement::Placement;
+use crate::plan::seal::SealedPlan;
+use crate::run::gates::Environment;
+use crate::run::supervisor::SequentialStop;
+use crate::run::{RunResult, RunStatus};
+use crate::stats::{Method, Simultaneous};
+use blocklab_store::CampaignMeta;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A paired effect of one arm against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectRow {
+    pub workload: String,
+    pub arm: String,
+    pub baseline: String,
+    pub statistic: String,
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Blocks in which both the arm and the baseline have a successful run.
+    pub blocks: usize,
+    /// Blocks the arm beat the baseline in.
+    pub won: usize,
+    /// The coverage this interval was computed at: the plan's level, or
+    /// more when it is adjusted for many comparisons or sequential looks
+    /// (see the report's `intervals`).
+    #[serde(default)]
+    pub level: f64,
+}
+
+/// How a report's intervals were computed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Intervals {
+    pub method: Method,
+    /// The method and its guarantee in words, as the renderings print it.
+    pub description: String,
+    /// The plan's nominal level.
+    pub level: f64,
+    pub simultaneous: Simultaneous,
+    /// Intervals per arm the simultaneous level covers (workloads ×
+    /// statistics).
+    pub family: usize,
+    /// The level of each interval before any sequential adjustment.
+    pub per_interval_level: f64,
+}
+
+/// An effect that could not be computed, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MissingEffect {
+    pub workload: String,
+    pub arm: String,
+    pub statistic: String,
+    pub reason: String,
+}
+
+/// The median of an arm's run-level statistic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbsoluteRow {
+    pub workload: String,
+    pub arm: String,
+    pub statistic: String,
+    pub unit: String,
+    pub median: f64,
+    pub runs: usize,
+}
+
+/// The order diagnostic: the mode's first statistic (mean latency, or
+/// records per second in window mode) at each position relative to each
+/// arm's geometric mean, pooled over arms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionRow {
+    pub workload: String,
+    pub position: usize,
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+/// One stored attempt, flattened for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub slot: u32,
+    pub block: u32,
+    pub position: u32,
+    pub attempt: u32,
+    pub status: RunStatus,
+    pub reason: Option<String>,
+    pub rerun_reason: Option<String>,
+    pub gate_flagged: bool,
+    /// Wall time of the whole run as the supervisor saw it (spawn to exit),
+    /// seconds; the gate's wait is not included.
+    pub wall_s: f64,
+    pub steal_pct: f64,
+    pub oom_kills: Option<u64>,
+    /// Every statistic of the plan's mode for this run, by name (from
+    /// [`super::statistics`]; 0 for a failed run).
+    #[serde(default)]
+    pub values: BTreeMap<String, f64>,
+    #[serde(flatten)]
+    pub result: RunResult,
+}
+
+/// The gates' verdict over the whole campaign.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GateSummary {
+    pub runs: usize,
+    pub failed: Vec<String>,
+    pub flagged: Vec<String>,
+    pub reruns: usize,
+    /// CPU steal over all runs: steal ticks over all ticks of the client
+    /// CPUs, percent.
+    #[serde(default)]
+    pub steal_pct: f64,
+    /// The highest steal of one run, among runs of at least
+    /// [`STEAL_MIN_TICKS`] (shorter ones count too few ticks for a percentage).
+    pub max_steal_pct: f64,
+    pub oom_kills: u64,
+    /// Slots without a final attempt that are still to run (`--resume`).
+    pub unfinished_slots: usize,
+    /// Slots a sequential rule left unrun because their workload was
+    /// already precise enough (not failures, not to be resumed).
+    #[serde(default)]
+    pub skipped_slots: usize,
+    /// kv transactions and grpc streams plugins left undropped, summed over
+    /// stored runs: a bug in a plugin, which also skews what it measured.
+    #[serde(default)]
+    pub leaked_resources: u64,
+}
+
+/// Client CPU ticks (10 ms each) a run needs for its own steal percentage
+/// to count towards `max_steal_pct`: one second.
+pub const STEAL_MIN_TICKS: u64 = 100;
+
+impl GateSummary {
+    /// The gates' verdict in one sentence, for every rendering.
+    pub fn sentence(&self) -> String {
+        format!(
+            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {:.2}% (at most {:.2}% in a run of 1 s or more), {} OOM kills, {} slots not run yet{}{}",
+            self.runs,
+            self.failed.len(),
+            self.flagged.len(),
+            self.reruns,
+            self.steal_pct,
+            self.max_steal_pct,
+            self.oom_kills,
+            self.unfinished_slots,
+            if self.skipped_slots > 0 {
+                format!(
+                    ", {} slots left unrun by the sequential rule",
+                    self.skipped_slots
+                )
+            } else {
+                String::new()
+            },
+            if self.leaked_resources > 0 {
+                format!(
+                    ", {} plugin resources leaked (transactions or streams never dropped: fix the plugin; in JavaScript call `[Symbol.dispose]()`)",
+                    self.leaked_resources
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// Everything a report says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub campaign: CampaignMeta,
+    /// The sealed plan's fields at the top level: plan, overrides, source,
+    /// schedule, inputs, version, hash.
+    #[serde(flatten)]
+    pub plan: SealedPlan,
+    pub environment: Option<Environment>,
+    pub placement: Option<Placement>,
+    pub gates: GateSummary,
+    pub intervals: Intervals,
+    /// The statistics this report compares (its measure mode's table).
+    #[serde(skip_deserializing)]
+    pub statistics: &'static [Statistic],
+    /// Where a sequential plan stopped each workload, and why.
+    #[serde(default)]
+    pub sequential: Vec<SequentialStop>,
+    /// The latest calibration (`blocklab calibrate`) of the machine the
+    /// campaign ran on, if it has one.
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+    pub effects: Vec<EffectRow>,
+    pub missing_effects: Vec<MissingEffect>,
+    pub absolutes: Vec<AbsoluteRow>,
+    pub positions: Vec<PositionRow>,
+    pub runs: Vec<RunRow>,
+    pub limits: Vec<String>,
+}

@@ -1,0 +1,174 @@
+//! The statistics a report compares, in one table per measure mode: their
+//! names, units, direction, how each is read off a run, and where the
+//! renderings show them. Terminal, markdown, CSV, JSON and the web UI all
+//! take them from here (the JSON carries the table and each run's values).
+
+use crate::plan::spec::PlanSpec;
+use crate::run::RunResult;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One statistic compared across arms.
+#[derive(Debug, Serialize)]
+pub struct Statistic {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub lower_is_better: bool,
+    /// Shown as a ratio table at the end of a campaign (terminal).
+    pub headline: bool,
+    /// Its column header among the terminal's medians, if it has one there.
+    pub column: Option<&'static str>,
+    #[serde(skip)]
+    pub of: fn(&RunResult) -> f64,
+}
+
+/// The statistics every transaction-mode campaign compares.
+pub const STATISTICS: &[Statistic] = &[
+    Statistic {
+        name: "mean_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: true,
+        column: Some("mean µs"),
+        of: |r| r.latency_us.mean,
+    },
+    Statistic {
+        name: "p99_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: false,
+        column: Some("p99 µs"),
+        of: |r| r.latency_us.p99,
+    },
+    Statistic {
+        name: "throughput",
+        unit: "txn/s",
+        lower_is_better: false,
+        headline: false,
+        column: Some("txn/s"),
+        of: |r| r.throughput_per_s,
+    },
+    Statistic {
+        name: "cpu_measured",
+        unit: "µs/txn",
+        lower_is_better: true,
+        headline: false,
+        column: Some("cpu µs/txn"),
+        of: |r| r.cpu.measured_us_per_txn,
+    },
+    Statistic {
+        name: "cpu_process",
+        unit: "µs/txn",
+        lower_is_better: true,
+        headline: true,
+        column: Some("E−A µs/txn"),
+        of: |r| r.cpu.process_us_per_txn,
+    },
+    Statistic {
+        name: "alloc_bytes",
+        unit: "B/txn",
+        lower_is_better: true,
+        headline: false,
+        column: None,
+        of: |r| r.alloc.bytes_per_txn,
+    },
+    Statistic {
+        name: "allocs",
+        unit: "/txn",
+        lower_is_better: true,
+        headline: false,
+        column: None,
+        of: |r| r.alloc.allocs_per_txn,
+    },
+];
+
+/// The statistics every window-mode campaign compares: what the server
+/// acknowledged in the measured window (the workload's `acked_records` and
+/// `acked_bytes` counters) and the ack latency it reported
+/// (`hdr:ack_latency_ns`). A run without them has 0 here, which the effects
+/// report as missing.
+pub const WINDOW_STATISTICS: &[Statistic] = &[
+    Statistic {
+        name: "records_per_s",
+        unit: "records/s",
+        lower_is_better: false,
+        headline: true,
+        column: Some("records/s"),
+        of: |r| r.window.map_or(0.0, |w| w.records_per_s),
+    },
+    Statistic {
+        name: "bytes_per_s",
+        unit: "B/s",
+        lower_is_better: false,
+        headline: false,
+        column: Some("B/s"),
+        of: |r| r.window.map_or(0.0, |w| w.bytes_per_s),
+    },
+    Statistic {
+        name: "ack_p50_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: false,
+        column: Some("ack p50 µs"),
+        of: |r| {
+            r.window
+                .and_then(|w| w.ack_latency_us)
+                .map_or(0.0, |l| l.p50)
+        },
+    },
+    Statistic {
+        name: "ack_p99_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: true,
+        column: Some("ack p99 µs"),
+        of: |r| {
+            r.window
+                .and_then(|w| w.ack_latency_us)
+                .map_or(0.0, |l| l.p99)
+        },
+    },
+    Statistic {
+        name: "writes_per_record",
+        unit: "writes/record",
+        lower_is_better: true,
+        headline: false,
+        column: None,
+        of: |r| per_record(r, r.client_runtime.map_or(0.0, |c| c.sockets.writes as f64)),
+    },
+    Statistic {
+        name: "cpu_per_record",
+        unit: "µs/record",
+        lower_is_better: true,
+        headline: false,
+        column: Some("cpu µs/rec"),
+        of: |r| per_record(r, r.cpu.measured_us_per_txn * r.measured as f64),
+    },
+];
+
+/// `total` over the records acknowledged in the window; 0 (an effect
+/// reported as missing) for a run with none.
+fn per_record(r: &RunResult, total: f64) -> f64 {
+    match r.window {
+        Some(w) if w.records > 0 => total / w.records as f64,
+        _ => 0.0,
+    }
+}
+
+/// The statistics a plan's measure mode compares.
+pub fn statistics(spec: &PlanSpec) -> &'static [Statistic] {
+    if spec.measure.mode == crate::plan::spec::MeasureMode::Window {
+        WINDOW_STATISTICS
+    } else {
+        STATISTICS
+    }
+}
+
+/// Every statistic of `spec`'s mode read off one run, by name (the web UI
+/// plots these rather than knowing how each is computed).
+pub fn values(spec: &PlanSpec, r: &RunResult) -> BTreeMap<&'static str, f64> {
+    statistics(spec)
+        .iter()
+        .map(|s| (s.name, (s.of)(r)))
+        .collect()
+}

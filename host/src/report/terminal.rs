@@ -1,0 +1,135 @@
+//! The terminal rendering: the tables printed at the end of a campaign. The
+//! headline ratio tables and the median columns are the statistics table's
+//! (`headline`, `column`), so they follow the plan's measure mode.
+
+use super::format::{calibration_sentence, fmt_ratio, fmt_value, noise_floor, pct, stop_sentence};
+use super::model::Report;
+use super::statistics::Statistic;
+use std::fmt::{self, Write as _};
+
+/// The terminal tables printed at the end of a campaign.
+pub fn terminal(report: &Report) -> String {
+    super::render(report, write)
+}
+
+fn write(report: &Report, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
+    writeln!(
+        s,
+        "\ncampaign {} `{}`: {} workloads × {} arms × {} blocks, plan {}",
+        report.campaign.id,
+        spec.name,
+        spec.workloads.len(),
+        spec.arms.len(),
+        spec.blocks,
+        &report.plan.hash[..12]
+    )?;
+    writeln!(s, "intervals: {}", report.intervals.description)?;
+    for stat in report.statistics.iter().filter(|st| st.headline) {
+        headline(report, stat, s)?;
+    }
+    for stop in &report.sequential {
+        writeln!(s, "\nsequential: {}", stop_sentence(stop))?;
+    }
+    if let Some(c) = &report.calibration {
+        writeln!(s, "\n{}", calibration_sentence(c))?;
+    }
+    medians(report, s)?;
+    let g = &report.gates;
+    writeln!(s, "\ngates: {}", g.sentence())?;
+    if g.unfinished_slots > 0 {
+        writeln!(
+            s,
+            "resume with `blocklab campaign --resume {}`",
+            report.campaign.id
+        )?;
+    }
+    for f in g.failed.iter().take(5) {
+        writeln!(s, "  failed {f}")?;
+    }
+    Ok(())
+}
+
+/// One headline statistic: each arm's ratio to the baseline per workload.
+fn headline(report: &Report, stat: &Statistic, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
+    let arms: Vec<&str> = spec
+        .arms
+        .iter()
+        .filter(|a| !a.baseline)
+        .map(|a| a.name.as_str())
+        .collect();
+    let baseline = &spec.arms[spec.baseline()].name;
+    writeln!(
+        s,
+        "\n{}: ratio arm/{baseline} [{} interval] (blocks won); {}",
+        stat.name,
+        if spec.sequential.is_some() {
+            "sequential".to_owned()
+        } else {
+            pct(report.intervals.per_interval_level)
+        },
+        if stat.lower_is_better {
+            "below 1 is faster/cheaper"
+        } else {
+            "above 1 is more throughput"
+        }
+    )?;
+    write!(s, "{:<18}", "workload")?;
+    for arm in &arms {
+        write!(s, " {:>30}", arm)?;
+    }
+    if report.calibration.is_some() {
+        write!(s, " {:>14}", "A/A noise ±")?;
+    }
+    writeln!(s)?;
+    for w in &spec.workloads {
+        write!(s, "{:<18}", w.name)?;
+        for arm in &arms {
+            let cell = report
+                .effects
+                .iter()
+                .find(|e| e.workload == w.name && e.arm == *arm && e.statistic == stat.name)
+                .map(|e| format!("{} ({}/{})", fmt_ratio(e), e.won, e.blocks))
+                .unwrap_or_else(|| "—".into());
+            write!(s, " {cell:>30}")?;
+        }
+        if let Some(c) = &report.calibration {
+            write!(s, " {:>14}", noise_floor(c, &w.name, stat.name))?;
+        }
+        writeln!(s)?;
+    }
+    Ok(())
+}
+
+/// The medians of the statistics that have a terminal column, per
+/// workload and arm.
+fn medians(report: &Report, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
+    let columns: Vec<(&str, &str)> = report
+        .statistics
+        .iter()
+        .filter_map(|st| Some((st.column?, st.name)))
+        .collect();
+    writeln!(s, "\nmedians of run-level statistics")?;
+    write!(s, "{:<18} {:<18}", "workload", "arm")?;
+    for (header, _) in &columns {
+        write!(s, " {header:>12}")?;
+    }
+    writeln!(s)?;
+    for w in &spec.workloads {
+        for arm in &spec.arms {
+            write!(s, "{:<18} {:<18}", w.name, arm.name)?;
+            for (_, stat) in &columns {
+                let median = report
+                    .absolutes
+                    .iter()
+                    .find(|a| a.workload == w.name && a.arm == arm.name && a.statistic == *stat)
+                    .map_or("—".into(), |a| fmt_value(a.median));
+                write!(s, " {median:>12}")?;
+            }
+            writeln!(s)?;
+        }
+    }
+    Ok(())
+}

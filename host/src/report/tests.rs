@@ -1,0 +1,221 @@
+//! The report's own tests: the statistics table, the shared formatting,
+//! and a snapshot of every rendering of one fixed campaign (docs/reports.md
+//! describes what they show). `BLOCKLAB_UPDATE_SNAPSHOTS=1 cargo test -p
+//! blocklab --lib report::` rewrites the snapshots after a deliberate change;
+//! review the diff before committing it.
+
+use super::analysis::steal;
+use super::format::pct;
+use super::statistics::statistics;
+use super::*;
+use crate::run::gates::{Quiescence, Telemetry};
+use crate::run::{RunResult, RunStatus};
+use blocklab_store::{CampaignMeta, CampaignStatus};
+
+fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
+    Telemetry {
+        steal_pct: 100.0 * steal_ticks as f64 / ticks as f64,
+        steal_ticks,
+        ticks,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_plan_names_exactly_the_statistics_the_report_compares() {
+    let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\nmeasured_s = 1.0\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n";
+    for mode in ["transactions", "window"] {
+        let spec = crate::plan::spec::PlanSpec::parse(text, &[format!("measure.mode=\"{mode}\"")])
+            .unwrap();
+        let ours: Vec<&str> = statistics(&spec).iter().map(|s| s.name).collect();
+        assert_eq!(ours, spec.statistic_names(), "{mode}");
+        for primary in spec.primary_statistics() {
+            assert!(ours.contains(&primary.as_str()), "{mode}: {primary}");
+        }
+    }
+}
+
+#[test]
+fn leaked_resources_are_named_in_the_gates_sentence_only_when_there_are_some() {
+    let clean = GateSummary::default().sentence();
+    assert!(!clean.contains("leaked"), "{clean}");
+    let leaky = GateSummary {
+        leaked_resources: 3,
+        ..Default::default()
+    }
+    .sentence();
+    assert!(
+        leaky.contains(", 3 plugin resources leaked (transactions or streams never dropped"),
+        "{leaky}"
+    );
+}
+
+#[test]
+fn percentages_print_as_many_decimals_as_they_need() {
+    assert_eq!(pct(0.95), "95%");
+    assert_eq!(pct(1.0 - 0.05 / 7.0), "99.2857%");
+    assert_eq!(pct(0.999), "99.9%");
+}
+
+#[test]
+fn steal_pools_ticks_and_a_run_of_one_tick_does_not_set_the_maximum() {
+    // A 12 ms run that caught one tick of steal reads 100% on its own.
+    let runs = [run(1, 1), run(10, 1000), run(2, 100)];
+    let (pooled, max) = steal(runs.iter());
+    assert!((pooled - 100.0 * 13.0 / 1101.0).abs() < 1e-9, "{pooled}");
+    assert_eq!(max, 2.0);
+    assert_eq!(steal([].iter()), (0.0, 0.0));
+}
+
+/// A finished two-arm campaign with fixed figures: arm `b, "fast"` is about
+/// 20% faster than the baseline `a` on workload `grv`, and one of its runs
+/// failed once and was rerun.
+fn fixture() -> Report {
+    let text = "name = \"snap\"\nseed = 7\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmeasured = 1000\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b, \\\"fast\\\"\"\n";
+    let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
+    let mut plan =
+        crate::plan::seal::seal(spec, vec![], "snap.toml", text.as_bytes(), None).unwrap();
+    // What depends on the build that runs the test is fixed here.
+    plan.inputs = [("blocklab".to_owned(), "0".repeat(64))].into();
+    plan.hash = "f".repeat(64);
+    plan.version = "0.0.0".into();
+    let mut records = Vec::new();
+    for slot in plan.schedule.clone() {
+        let b = slot.arm != "a";
+        let mean = if b { 80.0 } else { 100.0 } + f64::from(slot.block) * if b { 0.5 } else { 1.5 };
+        let result = RunResult {
+            measured: 1000,
+            measured_s: mean * 1e-3,
+            latency_us: crate::run::result::Latency {
+                mean,
+                p50: mean * 0.9,
+                p99: mean * 2.0,
+                ..Default::default()
+            },
+            throughput_per_s: 1e6 / mean,
+            cpu: crate::run::result::Cpu {
+                measured_us_per_txn: mean * 0.5,
+                process_us_per_txn: mean * 0.6,
+                involuntary_switches: 0,
+            },
+            ..Default::default()
+        };
+        let record = |attempt: u32, status: RunStatus| RunRecord {
+            slot: slot.clone(),
+            attempt,
+            status,
+            reason: (status == RunStatus::Failed)
+                .then(|| "worker exited with exit status: 1: boom".into()),
+            rerun_reason: (attempt > 0)
+                .then(|| "attempt 0 failed: worker exited with exit status: 1: boom".into()),
+            result: (status == RunStatus::Ok).then(|| result.clone()),
+            quiescence: Quiescence {
+                passed: true,
+                ..Default::default()
+            },
+            gate_flagged: false,
+            telemetry: Telemetry::default(),
+            health: None,
+            pinned: vec![1],
+            started_unix_ms: 0,
+            wall_s: 0.5,
+        };
+        if b && slot.block == 1 {
+            records.push(record(0, RunStatus::Failed));
+            records.push(record(1, RunStatus::Ok));
+        } else {
+            records.push(record(0, RunStatus::Ok));
+        }
+    }
+    let campaign = CampaignMeta {
+        id: 3,
+        name: "snap".into(),
+        plan_hash: plan.hash.clone(),
+        created_unix_ms: 0,
+        status: CampaignStatus::Finished,
+        total_runs: plan.schedule.len() as u32,
+        finished_runs: plan.schedule.len() as u32,
+    };
+    let environment = Environment {
+        cpu_model: "Test CPU".into(),
+        kernel: "6.1.0".into(),
+        governor: "performance".into(),
+        smt_layout: vec!["0".into(), "1".into()],
+        online_cpus: 2,
+        memory_gib: 24.0,
+        hostname: "snap-host".into(),
+        blocklab_version: "0.0.0".into(),
+    };
+    analyse(campaign, plan, &records, Some(environment), None, vec![])
+}
+
+/// Compares `actual` with the committed snapshot `name` under
+/// host/src/report/snapshots/, or rewrites it when
+/// `BLOCKLAB_UPDATE_SNAPSHOTS` is set.
+fn assert_snapshot(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/report/snapshots")
+        .join(name);
+    if std::env::var_os("BLOCKLAB_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "snapshot {} is unreadable ({e}); run with BLOCKLAB_UPDATE_SNAPSHOTS=1 to write it",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "{name} changed; if that is intended, run with BLOCKLAB_UPDATE_SNAPSHOTS=1 and review the diff\n--- expected\n{expected}\n--- actual\n{actual}"
+    );
+}
+
+#[test]
+fn the_terminal_tables_match_their_snapshot() {
+    assert_snapshot("terminal.txt", &terminal(&fixture()));
+}
+
+#[test]
+fn the_markdown_report_matches_its_snapshot() {
+    assert_snapshot("markdown.md", &markdown(&fixture()));
+}
+
+#[test]
+fn the_csv_matches_its_snapshot() {
+    assert_snapshot("effects.csv", &csv(&fixture()));
+}
+
+#[test]
+fn the_json_matches_its_snapshot() {
+    let json = serde_json::to_string_pretty(&fixture()).unwrap();
+    assert_snapshot("report.json", &json);
+}
+
+#[test]
+fn an_arm_name_with_a_comma_and_quotes_stays_one_csv_field() {
+    let text = csv(&fixture());
+    let mut reader = ::csv::Reader::from_reader(text.as_bytes());
+    let arms: Vec<String> = reader.records().map(|r| r.unwrap()[1].to_owned()).collect();
+    assert!(!arms.is_empty());
+    assert!(arms.iter().all(|a| a == "b, \"fast\""), "{arms:?}");
+}
+
+#[test]
+fn every_run_carries_the_value_of_every_statistic_of_its_mode() {
+    let report = fixture();
+    let names: Vec<&str> = report.statistics.iter().map(|s| s.name).collect();
+    let ok = report
+        .runs
+        .iter()
+        .find(|r| r.status == RunStatus::Ok)
+        .unwrap();
+    assert_eq!(ok.values.keys().map(String::as_str).collect::<Vec<_>>(), {
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted
+    });
+    assert_eq!(ok.values["mean_latency"], ok.result.latency_us.mean);
+}

@@ -1,0 +1,498 @@
+#!/usr/bin/env python3
+"""py-ingest: seed 004's ingest client on grpcio, as a blocklab process arm
+(protocol v1, docs/process-arms.md).
+
+Usage: blocklab spawns it with the run request on stdin, e.g.
+
+    [[arms]]
+    name = "grpcio-shared"
+    client = { kind = "process", command = ["python3", "peers/py-ingest/ingest.py"] }
+    target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = "shared" }
+
+By hand: `echo '{"protocol":1,"workload":"ingest","target":{"kind":"grpc",
+"endpoint":"http://127.0.0.1:50051","connections":"shared"},"params":{},"seed":1,
+"workers":4,"measure":{"mode":"window","warmup_s":1,"measured_s":3},
+"call_deadline_ms":10000}' | peers/py-ingest/ingest.py` (needs grpcio:
+`make deps-python`).
+
+Workloads, the same as the grpc-ingest plugin's
+(plugins/workloads/grpc-ingest/src/ingest.rs) and peers/go-ingest:
+  - `ingest`: one /ingest.v1.Ingest/Stream per worker; each transaction sends
+    one batch of `batch_records` records of `record_bytes` bytes with gapless
+    offsets, first waiting for acks while more than `max_in_flight` records
+    would be unacknowledged. Counters `acked_records`, `acked_bytes` (window
+    deltas); latency = a batch's send to the first ack covering it, also as
+    histogram `ack_latency_ns`. After the window (after the measured-end
+    mark) each worker half-closes its stream, on which the server acks all
+    it has, and reads the acks of its measured batches, so every measured
+    batch has a latency or an error, as the protocol's counts require.
+  - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
+
+Both measure modes. Connection policies (`target.connections`): "shared" =
+one channel, "per-stream" = one channel per stream (per worker; unary calls
+share one, as blocklab's own client does), N = a pool of N channels,
+workers round-robin. Every channel has its own subchannel pool
+(`grpc.use_local_subchannel_pool`), else grpcio would share one TCP
+connection between channels to the same address. Messages are encoded by
+hand (bytes in, bytes out; no generated code).
+
+`call_deadline_ms` bounds connecting and each unary call; a stalled stream
+is bounded by the host's `run_timeout_s`, which kills the process group.
+Exit status: 0 after the result, 2 for a request this client cannot serve
+(unknown workload, param, mode or policy), 1 when the run fails (connect,
+setup, warmup).
+
+Each worker is a Python thread: the GIL, and grpcio's own threads that feed
+a streaming call from its request iterator, are part of what this arm
+measures.
+"""
+import json
+import os
+import queue
+import random
+import sys
+import threading
+import time
+from collections import Counter
+
+STREAM_METHOD = "/ingest.v1.Ingest/Stream"
+ECHO_METHOD = "/ingest.v1.Echo/Echo"
+DEFAULTS = {
+    "ingest": {"record_bytes": 1024, "batch_records": 64, "max_in_flight": 4096,
+               "max_message_bytes": 4194304},
+    "unary": {"payload_bytes": 64},
+}
+
+
+def usage(message):
+    """Exit 2: the request asks for something this client does not do."""
+    print(f"py-ingest: {message}", file=sys.stderr, flush=True)
+    os._exit(2)
+
+
+def fatal(message):
+    """Exit 1: the run failed (setup, warmup). os._exit: from any thread."""
+    print(f"py-ingest: {message}", file=sys.stderr, flush=True)
+    os._exit(1)
+
+
+def emit(event):
+    print(json.dumps(event), flush=True)
+
+
+# --- ingest.v1 wire format (host/proto/ingest.proto) ---
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def encode_batch(first, n, payload):
+    """Batch{records: n Records from offset `first`, each with `payload`}."""
+    tail = (b"\x12" + varint(len(payload)) + payload) if payload else b""
+    parts = []
+    for off in range(first, first + n):
+        # proto3 leaves default values (offset 0, empty payload) out.
+        record = (b"\x08" + varint(off) if off else b"") + tail
+        parts.append(b"\x0a" + varint(len(record)) + record)
+    return b"".join(parts)
+
+
+def batch_len_bound(n, payload_len):
+    p = 1 + len(varint(payload_len)) + payload_len if payload_len else 0
+    rec = 11 + p
+    return n * (1 + len(varint(rec)) + rec)
+
+
+def fields(b):
+    """Yields (field number, varint value or bytes) of a message."""
+    at = 0
+
+    def get():
+        nonlocal at
+        v = shift = 0
+        while True:
+            if at >= len(b):
+                raise ValueError("a message ends inside a varint (malformed protobuf)")
+            c = b[at]
+            at += 1
+            v |= (c & 0x7F) << shift
+            if c < 0x80:
+                return v
+            shift += 7
+            if shift >= 70:
+                raise ValueError("a varint is longer than 10 bytes (malformed protobuf)")
+
+    while at < len(b):
+        key = get()
+        if key & 7 == 0:
+            yield key >> 3, get()
+        elif key & 7 == 2:
+            n = get()
+            if at + n > len(b):
+                raise ValueError("a field runs past the end of its message (malformed protobuf)")
+            yield key >> 3, b[at:at + n]
+            at += n
+        else:
+            raise ValueError(f"unexpected wire type {key & 7} (malformed protobuf)")
+
+
+def decode_ack(b):
+    return next((v for num, v in fields(b) if num == 1), 0)
+
+
+def decode_echo_len(b):
+    return next((len(v) for num, v in fields(b) if num == 1), 0)
+
+
+# --- results ---
+
+def round3(v):
+    """Keeps 3 significant digits, as the protocol asks of latencies."""
+    m = 1
+    while v // m >= 1000:
+        m *= 10
+    return (v + m // 2) // m * m
+
+
+def describe(e):
+    """A grpc error as `CODE: details`, or the exception's text."""
+    import grpc
+    if isinstance(e, grpc.RpcError) and hasattr(e, "code"):
+        return f"{e.code().name}: {e.details()}"
+    return str(e)
+
+
+class Tally:
+    def __init__(self):
+        self.warmup = self.measured = self.errors = 0
+        self.errors_by_kind = Counter()
+        self.latency = Counter()
+        self.counters = {}
+
+    def fail(self, message, n=1):
+        self.errors += n
+        self.errors_by_kind[message.split("\n", 1)[0]] += n
+
+
+class Failed(Exception):
+    """One transaction failed; the message's first line is its kind."""
+
+
+# --- workloads ---
+
+class Ingest:
+    def __init__(self, channel, p, payload):
+        self.call = channel.stream_stream(STREAM_METHOD, request_serializer=None,
+                                          response_deserializer=None)
+        self.record_bytes = p["record_bytes"]
+        self.batch_records = p["batch_records"]
+        self.max_in_flight = p["max_in_flight"]
+        self.payload = payload
+        self.acked_records = self.acked_bytes = 0
+        self.responses = None
+        self.open()
+
+    def open(self):
+        self.requests = queue.SimpleQueue()
+        requests = self.requests
+
+        def feed():
+            while (item := requests.get()) is not None:
+                yield item
+
+        self.responses = self.call(feed())
+        self.next = self.acked = 0
+        self.in_flight = []  # (end offset, send time ns, measured)
+        self.head = 0  # in_flight[head:] are unacknowledged
+
+    def broken(self, tally, message):
+        """Drops the stream; its unacknowledged measured batches are errors."""
+        lost = sum(1 for b in self.in_flight[self.head:] if b[2])
+        if lost:
+            tally.fail(message, lost)
+        self.requests.put(None)
+        self.responses.cancel()
+        self.responses = None
+
+    def await_ack(self, tally):
+        try:
+            message = next(self.responses)
+        except StopIteration:
+            raise Failed(f"the server ended the ingest stream with records unacknowledged\n"
+                         f"{self.next} sent, {self.acked} acknowledged") from None
+        except Exception as e:  # grpc.RpcError
+            raise Failed(f"ingest stream failed: {describe(e)}") from None
+        try:
+            ack = decode_ack(message)
+        except ValueError as e:
+            raise Failed(str(e)) from None
+        if ack < self.acked:
+            raise Failed("ack went backwards: it covers fewer records than an earlier ack\n"
+                         f"ack up to offset {ack}, after one up to {self.acked}")
+        if ack > self.next:
+            raise Failed("ack beyond what was sent: it covers records never sent\n"
+                         f"ack up to offset {ack}, {self.next} sent")
+        self.acked_records += ack - self.acked
+        self.acked_bytes += (ack - self.acked) * self.record_bytes
+        self.acked = ack
+        now = time.perf_counter_ns()
+        while self.head < len(self.in_flight) and self.in_flight[self.head][0] <= ack:
+            _, sent, measured = self.in_flight[self.head]
+            if measured:
+                tally.latency[round3(now - sent)] += 1
+            self.head += 1
+        if self.head > 1024:
+            del self.in_flight[:self.head]
+            self.head = 0
+
+    def run(self, tally, measured):
+        if self.responses is None:
+            self.open()
+        try:
+            while self.next + self.batch_records - self.acked > self.max_in_flight:
+                self.await_ack(tally)
+            if self.responses.done():
+                # The server ended the call: read the acks it sent before,
+                # then its status, which says why (await_ack raises it).
+                while True:
+                    self.await_ack(tally)
+        except Failed as e:
+            self.broken(tally, str(e))
+            raise
+        batch = encode_batch(self.next, self.batch_records, self.payload)
+        self.requests.put(batch)
+        self.next += self.batch_records
+        self.in_flight.append((self.next, time.perf_counter_ns(), measured))
+
+    def counters(self):
+        return {"acked_records": self.acked_records, "acked_bytes": self.acked_bytes}
+
+    def drain(self, tally):
+        """Half-closes the stream, on which the server acknowledges all it
+        has (a server acking every N records would otherwise leave the last
+        few unacknowledged forever), and reads the acks still in flight."""
+        if self.responses is not None:
+            self.requests.put(None)
+        while self.responses is not None and self.head < len(self.in_flight):
+            try:
+                self.await_ack(tally)
+            except Failed as e:
+                self.broken(tally, str(e))
+        if self.responses is not None:
+            self.requests.put(None)
+            self.responses.cancel()
+
+
+class Echo:
+    def __init__(self, channel, payload, deadline_s):
+        self.call = channel.unary_unary(ECHO_METHOD, request_serializer=None,
+                                        response_deserializer=None)
+        self.request = b"\x0a" + varint(len(payload)) + payload if payload else b""
+        self.size = len(payload)
+        self.deadline_s = deadline_s
+
+    def run(self, tally, measured):
+        t0 = time.perf_counter_ns()
+        try:
+            response = self.call(self.request, timeout=self.deadline_s)
+        except Exception as e:  # grpc.RpcError
+            raise Failed(f"echo failed: {describe(e)}") from None
+        elapsed = time.perf_counter_ns() - t0
+        n = decode_echo_len(response)
+        if n != self.size:
+            raise Failed(f"echo returned {n} bytes for {self.size} sent")
+        if measured:
+            tally.latency[round3(elapsed)] += 1
+
+    def counters(self):
+        return {}
+
+    def drain(self, tally):
+        pass
+
+
+def params(workload, given):
+    defaults = DEFAULTS[workload]
+    out = dict(defaults)
+    for k, v in given.items():
+        if k not in defaults:
+            names = ", ".join(f"`{n}`" for n in sorted(defaults))
+            usage(f"unknown param `{k}` for workload `{workload}`; it takes {names}")
+        # A number, or its digits as text (plan params may be either).
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            usage(f"param `{k}` must be a non-negative integer, not {json.dumps(v)}")
+        out[k] = v
+    return out
+
+
+def channels(req, grpc):
+    target = req["target"]
+    policy = target.get("connections", "shared")
+    if isinstance(policy, str) and policy.isdigit():
+        policy = int(policy)
+    if policy == "shared":
+        n = 1
+    elif policy == "per-stream":
+        # A channel per stream; unary calls are no streams and share one,
+        # as blocklab's own client does (docs/grpc.md).
+        n = req["workers"] if req["workload"] == "ingest" else 1
+    elif isinstance(policy, int) and not isinstance(policy, bool) and policy >= 1:
+        n = policy
+    else:
+        usage("`target.connections` must be \"shared\", \"per-stream\" or a pool size "
+              f"of at least 1, not {json.dumps(policy)}")
+    endpoint = target.get("endpoint", "")
+    if endpoint.startswith("https://"):
+        usage(f"endpoint `{endpoint}`: this client speaks plaintext only; use an http:// endpoint")
+    address = endpoint.removeprefix("http://")
+    deadline_s = req.get("call_deadline_ms", 10000) / 1000
+    out = []
+    for _ in range(n):
+        # A local subchannel pool per channel: one TCP connection each.
+        channel = grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+        try:
+            grpc.channel_ready_future(channel).result(timeout=deadline_s)
+        except grpc.FutureTimeoutError:
+            fatal(f"cannot connect to `{endpoint}` within call_deadline_ms "
+                  f"({req.get('call_deadline_ms', 10000)})")
+        out.append(channel)
+    return out
+
+
+def main():
+    try:
+        req = json.load(sys.stdin)
+    except ValueError as e:
+        usage(f"cannot read the run request on stdin: {e}")
+    if req.get("protocol") != 1:
+        usage(f"speaks protocol 1, the request is protocol {req.get('protocol')}")
+    if req.get("target", {}).get("kind") != "grpc":
+        usage(f"target kind `{req.get('target', {}).get('kind')}`: this client needs a `grpc` target")
+    workload = req.get("workload")
+    if workload == "echo":
+        workload = "unary"
+    if workload not in DEFAULTS:
+        usage(f"unknown workload `{req.get('workload')}`; this client has `ingest` and `unary` (alias `echo`)")
+    p = params(workload, req.get("params", {}))
+    if workload == "ingest":
+        if p["batch_records"] == 0:
+            usage("`batch_records` must be at least 1")
+        bound = batch_len_bound(p["batch_records"], p["record_bytes"])
+        if bound > p["max_message_bytes"]:
+            usage(f"a batch of `batch_records` ({p['batch_records']}) records of `record_bytes` "
+                  f"({p['record_bytes']}) bytes encodes to up to {bound} bytes, over "
+                  f"`max_message_bytes` ({p['max_message_bytes']}); lower `batch_records` or `record_bytes`")
+        if p["max_in_flight"] < p["batch_records"]:
+            usage(f"`max_in_flight` ({p['max_in_flight']}) must be at least `batch_records` ({p['batch_records']})")
+    measure = req.get("measure", {})
+    if measure.get("mode") not in ("transactions", "window"):
+        usage(f"unknown measure mode `{measure.get('mode')}`; use `transactions` or `window`")
+    workers_n = req.get("workers", 1)
+    if not isinstance(workers_n, int) or workers_n < 1:
+        usage("`workers` must be at least 1")
+
+    import grpc  # after the checks: a bad request is refused even without grpcio
+    emit({"hello": {"protocol": 1,
+                    "client": f"grpcio {grpc.__version__} / python {sys.version.split()[0]}"}})
+
+    rng = random.Random(req.get("seed", 0))
+    chans = channels(req, grpc)
+    deadline_s = req.get("call_deadline_ms", 10000) / 1000
+    workers = []
+    for i in range(workers_n):
+        channel = chans[i % len(chans)]
+        if workload == "ingest":
+            workers.append(Ingest(channel, p, rng.randbytes(p["record_bytes"])))
+        else:
+            workers.append(Echo(channel, rng.randbytes(p["payload_bytes"]), deadline_s))
+
+    def split(total, i):
+        return total // workers_n + (1 if i < total % workers_n else 0)
+
+    tallies = [Tally() for _ in workers]
+    warmed = threading.Barrier(workers_n + 1)
+    start = threading.Event()
+    windowed = threading.Barrier(workers_n + 1)
+
+    def drive(i, w, t):
+        try:
+            if measure["mode"] == "transactions":
+                for _ in range(split(measure["warmup"], i)):
+                    w.run(t, False)
+                    t.warmup += 1
+            else:
+                end = time.perf_counter() + measure["warmup_s"]
+                while time.perf_counter() < end:
+                    w.run(t, False)
+                    t.warmup += 1
+        except Failed as e:
+            fatal(f"warmup failed: {e}")
+        warmed.wait()
+        start.wait()
+        before = w.counters()
+
+        def one():
+            try:
+                w.run(t, True)
+            except Failed as e:
+                t.fail(str(e))
+            t.measured += 1
+
+        if measure["mode"] == "transactions":
+            for _ in range(split(measure["measured"], i)):
+                one()
+        else:
+            end = time.perf_counter() + measure["measured_s"]
+            while time.perf_counter() < end:
+                one()
+        t.counters = {k: v - before.get(k, 0) for k, v in w.counters().items()}
+        windowed.wait()
+        w.drain(t)
+
+    threads = [threading.Thread(target=drive, args=(i, w, t), daemon=True)
+               for i, (w, t) in enumerate(zip(workers, tallies))]
+    emit({"mark": "warmup"})
+    for th in threads:
+        th.start()
+    warmed.wait()
+    emit({"mark": "measured"})
+    t0 = time.perf_counter()
+    start.set()
+    windowed.wait()
+    elapsed = time.perf_counter() - t0
+    emit({"mark": "measured-end"})
+    for th in threads:
+        th.join()
+
+    errors_by_kind, latency, counters = Counter(), Counter(), Counter()
+    for t in tallies:
+        errors_by_kind.update(t.errors_by_kind)
+        latency.update(t.latency)
+        counters.update(t.counters)
+    pairs = [[v, n] for v, n in latency.items()]
+    result = {
+        "warmup": sum(t.warmup for t in tallies),
+        "measured": sum(t.measured for t in tallies),
+        "measured_s": elapsed,
+        "errors": sum(t.errors for t in tallies),
+        "errors_by_kind": dict(errors_by_kind),
+        "retries": 0,
+        "counters": {k: counters.get(k, 0) for k in workers[0].counters()},
+        "latency_ns": pairs,
+    }
+    if workload == "ingest":
+        result["histograms"] = {"ack_latency_ns": pairs}
+    emit({"result": result})
+    for channel in chans:
+        channel.close()
+
+
+if __name__ == "__main__":
+    main()
