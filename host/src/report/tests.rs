@@ -5,6 +5,7 @@
 //! review the diff before committing it.
 
 use super::analysis::steal;
+use super::model::GateSummary;
 use super::format::pct;
 use super::statistics::statistics;
 use super::*;
