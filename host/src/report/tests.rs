@@ -5,8 +5,8 @@
 //! review the diff before committing it.
 
 use super::analysis::steal;
-use super::model::GateSummary;
 use super::format::pct;
+use super::model::GateSummary;
 use super::statistics::statistics;
 use super::*;
 use crate::run::gates::{Quiescence, Telemetry};
