@@ -12,10 +12,7 @@ pub fn now_ns() -> u64 {
 /// `len` bytes from the run's seeded generator.
 pub fn random(len: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(len as usize);
-    POOL.with(|pool| {
-        pool.borrow_mut()
-            .take(len as usize, &mut out, |n| raw::random(n))
-    });
+    POOL.with(|pool| pool.borrow_mut().take(len as usize, &mut out, raw::random));
     out
 }
 
@@ -24,7 +21,7 @@ pub fn random(len: u32) -> Vec<u8> {
 /// plugin and a builtin pick the same keys.
 pub fn random_u64() -> u64 {
     let mut word = [0u8; 8];
-    POOL.with(|pool| pool.borrow_mut().take_into(&mut word, |n| raw::random(n)));
+    POOL.with(|pool| pool.borrow_mut().take_into(&mut word, raw::random));
     u64::from_le_bytes(word)
 }
 
