@@ -35,7 +35,7 @@ JS_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(JS_PLUGIN_NAMES)))
 COMPONENTIZE_JS := plugins/js/node_modules/@bytecodealliance/componentize-js/package.json
 
 # mk/peers.mk: `make peers`, the native client peers into $(CARGO_TARGET_DIR)/peers.
-.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser vendor-web lint bench-boundary
+.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net vendor-web lint bench-boundary
 
 all: build
 
@@ -107,6 +107,11 @@ ifneq ($(SERVE),0)
 	$(BLOCKLAB) serve --data $(CURDIR)/blocklab-data --listen $(DEMO_LISTEN)
 endif
 
+## deps-net: iproute2 (`ip`, `tc`) for targets in network namespaces
+## (docs/network.md); the tests that use them run as root.
+deps-net:
+	@command -v ip >/dev/null && command -v tc >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y iproute2)
+
 ## deps-browser: Debian's chromium and playwright-core (pinned in
 ## web/tests/package-lock.json) for the browser tests; no browser download.
 deps-browser:
@@ -123,9 +128,10 @@ vendor-web:
 	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
 
 ## test: the whole suite (formatting and clippy first, then unit, integration,
-## browser, the fdb feature's type-check, the native peers).
-test: lint plugins check-fdb deps-browser deps-python peers
-	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+## browser, the fdb feature's type-check, the native peers, network
+## namespaces as root).
+test: lint plugins check-fdb deps-browser deps-python deps-net peers
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async

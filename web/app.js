@@ -243,7 +243,7 @@ async function renderReport(id, statistics, into) {
     if (rows.length === 0) continue;
     const better = stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better (more per second)";
     forests.append(el("h3", {}, `${stat.name} (${stat.unit}): ratio arm/${baseline}, ${level}% interval; ${better}`),
-      forestPlot(stat, [rows], workloads, arms.filter((a) => a !== baseline)));
+      forestPlot(stat, [rows], workloads, arms.filter((a) => a !== baseline), undefined, baseline));
   }
   if (report.missing_effects.length) {
     forests.append(el("p", { class: "muted" }, `${report.missing_effects.length} effects could not be computed, e.g. `,
@@ -273,8 +273,15 @@ async function renderReport(id, statistics, into) {
   drawLatency();
 }
 
+// A process arm's program as the report's plugin column names it: `process: NAME`,
+// NAME the script an interpreter runs or the executable (ProcessSpec::label).
+function clientLabel(client) {
+  const path = client.command[client.script ? 1 : 0] || "";
+  return `process: ${path.split("/").pop()}`;
+}
+
 // rowsBySet: one array of effect rows per campaign (1 here, 2 when comparing).
-function forestPlot(stat, rowsBySet, workloads, arms, setNames) {
+function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline) {
   const lines = [];
   for (const w of workloads) for (const a of arms) {
     const found = rowsBySet.map((rows) => rows.find((r) => r.workload === w && r.arm === a));
@@ -297,7 +304,9 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames) {
   if (setNames) setNames.forEach((n, i) => s.append(svg("text", { x: left + 160 * i, y: 11, class: i ? "b" : "" }, `${n} (${i ? "orange" : "blue"} intervals)`)));
   lines.forEach((l, i) => {
     const y0 = top + i * rowH;
-    s.append(svg("text", { x: 4, y: y0 + rowH / 2 + 4 }, `${l.w} · ${l.a}`));
+    // An arm compared with another arm than the plan's baseline (its `compare_to`) names it.
+    const against = l.found.find(Boolean).baseline;
+    s.append(svg("text", { x: 4, y: y0 + rowH / 2 + 4 }, `${l.w} · ${l.a}` + (baseline && against !== baseline ? ` / ${against}` : "")));
     l.found.forEach((r, k) => {
       if (!r) return;
       const y = y0 + 10 + k * 16;
@@ -408,7 +417,7 @@ function provenance(report) {
     el("div", {},
       el("h3", {}, "Design"),
       kv([["plan hash", el("span", { class: "hash" }, report.hash)], ["seed", plan.seed], ["blocks", plan.blocks],
-          ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "")).join(", ")],
+          ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "") + (a.client ? ` (${clientLabel(a.client)})` : "")).join(", ")],
           ["measure", JSON.stringify(plan.measure)], ["intervals", report.intervals ? report.intervals.description : `${plan.bootstrap.method}, level ${plan.bootstrap.level}`],
           ["overrides", report.overrides.join("; ") || "none"], ["source", report.source], ["blocklab", report.version]]),
       el("h3", {}, "Orders (first workload; every workload has its own)"), orders),
@@ -420,7 +429,8 @@ function provenance(report) {
       kv([["CPU", env.cpu_model || "—"], ["kernel", env.kernel || "—"], ["governor", env.governor || "—"],
           ["SMT layout", (env.smt_layout || []).join(" ")], ["online CPUs", env.online_cpus ?? "—"], ["host", env.hostname || "—"]]),
       el("h3", {}, "Placement"),
-      kv(place ? [["runner", cpus(place.runner)], ["client", cpus(place.client)], ["server", cpus(place.server)], ["origin", place.origin]] : [["placement", "not recorded yet"]])),
+      kv(place ? [["runner", cpus(place.runner)], ["client", cpus(place.client)], ["server", cpus(place.server)], ["origin", place.origin]] : [["placement", "not recorded yet"]]),
+      network(report)),
     el("div", { id: "gates" },
       el("h3", {}, "Gates"),
       kv([["runs", g.runs], ["failed", g.failed.length], ["flagged (quiescence)", g.flagged.length], ["reruns", g.reruns],
@@ -431,6 +441,24 @@ function provenance(report) {
 }
 
 // Flamegraphs of the runs a campaign profiled (`--profile`, `?profile=`).
+// Targets in their own network namespace (docs/network.md): each arm's link
+// with its counters, and the exact ip and tc commands applied.
+function network(report) {
+  const links = report.links || [];
+  if (links.length === 0) return null;
+  const n = (x) => Number(x).toLocaleString("en");
+  const commands = (report.network || []).flatMap((x) => [
+    ...x.netns.setup.map((c) => c.join(" ")),
+    ...Object.entries(x.arms).flatMap(([arm, a]) => [`# arm ${arm}: ${a.link}`, ...a.commands.map((c) => c.join(" "))]),
+  ]);
+  return el("div", { id: "network" },
+    el("h3", {}, "Links"),
+    el("table", {},
+      el("thead", {}, el("tr", {}, ["arm", "link", "runs", "client → target bytes", "target → client bytes", "qdisc drops", "qdisc overlimits"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, links.map((l) => el("tr", { "data-arm": l.arm }, [l.arm, l.link, l.runs, n(l.client_to_target_bytes), n(l.target_to_client_bytes), n(l.drops), n(l.overlimits)].map((v) => el("td", {}, String(v))))))),
+    el("details", {}, el("summary", {}, "ip and tc commands"), el("pre", {}, commands.join("\n"))));
+}
+
 function profiles(report) {
   const runs = report.runs.filter((r) => r.profile);
   if (runs.length === 0) return null;

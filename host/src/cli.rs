@@ -1412,6 +1412,20 @@ mod tests {
             client: "1".into(),
             server: Some("1".into()),
         });
+        // Every link key set, so each is a known key (zeros are not written).
+        let link = crate::machine::netns::LinkSpec {
+            rate_mbit: Some(1.0),
+            burst_kib: Some(1),
+            queue_ms: Some(1),
+            delay_ms: 1.0,
+            jitter_ms: 1.0,
+            loss_pct: 1.0,
+        };
+        spec.network = Some(crate::plan::spec::NetworkSpec {
+            placement: crate::machine::netns::NetPlacement::Netns,
+            link: Some(link.clone()),
+        });
+        spec.arms[0].link = Some(link);
         let mut known_keys = BTreeSet::new();
         keys(&serde_json::to_value(&spec).unwrap(), "", &mut known_keys);
         let sections = [
@@ -1422,6 +1436,7 @@ mod tests {
             "limits.",
             "arms.",
             "workloads.",
+            "network.",
         ];
 
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -11,7 +11,8 @@
 //! - [`calibrate`]: A/A campaigns on the machine: coverage, noise floor,
 //!   detectable effects, block counts.
 //! - [`serve`]: the daemon: JSON API, job queue, SSE progress, web UI.
-//! - [`machine`]: CPU placement, CPU time, the counting allocator.
+//! - [`machine`]: CPU placement, CPU time, the counting allocator, network
+//!   namespaces and shaped links for targets.
 //! - [`limits`]: the caps on sizes and durations input may ask for.
 //! - [`cli`]: the command line.
 //!

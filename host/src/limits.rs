@@ -53,8 +53,22 @@ pub const CALL_DEADLINE_MS: u64 = 3_600_000;
 pub const TIMEOUT_S: f64 = 86_400.0;
 /// Longest quiescence window, milliseconds (one minute).
 pub const WINDOW_MS: u64 = 60_000;
+/// Longest line a process arm's program may write on stdout (one event)
+/// or stderr, bytes: a result's latency pairs take a few KiB.
+pub const PROCESS_LINE_BYTES: u64 = 4 << 20;
+/// Lines of a process arm's stderr kept for the run's error.
+pub const PROCESS_STDERR_LINES: usize = 20;
 /// Longest warmup or measured window of window mode, seconds (one day).
 pub const MEASURE_S: f64 = 86_400.0;
+
+/// Fastest link rate a plan may ask for, Mbit/s (100 Gbit/s).
+pub const LINK_RATE_MBIT: f64 = 100_000.0;
+/// Largest rate limiter bucket, KiB (1 GiB).
+pub const LINK_BURST_KIB: u64 = 1 << 20;
+/// Longest a packet may wait in the rate limiter's queue, ms.
+pub const LINK_QUEUE_MS: u64 = 10_000;
+/// Longest one-way delay or jitter of a link, ms.
+pub const LINK_DELAY_MS: f64 = 10_000.0;
 
 /// One row of the table docs/limits.md shows: the key (or keys) a cap
 /// applies to, the default, the cap.
@@ -126,10 +140,37 @@ pub fn table() -> Vec<Row> {
             format!("0 to {MEASURE_S}"),
         ),
         row(
+            "one stdout event / stderr line of a process arm",
+            "-",
+            format!("{PROCESS_LINE_BYTES} bytes"),
+        ),
+        row(
+            "stderr lines kept from a process arm",
+            "-",
+            format!("the last {PROCESS_STDERR_LINES}, each clipped"),
+        ),
+        row(
             "`measure.measured_s`, `--measured-s`",
             "-",
             format!("more than 0, at most {MEASURE_S}"),
         ),
+        row(
+            "`link.rate_mbit`",
+            "unshaped",
+            format!("0.01 to {LINK_RATE_MBIT} Mbit/s"),
+        ),
+        row(
+            "`link.burst_kib`",
+            "64, or 4 ms at the rate",
+            format!("1 to {LINK_BURST_KIB}"),
+        ),
+        row("`link.queue_ms`", "50", format!("1 to {LINK_QUEUE_MS}")),
+        row(
+            "`link.delay_ms`, `link.jitter_ms`",
+            "0",
+            format!("0 to {LINK_DELAY_MS}"),
+        ),
+        row("`link.loss_pct`", "0", "0 to 100".to_owned()),
     ]
 }
 

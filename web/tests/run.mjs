@@ -107,6 +107,28 @@ test("the page of a finished campaign shows one forest-plot mark per workload ×
   await page.close();
 });
 
+// Set when the test runs as root: a finished campaign whose server ran in a
+// network namespace, its arms behind an unshaped and a 10 Mbit/s link.
+const netns = process.env.BLOCKLAB_NETNS_CAMPAIGN;
+
+test("a campaign whose server ran in a namespace shows each arm's link, its counters and the tc commands",
+  { skip: netns ? false : "BLOCKLAB_NETNS_CAMPAIGN is not set (namespaces need root)" }, async () => {
+    const report = await api(`/api/campaigns/${netns}/report`);
+    const { page, errors } = await open(`#/campaigns/${netns}`);
+    await page.waitForSelector("#network tbody tr");
+    assert.equal(report.links.length, report.plan.arms.length);
+    for (const l of report.links) {
+      const text = await page.locator(`#network tr[data-arm="${l.arm}"]`).innerText();
+      assert.ok(text.includes(l.link), `${l.arm}: link ${l.link} in ${text}`);
+      assert.ok(text.includes(Number(l.overlimits).toLocaleString("en")), `${l.arm}: overlimits in ${text}`);
+    }
+    const commands = await page.locator("#network pre").textContent();
+    assert.match(commands, /^ip netns add blk-/);
+    assert.match(commands, /tc qdisc replace dev blk-\S+ root tbf rate 10mbit/);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
 test("progress updates arrive while a campaign runs", async () => {
   const created = await api("/api/campaigns", {
     method: "POST", body: runningPlan,

@@ -1,7 +1,9 @@
 //! The machine a campaign runs on: CPU placement (groups, affinity,
-//! pinning), per-thread CPU time and the counting allocator. The bottom
+//! pinning), per-thread CPU time, the counting allocator, and the network
+//! namespace and shaped link a target can be placed behind (`netns`). The bottom
 //! layer: it imports no other module of the crate, so every stage can use it.
 
 pub mod alloc;
 pub mod cpu;
+pub mod netns;
 pub mod placement;

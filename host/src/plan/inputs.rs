@@ -1,10 +1,12 @@
 //! Input hashing: which files a run executes and their sha256, sealed with
 //! the plan and checked again by each run.
 
+use crate::plan::spec::ProcessSpec;
 use crate::plugin::source::PluginSource;
-use anyhow::Context;
+use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// sha256 of a file, hex.
 pub fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
@@ -32,4 +34,104 @@ pub fn input_files(
         files.push((path.display().to_string(), path.clone()));
     }
     Ok(files)
+}
+
+/// The files a process arm executes, by input name (each sealed path): the
+/// executable, the script an interpreter runs, and each of `inputs`, after
+/// `blocklab` (which starts the program and reads its events). Sealing made
+/// the paths absolute ([`resolve_process`]).
+pub fn process_files(process: &ProcessSpec) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let exe = std::env::current_exe().context("cannot locate the blocklab binary")?;
+    let mut files = vec![("blocklab".to_owned(), exe)];
+    let scripts = if process.script { 2 } else { 1 };
+    for path in process.command.iter().take(scripts).chain(&process.inputs) {
+        files.push((path.clone(), PathBuf::from(path)));
+    }
+    Ok(files)
+}
+
+/// Checks `found`, the sha256 of input `name`, against the sealed one.
+pub fn check_input(
+    expected: &BTreeMap<String, String>,
+    name: &str,
+    found: &str,
+) -> anyhow::Result<()> {
+    match expected.get(name) {
+        Some(sealed) if sealed != found => bail!(
+            "input `{name}` changed since the plan was sealed (sha256 {found}, sealed {sealed}); restore it or seal a new plan"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Makes a process arm's paths absolute, so the sealed plan means the same
+/// files wherever it is resumed from and the program may run in its own
+/// directory. `base` is the plan's directory. `command[0]` with a `/` is a
+/// path (relative to `base`); a bare name is looked up on `PATH`, and then,
+/// if `command[1]` names a file (relative to `base`), that file is the
+/// script the interpreter runs and is hashed too. Each of `inputs` is a
+/// path relative to `base`. Missing files are refused here.
+pub fn resolve_process(process: &mut ProcessSpec, base: &Path) -> anyhow::Result<()> {
+    let Some(program) = process.command.first().cloned() else {
+        bail!("`client.command` is empty: give the program and its arguments");
+    };
+    let found = if program.contains('/') {
+        let path = base.join(&program);
+        std::fs::canonicalize(&path).with_context(|| {
+            format!(
+                "`client.command[0] = \"{program}\"` does not exist (paths are relative to the plan's directory `{}`); build the program (`make peers` builds the repo's peers) or fix the path",
+                base.display()
+            )
+        })?
+    } else {
+        let found = on_path(&program).with_context(|| {
+            format!(
+                "`client.command[0] = \"{program}\"` is not a program on `PATH`; install it, or give its path (with a `/`, relative to the plan's directory)"
+            )
+        })?;
+        if let Some(script) = process.command.get(1)
+            && base.join(script).is_file()
+        {
+            let script = std::fs::canonicalize(base.join(script))
+                .with_context(|| format!("cannot resolve `client.command[1] = \"{script}\"`"))?;
+            process.command[1] = script.display().to_string();
+            process.script = true;
+        }
+        found
+    };
+    let executable = std::fs::metadata(&found).is_ok_and(|m| {
+        use std::os::unix::fs::PermissionsExt;
+        m.is_file() && m.permissions().mode() & 0o111 != 0
+    });
+    if !executable {
+        bail!(
+            "`client.command[0]` is `{}`, which is not an executable file; `chmod +x` it or name the program that runs it (e.g. `command = [\"python3\", \"{program}\"]`)",
+            found.display()
+        );
+    }
+    process.command[0] = found.display().to_string();
+    for input in &mut process.inputs {
+        let path = std::fs::canonicalize(base.join(&*input)).with_context(|| {
+            format!(
+                "`client.inputs` names `{input}`, which does not exist (paths are relative to the plan's directory `{}`); fix the path or remove it",
+                base.display()
+            )
+        })?;
+        *input = path.display().to_string();
+    }
+    Ok(())
+}
+
+/// The executable file `name` in the first `PATH` directory holding one,
+/// with symbolic links resolved (so the interpreter hashed is the file that
+/// runs).
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .and_then(|p| std::fs::canonicalize(p).ok())
 }

@@ -5,7 +5,7 @@
 use super::design;
 use super::spec::PlanSpec;
 use crate::limits;
-use crate::plan::inputs::{input_files, sha256_file};
+use crate::plan::inputs::{input_files, process_files, resolve_process, sha256_file};
 use crate::plugin::compose;
 use crate::plugin::source::{PluginSource, check_workload, workload_infos};
 use crate::plugin::wasm::Limits;
@@ -62,6 +62,12 @@ pub fn workload_seed(seed: u64, index: usize) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The seed of one run's generators: different per slot, reproducible
+/// from the plan's seed.
+pub fn run_seed(seed: u64, slot: &Slot) -> u64 {
+    workload_seed(seed, 1_000_000 + slot.slot as usize)
+}
+
 /// The schedule: per workload in plan order, its blocks in order, each
 /// block's arms in its balanced order.
 pub fn schedule(spec: &PlanSpec) -> anyhow::Result<Vec<Slot>> {
@@ -115,8 +121,26 @@ fn resolve_plugins(spec: &mut PlanSpec) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Seals `spec` (read from `plan_bytes` at `source`): plugin paths made
-/// absolute, CPU groups checked, every plugin loaded once (cached under
+/// The directory a process arm's paths are relative to: the plan file's,
+/// or the working directory for a plan that is not a file (`api`).
+fn plan_dir(source: &str) -> anyhow::Result<PathBuf> {
+    let path = Path::new(source);
+    match path.parent() {
+        Some(dir) if path.is_file() => {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            std::fs::canonicalize(dir)
+                .with_context(|| format!("cannot resolve the plan's directory `{}`", dir.display()))
+        }
+        _ => std::env::current_dir().context("cannot read the working directory"),
+    }
+}
+
+/// Seals `spec` (read from `plan_bytes` at `source`): plugin and process
+/// paths made absolute, CPU groups checked, every plugin loaded once (cached under
 /// `cache_dir`) and its workloads and params checked, inputs hashed.
 pub fn seal(
     spec: PlanSpec,
@@ -139,14 +163,30 @@ fn seal_unclipped(
     // another way (the daemon's JSON) is checked here all the same.
     spec.validate()?;
     resolve_plugins(&mut spec)?;
+    let base = plan_dir(source)?;
+    for arm in &mut spec.arms {
+        if let Some(super::spec::ClientSpec::Process(process)) = &mut arm.client {
+            resolve_process(process, &base).with_context(|| format!("in arm `{}`", arm.name))?;
+        }
+    }
     // CPU groups are checked against this machine before anything is stored.
     crate::machine::placement::Placement::resolve(spec.cpus.as_ref(), false)?;
+    check_network(&spec)?;
     check_plugins(&spec, cache_dir)?;
     let schedule = schedule(&spec)?;
     let mut inputs = BTreeMap::new();
     inputs.insert("plan".to_owned(), hex::encode(Sha256::digest(plan_bytes)));
+    for arm in &spec.arms {
+        if let Some(process) = arm.process() {
+            for (name, path) in process_files(process)? {
+                if let std::collections::btree_map::Entry::Vacant(slot) = inputs.entry(name) {
+                    slot.insert(sha256_file(&path)?);
+                }
+            }
+        }
+    }
     for workload in &spec.workloads {
-        for arm in &spec.arms {
+        for arm in spec.arms.iter().filter(|a| a.client.is_none()) {
             let source = spec.plugin_for(workload, arm)?;
             let adapters = arm.adapter_paths();
             for (name, path) in input_files(&source, &adapters)? {
@@ -181,6 +221,25 @@ fn seal_unclipped(
     Ok(sealed)
 }
 
+/// A plan that puts targets in a namespace is checked against this
+/// machine: namespaces can be made (root or CAP_NET_ADMIN, iproute2), and
+/// the kernel has the qdiscs every arm's link needs. A link is never
+/// approximated with what the kernel has: a missing `netem` refuses the
+/// plan, naming the kernel option.
+fn check_network(spec: &PlanSpec) -> anyhow::Result<()> {
+    use crate::machine::netns::{self, NetPlacement};
+    if spec.placement() != NetPlacement::Netns {
+        return Ok(());
+    }
+    let support = netns::probe_qdiscs()?;
+    for arm in &spec.arms {
+        if let Some(link) = spec.link_for(arm) {
+            netns::check_link(link, &support).with_context(|| format!("in arm `{}`", arm.name))?;
+        }
+    }
+    Ok(())
+}
+
 /// Loads each distinct plugin (with its adapters and grants) once, as a run
 /// would, with `workers` instances, and checks every workload and param the
 /// plan gives it: what `blocklab run` refuses is refused before anything is
@@ -192,7 +251,9 @@ fn check_plugins(spec: &PlanSpec, cache_dir: Option<PathBuf>) -> anyhow::Result<
     };
     type Key = (PluginSource, Vec<String>, crate::plugin::grants::Grants);
     let mut loaded: Vec<(Key, Vec<crate::plugin::WorkloadInfo>)> = Vec::new();
-    for arm in &spec.arms {
+    // A process arm's program is not asked for its workloads: the protocol
+    // has no listing, and an unknown workload fails its runs with exit 2.
+    for arm in spec.arms.iter().filter(|a| a.client.is_none()) {
         for workload in &spec.workloads {
             let source = spec.plugin_for(workload, arm)?;
             let key: Key = (source.clone(), arm.adapters.clone(), arm.grants());
@@ -318,8 +379,16 @@ impl SealedPlan {
     /// The inputs a slot's run must find unchanged.
     pub fn inputs_of(&self, slot: &Slot) -> anyhow::Result<BTreeMap<String, String>> {
         let mut out = BTreeMap::new();
-        let source = self.plugin_of(slot)?;
         let (_, arm) = self.workload_and_arm(slot)?;
+        if let Some(process) = arm.process() {
+            for (name, _) in process_files(process)? {
+                if let Some(hash) = self.inputs.get(&name) {
+                    out.insert(name, hash.clone());
+                }
+            }
+            return Ok(out);
+        }
+        let source = self.plugin_of(slot)?;
         let adapters = arm.adapter_paths();
         let mut names: Vec<String> = input_files(&source, &adapters)?
             .into_iter()

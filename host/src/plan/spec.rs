@@ -3,6 +3,7 @@
 //! `--set path=value` overrides applied before parsing and recorded.
 
 use crate::limits;
+use crate::machine::netns::{LinkSpec, NetPlacement};
 use crate::machine::placement::CpuSpec;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters};
@@ -39,6 +40,11 @@ pub struct PlanSpec {
     /// CPU groups; derived from the machine's topology when absent.
     #[serde(default)]
     pub cpus: Option<CpuSpec>,
+    /// Where local targets run and the link to them (docs/network.md).
+    /// Absent: on loopback, as before the key existed (and sealed plans
+    /// without it keep their hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSpec>,
     #[serde(default)]
     pub gates: GateSpec,
     #[serde(default)]
@@ -120,6 +126,18 @@ impl MeasureSpec {
             }
         }
     }
+}
+
+/// `[network]`: where the campaign's local targets run and the link that
+/// joins them to the client (docs/network.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    #[serde(default)]
+    pub placement: NetPlacement,
+    /// The link of every arm that sets none of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkSpec>,
 }
 
 /// `[bootstrap]`: how intervals are computed.
@@ -374,6 +392,11 @@ pub struct ArmSpec {
     pub name: String,
     #[serde(default)]
     pub baseline: bool,
+    /// The arm this arm's effects are computed against, when not the
+    /// plan's baseline: e.g. each implementation's shared connection
+    /// against its own connection per stream (docs/reports.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_to: Option<String>,
     /// Overrides the workload plugin: another build, or `builtin`.
     #[serde(default)]
     pub plugin: Option<String>,
@@ -396,6 +419,67 @@ pub struct ArmSpec {
     /// With `wasi:sockets`: the `IP:PORT` addresses sockets may reach.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// The shape of the link to this arm's local target (with
+    /// `network.placement = "netns"`); overrides `network.link`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkSpec>,
+    /// Who runs the workloads: absent, blocklab's own client (the plugin
+    /// or `builtin` in a `blocklab worker`); `{ kind = "process", ... }`, a
+    /// native program speaking docs/process-arms.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientSpec>,
+}
+
+/// `client = { kind = "process", command = [...], inputs = [...] }`: an
+/// arm whose client is a native program (docs/process-arms.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ClientSpec {
+    Process(ProcessSpec),
+}
+
+/// A process arm's program. Sealing makes every path absolute: `command[0]`
+/// relative to the plan's directory (a bare name is looked up on `PATH`),
+/// `command[1]` too when the program is an interpreter and it names a file,
+/// and each of `inputs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    /// argv: the executable and its arguments.
+    pub command: Vec<String>,
+    /// Further files the program reads (a config, a script it loads),
+    /// hashed into the sealed plan and checked before every run.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    /// Whether `command[1]` is a file hashed as an input (set by sealing:
+    /// the program was found on `PATH`, so it is taken for an interpreter).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub script: bool,
+}
+
+impl ProcessSpec {
+    /// The program's short name: the script's file name for an
+    /// interpreter, else the executable's.
+    pub fn name(&self) -> String {
+        let named = if self.script {
+            self.command.get(1)
+        } else {
+            None
+        };
+        let path = named
+            .or(self.command.first())
+            .map(String::as_str)
+            .unwrap_or("");
+        Path::new(path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.to_owned())
+    }
+
+    /// What the report shows in the plugin column: `process: NAME`.
+    pub fn label(&self) -> String {
+        format!("process: {}", self.name())
+    }
 }
 
 impl ArmSpec {
@@ -410,6 +494,43 @@ impl ArmSpec {
     /// The arm's adapter paths.
     pub fn adapter_paths(&self) -> Vec<std::path::PathBuf> {
         self.adapters.iter().map(std::path::PathBuf::from).collect()
+    }
+
+    /// The arm's native program, if it is a process arm.
+    pub fn process(&self) -> Option<&ProcessSpec> {
+        match &self.client {
+            Some(ClientSpec::Process(p)) => Some(p),
+            None => None,
+        }
+    }
+
+    /// What a process arm cannot have: blocklab's own client's knobs, and
+    /// targets only that client reaches.
+    fn check_process(&self, process: &ProcessSpec) -> anyhow::Result<()> {
+        if process.command.is_empty() || process.command[0].trim().is_empty() {
+            bail!(
+                "`client.command` is empty: give the program and its arguments, e.g. `command = [\"peers/go-ingest/go-ingest\"]`"
+            );
+        }
+        for (key, set) in [
+            ("plugin", self.plugin.is_some()),
+            ("adapters", !self.adapters.is_empty()),
+            ("grants", !self.grants.is_empty()),
+            ("allow", !self.allow.is_empty()),
+            ("inject_busy_ns", self.inject_busy_ns != 0),
+        ] {
+            if set {
+                bail!(
+                    "`{key}` is set, but a process arm runs its own program (`client.kind = \"process\"`), not a plugin; remove `{key}` from the arm, or remove `client` to run a plugin"
+                );
+            }
+        }
+        if self.target == TargetSpec::Embedded {
+            bail!(
+                "the target is `embedded`, an engine inside blocklab's own process that a native program cannot reach; give the process arm a `grpc` or `fdb` target, or remove `client`"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -563,6 +684,10 @@ impl PlanSpec {
         for arm in &self.arms {
             limits::name("an arm's `name`", &arm.name)?;
             check_params(&arm.params).with_context(|| format!("in arm `{}`", arm.name))?;
+            if let Some(process) = arm.process() {
+                arm.check_process(process)
+                    .with_context(|| format!("in arm `{}`", arm.name))?;
+            }
             arm.grants()
                 .validate()
                 .with_context(|| format!("in arm `{}`", arm.name))?;
@@ -578,6 +703,25 @@ impl PlanSpec {
                     .with_context(|| format!("in arm `{}`", arm.name))?;
             }
         }
+        for arm in &self.arms {
+            if let Some(other) = &arm.compare_to {
+                let known = self.arms.iter().any(|a| a.name == *other);
+                if !known || *other == arm.name || arm.baseline {
+                    bail!(
+                        "in arm `{}`: `compare_to = \"{}\"` {}",
+                        arm.name,
+                        limits::clip(other),
+                        if arm.baseline {
+                            "is set on the baseline, which is compared with nothing; remove it"
+                        } else if *other == arm.name {
+                            "names the arm itself; name another arm, or remove it to compare with the baseline"
+                        } else {
+                            "names no arm of the plan; name another arm, or remove it to compare with the baseline"
+                        }
+                    );
+                }
+            }
+        }
         let mut seen = std::collections::BTreeSet::new();
         for w in &self.workloads {
             limits::name("a workload's `name`", &w.name)?;
@@ -585,12 +729,13 @@ impl PlanSpec {
             if !seen.insert(w.name.as_str()) {
                 bail!("workload `{}` is listed twice", w.name);
             }
-            for arm in &self.arms {
+            for arm in self.arms.iter().filter(|a| a.client.is_none()) {
                 let plugin = self.plugin_for(w, arm)?;
                 check_adapters(&plugin, &arm.adapter_paths())
                     .with_context(|| format!("in arm `{}`", arm.name))?;
             }
         }
+        self.validate_network()?;
         crate::plan::design::orders(self.arms.len(), self.blocks, self.seed)?;
         if let Some(seq) = &self.sequential {
             self.validate_sequential(seq)?;
@@ -616,10 +761,13 @@ impl PlanSpec {
         }
         for (i, a) in self.arms.iter().enumerate() {
             for b in &self.arms[i + 1..] {
-                let same = self.workloads.iter().all(|w| {
-                    self.plugin_for(w, a).ok() == self.plugin_for(w, b).ok()
-                        && self.params_for(w, a) == self.params_for(w, b)
-                }) && a.target == b.target
+                let same = a.client == b.client
+                    && self.workloads.iter().all(|w| {
+                        self.plugin_for(w, a).ok() == self.plugin_for(w, b).ok()
+                            && self.params_for(w, a) == self.params_for(w, b)
+                    })
+                    && a.target == b.target
+                    && self.link_for(a) == self.link_for(b)
                     && a.adapters == b.adapters
                     && a.grants() == b.grants()
                     && a.inject_busy_ns == b.inject_busy_ns;
@@ -632,6 +780,62 @@ impl PlanSpec {
             }
         }
         out
+    }
+
+    /// Where local targets run: `network.placement`, loopback by default.
+    pub fn placement(&self) -> NetPlacement {
+        self.network
+            .as_ref()
+            .map(|n| n.placement)
+            .unwrap_or_default()
+    }
+
+    /// The link to `arm`'s target: its own, else `network.link`; `None`
+    /// when the target is on loopback.
+    pub fn link_for<'a>(&'a self, arm: &'a ArmSpec) -> Option<&'a LinkSpec> {
+        if self.placement() != NetPlacement::Netns {
+            return None;
+        }
+        arm.link
+            .as_ref()
+            .or_else(|| self.network.as_ref()?.link.as_ref())
+    }
+
+    /// Links are in range, and only where a namespace gives them a meaning.
+    fn validate_network(&self) -> anyhow::Result<()> {
+        let netns = self.placement() == NetPlacement::Netns;
+        if let Some(link) = self.network.as_ref().and_then(|n| n.link.as_ref()) {
+            link.validate("network.link")?;
+            if !netns {
+                bail!(
+                    "`network.link` shapes the link to targets in their own namespace, but `network.placement` is \"loopback\"; set `network.placement = \"netns\"` or drop `network.link`"
+                );
+            }
+        }
+        let local = |arm: &ArmSpec| matches!(&arm.target, TargetSpec::Grpc(s) if s.is_local());
+        for arm in &self.arms {
+            let Some(link) = &arm.link else { continue };
+            link.validate("link")
+                .with_context(|| format!("in arm `{}`", arm.name))?;
+            if !netns {
+                bail!(
+                    "arm `{}` sets `link`, which shapes the link to a target in its own namespace, but `network.placement` is \"loopback\"; set `network.placement = \"netns\"` under `[network]` or drop the arm's `link`",
+                    arm.name
+                );
+            }
+            if !local(arm) {
+                bail!(
+                    "arm `{}` sets `link`, but its target is not a server the campaign starts (`endpoint = \"local:grpc-ingest\"`), so no link of blocklab's leads to it; drop the arm's `link`",
+                    arm.name
+                );
+            }
+        }
+        if netns && !self.arms.iter().any(local) {
+            bail!(
+                "`network.placement = \"netns\"` puts the servers the campaign starts in a namespace of their own, but no arm's target is one (`endpoint = \"local:grpc-ingest\"`); give an arm that endpoint or drop `[network]`"
+            );
+        }
+        Ok(())
     }
 
     fn validate_sequential(&self, seq: &SequentialSpec) -> anyhow::Result<()> {
@@ -745,6 +949,14 @@ impl PlanSpec {
     /// Index of the baseline arm.
     pub fn baseline(&self) -> usize {
         self.arms.iter().position(|a| a.baseline).unwrap_or(0)
+    }
+
+    /// The arm `arm`'s effects are computed against: its `compare_to`, or
+    /// the plan's baseline.
+    pub fn reference_of<'a>(&'a self, arm: &'a ArmSpec) -> &'a str {
+        arm.compare_to
+            .as_deref()
+            .unwrap_or(&self.arms[self.baseline()].name)
     }
 }
 
@@ -916,6 +1128,64 @@ mod tests {
         assert!(format!("{err:#}").contains("measured"), "{err:#}");
         let err = PlanSpec::parse(text, &["nonsense".into()]).unwrap_err();
         assert!(err.to_string().contains("is not PATH=VALUE"), "{err}");
+    }
+
+    /// A window-mode grpc plan with `network` and `arms` appended.
+    fn grpc_plan(rest: &str) -> anyhow::Result<PlanSpec> {
+        let text = format!(
+            "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmode = \"window\"\nmeasured_s = 1.0\n[[workloads]]\nname = \"ingest\"\n{rest}"
+        );
+        PlanSpec::parse(&text, &[])
+    }
+
+    const LOCAL_ARMS: &str = "[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\n[[arms]]\nname = \"b\"\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\nlink = { rate_mbit = 10 }\n";
+
+    #[test]
+    fn links_need_a_namespace_and_a_local_target() {
+        // The arm link without `placement = "netns"`.
+        let e = grpc_plan(LOCAL_ARMS).unwrap_err().to_string();
+        assert!(
+            e.contains("arm `b` sets `link`") && e.contains("set `network.placement = \"netns\"`"),
+            "{e}"
+        );
+        let spec = grpc_plan(&format!("[network]\nplacement = \"netns\"\n{LOCAL_ARMS}")).unwrap();
+        let (a, b) = (&spec.arms[0], &spec.arms[1]);
+        assert_eq!(spec.link_for(a), None);
+        assert_eq!(spec.link_for(b).unwrap().rate_mbit, Some(10.0));
+        // Arms that differ only in their link are not the same arm.
+        assert!(spec.warnings().is_empty(), "{:?}", spec.warnings());
+        // The plan's link is every arm's that sets none.
+        let spec = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ rate_mbit = 1000 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap();
+        assert_eq!(
+            spec.link_for(&spec.arms[0]).unwrap().rate_mbit,
+            Some(1000.0)
+        );
+        // A namespace with nothing of ours to put in it.
+        let e = grpc_plan(
+            "[network]\nplacement = \"netns\"\n[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"http://127.0.0.1:9\" }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no arm's target is one"), "{e}");
+        // Unknown link keys and out-of-range values name the key.
+        let e = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ rate = 10 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown field `rate`"), "{e}");
+        let e = grpc_plan(&format!(
+            "[network]\nplacement = \"netns\"\nlink = {{ delay_ms = -1 }}\n{LOCAL_ARMS}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`network.link.delay_ms = -1` is out of range"),
+            "{e}"
+        );
     }
 
     #[test]

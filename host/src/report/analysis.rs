@@ -5,8 +5,8 @@
 
 use super::format::pct;
 use super::model::{
-    AbsoluteRow, EffectRow, GateSummary, Intervals, MissingEffect, PositionRow, Report, RunRow,
-    STEAL_MIN_TICKS,
+    AbsoluteRow, EffectRow, GateSummary, Intervals, LinkRow, MissingEffect, PositionRow, Report,
+    RunRow, STEAL_MIN_TICKS,
 };
 use super::statistics::{Statistic, statistics};
 use crate::machine::placement::Placement;
@@ -152,11 +152,12 @@ pub fn sequential_check(
     // be computed (missing runs), which counts as wider than any.
     let mut widest: (String, Option<f64>) = (String::from("no effect"), Some(0.0));
     for arm in spec.arms.iter().filter(|a| a.name != *baseline) {
+        let reference = spec.reference_of(arm);
         for s in statistics(spec)
             .iter()
             .filter(|s| primary.iter().any(|p| p == s.name))
         {
-            let half = match (ok.get(arm.name.as_str()), ok.get(baseline.as_str())) {
+            let half = match (ok.get(arm.name.as_str()), ok.get(reference)) {
                 (Some(a), Some(b)) => {
                     let (a, b) = paired(a, b, s);
                     stats::paired_effect(&a, &b, s.lower_is_better, 1, 0, Method::StudentT, level)
@@ -224,6 +225,7 @@ pub fn analyse(
         placement.as_ref(),
     );
     limits.extend(run_limits(&runs, campaign.id));
+    let links = link_rows(spec, &finals);
     Report {
         campaign,
         environment,
@@ -240,7 +242,43 @@ pub fn analyse(
         positions: rows.positions,
         runs,
         limits,
+        network: Vec::new(),
+        links,
     }
+}
+
+/// Each arm's link and its counters summed over its final runs, when
+/// targets ran in a namespace.
+fn link_rows(spec: &PlanSpec, finals: &BTreeMap<u32, &RunRecord>) -> Vec<LinkRow> {
+    if spec.placement() != crate::machine::netns::NetPlacement::Netns {
+        return Vec::new();
+    }
+    spec.arms
+        .iter()
+        .map(|arm| {
+            let mut row = LinkRow {
+                arm: arm.name.clone(),
+                link: spec
+                    .link_for(arm)
+                    .map_or_else(|| "unshaped".into(), |l| l.describe()),
+                runs: 0,
+                client_to_target_bytes: 0,
+                target_to_client_bytes: 0,
+                drops: 0,
+                overlimits: 0,
+            };
+            for r in finals.values().filter(|r| r.slot.arm == arm.name) {
+                let Some(l) = &r.link else { continue };
+                let (drops, overlimits) = l.counters.drops_and_overlimits();
+                row.runs += 1;
+                row.client_to_target_bytes += l.counters.client_end.tx_bytes;
+                row.target_to_client_bytes += l.counters.target_end.tx_bytes;
+                row.drops += drops;
+                row.overlimits += overlimits;
+            }
+            row
+        })
+        .collect()
 }
 
 /// Absolutes and effects of every arm of `workload`, and its position
@@ -266,6 +304,8 @@ fn analyse_workload(
         if arm.name == baseline {
             continue;
         }
+        // The arm's `compare_to`, or the plan's baseline.
+        let baseline = spec.reference_of(arm);
         let (Some(arm_runs), Some(base_runs)) = (runs, ok.get(baseline)) else {
             rows.missing.push(MissingEffect {
                 workload: workload.to_owned(),
@@ -508,6 +548,7 @@ fn run_rows(spec: &PlanSpec, records: &[RunRecord]) -> Vec<RunRow> {
                 wall_s: r.wall_s,
                 steal_pct: r.telemetry.steal_pct,
                 oom_kills: r.telemetry.oom_kills,
+                link: r.link.clone(),
                 values: super::statistics::values(spec, &result)
                     .into_iter()
                     .map(|(k, v)| (k.to_owned(), v))
@@ -574,7 +615,11 @@ fn limits(
         .iter()
         .any(|a| matches!(&a.target, crate::target::TargetSpec::Grpc(g) if g.is_local()))
     {
-        out.push("gRPC arms used the local grpc-ingest server over loopback on the same machine: no network latency, loss or bandwidth limit, and client and server compete for the machine's cores; only limits emulated by the server's knobs apply.".into());
+        if spec.placement() == crate::machine::netns::NetPlacement::Netns {
+            out.push("gRPC arms used the local grpc-ingest server in a network namespace of its own, reached over a veth pair on the same machine: only the delay, loss and rate each arm's link states apply (see the link table), and client and server still compete for the machine's cores.".into());
+        } else {
+            out.push("gRPC arms used the local grpc-ingest server over loopback on the same machine: no network latency, loss or bandwidth limit, and client and server compete for the machine's cores; only limits emulated by the server's knobs apply.".into());
+        }
     }
     if spec.workers == 1 {
         out.push("One worker: batching and contention under concurrency were not tested.".into());

@@ -4,9 +4,10 @@
 
 use super::calibration;
 use super::format::{calibration_sentence, fmt_value, noise_floor, pct, stop_sentence};
-use super::model::Report;
+use super::model::{EffectRow, Report};
+use crate::machine::netns::NetPlacement;
 use crate::machine::placement::format_cpu_list;
-use crate::plan::spec::WorkloadSpec;
+use crate::plan::spec::{PlanSpec, WorkloadSpec};
 use crate::stats::Method;
 use std::fmt::{self, Write as _};
 
@@ -49,30 +50,95 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     Ok(())
 }
 
+/// The link table and the network's provenance, when targets ran in a
+/// namespace.
+fn network(report: &Report, s: &mut String) -> fmt::Result {
+    if report.links.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        s,
+        "\n### Links\n\nCounters of the veth pair and its qdiscs, summed over each arm's final runs (worker start to exit).\n\n| arm | link | runs | client → target bytes | target → client bytes | qdisc drops | qdisc overlimits |\n|---|---|---|---|---|---|---|"
+    )?;
+    for l in &report.links {
+        writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            l.arm,
+            l.link,
+            l.runs,
+            l.client_to_target_bytes,
+            l.target_to_client_bytes,
+            l.drops,
+            l.overlimits
+        )?;
+    }
+    for (i, n) in report.network.iter().enumerate() {
+        writeln!(
+            s,
+            "\nExecution {}: namespace `{}`, client end `{}` {}, target end `{}` {}.\n\n```",
+            i + 1,
+            n.netns.namespace,
+            n.netns.host_veth,
+            n.netns.host_addr,
+            n.netns.peer_veth,
+            n.netns.peer_addr
+        )?;
+        for c in &n.netns.setup {
+            writeln!(s, "{}", c.join(" "))?;
+        }
+        for (arm, a) in &n.arms {
+            writeln!(s, "# arm {arm}: {}", a.link)?;
+            for c in &a.commands {
+                writeln!(s, "{}", c.join(" "))?;
+            }
+        }
+        writeln!(s, "```")?;
+    }
+    Ok(())
+}
+
 /// The arms table and the sealed inputs.
 fn arms(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
+    // The link column only where targets ran behind links.
+    let netns = spec.placement() == NetPlacement::Netns;
+    let (head, rule) = if netns { ("| link ", "---|") } else { ("", "") };
     writeln!(
         s,
-        "## Arms\n\n| arm | baseline | plugin | target | params |\n|---|---|---|---|---|"
+        "## Arms\n\n| arm | baseline | plugin | target {head}| params |\n|---|---|---|---|{rule}---|"
     )?;
     for arm in &spec.arms {
-        let plugin = arm
-            .plugin
+        let link = if netns {
+            let link = spec
+                .link_for(arm)
+                .map_or_else(|| "unshaped".into(), |l| l.describe());
+            format!(" {link} |")
+        } else {
+            String::new()
+        };
+        let process = arm.process().map(|p| p.label());
+        let plugin = process
             .as_deref()
+            .or(arm.plugin.as_deref())
             .or(spec.plugin.as_deref())
             .unwrap_or("per workload");
         let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         writeln!(
             s,
-            "| {} | {} | `{}` | {} | {} |",
+            "| {} | {} | `{}` | {} |{link} {} |",
             arm.name,
-            if arm.baseline { "yes" } else { "" },
+            match (&arm.compare_to, arm.baseline) {
+                (_, true) => "yes".to_owned(),
+                (Some(other), false) => format!("no: compared with `{other}`"),
+                (None, false) => String::new(),
+            },
             plugin,
             arm.target.kind(),
             params.join(" ")
         )?;
     }
+    network(report, s)?;
     writeln!(s, "\n### Inputs\n\n| input | sha256 |\n|---|---|")?;
     for (name, hash) in &report.plan.inputs {
         writeln!(s, "| `{name}` | `{hash}` |")?;
@@ -192,7 +258,7 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
             s,
             "| {} | {} | {:.3} | {:.3} – {:.3} | {} | {}/{} |{}",
             e.statistic,
-            e.arm,
+            arm_cell(spec, e),
             e.ratio,
             e.ci_low,
             e.ci_high,
@@ -251,4 +317,14 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
         )?;
     }
     Ok(())
+}
+
+/// An effect's arm, with the arm it is against when that is not the
+/// plan's baseline (`compare_to`).
+fn arm_cell(spec: &PlanSpec, e: &EffectRow) -> String {
+    if e.baseline == spec.arms[spec.baseline()].name {
+        e.arm.clone()
+    } else {
+        format!("{} / {}", e.arm, e.baseline)
+    }
 }

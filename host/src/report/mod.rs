@@ -21,13 +21,14 @@ mod tests;
 pub use analysis::sequential_check;
 pub use csv::csv;
 pub use markdown::markdown;
-pub use model::{Report, RunRow};
+pub use model::{LinkRow, Report, RunRow};
 pub use statistics::statistics;
 pub use terminal::terminal;
 
 use crate::plan::seal::SealedPlan;
 use crate::run::RunRecord;
 use crate::run::gates::Environment;
+use crate::run::link::NETWORK_BLOB;
 use crate::run::supervisor::SEQUENTIAL_BLOB;
 use analysis::analyse;
 use blocklab_store::{CampaignId, Store};
@@ -71,6 +72,7 @@ pub fn build_with(
         store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),
     );
     report.calibration = latest_calibration(store, report.environment.as_ref())?;
+    report.network = store.blob(id, NETWORK_BLOB)?.unwrap_or_default();
     Ok(report)
 }
 

@@ -7,6 +7,7 @@ use super::statistics::Statistic;
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
 use crate::run::gates::Environment;
+use crate::run::link::{LinkRun, NetworkRecord};
 use crate::run::supervisor::SequentialStop;
 use crate::run::{RunResult, RunStatus};
 use crate::stats::{Method, Simultaneous};
@@ -99,6 +100,10 @@ pub struct RunRow {
     pub wall_s: f64,
     pub steal_pct: f64,
     pub oom_kills: Option<u64>,
+    /// The link to a target in its own namespace, the tc commands run
+    /// before the run, and the link's counters over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkRun>,
     /// Every statistic of the plan's mode for this run, by name (from
     /// [`super::statistics`]; 0 for a failed run).
     #[serde(default)]
@@ -199,4 +204,28 @@ pub struct Report {
     pub positions: Vec<PositionRow>,
     pub runs: Vec<RunRow>,
     pub limits: Vec<String>,
+    /// Targets in their own namespace: per execution, the namespace, its
+    /// addresses and every `ip` and `tc` command applied (docs/network.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<NetworkRecord>,
+    /// Each arm's link and its counters summed over the arm's final runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkRow>,
+}
+
+/// One arm's link over the campaign.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkRow {
+    pub arm: String,
+    /// e.g. "100 Mbit/s" or "unshaped".
+    pub link: String,
+    /// Final runs with link counters.
+    pub runs: usize,
+    /// Bytes the client's end sent (client → target) and the target's end
+    /// sent (target → client), summed.
+    pub client_to_target_bytes: u64,
+    pub target_to_client_bytes: u64,
+    /// Summed over both ends' qdiscs.
+    pub drops: u64,
+    pub overlimits: u64,
 }

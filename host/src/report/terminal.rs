@@ -35,6 +35,24 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         writeln!(s, "\n{}", calibration_sentence(c))?;
     }
     medians(report, s)?;
+    if !report.links.is_empty() {
+        writeln!(
+            s,
+            "\nlinks (veth and qdisc counters, summed over each arm's runs)"
+        )?;
+        for l in &report.links {
+            writeln!(
+                s,
+                "{:<20} {:<28} {:>14} B client→target {:>12} B back  drops {}  overlimits {}",
+                l.arm,
+                l.link,
+                l.client_to_target_bytes,
+                l.target_to_client_bytes,
+                l.drops,
+                l.overlimits
+            )?;
+        }
+    }
     let g = &report.gates;
     writeln!(s, "\ngates: {}", g.sentence())?;
     if g.unfinished_slots > 0 {
@@ -77,7 +95,12 @@ fn headline(report: &Report, stat: &Statistic, s: &mut String) -> fmt::Result {
     )?;
     write!(s, "{:<18}", "workload")?;
     for arm in &arms {
-        write!(s, " {:>30}", arm)?;
+        // An arm compared with another arm than the baseline says so.
+        let header = match spec.arms.iter().find(|a| a.name == *arm) {
+            Some(a) if a.compare_to.is_some() => format!("{arm}/{}", spec.reference_of(a)),
+            _ => (*arm).to_owned(),
+        };
+        write!(s, " {header:>30}")?;
     }
     if report.calibration.is_some() {
         write!(s, " {:>14}", "A/A noise ±")?;

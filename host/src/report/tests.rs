@@ -117,6 +117,7 @@ fn fixture() -> Report {
             gate_flagged: false,
             telemetry: Telemetry::default(),
             health: None,
+            link: None,
             pinned: vec![1],
             started_unix_ms: 0,
             wall_s: 0.5,
@@ -146,6 +147,7 @@ fn fixture() -> Report {
         memory_gib: 24.0,
         hostname: "snap-host".into(),
         blocklab_version: "0.0.0".into(),
+        qdiscs: None,
     };
     analyse(campaign, plan, &records, Some(environment), None, vec![])
 }

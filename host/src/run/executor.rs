@@ -2,13 +2,16 @@
 //! returns its [`RunRecord`]. The supervisor owns the order, the store and
 //! the rerun/stop policy; an executor owns where and how a run happens. The
 //! first implementation, [`LocalExecutor`], runs a fresh `blocklab worker`
-//! pinned to this machine's client CPUs behind the quiescence gate, with
-//! telemetry and target health around it; executors that place a run
-//! elsewhere (a native client process, a network namespace, a Slurm node)
-//! implement the same trait so that everything above them stays the same.
+//! (or, for a process arm, the arm's own program through
+//! [`super::process`]) pinned to this machine's client CPUs behind the
+//! quiescence gate, with telemetry and target health around it; executors
+//! that place a run elsewhere (a Slurm node) implement the same trait so
+//! that everything above them stays the same.
 
 use super::gates::{self, Probe};
 use super::interrupt::Interrupt;
+use super::link::{CampaignNetwork, LinkRun};
+use super::process::ProcessJob;
 use super::profile::Selection;
 use super::worker::{HashedFile, RunSpec};
 use super::{RunRecord, RunResult, RunStatus};
@@ -85,6 +88,9 @@ pub struct LocalExecutor<'a> {
     watched: Vec<usize>,
     /// Local targets serve the whole execution; dropping them stops them.
     servers: LocalServers,
+    /// With `network.placement = "netns"`: the namespace the servers run
+    /// in. Declared after `servers`, so it is dropped (removed) after them.
+    network: Option<CampaignNetwork>,
 }
 
 impl<'a> LocalExecutor<'a> {
@@ -131,9 +137,15 @@ impl<'a> LocalExecutor<'a> {
                 changed.join("; ")
             );
         }
+        let network = CampaignNetwork::start(plan)?;
         let targets = || plan.spec.arms.iter().map(|a| &a.target);
         let servers = if LocalServers::needed(targets()) {
-            LocalServers::start(&exe, targets(), &placement.server)
+            LocalServers::start(
+                &exe,
+                targets(),
+                &placement.server,
+                network.as_ref().map(CampaignNetwork::netns),
+            )
         } else {
             LocalServers::default()
         };
@@ -151,7 +163,14 @@ impl<'a> LocalExecutor<'a> {
             binary,
             watched,
             servers,
+            network,
         })
+    }
+
+    /// The namespace's provenance, when targets run in one (the caller
+    /// stores it: blob [`super::link::NETWORK_BLOB`]).
+    pub fn network(&self) -> Option<&super::link::NetworkRecord> {
+        self.network.as_ref().map(CampaignNetwork::record)
     }
 
     /// The quiescence gate before a run; `Err` when it failed and the plan
@@ -180,18 +199,26 @@ impl<'a> LocalExecutor<'a> {
         Ok(quiescence)
     }
 
-    /// Runs the worker between two health checks of the target: a target
-    /// unhealthy before does not run, one unhealthy after is not trusted.
+    /// Runs the worker, or the process arm's program, between two health
+    /// checks of the target: a target unhealthy before does not run, one
+    /// unhealthy after is not trusted.
+    /// With a namespace, the link takes the arm's shape first and its
+    /// counters are read just before and after the worker.
     fn run_checked(
         &self,
-        spec: &mut RunSpec,
-    ) -> (Result<RunResult, Halt>, Option<serde_json::Value>) {
+        slot: &Slot,
+        client: &mut Client,
+    ) -> (
+        Result<RunResult, Halt>,
+        Option<serde_json::Value>,
+        Option<LinkRun>,
+    ) {
         // A `local:` grpc endpoint becomes the server this execution
         // started; a target that cannot be resolved fails the run unstarted.
-        let before = match self.servers.resolve(&spec.target) {
+        let before = match self.servers.resolve(client.target_mut()) {
             Ok(target) => {
-                spec.target = target;
-                crate::target::health(&spec.target)
+                *client.target_mut() = target;
+                crate::target::health(client.target_mut())
             }
             Err(why) => Some(crate::target::Health {
                 detail: serde_json::Value::Null,
@@ -199,22 +226,54 @@ impl<'a> LocalExecutor<'a> {
             }),
         };
         let gates = &self.plan.spec.gates;
-        let outcome = match before.as_ref().and_then(|h| h.failed.as_ref()) {
-            Some(why) => Err(Halt::Broken(anyhow::anyhow!(
-                "the target's health gate failed before the run, so it did not start: {why}"
-            ))),
-            None => spawn_worker(
-                &self.exe,
-                spec,
-                &self.placement.client,
-                gates.run_timeout_s,
-                &self.settings.interrupt,
+        let sample = self
+            .network
+            .as_ref()
+            .map(|n| n.before_run(self.plan, slot))
+            .transpose();
+        let (outcome, sample) = match (before.as_ref().and_then(|h| h.failed.as_ref()), sample) {
+            (Some(why), _) => (
+                Err(Halt::Broken(anyhow::anyhow!(
+                    "the target's health gate failed before the run, so it did not start: {why}"
+                ))),
+                None,
+            ),
+            (None, Err(e)) => (
+                Err(Halt::Broken(e.context(
+                    "the link to the target could not be shaped, so the run did not start",
+                ))),
+                None,
+            ),
+            (None, Ok(sample)) => (
+                match client {
+                    Client::Worker(spec) => spawn_worker(
+                        &self.exe,
+                        spec,
+                        &self.placement.client,
+                        gates.run_timeout_s,
+                        &self.settings.interrupt,
+                    ),
+                    Client::Process(job) => super::process::run(
+                        job,
+                        &self.placement.client,
+                        gates.run_timeout_s,
+                        &self.settings.interrupt,
+                        Some(&self.binary.sha256),
+                    ),
+                },
+                sample,
             ),
         };
+        let link = match (&self.network, sample) {
+            (Some(n), Some(sample)) => n.after_run(sample).ok(),
+            _ => None,
+        };
         if let Err(Halt::Interrupted(_)) = outcome {
-            return (outcome, None);
+            return (outcome, None, None);
         }
-        let after = before.as_ref().map(|_| crate::target::health(&spec.target));
+        let after = before
+            .as_ref()
+            .map(|_| crate::target::health(client.target_mut()));
         let outcome = match (
             outcome,
             after.as_ref().and_then(|h| h.as_ref()?.failed.as_ref()),
@@ -225,7 +284,7 @@ impl<'a> LocalExecutor<'a> {
             (outcome, _) => outcome,
         };
         let health = before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
-        (outcome, health)
+        (outcome, health, link)
     }
 }
 
@@ -237,12 +296,18 @@ impl Executor for LocalExecutor<'_> {
         rerun_reason: Option<String>,
     ) -> Result<Executed, Halt> {
         let quiescence = self.gate(slot)?;
-        let mut spec = run_spec(self.plan, slot, &self.settings)?;
-        spec.binary = Some(self.binary.clone());
+        let mut client = match ProcessJob::of(self.plan, slot)? {
+            Some(job) => Client::Process(Box::new(job)),
+            None => {
+                let mut spec = run_spec(self.plan, slot, &self.settings)?;
+                spec.binary = Some(self.binary.clone());
+                Client::Worker(Box::new(spec))
+            }
+        };
         let started_unix_ms = unix_ms();
         let t0 = Instant::now();
         let probe = Probe::start();
-        let (outcome, health) = self.run_checked(&mut spec);
+        let (outcome, health, link) = self.run_checked(slot, &mut client);
         // Within a run, `Broken` is the run's own failure: stored, not fatal.
         let (status, reason, mut result) = match outcome {
             Ok(result) => (RunStatus::Ok, None, Some(result)),
@@ -271,6 +336,7 @@ impl Executor for LocalExecutor<'_> {
                 quiescence,
                 telemetry,
                 health,
+                link,
                 pinned: self.placement.client.clone(),
                 started_unix_ms,
                 wall_s: t0.elapsed().as_secs_f64(),
@@ -278,6 +344,21 @@ impl Executor for LocalExecutor<'_> {
             histogram,
             profile_svg,
         })
+    }
+}
+
+/// Who runs an attempt: a `blocklab worker`, or a process arm's program.
+enum Client {
+    Worker(Box<RunSpec>),
+    Process(Box<ProcessJob>),
+}
+
+impl Client {
+    fn target_mut(&mut self) -> &mut crate::target::TargetSpec {
+        match self {
+            Client::Worker(spec) => &mut spec.target,
+            Client::Process(job) => &mut job.target,
+        }
     }
 }
 
@@ -313,7 +394,7 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, settings: &Settings) -> anyhow::
     let spec = &plan.spec;
     let measure: Measure = spec.measure.measure()?;
     // Each run's generator differs by slot, reproducibly from the plan seed.
-    let seed = crate::plan::seal::workload_seed(spec.seed, 1_000_000 + slot.slot as usize);
+    let seed = crate::plan::seal::run_seed(spec.seed, slot);
     Ok(RunSpec {
         workload: workload.name.clone(),
         params: spec.params_for(workload, arm),

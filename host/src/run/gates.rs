@@ -195,6 +195,10 @@ pub struct Environment {
     pub memory_gib: f64,
     pub hostname: String,
     pub blocklab_version: String,
+    /// The qdiscs the kernel offers, probed for campaigns whose targets run
+    /// in a namespace of their own (docs/network.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qdiscs: Option<crate::machine::netns::QdiscSupport>,
 }
 
 impl Environment {
@@ -231,6 +235,7 @@ impl Environment {
             memory_gib,
             hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
             blocklab_version: env!("CARGO_PKG_VERSION").to_owned(),
+            qdiscs: None,
         }
     }
 }

@@ -2,8 +2,27 @@
 //! process boundary from worker to supervisor, and [`RunRecord`], one stored
 //! attempt of one slot (the result with the gates and telemetry around it).
 
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// A latency histogram in nanoseconds from 1 ns to one hour, 3 significant
+/// digits; longer transactions are recorded as one hour.
+pub fn new_histogram() -> anyhow::Result<Histogram<u64>> {
+    Ok(Histogram::new_with_bounds(1, 3_600_000_000_000, 3)?)
+}
+
+/// A histogram in HdrHistogram's V2 deflate format, base64 (the form a
+/// [`RunResult`] carries it in).
+pub fn encode_histogram(histogram: &Histogram<u64>) -> anyhow::Result<String> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Serializer as _;
+    let mut serialized = Vec::new();
+    hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(histogram, &mut serialized)
+        .map_err(|e| anyhow::anyhow!("cannot serialize the latency histogram: {e:?}"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(serialized))
+}
 
 /// Latency summary of a run's transactions, microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -14,6 +33,21 @@ pub struct Latency {
     pub p99: f64,
     pub p999: f64,
     pub max: f64,
+}
+
+impl Latency {
+    /// A nanosecond histogram's summary in microseconds.
+    pub fn from_histogram(histogram: &Histogram<u64>) -> Latency {
+        let us = |ns: u64| ns as f64 / 1_000.0;
+        Latency {
+            mean: histogram.mean() / 1_000.0,
+            p50: us(histogram.value_at_quantile(0.50)),
+            p90: us(histogram.value_at_quantile(0.90)),
+            p99: us(histogram.value_at_quantile(0.99)),
+            p999: us(histogram.value_at_quantile(0.999)),
+            max: us(histogram.max()),
+        }
+    }
 }
 
 /// CPU per measured transaction, microseconds of user+system time.
@@ -49,6 +83,30 @@ pub struct WindowStats {
     /// absent when the workload reports no `hdr:ack_latency_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack_latency_us: Option<Latency>,
+}
+
+impl WindowStats {
+    /// The window's figures from what the workload counted during the
+    /// measured window only (`counters`, `histograms`) and the window's wall
+    /// time: the same for wasm, builtin and process clients.
+    pub fn of_window(
+        secs: f64,
+        counters: &BTreeMap<String, i64>,
+        histograms: &BTreeMap<String, Histogram<u64>>,
+    ) -> WindowStats {
+        let count = |name: &str| counters.get(name).copied().unwrap_or(0).max(0) as u64;
+        let (records, bytes) = (count("acked_records"), count("acked_bytes"));
+        WindowStats {
+            records,
+            bytes,
+            records_per_s: records as f64 / secs,
+            bytes_per_s: bytes as f64 / secs,
+            ack_latency_us: histograms
+                .get("ack_latency_ns")
+                .filter(|h| !h.is_empty())
+                .map(Latency::from_histogram),
+        }
+    }
 }
 
 /// The grpc client's tokio runtime over the measured window (stable
@@ -89,8 +147,13 @@ pub struct RunResult {
     pub workload: String,
     pub arm: String,
     pub target: String,
-    /// `builtin` or the plugin's file name.
+    /// `builtin`, the plugin's file name, or `process: NAME` for a process
+    /// arm.
     pub plugin: String,
+    /// A process arm's program as its `hello` names itself (e.g.
+    /// `grpc-go 1.33.0 / go1.19.8`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     pub mode: crate::plan::spec::MeasureMode,
     pub workers: u32,
     pub seed: u64,
@@ -265,6 +328,11 @@ pub struct RunRecord {
     /// Target health before and after the run, where the target reports it.
     #[serde(default)]
     pub health: Option<serde_json::Value>,
+    /// The link to a target in its own namespace: its shape, the tc
+    /// commands that gave it that shape, its counters over the run
+    /// (docs/network.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<super::link::LinkRun>,
     /// The client CPUs the run was pinned to.
     pub pinned: Vec<usize>,
     pub started_unix_ms: u64,

@@ -10,6 +10,7 @@
 use super::executor::{self, Executed, Executor, Halt, LocalExecutor};
 use super::gates;
 use super::interrupt::Interrupt;
+use super::link::{NETWORK_BLOB, NetworkRecord};
 use super::policy::{self, Next};
 use super::profile::Selection;
 use super::{RunRecord, RunStatus};
@@ -165,11 +166,16 @@ pub fn execute(
     }
     // Read the machine before pinning: afterwards this process sees only the
     // runner's CPUs.
+    // Namespaces and links of killed supervisors go first, whatever this
+    // plan's placement (docs/network.md): what makes a SIGKILL safe.
+    crate::machine::netns::remove_leftovers();
     if store
         .blob::<gates::Environment>(id, "environment")?
         .is_none()
     {
-        store.put_blob(id, "environment", &gates::Environment::read())?;
+        let mut environment = gates::Environment::read();
+        environment.qdiscs = super::link::qdisc_support(&plan);
+        store.put_blob(id, "environment", &environment)?;
     }
     let placement = LocalExecutor::placement(&plan)?;
     store.put_blob(id, "placement", &placement)?;
@@ -182,6 +188,13 @@ pub fn execute(
         .collect();
     if !pending.is_empty() {
         let mut local = LocalExecutor::start(&plan, id, placement, options.executor_settings())?;
+        if let Some(network) = local.network() {
+            // One entry per execution: a resume builds a new namespace.
+            let mut networks: Vec<NetworkRecord> =
+                store.blob(id, NETWORK_BLOB)?.unwrap_or_default();
+            networks.push(network.clone());
+            store.put_blob(id, NETWORK_BLOB, &networks)?;
+        }
         let mut campaign = Campaign {
             store,
             id,

@@ -4,11 +4,13 @@
 //! (`blocklab worker`).
 
 use super::profile::Sampler;
-use super::result::{Alloc, ClientRuntime, Cpu, Latency, RunResult, WindowStats};
+use super::result::{
+    Alloc, ClientRuntime, Cpu, Latency, RunResult, WindowStats, encode_histogram, new_histogram,
+};
 use crate::limits;
 use crate::machine::alloc::AllocCount;
 use crate::machine::cpu::{self, Usage};
-use crate::plan::inputs::{input_files, sha256_file};
+use crate::plan::inputs::{check_input, input_files, sha256_file};
 use crate::plan::spec::Measure;
 use crate::plugin::Instance;
 use crate::plugin::builtin::Builtin;
@@ -21,7 +23,6 @@ use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::Serializer as _;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -94,6 +95,11 @@ fn identity(path: &std::path::Path) -> anyhow::Result<(u64, u64, u64, i64, i64)>
 }
 
 impl HashedFile {
+    /// Whether `path` is still the version of the file that was hashed.
+    pub fn is_current(&self, path: &std::path::Path) -> bool {
+        identity(path).is_ok_and(|id| id == self.identity)
+    }
+
     /// Hashes `path` and records its identity.
     pub fn of(path: &std::path::Path) -> anyhow::Result<HashedFile> {
         let before = identity(path)?;
@@ -107,16 +113,6 @@ impl HashedFile {
             sha256,
             identity: before,
         })
-    }
-}
-
-/// Checks `found`, the sha256 of input `name`, against the sealed one.
-fn check_input(expected: &BTreeMap<String, String>, name: &str, found: &str) -> anyhow::Result<()> {
-    match expected.get(name) {
-        Some(sealed) if sealed != found => bail!(
-            "input `{name}` changed since the plan was sealed (sha256 {found}, sealed {sealed}); restore it or seal a new plan"
-        ),
-        _ => Ok(()),
     }
 }
 
@@ -514,33 +510,12 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         bail!("the run measured no transactions; give `measured` (or `measured_s`) a larger value");
     }
     let per_txn = |x: u64| x as f64 / measured as f64;
-    let mut serialized = Vec::new();
-    hdrhistogram::serialization::V2DeflateSerializer::new()
-        .serialize(&histogram, &mut serialized)
-        .map_err(|e| anyhow::anyhow!("cannot serialize the latency histogram: {e:?}"))?;
-    use base64::Engine as _;
     let window = matches!(spec.measure, Measure::Window { .. }).then(|| {
-        let secs = measured_wall.as_secs_f64();
-        let records = window_counters
-            .get("acked_records")
-            .copied()
-            .unwrap_or(0)
-            .max(0) as u64;
-        let bytes = window_counters
-            .get("acked_bytes")
-            .copied()
-            .unwrap_or(0)
-            .max(0) as u64;
-        WindowStats {
-            records,
-            bytes,
-            records_per_s: records as f64 / secs,
-            bytes_per_s: bytes as f64 / secs,
-            ack_latency_us: window_histograms
-                .get("ack_latency_ns")
-                .filter(|h| !h.is_empty())
-                .map(latency_us),
-        }
+        WindowStats::of_window(
+            measured_wall.as_secs_f64(),
+            &window_counters,
+            &window_histograms,
+        )
     });
 
     Ok(RunResult {
@@ -548,6 +523,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         arm: spec.arm.clone(),
         target: spec.target.kind().to_owned(),
         plugin: spec.plugin.label(),
+        client: None,
         mode: spec.measure.mode(),
         workers,
         seed: spec.seed,
@@ -557,7 +533,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         errors: errors_by_kind.values().sum(),
         errors_by_kind,
         retries,
-        latency_us: latency_us(&histogram),
+        latency_us: Latency::from_histogram(&histogram),
         throughput_per_s: measured as f64 / measured_wall.as_secs_f64(),
         cpu: Cpu {
             measured_us_per_txn: per_txn(usage.cpu_us()),
@@ -577,23 +553,10 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         phases_ms: phases,
         window,
         client_runtime,
-        histogram: Some(base64::engine::general_purpose::STANDARD.encode(serialized)),
+        histogram: Some(encode_histogram(&histogram)?),
         profile,
         profile_svg,
     })
-}
-
-/// A nanosecond histogram's summary in microseconds.
-fn latency_us(histogram: &Histogram<u64>) -> Latency {
-    let us = |ns: u64| ns as f64 / 1_000.0;
-    Latency {
-        mean: histogram.mean() / 1_000.0,
-        p50: us(histogram.value_at_quantile(0.50)),
-        p90: us(histogram.value_at_quantile(0.90)),
-        p99: us(histogram.value_at_quantile(0.99)),
-        p999: us(histogram.value_at_quantile(0.999)),
-        max: us(histogram.max()),
-    }
 }
 
 /// Samples the client runtime's global queue every 10 ms while `running`;
@@ -608,12 +571,6 @@ fn sample_queue(client: &GrpcClient, running: &AtomicBool) -> (f64, usize) {
         std::thread::sleep(Duration::from_millis(10));
     }
     (if n == 0 { 0.0 } else { sum as f64 / n as f64 }, max)
-}
-
-/// A latency histogram in nanoseconds from 1 ns to one hour, 3 significant
-/// digits; longer transactions are recorded as one hour.
-fn new_histogram() -> anyhow::Result<Histogram<u64>> {
-    Ok(Histogram::new_with_bounds(1, 3_600_000_000_000, 3)?)
 }
 
 fn ms(d: Duration) -> f64 {

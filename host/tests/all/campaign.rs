@@ -454,3 +454,44 @@ name = "wasm"
         assert!(r.stderr.contains(needle), "{}", r.stderr);
     }
 }
+
+/// `compare_to`: an arm's effects against another arm than the baseline,
+/// paired by block. The slowed arm compared with the other slowed arm is an
+/// A/A pair; against the baseline it would be far above 1.
+#[test]
+fn an_arm_with_compare_to_is_compared_with_that_arm() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let arms = r#"
+[[arms]]
+name = "a"
+baseline = true
+plugin = "builtin"
+[[arms]]
+name = "slowed"
+plugin = "builtin"
+inject_busy_ns = 2000000
+[[arms]]
+name = "slowed-again"
+compare_to = "slowed"
+plugin = "builtin"
+inject_busy_ns = 2000000
+"#;
+    let p = plan(dir.path(), "compare", 6, 100, 0.99, arms);
+    let r = campaign(&data, &p, &[]);
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("slowed-again/slowed"), "{}", r.stdout);
+    let rep = report(&data);
+    let against = effect(&rep, "slowed-again", "mean_latency");
+    assert_eq!(against["baseline"], "slowed", "{against}");
+    assert!(against["ci_low"].as_f64().unwrap() < 1.5, "{against}");
+    let slow = effect(&rep, "slowed", "mean_latency");
+    assert_eq!(slow["baseline"], "a", "{slow}");
+    assert!(slow["ci_low"].as_f64().unwrap() > 1.5, "{slow}");
+    // A `compare_to` naming no arm is refused at sealing, naming it.
+    let err = plan_error(&GOOD.replace("name = \"c\"", "name = \"c\"\ncompare_to = \"nope\""));
+    assert!(
+        err.contains("in arm `c`: `compare_to = \"nope\"` names no arm of the plan"),
+        "{err}"
+    );
+}

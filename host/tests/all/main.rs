@@ -15,8 +15,10 @@ mod kv_conformance;
 #[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
 mod languages;
+mod network;
 mod peers;
 mod plugins;
+mod process_arms;
 mod store_damage;
 mod support;
 mod web;

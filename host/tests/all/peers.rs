@@ -22,15 +22,15 @@ fn repo() -> PathBuf {
 }
 
 /// The built Go peers: `go-ingest` and `minimal-go`.
-struct GoPeers {
-    dir: PathBuf,
+pub(crate) struct GoPeers {
+    pub(crate) dir: PathBuf,
     // Holds a directory the peers were built into, removed at exit.
     _built: Option<tempfile::TempDir>,
 }
 
 /// The Go peers, or why they are unavailable (then the test is skipped,
 /// unless `BLOCKLAB_REQUIRE_PEERS` makes that a failure).
-fn go_peers() -> Result<&'static GoPeers, String> {
+pub(crate) fn go_peers() -> Result<&'static GoPeers, String> {
     static PEERS: OnceLock<Result<GoPeers, String>> = OnceLock::new();
     let peers = PEERS.get_or_init(|| {
         if let Some(dir) = std::env::var_os("BLOCKLAB_PEERS").map(PathBuf::from) {
@@ -92,7 +92,7 @@ fn python() -> String {
 
 /// Whether the Python peers can run (grpcio importable); `Err` says why
 /// not, a panic if `BLOCKLAB_REQUIRE_GRPCIO` is set.
-fn grpcio() -> Result<(), String> {
+pub(crate) fn grpcio() -> Result<(), String> {
     let ok = Command::new(python())
         .args(["-c", "import grpc"])
         .stderr(Stdio::null())

@@ -82,6 +82,22 @@ name = "wasm"
     let id = created["id"].as_u64().unwrap();
     d.wait_for(id, Duration::from_secs(240), |c| state(c) == "finished");
 
+    // As root: a campaign whose server runs in its own namespace, for the
+    // link table (docs/network.md).
+    let netns = crate::network::netns_allowed("the web UI's link table").then(|| {
+        let plan = crate::network::plan_text(
+            "linked",
+            2,
+            0.2,
+            "[network]\nplacement = \"netns\"\n[[arms]]\nname = \"open\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\n[[arms]]\nname = \"slow\"\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\nlink = { rate_mbit = 10 }\n",
+        );
+        let (status, created) = d.post("/api/campaigns", "application/toml", &plan, true);
+        assert_eq!(status, 201, "{created}");
+        let id = created["id"].as_u64().unwrap();
+        d.wait_for(id, Duration::from_secs(240), |c| state(c) == "finished");
+        id
+    });
+
     // The campaign the progress test watches: 24 runs, cancelled by the test.
     let running = dir.path().join("running.toml");
     std::fs::write(&running, builtin_plan("watched", 12, 400_000)).unwrap();
@@ -89,7 +105,11 @@ name = "wasm"
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target"))
         .join("browser-artifacts");
-    let output = Command::new("node")
+    let mut node = Command::new("node");
+    if let Some(id) = netns {
+        node.env("BLOCKLAB_NETNS_CAMPAIGN", id.to_string());
+    }
+    let output = node
         .arg(repo().join("web/tests/run.mjs"))
         .env("BLOCKLAB_URL", d.url())
         .env("BLOCKLAB_TOKEN", &d.token)
@@ -105,7 +125,8 @@ name = "wasm"
         "browser tests failed:\n{stdout}\n{stderr}\ndaemon log:\n{}",
         std::fs::read_to_string(d.data.join("daemon.log")).unwrap_or_default()
     );
-    assert!(stdout.contains("# pass 3"), "{stdout}");
+    let passed = if netns.is_some() { 4 } else { 3 };
+    assert!(stdout.contains(&format!("# pass {passed}")), "{stdout}");
     for shot in [
         "campaign-finished.png",
         "campaign-running.png",

@@ -4,6 +4,7 @@
 //! use and before every run, stopped when the campaign's execution ends.
 
 use super::{GrpcSettings, IngestSettings};
+use crate::machine::netns::Netns;
 use crate::target::TargetSpec;
 use anyhow::Context;
 use std::io::{BufRead, BufReader, Read};
@@ -72,12 +73,21 @@ pub struct LocalServer {
 }
 
 impl LocalServer {
-    /// Starts `exe target grpc-ingest` on a free loopback port, pinned to
-    /// `cpus`, and waits until it is serving.
-    pub fn start(exe: &Path, settings: &IngestSettings, cpus: &[usize]) -> anyhow::Result<Self> {
-        let mut command = Command::new(exe);
+    /// Starts `exe target grpc-ingest` on a free port, pinned to `cpus`,
+    /// and waits until it is serving: on loopback, or inside `netns` on its
+    /// address there.
+    pub fn start(
+        exe: &Path,
+        settings: &IngestSettings,
+        cpus: &[usize],
+        netns: Option<&Netns>,
+    ) -> anyhow::Result<Self> {
+        let (mut command, listen) = match netns {
+            Some(ns) => (ns.command(exe), format!("{}:0", ns.peer_addr())),
+            None => (Command::new(exe), "127.0.0.1:0".to_owned()),
+        };
         command
-            .args(["target", "grpc-ingest", "--listen", "127.0.0.1:0"])
+            .args(["target", "grpc-ingest", "--listen", &listen])
             .args(settings.to_args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -144,7 +154,7 @@ impl LocalServer {
         }
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://ADDR:PORT`.
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -173,12 +183,14 @@ pub struct LocalServers {
 
 impl LocalServers {
     /// Starts one server per distinct `server` table among `targets` whose
-    /// endpoint is `local:grpc-ingest`. A server that does not come up is
-    /// remembered with its reason: the runs that need it fail with it.
+    /// endpoint is `local:grpc-ingest`, inside `netns` when given. A server
+    /// that does not come up is remembered with its reason: the runs that
+    /// need it fail with it.
     pub fn start<'a>(
         exe: &Path,
         targets: impl IntoIterator<Item = &'a TargetSpec>,
         cpus: &[usize],
+        netns: Option<&Netns>,
     ) -> LocalServers {
         let mut servers: Vec<(IngestSettings, Result<LocalServer, String>)> = Vec::new();
         for target in targets {
@@ -192,7 +204,7 @@ impl LocalServers {
             if servers.iter().any(|(k, _)| *k == knobs) {
                 continue;
             }
-            let server = LocalServer::start(exe, &knobs, cpus).map_err(|e| format!("{e:#}"));
+            let server = LocalServer::start(exe, &knobs, cpus, netns).map_err(|e| format!("{e:#}"));
             servers.push((knobs, server));
         }
         LocalServers { servers }

@@ -1,0 +1,935 @@
+//! A process arm's run (docs/process-arms.md): one fresh native program per
+//! run, in its own process group, pinned to the client CPUs, given the run
+//! request on stdin and read event by event on stdout. The host reads the
+//! program's CPU time at its marks and its rusage at exit, checks every
+//! figure it reports, and kills its whole process tree on a timeout, an
+//! interrupt, a protocol violation or children left behind. The outcome is
+//! a [`RunResult`] like a worker's.
+
+use super::executor::Halt;
+use super::interrupt::Interrupt;
+use super::result::{Cpu, Latency, RunResult, WindowStats, encode_histogram, new_histogram};
+use super::worker::HashedFile;
+use crate::limits;
+use crate::machine::placement;
+use crate::plan::inputs::{check_input, process_files};
+use crate::plan::seal::{SealedPlan, Slot};
+use crate::plan::spec::{Measure, ParamValue, ProcessSpec};
+use crate::target::TargetSpec;
+use anyhow::{Context, bail};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The protocol version this host speaks.
+pub const PROTOCOL: u32 = 1;
+
+/// A run request's seed is below 2^53 (docs/process-arms.md).
+const SEED_MASK: u64 = (1 << 53) - 1;
+
+/// Everything one process run needs, from the sealed plan and the slot.
+#[derive(Debug, Clone)]
+pub struct ProcessJob {
+    pub process: ProcessSpec,
+    pub workload: String,
+    pub arm: String,
+    /// Resolved by the caller (`local:` endpoints become addresses).
+    pub target: TargetSpec,
+    pub params: BTreeMap<String, ParamValue>,
+    pub seed: u64,
+    pub workers: u32,
+    pub measure: Measure,
+    pub call_deadline_ms: u64,
+    /// Input file → sha256 as sealed.
+    pub expected_inputs: BTreeMap<String, String>,
+}
+
+impl ProcessJob {
+    /// The job of `slot`, if its arm is a process arm.
+    pub fn of(plan: &SealedPlan, slot: &Slot) -> anyhow::Result<Option<ProcessJob>> {
+        let (workload, arm) = plan.workload_and_arm(slot)?;
+        let Some(process) = arm.process() else {
+            return Ok(None);
+        };
+        let spec = &plan.spec;
+        let mut params = workload.params.clone();
+        params.extend(arm.params.clone());
+        Ok(Some(ProcessJob {
+            process: process.clone(),
+            workload: workload.name.clone(),
+            arm: arm.name.clone(),
+            target: arm.target.clone(),
+            params,
+            // 53 bits: every JSON reader holds it exactly (JavaScript's
+            // numbers, Go's int64), and it stays reproducible from the plan.
+            seed: crate::plan::seal::run_seed(spec.seed, slot) & SEED_MASK,
+            workers: spec.workers,
+            measure: spec.measure.measure()?,
+            call_deadline_ms: spec.limits.call_deadline_ms,
+            expected_inputs: plan.inputs_of(slot)?,
+        }))
+    }
+
+    /// How many transactions one worker may have outstanding at once: one
+    /// (a closed loop), or for a workload pipelined like seed 004's ingest,
+    /// `ceil(max_in_flight / batch_records)` batches when the params give
+    /// both (docs/process-arms.md, "Checks").
+    fn in_flight_per_worker(&self) -> f64 {
+        let number = |name: &str| match self.params.get(name) {
+            Some(ParamValue::Integer(n)) if *n > 0 => Some(*n as f64),
+            Some(ParamValue::Float(x)) if *x > 0.0 => Some(*x),
+            Some(ParamValue::Text(t)) => t.parse::<f64>().ok().filter(|x| *x > 0.0),
+            _ => None,
+        };
+        match (number("max_in_flight"), number("batch_records")) {
+            (Some(records), Some(batch)) => (records / batch).ceil().max(1.0),
+            _ => 1.0,
+        }
+    }
+
+    /// The run request the program reads on stdin.
+    fn request(&self) -> Request<'_> {
+        Request {
+            protocol: PROTOCOL,
+            workload: &self.workload,
+            arm: &self.arm,
+            target: &self.target,
+            params: &self.params,
+            seed: self.seed,
+            workers: self.workers,
+            measure: self.measure,
+            call_deadline_ms: self.call_deadline_ms,
+        }
+    }
+}
+
+/// The run request (stdin), docs/process-arms.md "Run request".
+#[derive(Serialize)]
+struct Request<'a> {
+    protocol: u32,
+    workload: &'a str,
+    arm: &'a str,
+    target: &'a TargetSpec,
+    params: &'a BTreeMap<String, ParamValue>,
+    seed: u64,
+    workers: u32,
+    measure: Measure,
+    call_deadline_ms: u64,
+}
+
+/// One line of the program's stdout.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Event {
+    Hello(Hello),
+    Mark(Mark),
+    Result(Box<Reported>),
+}
+
+#[derive(Debug, Deserialize)]
+struct Hello {
+    protocol: serde_json::Value,
+    #[serde(default)]
+    client: Option<String>,
+}
+
+/// The points the program marks, in the order it must mark them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Mark {
+    Warmup,
+    Measured,
+    MeasuredEnd,
+}
+
+impl Mark {
+    const ORDER: [Mark; 3] = [Mark::Warmup, Mark::Measured, Mark::MeasuredEnd];
+
+    fn name(self) -> &'static str {
+        match self {
+            Mark::Warmup => "warmup",
+            Mark::Measured => "measured",
+            Mark::MeasuredEnd => "measured-end",
+        }
+    }
+}
+
+/// The `result` event as the program wrote it; counts are signed so that
+/// a negative one is named as such instead of failing to parse.
+#[derive(Debug, Deserialize)]
+struct Reported {
+    warmup: i64,
+    measured: i64,
+    measured_s: f64,
+    errors: i64,
+    #[serde(default)]
+    errors_by_kind: BTreeMap<String, i64>,
+    #[serde(default)]
+    retries: i64,
+    #[serde(default)]
+    counters: BTreeMap<String, i64>,
+    #[serde(default)]
+    latency_ns: Vec<(i64, i64)>,
+    #[serde(default)]
+    histograms: BTreeMap<String, Vec<(i64, i64)>>,
+}
+
+/// What the host saw at one mark: when, and the program's CPU time then.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    at: Instant,
+    cpu_us: u64,
+}
+
+/// What the stdout reader collected.
+#[derive(Debug, Default)]
+struct Events {
+    client: Option<String>,
+    hello: Option<Instant>,
+    marks: Vec<Seen>,
+    result: Option<Reported>,
+}
+
+/// Makes this process the subreaper of its descendants (prctl
+/// `PR_SET_CHILD_SUBREAPER`), so that a program's children that outlive it,
+/// even in a session of their own (`setsid`), become this process's
+/// children, where they can be found and killed, instead of init's.
+fn become_subreaper() -> std::io::Result<()> {
+    // SAFETY: prctl with an integer argument; no pointers.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// This process's children, from every thread's `children` list.
+fn children() -> BTreeSet<i32> {
+    let mut out = BTreeSet::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// User plus system CPU time of every thread of `pid`, microseconds, from
+/// /proc/PID/stat (clock-tick resolution).
+fn cpu_us(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields follow the
+    // last `)`; utime and stime are fields 14 and 15 (from 1).
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // SAFETY: sysconf takes an integer name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Some((utime + stime) * 1_000_000 / hz)
+}
+
+/// SIGKILL to every process of group `pgid`.
+fn kill_group(pgid: i32) {
+    // SAFETY: kill with a negative pid signals a process group.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+/// Waits until child `pid` has exited without reaping it: while it is a
+/// zombie its /proc entry (and the CPU time a late mark reads there) stays.
+fn wait_exited(pid: i32) -> std::io::Result<()> {
+    loop {
+        // SAFETY: zeroed siginfo is valid plain data that waitid fills.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to our local.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Reaps child `pid` and returns its wait status and rusage.
+fn reap(pid: i32) -> std::io::Result<(i32, libc::rusage)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is valid plain data that wait4 fills.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointers to our locals.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if rc == pid {
+            return Ok((status, usage));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Kills what the exited program `pid` left behind and returns how many
+/// processes that was. Its process group gets SIGKILL; and since this
+/// process is their subreaper ([`become_subreaper`]), every descendant that
+/// outlived its parent, even in a session of its own, is now a child of
+/// this process that was not one before the run (`before`): each is killed
+/// and reaped, which hands its own children up here in turn, until none is
+/// left.
+fn kill_strays(pid: i32, before: &BTreeSet<i32>) -> usize {
+    let mut seen = BTreeSet::new();
+    // Bounded: a fork bomb outrunning the kills still ends the loop.
+    for _ in 0..10_000 {
+        kill_group(pid);
+        let strays: Vec<i32> = children()
+            .into_iter()
+            .filter(|p| *p != pid && !before.contains(p))
+            .collect();
+        if strays.is_empty() {
+            break;
+        }
+        for stray in strays {
+            seen.insert(stray);
+            // SAFETY: signalling and reaping a child of ours.
+            unsafe {
+                libc::kill(stray, libc::SIGKILL);
+                libc::waitpid(stray, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+    seen.len()
+}
+
+/// Sealed input hashes checked per run, by file identity: hashing a 10 MB
+/// program again before every run would be most of the run's fixed cost.
+/// Process-wide because the supervisor and the daemon run many campaigns.
+fn hashed(path: &Path) -> anyhow::Result<String> {
+    static CACHE: OnceLock<Mutex<BTreeMap<PathBuf, HashedFile>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let known = cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(path)
+        .filter(|h| h.is_current(path))
+        .map(|h| h.sha256.clone());
+    if let Some(sha256) = known {
+        return Ok(sha256);
+    }
+    let file = HashedFile::of(path)?;
+    let sha256 = file.sha256.clone();
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(path.to_owned(), file);
+    Ok(sha256)
+}
+
+/// The inputs of this run, checked against the sealed ones. `binary` is the
+/// supervisor's own hash of blocklab.
+fn hash_inputs(job: &ProcessJob, binary: Option<&str>) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut inputs = BTreeMap::new();
+    for (name, path) in process_files(&job.process)? {
+        let found = match (name.as_str(), binary) {
+            ("blocklab", Some(sha)) => sha.to_owned(),
+            _ => hashed(&path)?,
+        };
+        check_input(&job.expected_inputs, &name, &found)?;
+        inputs.insert(name, found);
+    }
+    Ok(inputs)
+}
+
+/// How the run ended, before its events are checked.
+enum Ended {
+    Exited(i32, libc::rusage),
+    TimedOut,
+    Interrupted(i32),
+}
+
+/// Runs `job`'s program once, pinned to `cpus`, killed with its whole
+/// process group after `timeout_s`; an interrupt kills it and returns
+/// [`Halt::Interrupted`]. Every failure of the run is a [`Halt::Broken`]
+/// naming the arm. `binary` is the caller's sha256 of blocklab.
+pub fn run(
+    job: &ProcessJob,
+    cpus: &[usize],
+    timeout_s: f64,
+    interrupt: &Interrupt,
+    binary: Option<&str>,
+) -> Result<RunResult, Halt> {
+    run_checked(job, cpus, timeout_s, interrupt, binary).map_err(|e| {
+        match e.downcast_ref::<InterruptedBy>() {
+            Some(InterruptedBy(signal)) => Halt::Interrupted(*signal),
+            None => Halt::Broken(limits::clipped(e.context(format!(
+                "process arm `{}` (`{}`)",
+                job.arm,
+                job.process.name()
+            )))),
+        }
+    })
+}
+
+/// The run was killed because of this signal (a [`Halt::Interrupted`]).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by signal {0}")]
+struct InterruptedBy(i32);
+
+fn run_checked(
+    job: &ProcessJob,
+    cpus: &[usize],
+    timeout_s: f64,
+    interrupt: &Interrupt,
+    binary: Option<&str>,
+) -> anyhow::Result<RunResult> {
+    use std::os::unix::process::CommandExt as _;
+    let timeout = limits::seconds("gates.run_timeout_s", timeout_s, true, limits::TIMEOUT_S)?;
+    let inputs = hash_inputs(job, binary)?;
+    // Without it a child that left the group (setsid) and outlived the
+    // program would go to init, out of reach: no run without it.
+    become_subreaper().context("cannot become the subreaper of the program's children")?;
+    let program = PathBuf::from(&job.process.command[0]);
+    let dir = program.parent().unwrap_or(Path::new("/")).to_owned();
+    let before = children();
+    let mut command = Command::new(&program);
+    command
+        .args(&job.process.command[1..])
+        .current_dir(&dir)
+        .env("BLOCKLAB_PROTOCOL", PROTOCOL.to_string())
+        // Python writes no __pycache__ beside a script it runs.
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        // Its own group: a timeout or an interrupt kills all of it, and a
+        // Ctrl-C at the terminal reaches the supervisor only.
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    placement::pin_child(&mut command, cpus);
+    let spawned = Instant::now();
+    let mut child = command.spawn().with_context(|| {
+        format!(
+            "cannot start `{}`; check that it runs by hand",
+            program.display()
+        )
+    })?;
+    let pid = child.id() as i32;
+    let request = serde_json::to_vec(&job.request())?;
+    let mut stdin = child.stdin.take().context("the program's stdin")?;
+    let writer = std::thread::spawn(move || {
+        // A program that exits without reading its request is judged by its
+        // exit and events, not by this write.
+        let _ = stdin.write_all(&request);
+    });
+    let stdout = child.stdout.take().context("the program's stdout")?;
+    let reader = std::thread::spawn(move || read_events(stdout, pid));
+    let stderr = child.stderr.take().context("the program's stderr")?;
+    let tail = std::thread::spawn(move || stderr_tail(stderr));
+
+    let (done, finished) = mpsc::channel::<()>();
+    let watch = interrupt.clone();
+    let deadline = spawned + timeout;
+    let watchdog = std::thread::spawn(move || {
+        loop {
+            match finished.recv_timeout(Duration::from_millis(10)) {
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(signal) = watch.signal() {
+                        kill_group(pid);
+                        return Some(Ended::Interrupted(signal));
+                    }
+                    if Instant::now() >= deadline {
+                        kill_group(pid);
+                        return Some(Ended::TimedOut);
+                    }
+                }
+                _ => return None,
+            }
+        }
+    });
+    // std's Child is not waited on: the program is reaped below by wait4,
+    // for its rusage, once its events are read.
+    let exited = wait_exited(pid);
+    let exited_at = Instant::now();
+    drop(done);
+    let ended = watchdog.join().ok().flatten();
+    // Whatever is left holds the pipes open: kill it before joining readers.
+    let strays = kill_strays(pid, &before);
+    let _ = writer.join();
+    let events = reader
+        .join()
+        .unwrap_or_else(|_| Err("the event reader panicked; this is a bug in blocklab".into()));
+    let stderr = tail.join().unwrap_or_default();
+    exited.context("cannot wait for the program")?;
+    let (status, usage) = reap(pid).context("cannot wait for the program")?;
+    let ended = ended.unwrap_or(Ended::Exited(status, usage));
+    let said = |why: String| -> anyhow::Error {
+        match stderr.is_empty() {
+            true => anyhow::anyhow!("{why} (its stderr was empty)"),
+            false => anyhow::anyhow!("{why}; its stderr ended with:\n{stderr}"),
+        }
+    };
+    let (status, usage) = match ended {
+        Ended::Interrupted(signal) => {
+            return Err(InterruptedBy(signal).into());
+        }
+        Ended::TimedOut => {
+            return Err(said(format!(
+                "it ran longer than `gates.run_timeout_s = {}` and was killed with its process group{}; fix the hang, or raise `gates.run_timeout_s` if runs are that long",
+                limits::show(timeout_s),
+                marked(&events)
+            )));
+        }
+        Ended::Exited(status, usage) => (status, usage),
+    };
+    let events = events.map_err(|why| said(format!("{why}; it was killed")))?;
+    if strays > 0 {
+        bail!(
+            "it left {strays} process(es) running after it exited, which were killed; a client must end every process it starts before it exits"
+        );
+    }
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        return Err(said(format!(
+            "it was killed by signal {signal} ({}){}",
+            signal_name(signal),
+            marked(&Ok(events))
+        )));
+    }
+    let code = libc::WEXITSTATUS(status);
+    if code != 0 {
+        let hint = if code == 2 {
+            "; exit status 2 means the program does not know the workload or the request"
+        } else {
+            ""
+        };
+        return Err(said(format!("it exited with status {code}{hint}")));
+    }
+    let hello = events.hello.context(
+        "it exited without writing its `hello` event (docs/process-arms.md, \"Events\")",
+    )?;
+    if events.marks.len() < Mark::ORDER.len() {
+        bail!(
+            "it exited without marking `{}`; a client marks warmup, measured and measured-end in order (docs/process-arms.md)",
+            Mark::ORDER[events.marks.len()].name()
+        );
+    }
+    let reported = events
+        .result
+        .context("it exited without writing its `result` event")?;
+    let (warm, start, end) = (events.marks[0], events.marks[1], events.marks[2]);
+    let host_window = end.at.duration_since(start.at).as_secs_f64();
+    let bounds = Bounds {
+        in_flight: job.workers.max(1) as f64 * job.in_flight_per_worker(),
+        window_s: host_window,
+        // A measured transaction may end after the window (a batch sent at
+        // its end is acknowledged later), but not after the program.
+        measured_to_exit_s: exited_at.duration_since(start.at).as_secs_f64(),
+        lifetime_s: exited_at.duration_since(spawned).as_secs_f64(),
+    };
+    let checked = check(&reported, &bounds)?;
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    let process_us = us(usage.ru_utime) + us(usage.ru_stime);
+    let window_us = end.cpu_us.saturating_sub(start.cpu_us);
+    let measured = checked.measured;
+    let per_txn = |x: u64| x as f64 / measured.max(1) as f64;
+    let ms = |a: Instant, b: Instant| b.duration_since(a).as_secs_f64() * 1_000.0;
+    let phases_ms = BTreeMap::from([
+        ("start".to_owned(), ms(spawned, hello)),
+        ("setup".to_owned(), ms(hello, warm.at)),
+        ("warmup".to_owned(), ms(warm.at, start.at)),
+        ("measure".to_owned(), ms(start.at, end.at)),
+        ("teardown".to_owned(), ms(end.at, exited_at)),
+    ]);
+    let window = matches!(job.measure, Measure::Window { .. }).then(|| {
+        WindowStats::of_window(reported.measured_s, &checked.counters, &checked.histograms)
+    });
+    Ok(RunResult {
+        workload: job.workload.clone(),
+        arm: job.arm.clone(),
+        target: job.target.kind().to_owned(),
+        plugin: job.process.label(),
+        client: events.client,
+        mode: job.measure.mode(),
+        workers: job.workers,
+        seed: job.seed,
+        warmup: checked.warmup,
+        measured,
+        measured_s: reported.measured_s,
+        errors: checked.errors,
+        errors_by_kind: checked.errors_by_kind,
+        retries: checked.retries,
+        latency_us: Latency::from_histogram(&checked.latency),
+        throughput_per_s: measured as f64 / reported.measured_s,
+        cpu: Cpu {
+            measured_us_per_txn: per_txn(window_us),
+            process_us_per_txn: per_txn(process_us),
+            involuntary_switches: 0,
+        },
+        alloc: Default::default(),
+        // ru_maxrss is in KiB: the program's peak resident memory.
+        plugin_memory_bytes: (usage.ru_maxrss.max(0) as u64) << 10,
+        counters: checked.counters,
+        inputs,
+        cpus: cpus.to_vec(),
+        from_cache: false,
+        phases_ms,
+        window,
+        client_runtime: None,
+        histogram: Some(encode_histogram(&checked.latency)?),
+        profile: None,
+        profile_svg: None,
+    })
+}
+
+/// ` after marking `X``, the last mark the program reached, for messages.
+fn marked(events: &Result<Events, String>) -> String {
+    match events {
+        Ok(e) if !e.marks.is_empty() => {
+            format!(" after marking `{}`", Mark::ORDER[e.marks.len() - 1].name())
+        }
+        Ok(e) if e.hello.is_some() => " after its `hello`, before marking `warmup`".to_owned(),
+        _ => " before its `hello`".to_owned(),
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        _ => "a signal",
+    }
+}
+
+/// The last lines of the program's stderr (at most
+/// [`limits::PROCESS_STDERR_LINES`] lines, each clipped); the rest is read
+/// and dropped so the program never blocks on a full pipe.
+fn stderr_tail(stderr: std::process::ChildStderr) -> String {
+    let mut lines = std::collections::VecDeque::new();
+    let mut reader = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match (&mut reader)
+            .take(limits::PROCESS_LINE_BYTES)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
+                if line.trim().is_empty() {
+                    continue;
+                }
+                lines.push_back(limits::clip(&line).into_owned());
+                if lines.len() > limits::PROCESS_STDERR_LINES {
+                    lines.pop_front();
+                }
+            }
+        }
+    }
+    Vec::from(lines).join("\n")
+}
+
+/// Reads events until EOF, checking their order; the first violation kills
+/// the program's group and is returned.
+fn read_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, String> {
+    let mut events = Events::default();
+    let outcome = read_events_into(stdout, pid, &mut events);
+    if outcome.is_err() {
+        kill_group(pid);
+    }
+    outcome.map(|()| events)
+}
+
+fn read_events_into(
+    stdout: std::process::ChildStdout,
+    pid: i32,
+    events: &mut Events,
+) -> Result<(), String> {
+    let mut reader = BufReader::new(stdout);
+    let mut buf = Vec::new();
+    for number in 1.. {
+        buf.clear();
+        let n = (&mut reader)
+            .take(limits::PROCESS_LINE_BYTES + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("cannot read its stdout: {e}"))?;
+        if n == 0 {
+            return Ok(());
+        }
+        let at = Instant::now();
+        // Read first: the CPU time is the one at the mark.
+        let cpu = cpu_us(pid);
+        if buf.len() as u64 > limits::PROCESS_LINE_BYTES {
+            return Err(format!(
+                "line {number} of its stdout is longer than {} bytes (the cap on one event, docs/limits.md)",
+                limits::PROCESS_LINE_BYTES
+            ));
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let event: Event = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "line {number} of its stdout is not a protocol event (`{}`: {e}); stdout carries only JSON events, write anything else to stderr",
+                limits::clip(text)
+            )
+        })?;
+        match event {
+            Event::Hello(hello) => {
+                if events.hello.is_some() {
+                    return Err("it wrote `hello` twice".into());
+                }
+                if hello.protocol != serde_json::json!(PROTOCOL) {
+                    return Err(format!(
+                        "it speaks protocol version {}, this blocklab speaks version {PROTOCOL}; use a client built for protocol {PROTOCOL} (docs/process-arms.md)",
+                        limits::clip(&hello.protocol.to_string())
+                    ));
+                }
+                events.hello = Some(at);
+                events.client = hello.client.map(|c| limits::clip(&c).into_owned());
+            }
+            _ if events.hello.is_none() => {
+                return Err(format!(
+                    "its first event is not `hello` (`{}`); a client writes `{{\"hello\": {{\"protocol\": {PROTOCOL}, ...}}}}` first",
+                    limits::clip(text)
+                ));
+            }
+            Event::Mark(mark) => {
+                let expected = Mark::ORDER.get(events.marks.len());
+                if events.result.is_some() || expected != Some(&mark) {
+                    return Err(format!(
+                        "it marked `{}` out of order; the marks are warmup, measured, measured-end, each once, before the result",
+                        mark.name()
+                    ));
+                }
+                let cpu_us = cpu.ok_or("its CPU time could not be read at a mark")?;
+                events.marks.push(Seen { at, cpu_us });
+            }
+            Event::Result(result) => {
+                if events.result.is_some() {
+                    return Err("it wrote `result` twice".into());
+                }
+                if events.marks.len() < Mark::ORDER.len() {
+                    return Err(format!(
+                        "it wrote its result before marking `{}`",
+                        Mark::ORDER[events.marks.len()].name()
+                    ));
+                }
+                events.result = Some(*result);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A result's figures once checked.
+struct Checked {
+    warmup: u64,
+    measured: u64,
+    errors: u64,
+    errors_by_kind: BTreeMap<String, u64>,
+    retries: u64,
+    counters: BTreeMap<String, i64>,
+    latency: Histogram<u64>,
+    histograms: BTreeMap<String, Histogram<u64>>,
+}
+
+/// A count the program reported, refused when negative.
+fn count(name: &str, value: i64) -> anyhow::Result<u64> {
+    u64::try_from(value).map_err(|_| {
+        anyhow::anyhow!(
+            "its result gives `{name} = {value}`, a negative count, which is impossible"
+        )
+    })
+}
+
+/// `[value_ns, count]` pairs as a histogram; negative values or counts are
+/// refused.
+fn histogram(name: &str, pairs: &[(i64, i64)]) -> anyhow::Result<(Histogram<u64>, u128)> {
+    let mut h = new_histogram()?;
+    let mut total_ns: u128 = 0;
+    for &(value, n) in pairs {
+        if value < 0 {
+            bail!(
+                "its result's `{name}` holds a negative latency ({value} ns), which is impossible"
+            );
+        }
+        let n = count(&format!("{name}` count of `{value}"), n)?;
+        total_ns += value as u128 * u128::from(n);
+        // A transaction faster than the clock's tick is counted as 1 ns, as
+        // blocklab's own client does.
+        h.saturating_record_n((value as u64).max(1), n);
+    }
+    Ok((h, total_ns))
+}
+
+/// What the host's clock allows a result.
+struct Bounds {
+    /// Transactions the program may have outstanding at once, over all
+    /// workers.
+    in_flight: f64,
+    /// The measured window as the host saw it (its marks), seconds.
+    window_s: f64,
+    /// From the `measured` mark to the program's exit, seconds: where
+    /// every measured transaction's latency lies.
+    measured_to_exit_s: f64,
+    /// Spawn to exit, seconds.
+    lifetime_s: f64,
+}
+
+/// Checks the result against itself and the host's clock:
+/// docs/process-arms.md, "Checks".
+fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
+    let host_window_s = bounds.window_s;
+    let warmup = count("warmup", r.warmup)?;
+    let measured = count("measured", r.measured)?;
+    let errors = count("errors", r.errors)?;
+    let retries = count("retries", r.retries)?;
+    if !(r.measured_s.is_finite() && r.measured_s > 0.0) {
+        bail!(
+            "its result gives `measured_s = {}`; the measured window's seconds must be a number above 0",
+            limits::show(r.measured_s)
+        );
+    }
+    // The host sees both marks after the client writes them, so its window
+    // brackets the client's up to pipe delays.
+    if r.measured_s > host_window_s * 1.1 + 1.0 {
+        bail!(
+            "its result gives `measured_s = {}`, but blocklab saw only {:.3} s between its `measured` and `measured-end` marks",
+            limits::show(r.measured_s),
+            host_window_s
+        );
+    }
+    if measured == 0 {
+        bail!(
+            "it measured no transactions; give `measure.measured` (or `measure.measured_s`) a larger value"
+        );
+    }
+    if errors > measured {
+        bail!("its result gives {errors} errors in {measured} measured transactions");
+    }
+    let mut errors_by_kind = BTreeMap::new();
+    for (kind, n) in &r.errors_by_kind {
+        let n = count(&format!("errors_by_kind.{}", limits::clip(kind)), *n)?;
+        if n > 0 {
+            errors_by_kind.insert(limits::clip(kind).into_owned(), n);
+        }
+    }
+    for (name, value) in &r.counters {
+        limits::name("a counter's name", name)?;
+        count(&format!("counters.{name}"), *value)?;
+    }
+    let (latency, total_ns) = histogram("latency_ns", &r.latency_ns)?;
+    if latency.len() != measured - errors {
+        bail!(
+            "its result's `latency_ns` counts {} transactions, but it reports {measured} measured with {errors} errors (the counts must sum to measured minus errors)",
+            latency.len()
+        );
+    }
+    let longest_s = latency.max() as f64 / 1e9;
+    if longest_s > bounds.lifetime_s + 1.0 {
+        bail!(
+            "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
+            bounds.lifetime_s
+        );
+    }
+    let span_s = bounds.measured_to_exit_s;
+    let allowed_s = bounds.in_flight * span_s * 1.1 + 1.0;
+    let total_s = total_ns as f64 / 1e9;
+    if total_s > allowed_s {
+        bail!(
+            "its latencies add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
+            bounds.in_flight
+        );
+    }
+    let mut histograms = BTreeMap::new();
+    for (name, pairs) in &r.histograms {
+        limits::name("a histogram's name", name)?;
+        histograms.insert(name.clone(), histogram(name, pairs)?.0);
+    }
+    Ok(Checked {
+        warmup,
+        measured,
+        errors,
+        errors_by_kind,
+        retries,
+        counters: r.counters.clone(),
+        latency,
+        histograms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reported(json: &str) -> Reported {
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn bounds(in_flight: f64) -> Bounds {
+        Bounds {
+            in_flight,
+            window_s: 1.0,
+            measured_to_exit_s: 1.0,
+            lifetime_s: 2.0,
+        }
+    }
+
+    #[test]
+    fn a_result_whose_latencies_exceed_the_window_is_refused() {
+        // 1000 transactions of 10 ms each: 10 s in a 1 s window.
+        let r = reported(
+            r#"{"warmup":0,"measured":1000,"measured_s":1.0,"errors":0,"latency_ns":[[10000000,1000]]}"#,
+        );
+        let e = check(&r, &bounds(1.0)).err().unwrap().to_string();
+        assert!(e.contains("more transactions than time allows"), "{e}");
+        // The same with 16 transactions in flight fits.
+        assert!(check(&r, &bounds(16.0)).is_ok());
+    }
+
+    #[test]
+    fn a_latency_longer_than_the_program_ran_is_refused() {
+        let r = reported(
+            r#"{"warmup":0,"measured":1,"measured_s":1.0,"errors":0,"latency_ns":[[5000000000,1]]}"#,
+        );
+        let e = check(&r, &bounds(64.0)).err().unwrap().to_string();
+        assert!(e.contains("cannot outlast the program"), "{e}");
+    }
+
+    #[test]
+    fn counts_must_match_measured_minus_errors() {
+        let r = reported(
+            r#"{"warmup":0,"measured":10,"measured_s":1.0,"errors":2,"latency_ns":[[1000,9]]}"#,
+        );
+        let e = check(&r, &bounds(1.0)).err().unwrap().to_string();
+        assert!(e.contains("counts 9 transactions"), "{e}");
+    }
+}
