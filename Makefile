@@ -133,6 +133,7 @@ vendor-web:
 test: lint plugins check-fdb deps-browser deps-python deps-net peers
 	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
+	$(CARGO) test -p blocklab-sdk --lib --no-fail-fast  # the SDK's pure logic (the env.random pool), natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async
 ## host imports, beside wasmtime-style reference calls (docs/benchmarks.md).
