@@ -27,8 +27,15 @@ COMPONENTIZE_PY := $(PYTHON) -c 'import sys, componentize_py; sys.argv[0] = "com
 PY_PLUGIN_NAMES := $(notdir $(patsubst %/app.py,%,$(wildcard plugins/python/*/app.py)))
 PY_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(PY_PLUGIN_NAMES)))
 
+# Workload plugins in JavaScript (plugins/js/NAME/app.js), built with
+# ComponentizeJS (pinned in plugins/js/package-lock.json) by
+# plugins/js/build.mjs into target/plugins/NAME.wasm.
+JS_PLUGIN_NAMES := $(notdir $(patsubst %/app.js,%,$(wildcard plugins/js/*/app.js)))
+JS_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(JS_PLUGIN_NAMES)))
+COMPONENTIZE_JS := plugins/js/node_modules/@bytecodealliance/componentize-js/package.json
+
 # mk/peers.mk: `make peers`, the native client peers into $(CARGO_TARGET_DIR)/peers.
-.PHONY: all demo test build host plugins plugins-py deps deps-wasm deps-python deps-browser deps-net vendor-web lint bench-boundary
+.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net vendor-web lint bench-boundary
 
 all: build
 
@@ -55,9 +62,25 @@ $(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py $(wildcard wit/*.wit) | deps-pytho
 	cd plugins/python/$* && $(COMPONENTIZE_PY) -d $(CURDIR)/wit -w workload-plugin \
 		componentize --stub-wasi app -o $@
 
+## deps-js: node and npm (Debian's), then ComponentizeJS at the version
+## pinned in plugins/js/package-lock.json, once.
+deps-js: $(COMPONENTIZE_JS)
+$(COMPONENTIZE_JS): plugins/js/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y nodejs npm)
+	npm ci --prefix plugins/js --no-audit --no-fund
+	@touch $@
+
+## plugins-js: every JavaScript plugin as a component into
+## target/plugins/NAME.wasm (about 30 s each; rebuilt only when its sources,
+## the SDK or wit/ change).
+plugins-js: $(JS_PLUGINS)
+
+$(PLUGIN_OUT)/%.wasm: plugins/js/%/app.js plugins/js/sdk/blocklab.js plugins/js/build.mjs $(wildcard wit/*.wit) $(COMPONENTIZE_JS)
+	node plugins/js/build.mjs $< wit $@
+
 ## plugins: every plugin crate built as a component into target/plugins/NAME.wasm,
-## and the Python plugins (plugins-py).
-plugins: deps-wasm plugins-py
+## and the Python and JavaScript plugins (plugins-py, plugins-js).
+plugins: deps-wasm plugins-py plugins-js
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin $(addprefix -p ,$(PLUGIN_NAMES))
 	@mkdir -p $(PLUGIN_OUT)
 	@for name in $(PLUGIN_NAMES); do \
@@ -65,7 +88,7 @@ plugins: deps-wasm plugins-py
 	done
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin-size -p kv-basic
 	cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin-size/kv_basic.wasm $(PLUGIN_OUT)/kv-basic-size.wasm
-	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES))) $(PY_PLUGINS)"
+	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES))) $(PY_PLUGINS) $(JS_PLUGINS)"
 
 ## host: the blocklab binary, release build.
 host:
@@ -110,6 +133,7 @@ vendor-web:
 test: lint plugins check-fdb deps-browser deps-python deps-net peers deps-slurm
 	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_REQUIRE_SLURM=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
+	$(CARGO) test -p blocklab-sdk --lib --no-fail-fast  # the SDK's pure logic (the env.random pool), natively
 
 ## bench-boundary: per-call cost of the plugin boundary, sync against async
 ## host imports, beside wasmtime-style reference calls (docs/benchmarks.md).

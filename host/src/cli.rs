@@ -221,6 +221,10 @@ struct PluginNewArgs {
     /// `workload`, `kv-adapter` or `grpc-adapter`.
     #[arg(long, default_value = "workload")]
     kind: String,
+    /// `rust` (a crate against plugins/sdk) or `js` (a JavaScript module,
+    /// workloads only).
+    #[arg(long, default_value = "rust")]
+    lang: String,
     /// Where to create the crate directory.
     #[arg(long, default_value = ".")]
     dir: PathBuf,
@@ -231,9 +235,13 @@ struct PluginNewArgs {
 
 #[derive(Debug, Args)]
 struct PluginBuildArgs {
-    /// The plugin crate's directory.
+    /// The plugin's directory (a crate, or a JavaScript plugin's `app.js`).
     #[arg(default_value = ".")]
     dir: PathBuf,
+    /// blocklab's plugins/js, for JavaScript plugins [default: the tree
+    /// blocklab was built from].
+    #[arg(long, value_name = "PATH")]
+    toolchain: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -807,6 +815,12 @@ fn plugin(command: PluginCommand) -> anyhow::Result<ExitCode> {
     match command {
         PluginCommand::New(args) => {
             let kind = scaffold::Kind::parse(&args.kind)?;
+            if scaffold::Lang::parse(&args.lang)? == scaffold::Lang::JavaScript {
+                let root = scaffold::new_js_plugin(&args.name, kind, &args.dir)?;
+                writeln!(out, "created {} (JavaScript workload)", root.display())?;
+                writeln!(out, "build it:  blocklab plugin build {}", root.display())?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let sdk = match args.sdk.or_else(scaffold::find_sdk) {
                 Some(sdk) => sdk,
                 None => anyhow::bail!(
@@ -823,7 +837,7 @@ fn plugin(command: PluginCommand) -> anyhow::Result<ExitCode> {
             )?;
         }
         PluginCommand::Build(args) => {
-            let wasm = scaffold::build(&args.dir)?;
+            let wasm = scaffold::build(&args.dir, args.toolchain.as_deref())?;
             writeln!(out, "{}", wasm.display())?;
         }
         PluginCommand::Inspect(args) => {

@@ -43,6 +43,9 @@ pub const DEFAULT_CALL_DEADLINE_MS: u64 = 10_000;
 /// Largest linear memory per plugin instance, MiB: a wasm32 memory
 /// addresses 4 GiB.
 pub const MEMORY_MIB: u64 = 4096;
+/// Most characters of a plugin's `env.log` lines kept per call and shown
+/// with a trap of that call (the newest lines are kept).
+pub const TRAP_LOG_CHARS: usize = 4_000;
 /// Longest call into a plugin, milliseconds (one hour).
 pub const CALL_DEADLINE_MS: u64 = 3_600_000;
 /// Longest run before it is killed, and longest wait for quiescence,
@@ -109,6 +112,11 @@ pub fn table() -> Vec<Row> {
             "`limits.memory_mib`, `--memory-cap-mib`",
             "256",
             format!("1 to {MEMORY_MIB}"),
+        ),
+        row(
+            "plugin log shown with a trap",
+            "-",
+            format!("{TRAP_LOG_CHARS} characters, newest lines"),
         ),
         row(
             "`limits.call_deadline_ms`, `--call-deadline-ms`",

@@ -9,7 +9,7 @@
 use hdrhistogram::Histogram;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write as _;
 use std::time::Instant;
 
@@ -21,6 +21,11 @@ pub struct Env {
     histograms: BTreeMap<String, Histogram<u64>>,
     /// Name shown in log lines, e.g. the plugin file name.
     label: String,
+    /// The log lines of the current call into the plugin, newest last, at
+    /// most [`crate::limits::TRAP_LOG_CHARS`] in all: shown with a trap, so
+    /// the plugin's last words reach the error even when stderr is lost.
+    call_log: VecDeque<String>,
+    call_log_chars: usize,
 }
 
 impl Env {
@@ -36,7 +41,23 @@ impl Env {
             counters: BTreeMap::new(),
             histograms: BTreeMap::new(),
             label: label.into(),
+            call_log: VecDeque::new(),
+            call_log_chars: 0,
         }
+    }
+
+    /// Forgets the log lines of the previous call; the host calls it before
+    /// every call into the plugin.
+    pub fn begin_call(&mut self) {
+        if !self.call_log.is_empty() {
+            self.call_log.clear();
+            self.call_log_chars = 0;
+        }
+    }
+
+    /// The log lines of the current call, oldest first (bounded).
+    pub fn call_log(&self) -> impl Iterator<Item = &str> {
+        self.call_log.iter().map(String::as_str)
     }
 
     /// Monotonic nanoseconds since this environment was made.
@@ -90,8 +111,9 @@ impl Env {
         &self.histograms
     }
 
-    /// Writes a plugin's log line to stderr: 0 error, 1 warn, 2 info, 3 debug.
-    pub fn log(&self, level: u8, message: &str) {
+    /// Writes a plugin's log line to stderr (0 error, 1 warn, 2 info,
+    /// 3 debug) and keeps it with the current call's lines.
+    pub fn log(&mut self, level: u8, message: &str) {
         let level = match level {
             0 => "error",
             1 => "warn",
@@ -100,6 +122,23 @@ impl Env {
         };
         // A closed stderr must not fail the run (eprintln! would panic).
         let _ = writeln!(std::io::stderr(), "[{}] {level}: {message}", self.label);
+        self.keep(format!("{level}: {message}"));
+    }
+
+    fn keep(&mut self, line: String) {
+        let cap = crate::limits::TRAP_LOG_CHARS;
+        // One line longer than the whole budget is cut to fit it alone.
+        let line = match line.char_indices().nth(cap - 1) {
+            Some((end, _)) => format!("{}…", &line[..end]),
+            None => line,
+        };
+        self.call_log_chars += line.chars().count();
+        self.call_log.push_back(line);
+        while self.call_log_chars > cap
+            && let Some(old) = self.call_log.pop_front()
+        {
+            self.call_log_chars -= old.chars().count();
+        }
     }
 }
 
@@ -114,6 +153,26 @@ fn new_histogram() -> Result<Histogram<u64>, hdrhistogram::CreationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_call_log_keeps_the_newest_lines_within_its_cap() {
+        let mut env = Env::new("t", 1, 0);
+        env.log(0, "before");
+        env.begin_call();
+        assert_eq!(env.call_log().count(), 0, "a new call starts empty");
+        for i in 0..1000 {
+            env.log(0, &format!("line {i}"));
+        }
+        let lines: Vec<&str> = env.call_log().collect();
+        assert_eq!(lines.last(), Some(&"error: line 999"));
+        assert!(!lines.contains(&"error: line 0"));
+        let chars: usize = lines.iter().map(|l| l.chars().count()).sum();
+        assert!(chars <= crate::limits::TRAP_LOG_CHARS, "{chars}");
+        env.log(0, &"x".repeat(3 * crate::limits::TRAP_LOG_CHARS));
+        let lines: Vec<&str> = env.call_log().collect();
+        assert_eq!(lines.len(), 1, "one huge line is cut and kept alone");
+        assert!(lines[0].ends_with('…'));
+    }
 
     #[test]
     fn hdr_counters_are_histograms_and_others_sum() {

@@ -74,4 +74,9 @@ pub trait Instance: Send {
     fn memory_high_water(&self) -> u64 {
         0
     }
+    /// Client resources (kv transactions, grpc streams) the workload made
+    /// and has not dropped: at the end of a run, leaked ones (0 for builtin).
+    fn live_resources(&self) -> u64 {
+        0
+    }
 }

@@ -1,5 +1,6 @@
-//! `blocklab plugin new` and `plugin build`: a plugin crate that builds out
-//! of the box against the Rust SDK, and the cargo call that builds one.
+//! `blocklab plugin new` and `plugin build`: a plugin that builds out of the
+//! box (a crate against the Rust SDK, or a JavaScript module against
+//! plugins/js/sdk), and the cargo or ComponentizeJS call that builds one.
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -35,6 +36,24 @@ impl Kind {
     }
 }
 
+/// The language a plugin is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Rust,
+    JavaScript,
+}
+
+impl Lang {
+    /// `rust` or `js`.
+    pub fn parse(text: &str) -> anyhow::Result<Lang> {
+        match text {
+            "rust" => Ok(Lang::Rust),
+            "js" | "javascript" => Ok(Lang::JavaScript),
+            other => bail!("plugin language `{other}` is unknown; use `rust` or `js`"),
+        }
+    }
+}
+
 /// The SDK of the blocklab tree this binary was built from, when it is
 /// still there; else the first `plugins/sdk` above the current directory.
 pub fn find_sdk() -> Option<PathBuf> {
@@ -50,10 +69,23 @@ pub fn find_sdk() -> Option<PathBuf> {
         .and_then(|d| std::fs::canonicalize(d).ok())
 }
 
-/// Writes crate `name` of `kind` into `dir/name` and returns its path. The
-/// crate is its own workspace, so it builds wherever it lies, and depends
-/// on the SDK at `sdk` by path.
-pub fn new_plugin(name: &str, kind: Kind, dir: &Path, sdk: &Path) -> anyhow::Result<PathBuf> {
+/// The JavaScript toolchain (plugins/js: build.mjs, the SDK and the pinned
+/// ComponentizeJS) of the tree this binary was built from, when it is still
+/// there; else the first `plugins/js` above the current directory.
+pub fn find_js_toolchain() -> Option<PathBuf> {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/js");
+    let cwd = std::env::current_dir().ok();
+    let mut candidates = vec![built];
+    if let Some(cwd) = cwd {
+        candidates.extend(cwd.ancestors().map(|d| d.join("plugins/js")));
+    }
+    candidates
+        .into_iter()
+        .find(|d| d.join("build.mjs").is_file())
+        .and_then(|d| std::fs::canonicalize(d).ok())
+}
+
+fn check_name(name: &str) -> anyhow::Result<()> {
     let valid = !name.is_empty()
         && name
             .chars()
@@ -64,6 +96,28 @@ pub fn new_plugin(name: &str, kind: Kind, dir: &Path, sdk: &Path) -> anyhow::Res
             "plugin name `{name}` is not a crate name blocklab accepts; use lowercase letters, digits and `-`, starting with a letter (e.g. `my-workloads`)"
         );
     }
+    Ok(())
+}
+
+/// A fresh directory `dir/name` for a new plugin.
+fn create_root(name: &str, dir: &Path) -> anyhow::Result<PathBuf> {
+    let root = dir.join(name);
+    if root.exists() {
+        bail!(
+            "`{}` already exists; choose another name or `--dir`",
+            root.display()
+        );
+    }
+    std::fs::create_dir_all(&root)
+        .with_context(|| format!("cannot create `{}`", root.display()))?;
+    Ok(root)
+}
+
+/// Writes crate `name` of `kind` into `dir/name` and returns its path. The
+/// crate is its own workspace, so it builds wherever it lies, and depends
+/// on the SDK at `sdk` by path.
+pub fn new_plugin(name: &str, kind: Kind, dir: &Path, sdk: &Path) -> anyhow::Result<PathBuf> {
+    check_name(name)?;
     let sdk = std::fs::canonicalize(sdk).with_context(|| {
         format!(
             "the SDK `{}` does not exist; pass `--sdk PATH` pointing at blocklab's plugins/sdk",
@@ -76,13 +130,7 @@ pub fn new_plugin(name: &str, kind: Kind, dir: &Path, sdk: &Path) -> anyhow::Res
             sdk.display()
         );
     }
-    let root = dir.join(name);
-    if root.exists() {
-        bail!(
-            "`{}` already exists; choose another name or `--dir`",
-            root.display()
-        );
-    }
+    let root = create_root(name, dir)?;
     std::fs::create_dir_all(root.join("src"))
         .with_context(|| format!("cannot create `{}`", root.display()))?;
     let manifest = CARGO_TOML
@@ -94,13 +142,36 @@ pub fn new_plugin(name: &str, kind: Kind, dir: &Path, sdk: &Path) -> anyhow::Res
     Ok(root)
 }
 
-/// Builds the plugin crate in `dir` for wasm32-wasip2 in release mode and
-/// returns the component's path.
-pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
+/// Writes JavaScript workload plugin `name` (`app.js`) into `dir/name` and
+/// returns its path. It imports the SDK as `./blocklab.js`, which the build
+/// puts beside it.
+pub fn new_js_plugin(name: &str, kind: Kind, dir: &Path) -> anyhow::Result<PathBuf> {
+    check_name(name)?;
+    if kind != Kind::Workload {
+        bail!(
+            "a JavaScript plugin can only be a workload; use `--kind workload`, or `--lang rust` for an adapter"
+        );
+    }
+    let root = create_root(name, dir)?;
+    std::fs::write(root.join(JS_ENTRY), WORKLOAD_JS)?;
+    std::fs::write(root.join(".gitignore"), "/target\n")?;
+    Ok(root)
+}
+
+/// The module a JavaScript plugin directory is built from.
+const JS_ENTRY: &str = "app.js";
+
+/// Builds the plugin in `dir` and returns the component's path: a crate
+/// (`Cargo.toml`) for wasm32-wasip2 in release mode, or a JavaScript module
+/// (`app.js`) with the toolchain in `js_toolchain` (blocklab's plugins/js).
+pub fn build(dir: &Path, js_toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if !dir.join("Cargo.toml").is_file() && dir.join(JS_ENTRY).is_file() {
+        return build_js(dir, js_toolchain);
+    }
     let manifest = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).with_context(|| {
         format!(
-            "`{}` is not a plugin crate (no Cargo.toml); scaffold one with `blocklab plugin new`",
+            "`{}` is not a plugin (no Cargo.toml, no app.js); scaffold one with `blocklab plugin new`",
             dir.display()
         )
     })?;
@@ -129,6 +200,65 @@ pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
         bail!(
             "cargo succeeded but `{}` is missing (is the crate a `cdylib`?)",
             wasm.display()
+        );
+    }
+    Ok(wasm)
+}
+
+/// Componentizes `dir/app.js` into `dir/target/NAME.wasm` (NAME: the
+/// directory's name) with plugins/js/build.mjs.
+fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let toolchain = match toolchain.map(Path::to_owned).or_else(find_js_toolchain) {
+        Some(t) => t,
+        None => bail!(
+            "cannot find blocklab's plugins/js (the JavaScript toolchain); pass `--toolchain PATH` pointing at it"
+        ),
+    };
+    let script = toolchain.join("build.mjs");
+    let wit = toolchain.join("../../wit");
+    if !script.is_file() || !wit.is_dir() {
+        bail!(
+            "`{}` is not blocklab's plugins/js (no build.mjs beside ../../wit); pass `--toolchain PATH` pointing at it",
+            toolchain.display()
+        );
+    }
+    let node = std::env::var_os("BLOCKLAB_NODE").unwrap_or_else(|| "node".into());
+    let found = Command::new(&node)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .status();
+    if !found.is_ok_and(|s| s.success()) {
+        bail!(
+            "cannot run `{}` (JavaScript plugins are built with Node.js); install Node.js 18 or newer and npm (`apt-get install nodejs npm`), then run `make deps-js` in the blocklab tree",
+            node.to_string_lossy()
+        );
+    }
+    let package = toolchain.join("node_modules/@bytecodealliance/componentize-js/package.json");
+    if !package.is_file() {
+        bail!(
+            "ComponentizeJS is not installed in `{}`; run `make deps-js` in the blocklab tree (npm ci of the versions pinned in plugins/js/package-lock.json)",
+            toolchain.join("node_modules").display()
+        );
+    }
+    let dir = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot read the plugin directory `{}`", dir.display()))?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plugin".to_owned());
+    let wasm = dir.join("target").join(format!("{name}.wasm"));
+    let status = Command::new(&node)
+        .arg(&script)
+        .arg(dir.join(JS_ENTRY))
+        .arg(&wit)
+        .arg(&wasm)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run `{}`", node.to_string_lossy()))?;
+    if !status.success() || !wasm.is_file() {
+        bail!(
+            "ComponentizeJS failed to build `{}` (see its output above: a syntax error, or an import other than `./blocklab.js` and blocklab:bench)",
+            dir.join(JS_ENTRY).display()
         );
     }
     Ok(wasm)
@@ -240,6 +370,65 @@ mod tests {
         assert!(key(9) < key(10));
     }
 }
+"#;
+
+const WORKLOAD_JS: &str = r#"// A blocklab workload plugin in JavaScript. Build it with
+// `blocklab plugin build .`, run it with
+// `blocklab run --plugin target/NAME.wasm --workload get`.
+//
+// `./blocklab.js` is blocklab's JavaScript SDK (plugins/js/sdk/blocklab.js),
+// put beside this file by the build. Importing it makes Math.random, crypto
+// and Date draw from the run's seeded generator and clock, sends console.*
+// to the run's log, and returns an exception thrown by setup or run to the
+// host with its message and stack.
+import { env, int, randomU64, transact, workloads } from './blocklab.js';
+
+const encoder = new TextEncoder();
+
+// Row `i`'s key; 8 digits keep key order equal to row order.
+function key(i) {
+  return encoder.encode(`example/get/${String(i).padStart(8, '0')}`);
+}
+
+export const workload = workloads({
+  get: {
+    description: 'one point read of a fixture row, committed',
+    params: [
+      ['keys', '1000', 'fixture rows'],
+      ['value-bytes', '100', 'bytes per value'],
+    ],
+    uses: ['kv'],
+    setup(params) {
+      const keys = int(params, 'keys');
+      if (keys === 0) throw 'param `keys` must be at least 1';
+      const valueBytes = int(params, 'value-bytes');
+      const value = new Uint8Array(valueBytes).fill(120);
+      // The fixture, in transactions well under FoundationDB's 10 MB.
+      // transact() retries and always disposes the transaction (a resource
+      // is dropped only on [Symbol.dispose]()).
+      for (let start = 0; start < keys; start += 1000) {
+        const stop = Math.min(keys, start + 1000);
+        transact((tr) => {
+          for (let i = start; i < stop; i++) tr.set(key(i), value);
+        });
+      }
+      env.count('fixture-rows', BigInt(keys));
+      // The run function: one transaction, returns its retries.
+      return () => {
+        // Keys come from env.random: seeded by the plan, reproducible.
+        const k = key(Number(randomU64() % BigInt(keys)));
+        const { value: found, retries } = transact((tr) => tr.get(k, false));
+        if (found === undefined || found === null) {
+          throw new Error(`key \`${new TextDecoder().decode(k)}\` is missing`);
+        }
+        if (found.length !== valueBytes) {
+          throw new Error(`key holds ${found.length} bytes, expected ${valueBytes}`);
+        }
+        return retries;
+      };
+    },
+  },
+});
 "#;
 
 const KV_ADAPTER_RS: &str = r#"//! A blocklab kv adapter: composed between a workload and the target with

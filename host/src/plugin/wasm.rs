@@ -497,6 +497,7 @@ impl Plugin {
                 high_water: 0,
                 refused: false,
             },
+            live_resources: 0,
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|state| &mut state.limiter);
@@ -543,6 +544,12 @@ fn describe_trap(
     workload: Option<&str>,
     error: anyhow::Error,
 ) -> anyhow::Error {
+    let last_words: String = store
+        .data()
+        .env
+        .call_log()
+        .map(|line| format!("\n  plugin log: {line}"))
+        .collect();
     let place = match workload {
         Some(w) => format!("plugin `{plugin}` workload `{w}`"),
         None => format!("plugin `{plugin}`"),
@@ -560,7 +567,7 @@ fn describe_trap(
         Some(trap) => format!("trapped in `{call}` ({trap}); this is a bug in the plugin"),
         None => format!("failed in `{call}`"),
     };
-    error.context(format!("{place} {what}"))
+    error.context(format!("{place} {what}{last_words}"))
 }
 
 /// A live plugin instance, used by one worker thread.
@@ -575,6 +582,12 @@ pub struct WasmInstance {
 }
 
 impl WasmInstance {
+    /// Arms the call deadline and forgets the previous call's log lines.
+    fn begin_call(&mut self) {
+        self.store.set_epoch_deadline(self.ticks);
+        self.store.data_mut().env.begin_call();
+    }
+
     fn fail(&self, call: &str, error: anyhow::Error) -> anyhow::Error {
         describe_trap(
             &self.plugin,
@@ -589,7 +602,7 @@ impl WasmInstance {
 
 impl Instance for WasmInstance {
     fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
-        self.store.set_epoch_deadline(self.ticks);
+        self.begin_call();
         let infos = self
             .bindings
             .blocklab_bench_workload()
@@ -616,7 +629,7 @@ impl Instance for WasmInstance {
 
     fn setup(&mut self, name: &str, params: &[(String, String)]) -> anyhow::Result<()> {
         self.workload = Some(name.to_owned());
-        self.store.set_epoch_deadline(self.ticks);
+        self.begin_call();
         let result = self
             .bindings
             .blocklab_bench_workload()
@@ -631,7 +644,7 @@ impl Instance for WasmInstance {
     }
 
     fn run(&mut self, iteration: u64) -> anyhow::Result<u32> {
-        self.store.set_epoch_deadline(self.ticks);
+        self.begin_call();
         match self
             .bindings
             .blocklab_bench_workload()
@@ -649,6 +662,10 @@ impl Instance for WasmInstance {
 
     fn memory_high_water(&self) -> u64 {
         self.store.data().limiter.high_water
+    }
+
+    fn live_resources(&self) -> u64 {
+        self.store.data().live_resources
     }
 }
 
@@ -698,6 +715,9 @@ struct HostState {
     kv: Option<SharedDatabase>,
     grpc: Option<Arc<GrpcClient>>,
     limiter: MemoryCap,
+    /// Transactions and streams the guest holds: made minus dropped. What
+    /// is still live when the run ends is reported as leaked.
+    live_resources: u64,
 }
 
 impl WasiView for HostState {
@@ -767,7 +787,9 @@ impl wit_kv::HostTransaction for HostState {
             );
         };
         let tr = db.begin();
-        Ok(self.table.push(TransactionHandle(tr))?)
+        let handle = self.table.push(TransactionHandle(tr))?;
+        self.live_resources += 1;
+        Ok(handle)
     }
 
     fn get_read_version(&mut self, tr: Resource<TransactionHandle>) -> KvResult<u64> {
@@ -851,6 +873,7 @@ impl wit_kv::HostTransaction for HostState {
 
     fn drop(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
         self.table.delete(tr)?;
+        self.live_resources = self.live_resources.saturating_sub(1);
         Ok(())
     }
 }

@@ -523,6 +523,7 @@ fn gate_summary(
             gates.reruns += 1;
         }
         gates.oom_kills += r.telemetry.oom_kills.unwrap_or(0);
+        gates.leaked_resources += r.result.as_ref().map_or(0, |x| x.leaked_resources);
     }
     (gates.steal_pct, gates.max_steal_pct) = steal(records.iter().map(|r| &r.telemetry));
     gates

@@ -133,6 +133,10 @@ pub struct GateSummary {
     /// already precise enough (not failures, not to be resumed).
     #[serde(default)]
     pub skipped_slots: usize,
+    /// kv transactions and grpc streams plugins left undropped, summed over
+    /// stored runs: a bug in a plugin, which also skews what it measured.
+    #[serde(default)]
+    pub leaked_resources: u64,
 }
 
 /// Client CPU ticks (10 ms each) a run needs for its own steal percentage
@@ -143,7 +147,7 @@ impl GateSummary {
     /// The gates' verdict in one sentence, for every rendering.
     pub fn sentence(&self) -> String {
         format!(
-            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {:.2}% (at most {:.2}% in a run of 1 s or more), {} OOM kills, {} slots not run yet{}",
+            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {:.2}% (at most {:.2}% in a run of 1 s or more), {} OOM kills, {} slots not run yet{}{}",
             self.runs,
             self.failed.len(),
             self.flagged.len(),
@@ -156,6 +160,14 @@ impl GateSummary {
                 format!(
                     ", {} slots left unrun by the sequential rule",
                     self.skipped_slots
+                )
+            } else {
+                String::new()
+            },
+            if self.leaked_resources > 0 {
+                format!(
+                    ", {} plugin resources leaked (transactions or streams never dropped: fix the plugin; in JavaScript call `[Symbol.dispose]()`)",
+                    self.leaked_resources
                 )
             } else {
                 String::new()

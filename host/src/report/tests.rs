@@ -6,6 +6,7 @@
 
 use super::analysis::steal;
 use super::format::pct;
+use super::model::GateSummary;
 use super::statistics::statistics;
 use super::*;
 use crate::run::gates::{Quiescence, Telemetry};
@@ -33,6 +34,21 @@ fn the_plan_names_exactly_the_statistics_the_report_compares() {
             assert!(ours.contains(&primary.as_str()), "{mode}: {primary}");
         }
     }
+}
+
+#[test]
+fn leaked_resources_are_named_in_the_gates_sentence_only_when_there_are_some() {
+    let clean = GateSummary::default().sentence();
+    assert!(!clean.contains("leaked"), "{clean}");
+    let leaky = GateSummary {
+        leaked_resources: 3,
+        ..Default::default()
+    }
+    .sentence();
+    assert!(
+        leaky.contains(", 3 plugin resources leaked (transactions or streams never dropped"),
+        "{leaky}"
+    );
 }
 
 #[test]

@@ -588,6 +588,8 @@ fn run_checked(
         alloc: Default::default(),
         // ru_maxrss is in KiB: the program's peak resident memory.
         plugin_memory_bytes: (usage.ru_maxrss.max(0) as u64) << 10,
+        // A process arm holds no host resources of ours to leak.
+        leaked_resources: 0,
         counters: checked.counters,
         inputs,
         cpus: cpus.to_vec(),

@@ -175,6 +175,11 @@ pub struct RunResult {
     pub alloc: Alloc,
     /// The plugin's largest linear memory, bytes (0 for builtin workloads).
     pub plugin_memory_bytes: u64,
+    /// kv transactions and grpc streams the plugin made and never dropped,
+    /// still live when the run ended, summed over workers. Non-zero is a
+    /// bug in the plugin (in JavaScript: a missing `[Symbol.dispose]()`).
+    #[serde(default)]
+    pub leaked_resources: u64,
     /// Counters the workload kept through `env.count`, summed over workers.
     pub counters: BTreeMap<String, i64>,
     /// Every input this run executed, file → sha256.
@@ -270,6 +275,12 @@ impl RunResult {
             );
         }
         s += &format!("  errors {}  retries {}\n", self.errors, self.retries);
+        if self.leaked_resources > 0 {
+            s += &format!(
+                "  leaked       {} resource(s) still live at the end of the run (kv transactions or grpc streams never dropped; drop them, in JavaScript with `[Symbol.dispose]()`)\n",
+                self.leaked_resources
+            );
+        }
         for (kind, n) in &self.errors_by_kind {
             s += &format!("    {n} × {kind}\n");
         }

@@ -479,7 +479,9 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     }
     let mut counters = BTreeMap::new();
     let mut plugin_memory_bytes = 0;
+    let mut leaked_resources = 0;
     for instance in &instances {
+        leaked_resources += instance.live_resources();
         for (name, value) in instance.env().counters() {
             *counters.entry(name.clone()).or_insert(0) += value;
         }
@@ -543,6 +545,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             allocs_per_txn: per_txn(alloc.allocs),
         },
         plugin_memory_bytes,
+        leaked_resources,
         counters,
         inputs,
         cpus,

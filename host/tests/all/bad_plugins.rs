@@ -87,6 +87,10 @@ fn a_trapping_plugin_names_plugin_workload_and_backtrace() {
         &[
             "plugin `misbehave.wasm` workload `trap` trapped in `run`",
             "bug in the plugin",
+            // The plugin's last words (the SDK logs the panic) are in the
+            // error itself, not only on the run's stderr.
+            "\n  plugin log: error: plugin panicked: ",
+            "misbehave/trap panics on purpose at iteration 0",
         ],
     );
 }

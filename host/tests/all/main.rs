@@ -14,6 +14,7 @@ mod intervals;
 mod kv_conformance;
 #[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
+mod languages;
 mod network;
 mod peers;
 mod plugins;

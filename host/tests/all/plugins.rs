@@ -438,3 +438,46 @@ fn a_scaffolded_plugin_of_each_kind_builds_and_runs() {
         .arg(dir.path()));
     assert_error(&again, &["already exists"]);
 }
+
+/// The SDK draws `env.random` ahead in a pool (one crossing serves many
+/// draws); the draws must stay byte-identical to one call per draw, so the
+/// plugin and its builtin twin, with the same seed, write the same keys.
+#[test]
+fn the_plugin_and_its_builtin_twin_write_the_same_keys_for_a_seed() {
+    use blocklab::plugin::builtin::Builtin;
+    let keys_written = |instance: &mut dyn Instance, db: &blocklab::target::kv::SharedDatabase| {
+        instance
+            .setup("set100", &[("keys".into(), "100000".into())])
+            .unwrap();
+        // More draws than one pool holds (256 bytes = 32 draws).
+        for i in 0..200 {
+            instance.run(i).unwrap();
+        }
+        let mut tr = db.begin();
+        let rows = tr
+            .get_range(
+                b"",
+                b"\xff",
+                RangeOptions {
+                    limit: 0,
+                    reverse: false,
+                    snapshot: true,
+                },
+            )
+            .unwrap();
+        rows.into_iter().map(|kv| kv.key).collect::<Vec<_>>()
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(Limits::default(), Some(cache.path().to_owned())).unwrap();
+    let loaded = runtime.load(&plugin("kv-basic")).unwrap();
+    let db = TargetSpec::Embedded.open_kv().unwrap();
+    let mut wasm = loaded
+        .instantiate(Some(db.clone()), None, Env::new("t", 7, 0), 7)
+        .unwrap();
+    let from_plugin = keys_written(&mut wasm, &db);
+    let db = TargetSpec::Embedded.open_kv().unwrap();
+    let mut builtin = Builtin::new(db.clone(), Env::new("t", 7, 0));
+    let from_builtin = keys_written(&mut builtin, &db);
+    assert!(from_plugin.len() > 150, "{}", from_plugin.len());
+    assert_eq!(from_plugin, from_builtin);
+}

@@ -1,10 +1,13 @@
 """kv-basic-py: four of kv-basic's workloads (grv, get100, set100, ryw) as a
-Python workload plugin, built with componentize-py.
+Python workload plugin, built with componentize-py, and `throws` (an
+uncaught exception, for blocklab's tests of plugin errors).
 
 The key layout, values, params and random draws are kv-basic's
 (plugins/workloads/kv-basic/src/catalog.rs), so the same seed touches the
 same keys in both plugins and a campaign can compare them arm against arm.
 """
+
+import traceback
 
 from componentize_py_types import Err
 from wit_world import exports
@@ -40,6 +43,11 @@ WORKLOADS = {
         "ryw",
         "write then read the same 100 B key and cancel: read-your-writes, no commit, no server round trip",
         sized("100"),
+    ),
+    "throws": (
+        "throws",
+        "test-only, for blocklab's tests of plugin errors: raises a ValueError from run",
+        [],
     ),
 }
 
@@ -120,7 +128,7 @@ class Current:
 
 
 def write_fixture(name, kind, settings):
-    if kind == "grv" or kind == "ryw":
+    if kind in ("grv", "ryw", "throws"):
         return
     start_key, end_key = prefix(name), f"kv-basic/{name}0".encode()
     transact(lambda tr: tr.clear_range(start_key, end_key))
@@ -150,7 +158,37 @@ def check(k, found, length):
         )
 
 
+def in_own_words(error):
+    """An uncaught exception as the WIT error string: `Type: message (at
+    file:line in function)`, then the traceback. componentize-py traps on an
+    exception that is not `Err`, and --stub-wasi leaves no stderr to print
+    it to, so without this the user sees only `unreachable`."""
+    frames = traceback.StackSummary.extract(
+        traceback.walk_tb(error.__traceback__), lookup_lines=False
+    )
+    where = [f"{f.filename}:{f.lineno} in {f.name}" for f in frames]
+    head = f"{type(error).__name__}: {error}"
+    if not where:
+        return head
+    return f"{head} (at {where[-1]})\n" + "\n".join(reversed(where))
+
+
+def guarded(call):
+    try:
+        return call()
+    except Err:
+        raise
+    except Exception as error:
+        raise Err(in_own_words(error))
+
+
 def make_run(name, kind, settings):
+    if kind == "throws":
+
+        def run():
+            raise ValueError("kv-basic-py/throws: run raises on purpose")
+
+        return run
     if kind == "grv":
         return lambda: transact(lambda tr: tr.get_read_version(), commit=False)[1]
     keys, length = settings["keys"], settings["value-bytes"]
@@ -195,6 +233,9 @@ class Workload(exports.Workload):
         ]
 
     def setup(self, name, params):
+        guarded(lambda: self.set_up(name, params))
+
+    def set_up(self, name, params):
         Current.run = None
         if name not in WORKLOADS:
             raise Err(f"unknown workload `{name}` (known: {', '.join(WORKLOADS)})")
@@ -206,4 +247,4 @@ class Workload(exports.Workload):
     def run(self, iteration):
         if Current.run is None:
             raise Err("`run` was called before a successful `setup` (set a workload up first)")
-        return Current.run()
+        return guarded(Current.run)

@@ -49,7 +49,11 @@ impl wit_grpc::Host for HostState {
     fn open_stream(&mut self, method: String) -> GrpcResult<Resource<StreamHandle>> {
         let client = self.grpc_client()?;
         match client.open_stream(&method) {
-            Ok(stream) => Ok(Ok(self.table.push(StreamHandle(stream))?)),
+            Ok(stream) => {
+                let handle = self.table.push(StreamHandle(stream))?;
+                self.live_resources += 1;
+                Ok(Ok(handle))
+            }
             Err(status) => Ok(Err(to_wit(status))),
         }
     }
@@ -78,6 +82,7 @@ impl wit_grpc::HostStream for HostState {
 
     fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
         self.table.delete(stream)?;
+        self.live_resources = self.live_resources.saturating_sub(1);
         Ok(())
     }
 }

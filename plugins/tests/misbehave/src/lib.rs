@@ -1,9 +1,10 @@
 //! misbehave: a test-only plugin whose workloads fail on purpose, one way
 //! each, so the host's bad-input tests can check that a trap, a runaway
 //! loop, unbounded memory growth and an error return each fail the run with
-//! a clear message. Never use it in a benchmark.
+//! a clear message, and that a leaked transaction is counted. Never use it
+//! in a benchmark.
 
-use blocklab_sdk::{Info, Params, Plugin, Workload, env};
+use blocklab_sdk::{Info, Params, Plugin, Workload, env, kv};
 use std::hint::black_box;
 use std::sync::Mutex;
 
@@ -34,6 +35,13 @@ impl Plugin for Misbehave {
                     "{TEST_ONLY}returns an error from run, as a workload does when a read returns something unexpected"
                 ),
             ),
+            Info::new(
+                "leak",
+                format!(
+                    "{TEST_ONLY}opens a kv transaction in run and never drops it (std::mem::forget)"
+                ),
+            )
+            .uses("kv"),
         ]
     }
 
@@ -43,6 +51,7 @@ impl Plugin for Misbehave {
             "spin" => Box::new(Spin),
             "grow" => Box::new(Grow),
             "bad-read" => Box::new(BadRead),
+            "leak" => Box::new(Leak),
             other => return Err(format!("unknown workload `{other}`")),
         };
         Ok(workload)
@@ -52,6 +61,15 @@ impl Plugin for Misbehave {
 blocklab_sdk::export_plugin!(Misbehave);
 
 struct Trap;
+
+struct Leak;
+
+impl Workload for Leak {
+    fn run(&mut self, _iteration: u64) -> Result<u32, String> {
+        std::mem::forget(kv::Transaction::new());
+        Ok(0)
+    }
+}
 
 impl Workload for Trap {
     fn run(&mut self, iteration: u64) -> Result<u32, String> {

@@ -1,0 +1,212 @@
+//! Plugin authors, second round (issue 21): a JavaScript workload plugin
+//! built with ComponentizeJS beside the Python one, errors in the plugin's
+//! own words, seeded randomness in every language, and leaked resources.
+
+use crate::support::{assert_error, blocklab, plugin, run};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// kv-basic-js, compiled into the tests' shared cache once: a cold compile
+/// of a ComponentizeJS component takes about half a minute, and tests
+/// running at once would each pay it.
+fn js() -> PathBuf {
+    static COMPILED: OnceLock<PathBuf> = OnceLock::new();
+    COMPILED
+        .get_or_init(|| {
+            let path = plugin("kv-basic-js");
+            let r = run(blocklab().args(["plugin", "inspect"]).arg(&path));
+            assert!(r.ok, "{}", r.stderr);
+            path
+        })
+        .clone()
+}
+
+/// `blocklab run --json` of `workload` on `plugin`.
+fn run_json(plugin: &PathBuf, workload: &str, extra: &[&str]) -> serde_json::Value {
+    let r = run(blocklab()
+        .args(["run", "--plugin"])
+        .arg(plugin)
+        .args([
+            "--workload",
+            workload,
+            "--warmup",
+            "10",
+            "--measured",
+            "100",
+        ])
+        .args(extra)
+        .arg("--json"));
+    assert!(r.ok, "blocklab run failed:\n{}", r.stderr);
+    serde_json::from_str(&r.stdout).expect("run --json prints one object")
+}
+
+#[test]
+fn the_javascript_plugin_runs_the_kv_basic_workloads_and_drops_its_transactions() {
+    let js = js();
+    for workload in ["ryw", "get100", "set100", "grv"] {
+        let result = run_json(&js, workload, &[]);
+        assert_eq!(result["errors"], 0, "{workload}: {result}");
+        assert_eq!(result["measured"], 100);
+        // The SDK's transact() disposes every transaction it opens.
+        assert_eq!(result["leaked_resources"], 0, "{workload}: {result}");
+    }
+    // The same seed picks the same keys as the Rust plugin: get100 with 3
+    // keys reads a fixture the JavaScript setup wrote, in kv-basic's layout.
+    let result = run_json(&js, "get100", &["--param", "keys=3"]);
+    assert_eq!(result["counters"]["fixture-rows"], 3, "{result}");
+    // Params are kv-basic's: a typo is refused with the known names.
+    let r = run(blocklab()
+        .args([
+            "run",
+            "--workload",
+            "get100",
+            "--param",
+            "kyes=3",
+            "--plugin",
+        ])
+        .arg(&js));
+    assert_error(&r, &["no param `kyes`", "keys"]);
+}
+
+#[test]
+fn an_uncaught_javascript_error_reaches_the_user_with_its_message_and_stack() {
+    let js = js();
+    let r = run(blocklab()
+        .args(["run", "--workload", "throws", "--measured", "5", "--plugin"])
+        .arg(&js));
+    assert_error(
+        &r,
+        &[
+            "TypeError: kv-basic-js/throws: run throws on purpose at iteration 0 (at throwingRun@app.js:",
+            // the stack, through the SDK
+            "run@blocklab.js:",
+            // console.error went to the run's log
+            "error: kv-basic-js/throws: about to throw at iteration 0",
+        ],
+    );
+    assert!(!r.stderr.contains("unreachable"), "{}", r.stderr);
+
+    let r = run(blocklab()
+        .args([
+            "run",
+            "--workload",
+            "throws",
+            "--param",
+            "in=setup",
+            "--plugin",
+        ])
+        .arg(&js));
+    assert_error(
+        &r,
+        &[
+            "plugin `kv-basic-js.wasm` refused to set up workload `throws`: RangeError: kv-basic-js/throws: setup throws on purpose (at setup@app.js:",
+        ],
+    );
+}
+
+#[test]
+fn an_uncaught_python_exception_reaches_the_user_with_its_traceback() {
+    let r = run(blocklab()
+        .args(["run", "--workload", "throws", "--measured", "5", "--plugin"])
+        .arg(plugin("kv-basic-py")));
+    assert_error(
+        &r,
+        &[
+            "ValueError: kv-basic-py/throws: run raises on purpose (at ",
+            "app.py:",
+            "in guarded",
+        ],
+    );
+    assert!(!r.stderr.contains("unreachable"), "{}", r.stderr);
+}
+
+#[test]
+fn javascript_randomness_follows_the_seed_and_time_the_run_clock() {
+    let js = js();
+    let draws = |seed: &str| {
+        let result = run_json(&js, "draws", &["--seed", seed]);
+        assert_eq!(result["errors"], 0, "{result}");
+        // Date.now, new Date() and env.now-ns agree: time is the run's
+        // clock, not the build's.
+        assert_eq!(result["counters"]["clock-is-env"], 110, "{result}");
+        result["counters"]["draw-hash"].as_i64().unwrap()
+    };
+    let one = draws("1");
+    assert_eq!(one, draws("1"), "the same seed gives the same draws");
+    assert_ne!(one, draws("2"), "another seed gives other draws");
+}
+
+#[test]
+fn resources_a_plugin_never_drops_are_reported_as_leaked() {
+    let js = js();
+    let result = run_json(&js, "leaks", &[]);
+    // One transaction per call, warmup included, never disposed.
+    assert_eq!(result["leaked_resources"], 110, "{result}");
+    let r = run(blocklab()
+        .args([
+            "run",
+            "--workload",
+            "leaks",
+            "--warmup",
+            "0",
+            "--measured",
+            "5",
+            "--plugin",
+        ])
+        .arg(&js));
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("leaked       5 resource(s) still live at the end of the run"),
+        "{}",
+        r.stdout
+    );
+    // Any language: a Rust plugin that forgets its transactions.
+    let result = run_json(&plugin("misbehave"), "leak", &[]);
+    assert_eq!(result["leaked_resources"], 110, "{result}");
+}
+
+#[test]
+fn a_javascript_plugin_is_scaffolded_and_a_missing_toolchain_names_its_make_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(blocklab()
+        .args(["plugin", "new", "my-js", "--lang", "js", "--dir"])
+        .arg(dir.path()));
+    assert!(r.ok, "{}", r.stderr);
+    let app = std::fs::read_to_string(dir.path().join("my-js/app.js")).unwrap();
+    assert!(app.contains("from './blocklab.js'"), "{app}");
+    assert!(app.contains("export const workload = workloads({"), "{app}");
+
+    let r = run(blocklab()
+        .args([
+            "plugin",
+            "new",
+            "my-adapter",
+            "--lang",
+            "js",
+            "--kind",
+            "kv-adapter",
+            "--dir",
+        ])
+        .arg(dir.path()));
+    assert_error(
+        &r,
+        &[
+            "a JavaScript plugin can only be a workload",
+            "--kind workload",
+        ],
+    );
+
+    // A plugins/js without `npm ci` behind it: the build says what installs it.
+    let tree = tempfile::tempdir().unwrap();
+    let toolchain = tree.path().join("plugins/js");
+    std::fs::create_dir_all(&toolchain).unwrap();
+    std::fs::create_dir_all(tree.path().join("wit")).unwrap();
+    std::fs::write(toolchain.join("build.mjs"), "").unwrap();
+    let r = run(blocklab()
+        .args(["plugin", "build"])
+        .arg(dir.path().join("my-js"))
+        .arg("--toolchain")
+        .arg(&toolchain));
+    assert_error(&r, &["ComponentizeJS is not installed in", "make deps-js"]);
+}

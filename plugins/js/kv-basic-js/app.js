@@ -1,0 +1,205 @@
+// kv-basic-js: four of kv-basic's workloads (grv, get100, set100, ryw) as a
+// JavaScript workload plugin, built with ComponentizeJS (plugins/js/build.mjs).
+//
+// The key layout, values, params and random draws are kv-basic's
+// (plugins/workloads/kv-basic/src/catalog.rs), so the same seed touches the
+// same keys in the Rust, Python and JavaScript plugins and a campaign can
+// compare them arm against arm. Three more workloads (`draws`, `throws`,
+// `leaks`) check the SDK's promises; blocklab's own tests run them.
+import { env, int, randomU64, transact, Transaction, workloads } from './blocklab.js';
+
+const KEYS_HELP = 'fixture keys; each transaction picks one with env random_u64 % keys';
+const VALUE_HELP = 'bytes per value';
+// Most fixture bytes (keys plus values) in one setup transaction, as in
+// catalog.rs: well inside FoundationDB's 10 MB limit.
+const FIXTURE_TRANSACTION_BYTES = 1000000;
+const MAX_KEYS = 500000;
+const MAX_VALUE_BYTES = 100000;
+const TEST_ONLY = "test-only, for blocklab's tests of the JavaScript SDK: ";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function sized(valueBytes) {
+  return [
+    ['keys', '1000', KEYS_HELP],
+    ['value-bytes', valueBytes, VALUE_HELP],
+  ];
+}
+
+function prefix(name) {
+  return encoder.encode(`kv-basic/${name}/`);
+}
+
+function key(prefixBytes, index) {
+  const digits = encoder.encode(String(index).padStart(8, '0'));
+  const out = new Uint8Array(prefixBytes.length + digits.length);
+  out.set(prefixBytes);
+  out.set(digits, prefixBytes.length);
+  return out;
+}
+
+function value(length) {
+  const out = new Uint8Array(length);
+  for (let i = 0; i < length; i++) out[i] = 97 + (i % 26);
+  return out;
+}
+
+function settings(name, params) {
+  const keys = int(params, 'keys');
+  const valueBytes = int(params, 'value-bytes');
+  if (keys < 1 || keys > MAX_KEYS) {
+    throw `param \`keys\` = \`${keys}\` is out of range for workload \`${name}\` (give 1 to ${MAX_KEYS})`;
+  }
+  if (valueBytes > MAX_VALUE_BYTES) {
+    throw `param \`value-bytes\` = \`${valueBytes}\` is out of range (give 0 to ${MAX_VALUE_BYTES})`;
+  }
+  return { keys, valueBytes };
+}
+
+function clearFixture(name) {
+  const begin = prefix(name);
+  const end = encoder.encode(`kv-basic/${name}0`);
+  transact((tr) => tr.clearRange(begin, end));
+}
+
+function writeFixture(name, keys, data) {
+  const p = prefix(name);
+  const per = Math.max(1, Math.floor(FIXTURE_TRANSACTION_BYTES / (p.length + 8 + data.length)));
+  for (let start = 0; start < keys; start += per) {
+    const stop = Math.min(keys, start + per);
+    transact((tr) => {
+      for (let i = start; i < stop; i++) tr.set(key(p, i), data);
+    });
+  }
+  env.count('fixture-rows', BigInt(keys));
+}
+
+function check(k, found, length) {
+  if (found === undefined || found === null) {
+    throw `key \`${decoder.decode(k)}\` is missing (the fixture was not written or was cleared; run setup again)`;
+  }
+  if (found.length !== length) {
+    throw `key \`${decoder.decode(k)}\` holds ${found.length} bytes, expected ${length} (another run with other params wrote it; run setup again)`;
+  }
+}
+
+function pick(p, keys) {
+  return key(p, Number(randomU64() % BigInt(keys)));
+}
+
+export const workload = workloads({
+  grv: {
+    description: 'read version only: one round trip to the GRV proxy, no commit',
+    uses: ['kv'],
+    setup() {
+      return () => transact((tr) => tr.getReadVersion(), { commit: false }).retries;
+    },
+  },
+  get100: {
+    description:
+      'one point read of a 100 B value in a transaction that commits (read-only, so the commit is local)',
+    params: sized('100'),
+    uses: ['kv'],
+    setup(params) {
+      const { keys, valueBytes } = settings('get100', params);
+      const data = value(valueBytes);
+      clearFixture('get100');
+      writeFixture('get100', keys, data);
+      const p = prefix('get100');
+      return () => {
+        const k = pick(p, keys);
+        const { value: found, retries } = transact((tr) => tr.get(k, false));
+        check(k, found, valueBytes);
+        return retries;
+      };
+    },
+  },
+  set100: {
+    description: 'one 100 B write and commit',
+    params: sized('100'),
+    uses: ['kv'],
+    setup(params) {
+      const { keys, valueBytes } = settings('set100', params);
+      const data = value(valueBytes);
+      clearFixture('set100');
+      const p = prefix('set100');
+      return () => {
+        const k = pick(p, keys);
+        return transact((tr) => tr.set(k, data)).retries;
+      };
+    },
+  },
+  ryw: {
+    description:
+      'write then read the same 100 B key and cancel: read-your-writes, no commit, no server round trip',
+    params: sized('100'),
+    uses: ['kv'],
+    setup(params) {
+      const { keys, valueBytes } = settings('ryw', params);
+      const data = value(valueBytes);
+      const p = prefix('ryw');
+      return () => {
+        const k = pick(p, keys);
+        const { value: found, retries } = transact(
+          (tr) => {
+            tr.set(k, data);
+            const read = tr.get(k, false);
+            tr.cancel();
+            return read;
+          },
+          { commit: false },
+        );
+        check(k, found, valueBytes);
+        return retries;
+      };
+    },
+  },
+  draws: {
+    description: `${TEST_ONLY}counts a hash of Math.random and crypto draws (\`draw-hash\`), and whether Date.now is the run's clock (\`clock-is-env\`)`,
+    uses: ['kv'],
+    setup() {
+      return () => {
+        let hash = 0;
+        for (let i = 0; i < 4; i++) {
+          hash = (Math.imul(hash, 31) + Math.floor(Math.random() * 4294967296)) >>> 0;
+        }
+        if (globalThis.crypto && globalThis.crypto.getRandomValues) {
+          const bytes = globalThis.crypto.getRandomValues(new Uint8Array(4));
+          hash = (Math.imul(hash, 31) + new DataView(bytes.buffer).getUint32(0, true)) >>> 0;
+        }
+        env.count('draw-hash', BigInt(hash % 1000003));
+        const envMs = Number(env.nowNs() / 1000000n);
+        const dateMs = Date.now();
+        const fromEnv = dateMs >= envMs && dateMs - envMs < 1000 && new Date().getTime() - envMs < 1000;
+        env.count('clock-is-env', fromEnv ? 1n : 0n);
+        return 0;
+      };
+    },
+  },
+  throws: {
+    description: `${TEST_ONLY}throws an Error from run (param \`in\` = \`run\`) or setup (\`setup\`)`,
+    params: [['in', 'run', 'where to throw: `run` or `setup`']],
+    uses: ['kv'],
+    setup(params) {
+      if (params.in === 'setup') {
+        throw new RangeError('kv-basic-js/throws: setup throws on purpose');
+      }
+      return function throwingRun(iteration) {
+        console.error(`kv-basic-js/throws: about to throw at iteration ${iteration}`);
+        throw new TypeError(`kv-basic-js/throws: run throws on purpose at iteration ${iteration}`);
+      };
+    },
+  },
+  leaks: {
+    description: `${TEST_ONLY}opens a transaction in every run and never disposes it`,
+    uses: ['kv'],
+    setup() {
+      return () => {
+        const tr = new Transaction();
+        tr.getReadVersion();
+        return 0;
+      };
+    },
+  },
+});
