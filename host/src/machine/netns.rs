@@ -469,6 +469,22 @@ pub fn leftovers() -> (Vec<String>, Vec<String>) {
     (namespaces, links)
 }
 
+/// SIGKILLs every process that still runs inside namespace `ns` (the
+/// namespace is blocklab's: its servers, started for one campaign).
+fn kill_inside(ns: &str) {
+    if let Ok(pids) = run(&argv(&["ip", "netns", "pids", ns])) {
+        for pid in pids
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            // SAFETY: kill(2) with a PID read from the namespace.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 /// Removes what a killed blocklab left behind: the processes still inside
 /// its namespaces, its host-side links, its namespaces. Returns what was
 /// removed. A live owner's namespaces are left alone. Cheap when there is
@@ -477,17 +493,7 @@ pub fn remove_leftovers() -> Vec<String> {
     let (namespaces, links) = leftovers();
     let mut removed = Vec::new();
     for ns in &namespaces {
-        if let Ok(pids) = run(&argv(&["ip", "netns", "pids", ns])) {
-            for pid in pids
-                .split_whitespace()
-                .filter_map(|p| p.parse::<i32>().ok())
-            {
-                // SAFETY: kill(2) with a PID read from the namespace.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-        }
+        kill_inside(ns);
     }
     for link in &links {
         if run(&argv(&["ip", "link", "del", link])).is_ok() {
@@ -756,17 +762,7 @@ impl Drop for Netns {
         let ns = &self.info.namespace;
         // Whatever still runs inside was started by this process for the
         // campaign (servers are stopped first; this is the last resort).
-        if let Ok(pids) = run(&argv(&["ip", "netns", "pids", ns])) {
-            for pid in pids
-                .split_whitespace()
-                .filter_map(|p| p.parse::<i32>().ok())
-            {
-                // SAFETY: kill(2) on a PID inside our own namespace.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-        }
+        kill_inside(ns);
         // Deleting the host end removes both ends at once; deleting only the
         // namespace would leave the pair to the kernel's asynchronous
         // cleanup.

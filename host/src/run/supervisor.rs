@@ -148,6 +148,18 @@ pub enum Outcome {
     Interrupted(i32),
 }
 
+/// Campaign `id`'s sealed plan, checked against its hash and against what
+/// this build accepts (a plan sealed by an older build may hold values this
+/// one refuses).
+pub(crate) fn checked_plan(store: &Store, id: CampaignId) -> anyhow::Result<SealedPlan> {
+    let plan: SealedPlan = store.sealed_plan(id)?;
+    plan.verify()?;
+    plan.spec
+        .validate()
+        .with_context(|| format!("campaign {id}'s sealed plan cannot run with this blocklab"))?;
+    Ok(plan)
+}
+
 /// Executes every unfinished slot of campaign `id` in schedule order, each
 /// attempt through a [`LocalExecutor`].
 pub fn execute(
@@ -156,12 +168,7 @@ pub fn execute(
     options: &Options,
     observe: &mut dyn FnMut(&Event),
 ) -> anyhow::Result<Outcome> {
-    let plan: SealedPlan = store.sealed_plan(id)?;
-    plan.verify()?;
-    // A plan sealed by an older build may hold values this one refuses.
-    plan.spec
-        .validate()
-        .with_context(|| format!("campaign {id}'s sealed plan cannot run with this blocklab"))?;
+    let plan = checked_plan(store, id)?;
     if plan.spec.sequential.is_some() && options.block_check.is_none() {
         bail!("campaign {id} has a `[sequential]` rule but this caller gave no block check");
     }

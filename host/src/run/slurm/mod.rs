@@ -119,11 +119,7 @@ pub fn execute(
     options: &Options,
     observe: &mut dyn FnMut(&Event),
 ) -> anyhow::Result<Outcome> {
-    let plan: SealedPlan = store.sealed_plan(id)?;
-    plan.verify()?;
-    plan.spec
-        .validate()
-        .with_context(|| format!("campaign {id}'s sealed plan cannot run with this blocklab"))?;
+    let plan = super::supervisor::checked_plan(store, id)?;
     if plan.spec.sequential.is_some() {
         bail!(
             "campaign {id} has a `[sequential]` rule, which decides after each block in order; the Slurm executor runs blocks in parallel: remove `[sequential]` or run it with `executor.kind = \"local\"`"
