@@ -610,6 +610,11 @@ struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = crate::serve::DEFAULT_MAX_EVENT_STREAMS as u32,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     max_event_streams: u32,
+    /// Accept posted plans with process arms, whose native programs run as
+    /// this daemon's user (docs/process-arms.md): only where every holder of
+    /// the token may run programs on this machine.
+    #[arg(long)]
+    allow_process_arms: bool,
 }
 
 fn parse_param(text: &str) -> Result<(String, String), String> {
@@ -648,6 +653,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
                 listen: args.listen,
                 cache_dir: args.cache.dir(),
                 max_event_streams: args.max_event_streams as usize,
+                allow_process_arms: args.allow_process_arms,
             })?;
             Ok(ExitCode::SUCCESS)
         }

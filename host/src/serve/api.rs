@@ -200,8 +200,9 @@ async fn create_campaign(
         .is_some_and(|v| v.starts_with("application/json"));
     let st = state.clone();
     let cache_dir = state.0.cache_dir.clone();
+    let allow_process_arms = state.allows_process_arms();
     let created = blocking(move || {
-        let sealed = seal_posted(&body, json, cache_dir)?;
+        let sealed = seal_posted(&body, json, cache_dir, allow_process_arms)?;
         let store = st.store();
         let meta = sealed.create_campaign(store)?;
         if let Some(text) = &q.profile {
@@ -236,6 +237,7 @@ fn seal_posted(
     body: &[u8],
     json: bool,
     cache_dir: Option<std::path::PathBuf>,
+    allow_process_arms: bool,
 ) -> Result<SealedPlan, AppError> {
     let text = std::str::from_utf8(body)
         .map_err(|e| AppError::bad_request(format!("the plan is not UTF-8 text: {e}")))?;
@@ -252,6 +254,14 @@ fn seal_posted(
     } else {
         PlanSpec::parse(text, &[]).map_err(|e| AppError::bad_request(format!("{e:#}")))?
     };
+    // A wasm plugin runs sandboxed; a process arm runs any program as the
+    // daemon's user, which a token alone must not grant.
+    if !allow_process_arms && let Some(arm) = spec.arms.iter().find(|a| a.client.is_some()) {
+        return Err(AppError::Forbidden(format!(
+            "arm `{}` is a process arm: its native program would run as the daemon's user, which this daemon does not allow for posted plans; start it with `blocklab serve --allow-process-arms` on a machine where every token holder may run programs, or run the plan with `blocklab campaign`",
+            arm.name
+        )));
+    }
     seal::seal(spec, Vec::new(), "api", body, cache_dir)
         .map_err(|e| AppError::bad_request(format!("{e:#}")))
 }

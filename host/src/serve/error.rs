@@ -17,6 +17,9 @@ pub enum AppError {
     },
     /// 401: a mutating call without the daemon's token.
     Unauthorized(String),
+    /// 403: the daemon does not do this for any token holder (e.g. run a
+    /// native program it was not started to allow).
+    Forbidden(String),
     /// 404: no such campaign (or route).
     NotFound(String),
     /// 405: the route exists but not with this method (axum adds the
@@ -85,6 +88,7 @@ impl IntoResponse for AppError {
                 (StatusCode::BAD_REQUEST, body)
             }
             AppError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, json!({ "error": m })),
+            AppError::Forbidden(m) => (StatusCode::FORBIDDEN, json!({ "error": m })),
             AppError::NotFound(m) => (StatusCode::NOT_FOUND, json!({ "error": m })),
             AppError::Conflict(m) => (StatusCode::CONFLICT, json!({ "error": m })),
             AppError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": m })),

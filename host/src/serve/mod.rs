@@ -97,6 +97,8 @@ struct Shared {
     token: String,
     token_path: PathBuf,
     cache_dir: Option<PathBuf>,
+    /// Whether posted plans may have process arms (`--allow-process-arms`).
+    allow_process_arms: bool,
     events: broadcast::Sender<Event>,
     /// One permit per open event stream; none left means 503.
     event_streams: Arc<tokio::sync::Semaphore>,
@@ -151,6 +153,7 @@ impl AppState {
             token,
             token_path,
             cache_dir,
+            allow_process_arms: false,
             events,
             event_streams: Arc::new(tokio::sync::Semaphore::new(max_event_streams)),
             max_event_streams,
@@ -180,6 +183,21 @@ impl AppState {
             cache_dir,
             max_event_streams,
         ))
+    }
+
+    /// Lets posted plans have process arms, whose native programs run as
+    /// the daemon's user (`blocklab serve --allow-process-arms`). Call it on
+    /// a state no one else holds yet; otherwise it changes nothing.
+    pub fn allowing_process_arms(mut self) -> AppState {
+        if let Some(shared) = Arc::get_mut(&mut self.0) {
+            shared.allow_process_arms = true;
+        }
+        self
+    }
+
+    /// Whether posted plans may have process arms.
+    pub fn allows_process_arms(&self) -> bool {
+        self.0.allow_process_arms
     }
 
     pub fn store(&self) -> &Store {
@@ -234,6 +252,9 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// Concurrent `GET /api/events` streams; more get 503.
     pub max_event_streams: usize,
+    /// Posted plans may have process arms (native programs run as the
+    /// daemon's user); off by default.
+    pub allow_process_arms: bool,
 }
 
 /// Runs the daemon until Ctrl-C or SIGTERM. A campaign in flight is left
@@ -255,7 +276,10 @@ pub fn run(config: Config) -> anyhow::Result<()> {
             placement.runner
         )
     })?;
-    let state = AppState::open(&config.data, config.cache_dir, config.max_event_streams)?;
+    let mut state = AppState::open(&config.data, config.cache_dir, config.max_event_streams)?;
+    if config.allow_process_arms {
+        state = state.allowing_process_arms();
+    }
     eprintln!(
         "blocklab serve: store `{}`, token in `{}` (send it as `Authorization: Bearer TOKEN` for POSTs), pinned to CPUs {}",
         config.data.join("store").display(),

@@ -556,3 +556,46 @@ async fn a_non_finite_plan_is_refused_and_an_undecodable_one_does_not_hide_the_l
         "the sealed plan of campaign `2` in the store cannot be decoded (the store is damaged or was written by an incompatible blocklab build)"
     );
 }
+
+#[tokio::test]
+async fn a_posted_process_arm_is_refused_unless_the_daemon_allows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = r#"
+name = "native"
+seed = 1
+blocks = 2
+plugin = "builtin"
+[measure]
+measured = 10
+[[workloads]]
+name = "unary"
+[[arms]]
+name = "builtin"
+baseline = true
+target = { kind = "grpc", endpoint = "local:grpc-ingest" }
+[[arms]]
+name = "native"
+client = { kind = "process", command = ["/bin/true"] }
+target = { kind = "grpc", endpoint = "local:grpc-ingest" }
+"#;
+    let s = state(dir.path());
+    let before = snapshot(&s);
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", plan),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let message = body["error"].as_str().unwrap();
+    assert!(message.contains("arm `native` is a process arm"), "{message}");
+    assert!(message.contains("--allow-process-arms"), "{message}");
+    assert_eq!(snapshot(&s), before);
+
+    let allowed = state(&dir.path().join("allowed")).allowing_process_arms();
+    let (status, body) = call(
+        &allowed,
+        post("/api/campaigns", Some(TOKEN), "application/toml", plan),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
