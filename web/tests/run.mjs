@@ -129,6 +129,28 @@ test("a campaign whose server ran in a namespace shows each arm's link, its coun
     await page.close();
   });
 
+// Set when the Go peers are built: a finished campaign with a process arm
+// (grpc-go) beside blocklab's builtin client.
+const native = process.env.BLOCKLAB_PROCESS_CAMPAIGN;
+
+test("a process arm is shown like any other arm, with its program named",
+  { skip: native ? false : "BLOCKLAB_PROCESS_CAMPAIGN is not set (the Go peers are not built)" }, async () => {
+    const report = await api(`/api/campaigns/${native}/report`);
+    const { page, errors } = await open(`#/campaigns/${native}`);
+    await page.waitForSelector('svg.forest[data-statistic="mean_latency"] .forest-mark');
+    const arm = report.plan.arms.find((a) => a.client);
+    const mark = page.locator(`svg.forest[data-statistic="mean_latency"] .forest-mark[data-arm="${arm.name}"]`);
+    assert.equal(await mark.count(), 1, "one mark for the process arm");
+    const effect = report.effects.find((e) => e.arm === arm.name && e.statistic === "mean_latency");
+    assert.equal(Number(await mark.getAttribute("data-ratio")), effect.ratio);
+    assert.match(await page.locator("#provenance").innerText(), new RegExp(`${arm.name} \\(process: go-ingest\\)`));
+    assert.ok(report.runs.filter((r) => r.arm === arm.name).every((r) => r.status === "ok" && r.plugin === "process: go-ingest"));
+    assert.equal(await page.locator("#absolutes tbody tr").count(), report.plan.arms.length);
+    await page.screenshot({ path: join(artifacts, "campaign-process-arm.png"), fullPage: true });
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
 test("progress updates arrive while a campaign runs", async () => {
   const created = await api("/api/campaigns", {
     method: "POST", body: runningPlan,

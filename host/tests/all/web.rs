@@ -41,7 +41,8 @@ fn the_web_ui_in_headless_chromium() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let d = Daemon::start(&dir.path().join("data"));
+    // Process arms are allowed: one campaign below has one.
+    let d = Daemon::start_with(&dir.path().join("data"), &["--allow-process-arms"]);
     // A finished small campaign: 2 workloads × 2 arms × 2 blocks, wasm
     // against builtin, so effects are far from 1.
     let plan = format!(
@@ -98,6 +99,46 @@ name = "wasm"
         id
     });
 
+    // A campaign with a process arm (grpc-go, docs/process-arms.md) beside
+    // blocklab's builtin client, for how the UI shows a native client.
+    let native = match crate::peers::go_peers() {
+        Ok(peers) => {
+            let plan = format!(
+                r#"
+name = "native"
+seed = 6
+blocks = 2
+plugin = "builtin"
+[measure]
+measured = 50
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+[[workloads]]
+name = "unary"
+[[arms]]
+name = "tonic"
+baseline = true
+target = {{ kind = "grpc", endpoint = "local:grpc-ingest" }}
+[[arms]]
+name = "grpc-go"
+client = {{ kind = "process", command = ["{go}"] }}
+target = {{ kind = "grpc", endpoint = "local:grpc-ingest" }}
+"#,
+                go = peers.dir.join("go-ingest").display()
+            );
+            let (status, created) = d.post("/api/campaigns", "application/toml", &plan, true);
+            assert_eq!(status, 201, "{created}");
+            let id = created["id"].as_u64().unwrap();
+            d.wait_for(id, Duration::from_secs(240), |c| state(c) == "finished");
+            Some(id)
+        }
+        Err(why) => {
+            println!("skipped the process-arm page: {why}");
+            None
+        }
+    };
+
     // The campaign the progress test watches: 24 runs, cancelled by the test.
     let running = dir.path().join("running.toml");
     std::fs::write(&running, builtin_plan("watched", 12, 400_000)).unwrap();
@@ -108,6 +149,9 @@ name = "wasm"
     let mut node = Command::new("node");
     if let Some(id) = netns {
         node.env("BLOCKLAB_NETNS_CAMPAIGN", id.to_string());
+    }
+    if let Some(id) = native {
+        node.env("BLOCKLAB_PROCESS_CAMPAIGN", id.to_string());
     }
     let output = node
         .arg(repo().join("web/tests/run.mjs"))
@@ -125,7 +169,7 @@ name = "wasm"
         "browser tests failed:\n{stdout}\n{stderr}\ndaemon log:\n{}",
         std::fs::read_to_string(d.data.join("daemon.log")).unwrap_or_default()
     );
-    let passed = if netns.is_some() { 4 } else { 3 };
+    let passed = 3 + usize::from(netns.is_some()) + usize::from(native.is_some());
     assert!(stdout.contains(&format!("# pass {passed}")), "{stdout}");
     for shot in [
         "campaign-finished.png",
