@@ -587,7 +587,10 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest" }
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     let message = body["error"].as_str().unwrap();
-    assert!(message.contains("arm `native` is a process arm"), "{message}");
+    assert!(
+        message.contains("arm `native` is a process arm"),
+        "{message}"
+    );
     assert!(message.contains("--allow-process-arms"), "{message}");
     assert_eq!(snapshot(&s), before);
 
