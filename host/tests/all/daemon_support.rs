@@ -23,6 +23,11 @@ impl Daemon {
 
     /// [`Daemon::start`] with more `blocklab serve` flags.
     pub fn start_with(data: &Path, flags: &[&str]) -> Daemon {
+        Daemon::start_with_env(data, flags, &[])
+    }
+
+    /// [`Daemon::start_with`] with more environment variables.
+    pub fn start_with_env(data: &Path, flags: &[&str], env: &[(&str, &Path)]) -> Daemon {
         std::fs::create_dir_all(data).unwrap();
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -41,6 +46,7 @@ impl Daemon {
             "BLOCKLAB_CACHE_DIR",
             std::env::temp_dir().join("blocklab-test-cache"),
         );
+        command.envs(env.iter().copied());
         let (child, addr) = crate::support::spawn_listening(
             command
                 .args(["serve", "--listen", "127.0.0.1:0", "--data"])

@@ -383,3 +383,84 @@ fn complete_executions(blocks: &Path) -> usize {
         .filter(|e| e.path().join("done.json").exists())
         .count()
 }
+
+#[test]
+fn the_daemon_runs_a_queued_campaign_on_slurm_and_reports_its_jobs_and_hosts() {
+    let Some(cluster) = SlurmCluster::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = crate::daemon_support::Daemon::start_with_env(
+        &dir.path().join("data"),
+        &[],
+        &[("SLURM_CONF", cluster.conf())],
+    );
+    let plan = format!(
+        r#"
+name = "fleet"
+seed = 3
+blocks = 2
+plugin = "{plugin}"
+[measure]
+warmup = 20
+measured = 200
+[bootstrap]
+resamples = 200
+[executor]
+kind = "slurm"
+spool = "{spool}"
+distinct_hosts = 2
+[[workloads]]
+name = "get100"
+[[arms]]
+name = "builtin"
+baseline = true
+plugin = "builtin"
+[[arms]]
+name = "wasm"
+"#,
+        plugin = crate::support::plugin("kv-basic").display(),
+        spool = cluster.shared_dir().join("spool").display()
+    );
+    let (status, created) = d.post("/api/campaigns", "application/toml", &plan, true);
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_u64().unwrap();
+    d.wait_for(id, Duration::from_secs(240), |c| {
+        crate::daemon_support::state(c) == "finished"
+    });
+    let (status, report) = d.get(&format!("/api/campaigns/{id}/report"));
+    assert_eq!(status, 200, "{report}");
+    // Every block ran on one node, and the two blocks on different nodes.
+    let hosts = block_hosts(&report);
+    assert_eq!(hosts.len(), 2, "{}", report["hosts"]);
+    assert!(hosts.values().all(|h| h.len() == 1), "{hosts:?}");
+    let mut nodes: Vec<&String> = hosts.values().map(|h| &h[0]).collect();
+    nodes.sort();
+    assert_eq!(
+        nodes,
+        ["n1", "n2"],
+        "{}\n{}",
+        report["hosts"],
+        cluster.logs()
+    );
+    // The job of each block, its node and Slurm's last word on it.
+    let jobs = &report["hosts"]["slurm"]["blocks"];
+    for block in ["0", "1"] {
+        let last = jobs[block]["jobs"].as_array().unwrap().last().unwrap();
+        // Slurm's last word as last polled: the block's results may be
+        // stored while its job is still winding down.
+        let state = last["last_state"].as_str().unwrap_or_default();
+        assert!(
+            ["RUNNING", "COMPLETING", "COMPLETED"].contains(&state),
+            "{}",
+            jobs[block]
+        );
+        assert_eq!(last["ended"], true, "{}", jobs[block]);
+        assert!(last["ingested_unix_ms"].is_u64(), "{}", jobs[block]);
+        assert_eq!(
+            jobs[block]["host"],
+            hosts[&block.parse::<u64>().unwrap()][0].as_str()
+        );
+    }
+    assert_eq!(stored(&report).len(), 4);
+}
