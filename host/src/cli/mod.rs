@@ -12,6 +12,7 @@ mod boundary;
 mod calibrate;
 mod campaign;
 mod campaigns;
+mod compare;
 mod plan;
 mod plugin;
 mod profile;
@@ -87,6 +88,9 @@ enum Command {
     SimulateIntervals(simulate::SimulateArgs),
     /// List stored campaigns.
     Campaigns(campaigns::CampaignsArgs),
+    /// Campaign B against campaign A: each shared arm's change with an
+    /// interval, the plan differences, and whether the baselines agree.
+    Compare(compare::CompareArgs),
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
     /// campaign run with `--profile`.
     Profile(profile::ProfileArgs),
@@ -239,6 +243,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Calibrate(args) => calibrate::main(args),
         Command::SimulateIntervals(args) => simulate::main(args),
         Command::Campaigns(args) => campaigns::main(args),
+        Command::Compare(args) => compare::main(args),
         Command::Profile(args) => profile::main(args),
         Command::Store(command) => store::main(command),
         Command::Serve(args) => serve::main(args),

@@ -3,13 +3,15 @@
 //! tables, markdown, JSON or CSV (docs/reports.md). One file per part:
 //! `statistics` (the one table of what is compared), `model` (what a report
 //! says), `analysis` (records → model, and the sequential rule's check),
-//! `format` (shared words and numbers), `hosts` (which node ran each block
+//! `format` (shared words and numbers), `compare` (campaign against
+//! campaign), `hosts` (which node ran each block
 //! and whether nodes agree), and one file per rendering. The JSON
 //! rendering is the model's serde form; its field names are a stable
 //! interface.
 
 mod analysis;
 pub mod calibration;
+pub mod compare;
 mod csv;
 mod format;
 pub mod hosts;
