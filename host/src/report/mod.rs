@@ -14,6 +14,7 @@ pub mod calibration;
 pub mod compare;
 mod csv;
 mod format;
+pub mod gate;
 pub mod hosts;
 mod markdown;
 mod model;
