@@ -4,6 +4,7 @@
 //! and the supervisor that walks a campaign's schedule through an executor.
 
 pub mod boundary;
+pub mod child;
 pub mod executor;
 pub mod gates;
 pub mod interrupt;
