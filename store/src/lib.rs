@@ -37,6 +37,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub type CampaignId = u64;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum CampaignStatus {
     Queued,
@@ -46,19 +47,32 @@ pub enum CampaignStatus {
     Cancelled,
 }
 
+impl CampaignStatus {
+    /// The state's one word (`failed` without its reason), as the JSON's
+    /// `state` tag spells it: for tables.
+    pub fn label(&self) -> &'static str {
+        match self {
+            CampaignStatus::Queued => "queued",
+            CampaignStatus::Running => "running",
+            CampaignStatus::Finished => "finished",
+            CampaignStatus::Failed { .. } => "failed",
+            CampaignStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
 impl fmt::Display for CampaignStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CampaignStatus::Queued => f.write_str("queued"),
-            CampaignStatus::Running => f.write_str("running"),
-            CampaignStatus::Finished => f.write_str("finished"),
             CampaignStatus::Failed { reason } => write!(f, "failed: {reason}"),
-            CampaignStatus::Cancelled => f.write_str("cancelled"),
+            other => f.write_str(other.label()),
         }
     }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = Campaign))]
 pub struct CampaignMeta {
     pub id: CampaignId,
     pub name: String,
