@@ -3,8 +3,9 @@
 //! tables, markdown, JSON or CSV (docs/reports.md). One file per part:
 //! `statistics` (the one table of what is compared), `model` (what a report
 //! says), `analysis` (records → model, and the sequential rule's check),
-//! `format` (shared words and numbers), `hosts` (which node ran each block
-//! and whether nodes agree), and one file per rendering. The JSON
+//! `format` (shared words and numbers), `verdicts` (the answer per workload
+//! and arm in words, and what weakens it), `hosts` (which node ran each
+//! block and whether nodes agree), and one file per rendering. The JSON
 //! rendering is the model's serde form; its field names are a stable
 //! interface.
 
@@ -19,11 +20,12 @@ mod statistics;
 mod terminal;
 #[cfg(test)]
 mod tests;
+mod verdicts;
 
 pub use analysis::sequential_check;
 pub use csv::csv;
 pub use markdown::markdown;
-pub use model::{LinkRow, Report, RunRow};
+pub use model::{Direction, LinkRow, Report, RunRow, Verdict};
 pub use statistics::statistics;
 pub use terminal::terminal;
 
