@@ -232,6 +232,7 @@ pub fn analyse(
     Report {
         hosts,
         provisional: super::verdicts::provisional(&campaign),
+        sealed_baseline: None,
         verdicts,
         statistics,
         campaign,

@@ -246,6 +246,10 @@ pub struct Report {
     /// verdicts may change.
     #[serde(default)]
     pub provisional: bool,
+    /// The sealed plan's baseline, when the effects were recomputed against
+    /// another arm (`blocklab report --baseline`, `?baseline=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_baseline: Option<String>,
     /// One per workload × arm other than the baseline, on the plan's primary
     /// statistic; renderings print them first.
     #[serde(default)]

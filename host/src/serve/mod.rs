@@ -111,9 +111,10 @@ struct Shared {
     /// decides between dequeueing and flagging, so the two never race.
     running: Mutex<Option<Running>>,
     current: Mutex<Option<CurrentRun>>,
-    /// Reports of campaigns that no longer change, by id, with the state
-    /// they were built from (bootstrap intervals are not free).
-    reports: Mutex<HashMap<CampaignId, (String, Arc<Report>)>>,
+    /// Reports of campaigns that no longer change, by id and the baseline
+    /// asked for, with the state they were built from (bootstrap intervals
+    /// are not free).
+    reports: Mutex<HashMap<(CampaignId, Option<String>), (String, Arc<Report>)>>,
 }
 
 /// Locks a mutex, recovering from a panicked holder: every guarded value
