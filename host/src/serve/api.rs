@@ -608,7 +608,17 @@ async fn run_profile(
         })
     })
     .await?;
-    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
+    // An SVG can hold script: served sandboxed (an opaque origin, no
+    // script), so opening it never runs code with the UI's origin.
+    Ok((
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CONTENT_SECURITY_POLICY, super::guard::SANDBOXED_CSP),
+            (header::X_FRAME_OPTIONS, "SAMEORIGIN"),
+        ],
+        svg,
+    )
+        .into_response())
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -795,3 +795,131 @@ async fn the_report_is_recomputed_against_any_arm_and_an_unknown_one_is_refused(
         )
     );
 }
+
+fn get_with_host(uri: &str, host: &str) -> Request<Body> {
+    Request::get(uri)
+        .header(header::HOST, host)
+        .body(Body::empty())
+        .unwrap()
+}
+
+/// Clickjacking: no answer may be framed by another page, and none is
+/// sniffed into another type; the UI itself has no inline script, so the
+/// policy's `script-src 'self'` leaves it working.
+#[tokio::test]
+async fn every_answer_forbids_framing_and_sniffing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    for request in [
+        get("/"),
+        get("/assets/app.js"),
+        get("/api/health"),
+        get("/api/campaigns"),
+        get("/api/openapi.json"),
+        get("/api/campaigns/9/report"),
+        get("/nowhere"),
+        Request::delete("/api/campaigns")
+            .body(Body::empty())
+            .unwrap(),
+        post("/api/campaigns", None, "application/toml", PLAN),
+    ] {
+        let what = format!("{} {}", request.method(), request.uri());
+        let response = app(s.clone()).oneshot(request).await.unwrap();
+        let headers = response.headers();
+        let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+        assert!(csp.contains("default-src 'self'"), "{what}: {csp}");
+        assert!(csp.contains("script-src 'self';"), "{what}: {csp}");
+        assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY", "{what}");
+        assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff", "{what}");
+    }
+    let response = app(s.clone()).oneshot(get("/")).await.unwrap();
+    let html = response.into_body().collect().await.unwrap().to_bytes();
+    let html = String::from_utf8_lossy(&html);
+    assert_eq!(
+        html.matches("<script").count(),
+        html.matches("<script src=\"/assets/").count(),
+        "every script is a file of the daemon's: {html}"
+    );
+}
+
+/// DNS rebinding: a request naming another host is refused before any
+/// handler runs, with a message that says how to allow a name of ours.
+#[tokio::test]
+async fn a_foreign_host_is_refused_and_an_allowed_one_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let before = snapshot(&s);
+    for host in [
+        "evil.example",
+        "evil.example:7878",
+        "localhost.evil.example",
+    ] {
+        let (status, body) = call(&s, get_with_host("/api/health", host)).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{host}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("this daemon does not answer to host `{host}`")),
+            "{message}"
+        );
+        assert!(message.contains("--allow-host"), "{message}");
+    }
+    // Not even a POST with the token gets through.
+    let mut request = post("/api/campaigns", Some(TOKEN), "application/toml", PLAN);
+    request
+        .headers_mut()
+        .insert(header::HOST, "evil.example".parse().unwrap());
+    let response = app(s.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST);
+    assert!(
+        response.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+    assert_eq!(snapshot(&s), before);
+    for host in [
+        "localhost:7878",
+        "127.0.0.1:7878",
+        "[::1]:7878",
+        "LOCALHOST",
+    ] {
+        let (status, _) = call(&s, get_with_host("/api/health", host)).await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+    }
+    let (status, _) = call(&s, get_with_host("/", "bench.local:7878")).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    let allowed = state(tempfile::tempdir().unwrap().path())
+        .allowing_hosts(AllowedHosts::new(None, &["bench.local".to_owned()]));
+    let (status, _) = call(&allowed, get_with_host("/", "bench.local:7878")).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// A stored flamegraph is served sandboxed: its script cannot run with the
+/// UI's origin, and only the UI's own pages may frame it.
+#[tokio::test]
+async fn a_flamegraph_is_served_in_a_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let id = finished_campaign(&s, 10);
+    let key = blocklab_store::RunKey {
+        campaign: id,
+        slot: 0,
+        attempt: 0,
+    };
+    s.store()
+        .put_profile(key, b"<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(document.domain)</script></svg>")
+        .unwrap();
+    let response = app(s.clone())
+        .oneshot(get(&format!("/api/campaigns/{id}/runs/0/profile")))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers();
+    assert_eq!(headers[header::CONTENT_TYPE], "image/svg+xml");
+    let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+    assert!(csp.starts_with("sandbox;"), "{csp}");
+    assert!(!csp.contains("allow-scripts"), "{csp}");
+    assert!(csp.contains("frame-ancestors 'self'"), "{csp}");
+    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+}
