@@ -2,7 +2,7 @@
 //! Reads are open; POSTs pass [`require_token`] first. Every error is JSON
 //! `{"error": ...}`, also the ones axum answers itself ([`json_errors`]).
 
-use super::{AppError, AppState, BODY_LIMIT, Event, lock};
+use super::{AppError, AppState, BODY_LIMIT, Event, idempotency, lock};
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::PlanSpec;
 use crate::report::{self, Report};
@@ -156,8 +156,8 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| AppError::Internal(anyhow::anyhow!("a blocking task failed: {e}")))?
 }
 
-#[derive(Serialize)]
-struct Created {
+#[derive(Serialize, Clone)]
+pub(super) struct Created {
     id: CampaignId,
     name: String,
     plan_hash: String,
@@ -182,9 +182,13 @@ async fn create_campaign(
     Query(q): Query<CreateQuery>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Created>), AppError> {
-    if let Some(text) = &q.profile {
-        Selection::parse(text).map_err(|e| AppError::bad_request(format!("{e:#}")))?;
-    }
+    let profile = match &q.profile {
+        Some(text) => {
+            Some(Selection::parse(text).map_err(|e| AppError::bad_request(format!("{e:#}")))?)
+        }
+        None => None,
+    };
+    let key = idempotency_key(&headers)?;
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             AppError::TooLarge(format!(
@@ -198,11 +202,35 @@ async fn create_campaign(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
+    // A keyed post holds the keys until its campaign is stored, so a
+    // repeat sent meanwhile (a double-click) waits and gets that campaign.
+    let digest = idempotency::digest(&body, q.profile.as_deref().unwrap_or(""));
+    let mut keys = match &key {
+        Some(key) => {
+            let keys = state.0.idempotency.lock().await;
+            if let Some((seen, created)) = keys.get(key) {
+                if *seen != digest {
+                    return Err(AppError::Conflict(format!(
+                        "`Idempotency-Key: {key}` was already used for another plan or `?profile=` (campaign {}); send a new key for a new submission",
+                        created.id
+                    )));
+                }
+                return Ok((StatusCode::CREATED, Json(created.clone())));
+            }
+            Some(keys)
+        }
+        None => None,
+    };
     let st = state.clone();
     let cache_dir = state.0.cache_dir.clone();
     let allow_process_arms = state.allows_process_arms();
     let created = blocking(move || {
         let sealed = seal_posted(&body, json, cache_dir, allow_process_arms)?;
+        if let (Some(selection), Some(text)) = (&profile, &q.profile) {
+            selection
+                .check_against(text, &sealed.schedule)
+                .map_err(|e| AppError::bad_request(format!("{e:#}")))?;
+        }
         let store = st.store();
         let meta = sealed.create_campaign(store)?;
         if let Some(text) = &q.profile {
@@ -219,17 +247,32 @@ async fn create_campaign(
         total: created.total_runs,
     });
     state.wake_queue();
-    Ok((
-        StatusCode::CREATED,
-        Json(Created {
-            id: created.id,
-            name: created.name,
-            plan_hash: created.plan_hash,
-            total_runs: created.total_runs,
-            status: created.status,
-            warnings,
-        }),
-    ))
+    let created = Created {
+        id: created.id,
+        name: created.name,
+        plan_hash: created.plan_hash,
+        total_runs: created.total_runs,
+        status: created.status,
+        warnings,
+    };
+    if let (Some(keys), Some(key)) = (keys.as_mut(), key) {
+        keys.insert(key, digest, created.clone());
+    }
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// The `Idempotency-Key` header, if sent: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(key) if idempotency::valid(key) => Ok(Some(key.to_owned())),
+        _ => Err(AppError::bad_request(format!(
+            "the `Idempotency-Key` header must be 1 to {} visible ASCII characters (e.g. a UUID); send a fresh one per submission, or none",
+            idempotency::MAX_KEY_LEN
+        ))),
+    }
 }
 
 /// Parses and seals a posted plan; every failure is the client's (400).

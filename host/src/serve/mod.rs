@@ -10,6 +10,7 @@
 mod api;
 mod assets;
 mod error;
+mod idempotency;
 mod queue;
 mod token;
 
@@ -112,6 +113,9 @@ struct Shared {
     /// Reports of campaigns that no longer change, by id, with the state
     /// they were built from (bootstrap intervals are not free).
     reports: Mutex<HashMap<CampaignId, (String, Arc<Report>)>>,
+    /// Answers of keyed campaign posts; held across a keyed post so a
+    /// repeat waits for the first and gets its campaign.
+    idempotency: tokio::sync::Mutex<idempotency::Keys<api::Created>>,
 }
 
 /// Locks a mutex, recovering from a panicked holder: every guarded value
@@ -161,6 +165,7 @@ impl AppState {
             running: Mutex::new(None),
             current: Mutex::new(None),
             reports: Mutex::new(HashMap::new()),
+            idempotency: tokio::sync::Mutex::new(idempotency::Keys::default()),
         }))
     }
 
