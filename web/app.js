@@ -60,7 +60,8 @@ function fmt(x) {
   if (a >= 1) return x.toFixed(2);
   return x.toPrecision(3);
 }
-const fmtRatio = (x) => x.toFixed(3);
+// Three decimals, or two significant digits below 0.01 (never "0.000").
+const fmtRatio = (x) => (x === null || x === undefined ? "—" : Math.abs(x) >= 0.01 || x === 0 ? x.toFixed(3) : x.toPrecision(2));
 const stateOf = (c) => c.status.state;
 const date = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 16) + " UTC";
 
@@ -272,9 +273,9 @@ async function renderReport(id, statistics, into, baseline, seq, query) {
     const rows = cal.rows.filter((r) => shown.has(r.statistic) && workloads.includes(r.workload));
     forests.append(el("div", { id: "calibration" },
       el("h3", {}, `Calibration of this machine (${cal.machine}): ${cal.campaigns.length} A/A campaigns of ${cal.plan}, ${cal.blocks} blocks`),
-      el("table", {}, el("tr", {}, ["workload", "statistic", "contained 1", "noise floor ±", `detectable at ${cal.blocks} blocks`, `blocks for ±${pct(cal.target_half_width)}`].map((h) => el("th", {}, h))),
+      scroll("calibration", el("table", {}, el("tr", {}, ["workload", "statistic", "contained 1", "noise floor ±", `detectable at ${cal.blocks} blocks`, `blocks for ±${pct(cal.target_half_width)}`].map((h) => el("th", {}, h))),
         rows.map((r) => el("tr", {}, [r.workload, r.statistic, `${r.covered}/${r.intervals}`, pct(r.noise_floor),
-          r.min_detectable == null ? "?" : pct(r.min_detectable), r.recommended_blocks ?? "> 10000"].map((c) => el("td", {}, String(c))))))));
+          r.min_detectable == null ? "?" : pct(r.min_detectable), r.recommended_blocks ?? "> 10000"].map((c) => el("td", {}, String(c)))))))));
   }
   // One x-range for every plot of the section, so marks compare across them.
   const range = ratioRange(report.effects.filter((e) => statistics.some((s) => s.name === e.statistic)));
@@ -423,8 +424,8 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, range)
   const width = chartWidth();
   const longestName = Math.max(...lines.map((l) => textWidth(name(l))), 40);
   const longestValue = Math.max(...lines.flatMap((l) => l.found.map((r, k) => (r ? textWidth(value(r, k)) : 0))), 40);
-  // Wide: names left, values right, if that leaves the plot at least half.
-  const narrow = longestName + longestValue + 32 > width / 2;
+  // Wide: names left, values right, if that leaves the plot 45 % of the width.
+  const narrow = longestName + longestValue + 28 > width * 0.55;
   const left = narrow ? 10 : Math.ceil(longestName) + 14;
   const right = narrow ? 10 : Math.ceil(longestValue) + 14;
   const setH = narrow ? 28 : 16;
@@ -437,7 +438,7 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, range)
   const bottom = top + lines.length * rowH;
   for (const t of ticks(lo, hi, x)) {
     s.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top - 4, y2: bottom }));
-    s.append(svg("text", { x: x(t), y: bottom + 14, "text-anchor": "middle" }, String(t)));
+    s.append(svg("text", { x: x(t), y: bottom + 14, "text-anchor": "middle" }, t >= 1000 ? `${t / 1000}k` : String(t)));
   }
   s.append(svg("line", { class: "one", x1: x(1), x2: x(1), y1: top - 8, y2: bottom }));
   s.append(svg("text", { class: "axis-title", x: left + (width - left - right) / 2, y: bottom + 32, "text-anchor": "middle" },
@@ -468,7 +469,8 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, range)
 
 // Ticks at round ratios, at least `gap` pixels apart, 1 always among them.
 function ticks(lo, hi, x, gap = 36) {
-  const candidates = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100];
+  const decades = [1e-4, 1e-3, 1e-2, 0.1, 1, 10, 100, 1e3, 1e4, 1e5].flatMap((d) => [d, 2 * d, 5 * d]).filter((t) => t !== 2 && t !== 5 && t !== 0.2 && t !== 0.5);
+  const candidates = [...new Set([...decades, 0.2, 0.5, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5])].sort((a, b) => a - b);
   const inside = candidates.filter((t) => t >= lo && t <= hi);
   const kept = [1];
   for (const t of inside.filter((t) => t > 1)) if (x(t) - x(kept[kept.length - 1]) >= gap) kept.push(t);
@@ -577,7 +579,7 @@ function hostsSection(h) {
     el("tbody", {}, h.effects.map((e) => el("tr", {}, [e.workload, e.arm, e.statistic, e.host, String(e.blocks), fmt(e)].map((t) => el("td", {}, t))))));
   const agreement = el("ul", { id: "hosts-agreement" }, h.agreement.map((a) => el("li", {}, `${a.workload} · ${a.arm}: `,
     a.test ? `hosts differ by ×${a.test.spread.toFixed(3)} at most; F(${a.test.df_between}, ${a.test.df_within}) = ${a.test.f.toFixed(2)}, p = ${a.test.p_value.toFixed(3)}` : `no test: ${a.reason}`)));
-  return el("div", { id: "hosts" }, jobs, el("h3", {}, "Effects per host"), effects, el("h3", {}, "Do the hosts agree?"), agreement);
+  return el("div", { id: "hosts" }, scroll("blocks and hosts", jobs), el("h3", {}, "Effects per host"), scroll("effects per host", effects), el("h3", {}, "Do the hosts agree?"), agreement);
 }
 
 function provenance(report) {
@@ -633,9 +635,9 @@ function network(report) {
   ]);
   return el("div", { id: "network" },
     el("h3", {}, "Links"),
-    el("table", {},
+    scroll("links", el("table", {},
       el("thead", {}, el("tr", {}, ["arm", "link", "runs", "client → target bytes", "target → client bytes", "qdisc drops", "qdisc overlimits"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, links.map((l) => el("tr", { "data-arm": l.arm }, [l.arm, l.link, l.runs, n(l.client_to_target_bytes), n(l.target_to_client_bytes), n(l.drops), n(l.overlimits)].map((v) => el("td", {}, String(v))))))),
+      el("tbody", {}, links.map((l) => el("tr", { "data-arm": l.arm }, [l.arm, l.link, l.runs, n(l.client_to_target_bytes), n(l.target_to_client_bytes), n(l.drops), n(l.overlimits)].map((v) => el("td", {}, String(v)))))))),
     el("details", {}, el("summary", {}, "ip and tc commands"), el("pre", {}, commands.join("\n"))));
 }
 

@@ -86,6 +86,10 @@ async function until(condition, what, ms = 30_000) {
 
 // How far the page overflows the viewport sideways (0 when it does not).
 const overflow = (page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+// The innermost elements sticking out to the right, for the message.
+const overflowing = (page) => page.evaluate(() => [...document.querySelectorAll("main *")]
+  .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && ![...e.children].some((c) => c.getBoundingClientRect().right > window.innerWidth + 1))
+  .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className}: ${(e.textContent || "").slice(0, 40)}`));
 
 test("the page of a finished campaign shows one forest-plot mark per workload × arm with the API's values", async () => {
   const report = await api(`/api/campaigns/${finished}/report`);
@@ -464,7 +468,7 @@ test("list, campaign, compare and submit fit 1280 and 420 px and have no serious
       if (name === "campaign") await page.waitForSelector("#block-plot canvas");
       await page.screenshot({ path: join(artifacts, `${name}-${width}.png`), fullPage: true });
       const over = await overflow(page);
-      if (over > 0) problems.push(`${name} at ${width}px overflows by ${over}px`);
+      if (over > 0) problems.push(`${name} at ${width}px overflows by ${over}px: ${(await overflowing(page)).join(" | ")}`);
       for (const v of await axeViolations(page)) problems.push(`${name} at ${width}px: ${v}`);
       if (errors.length) problems.push(`${name} at ${width}px: ${errors.join("; ")}`);
       await page.close();
