@@ -356,8 +356,9 @@ function verdicts(report) {
     "data-workload": v.workload, "data-arm": v.arm, "data-baseline": v.baseline, "data-statistic": v.statistic,
     "data-direction": v.direction, "data-weak": String(!!v.weak), "data-ratio": v.ratio, "data-lo": v.lo, "data-hi": v.hi,
   },
+  el("span", { class: "verdict-where" }, `${v.workload}, ${v.statistic}: `),
+  v.weak ? el("span", { class: "weak-label", title: `${v.blocks} of ${v.blocks_planned} blocks: too few for a trustworthy interval` }, `weak evidence (${v.blocks} of ${v.blocks_planned} blocks) `) : null,
   el("span", { class: "verdict-text" }, v.text),
-  v.weak ? el("span", { class: "weak-label", title: `${v.blocks} of ${v.blocks_planned} blocks: too few for a trustworthy interval` }, ` weak evidence (${v.blocks} of ${v.blocks_planned} blocks)`) : null,
   (v.warnings || []).length ? el("ul", { class: "verdict-warnings" }, v.warnings.map((w) => el("li", {}, w))) : null))));
   return box;
 }

@@ -370,7 +370,7 @@ test("verdicts sit at the top, weak ones greyed and labelled with their warnings
     const text = await li.innerText();
     assert.ok(text.includes(v.text), text);
     assert.equal((await li.getAttribute("class")).includes("weak"), !!v.weak);
-    if (v.weak) assert.match(text, /weak evidence/);
+    if (v.weak) assert.match(text, /weak evidence \(\d+ of \d+ blocks\)/i);
     for (const w of v.warnings) assert.ok(text.includes(w), `warning beside the verdict: ${w}`);
   }
   // Two blocks are too few: this campaign's verdicts are weak, and greyed.
