@@ -284,13 +284,13 @@ test("a double-click on submit queues one campaign; an edited plan is a new subm
   await until(() => posts.length >= 2, "both clicks post");
   await Promise.all(posts.map((r) => r.response()));
   assert.equal(posts.length, 2, "both clicks posted");
+  let list = await api("/api/campaigns");
+  assert.equal(list.length, before.length + 1, "one campaign queued, not two");
+  const answers = await Promise.all(posts.map(async (r) => (await (await r.response()).json()).id));
+  assert.equal(answers[0], answers[1]);
   const keys = posts.map((r) => r.headers()["idempotency-key"]);
   assert.ok(keys[0] && keys[0].length >= 16, `a key is sent: ${keys[0]}`);
   assert.equal(keys[0], keys[1]);
-  const answers = await Promise.all(posts.map(async (r) => (await (await r.response()).json()).id));
-  assert.equal(answers[0], answers[1]);
-  let list = await api("/api/campaigns");
-  assert.equal(list.length, before.length + 1, "one campaign queued, not two");
   // An edit is a new form fill: a new key, a second campaign.
   await page.fill("#plan", (await page.inputValue("#plan")).replace("seed = 1", "seed = 2"));
   await page.click("#submit");
