@@ -122,8 +122,12 @@ struct Shared {
     /// Reports of campaigns that no longer change, by id and the baseline
     /// asked for, with the state they were built from (bootstrap intervals
     /// are not free).
-    reports: Mutex<HashMap<(CampaignId, Option<String>), (String, Arc<Report>)>>,
+    reports: Mutex<HashMap<ReportKey, (String, Arc<Report>)>>,
 }
+
+/// A cached report: the campaign and the reference arm asked for (`None`:
+/// the plan's baseline).
+type ReportKey = (CampaignId, Option<String>);
 
 /// Locks a mutex, recovering from a panicked holder: every guarded value
 /// here stays consistent between statements.
