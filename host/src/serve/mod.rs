@@ -12,6 +12,7 @@ mod api;
 mod assets;
 mod error;
 mod guard;
+mod idempotency;
 mod openapi;
 mod queue;
 mod token;
@@ -115,6 +116,9 @@ struct Shared {
     /// decides between dequeueing and flagging, so the two never race.
     running: Mutex<Option<Running>>,
     current: Mutex<Option<CurrentRun>>,
+    /// Answers of keyed campaign posts; held across a keyed post so a
+    /// repeat waits for the first and gets its campaign.
+    idempotency: tokio::sync::Mutex<idempotency::Keys<api::Created>>,
     /// Reports of campaigns that no longer change, by id and the baseline
     /// asked for, with the state they were built from (bootstrap intervals
     /// are not free).
@@ -173,6 +177,7 @@ impl AppState {
             running: Mutex::new(None),
             current: Mutex::new(None),
             reports: Mutex::new(HashMap::new()),
+            idempotency: tokio::sync::Mutex::new(idempotency::Keys::default()),
         }))
     }
 
