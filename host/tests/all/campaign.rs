@@ -453,6 +453,17 @@ name = "wasm"
     for needle in ["--profile blocks=1", "`block=N`"] {
         assert!(r.stderr.contains(needle), "{}", r.stderr);
     }
+    // A selection that matches no run is refused before anything is
+    // stored: the list still holds the one campaign above.
+    let before = run(blocklab()
+        .args(["campaigns", "--json", "--data"])
+        .arg(&data));
+    let r = campaign(&data, &p, &["--profile", "block=9"]);
+    crate::support::assert_error(&r, &["block=9"]);
+    let after = run(blocklab()
+        .args(["campaigns", "--json", "--data"])
+        .arg(&data));
+    assert_eq!(before.stdout, after.stdout);
 }
 
 /// `compare_to`: an arm's effects against another arm than the baseline,
