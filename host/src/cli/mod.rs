@@ -12,6 +12,8 @@ mod boundary;
 mod calibrate;
 mod campaign;
 mod campaigns;
+mod compare;
+mod gate;
 mod plan;
 mod plugin;
 mod profile;
@@ -87,6 +89,13 @@ enum Command {
     SimulateIntervals(simulate::SimulateArgs),
     /// List stored campaigns.
     Campaigns(campaigns::CampaignsArgs),
+    /// Campaign B against campaign A: each shared arm's change with an
+    /// interval, the plan differences, and whether the baselines agree.
+    Compare(compare::CompareArgs),
+    /// The regression gate for CI: exit 0 when no effect exceeds
+    /// `--max-change` with confidence, 1 when one does, 2 when it cannot
+    /// judge (docs/ci.md).
+    Gate(gate::GateArgs),
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
     /// campaign run with `--profile`.
     Profile(profile::ProfileArgs),
@@ -239,6 +248,8 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Calibrate(args) => calibrate::main(args),
         Command::SimulateIntervals(args) => simulate::main(args),
         Command::Campaigns(args) => campaigns::main(args),
+        Command::Compare(args) => compare::main(args),
+        Command::Gate(args) => gate::main(args),
         Command::Profile(args) => profile::main(args),
         Command::Store(command) => store::main(command),
         Command::Serve(args) => serve::main(args),

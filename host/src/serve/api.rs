@@ -44,6 +44,7 @@ fn routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(list_campaigns))
         .routes(routes!(campaign))
         .routes(routes!(campaign_report))
+        .routes(routes!(compare))
         .routes(routes!(campaign_runs))
         .routes(routes!(latency))
         .routes(routes!(run_profile))
@@ -587,6 +588,45 @@ async fn campaign_report(
         body,
     )
         .into_response())
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct CompareQuery {
+    /// The campaign compared against.
+    a: String,
+    /// The campaign whose change is shown.
+    b: String,
+}
+
+/// Campaign B against campaign A
+///
+/// For each (workload, arm, statistic) both measured: the ratio of B to A
+/// with an unpaired bootstrap interval over the blocks of each; the
+/// differences between the sealed plans; whether the baselines agree
+/// (docs/reports.md, "Comparing campaigns"). What `blocklab compare A B
+/// --format json` prints.
+#[utoipa::path(
+    get,
+    path = "/api/compare",
+    tag = "campaigns",
+    params(CompareQuery),
+    responses(
+        (status = 200, description = "the comparison", body = report::compare::Comparison),
+        (status = 400, description = "an id that is not a number", body = ErrorBody),
+        (status = 404, description = "no such campaign", body = ErrorBody),
+    )
+)]
+async fn compare(
+    State(state): State<AppState>,
+    Query(q): Query<CompareQuery>,
+) -> Result<Json<report::compare::Comparison>, AppError> {
+    let (a, b) = (parse_id(&q.a)?, parse_id(&q.b)?);
+    blocking(move || {
+        let (ra, rb) = (report_of(&state, a, None)?, report_of(&state, b, None)?);
+        Ok(Json(report::compare::compare(&ra, &rb)))
+    })
+    .await
 }
 
 #[derive(Serialize)]
