@@ -506,3 +506,55 @@ inject_busy_ns = 2000000
         "{err}"
     );
 }
+
+/// A worker whose workload never returns is killed at
+/// `gates.run_timeout_s` (long before its 10 s call deadline) by the one
+/// child spawner (host/src/run/child.rs), its run fails naming the
+/// timeout, and the campaign goes on to the next run.
+#[test]
+fn a_worker_running_past_run_timeout_is_killed_and_its_run_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let text = format!(
+        r#"
+name = "worker-timeout"
+seed = 7
+blocks = 2
+plugin = "{plugin}"
+[measure]
+warmup = 0
+measured = 1
+[bootstrap]
+resamples = 200
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+run_timeout_s = 1
+[[workloads]]
+name = "spin"
+[[arms]]
+name = "a"
+baseline = true
+[[arms]]
+name = "b"
+inject_busy_ns = 1000
+"#,
+        plugin = plugin("misbehave").display()
+    );
+    let path = dir.path().join("worker-timeout.toml");
+    std::fs::write(&path, text).unwrap();
+    let r = campaign(&data, &path, &[]);
+    // Finished with failed runs: exit code 3 (docs/cli.md).
+    assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "{rep}");
+    for run in runs {
+        assert_eq!(run["status"], "failed", "{run}");
+        let reason = run["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("the run took longer than `gates.run_timeout_s = 1` and was killed"),
+            "{reason}"
+        );
+    }
+}
