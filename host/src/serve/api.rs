@@ -414,6 +414,42 @@ async fn campaign(
     .await
 }
 
+/// The state a cached answer of campaign `meta` was built from, or `None`
+/// while the campaign can still change (nothing is cached then).
+fn settled_key(meta: &CampaignMeta) -> Option<String> {
+    matches!(
+        meta.status,
+        CampaignStatus::Finished | CampaignStatus::Failed { .. } | CampaignStatus::Cancelled
+    )
+    .then(|| format!("{}/{}", meta.status, meta.finished_runs))
+}
+
+/// The body `build` makes for `what` of campaign `id`, kept while the
+/// campaign is settled: 50 readers of a finished campaign then share one
+/// rendering instead of each serialising it again. `what` names a request
+/// whose parameters were checked by `build` (it is only kept on success),
+/// so the cache holds at most one entry per valid request.
+fn cached_body(
+    state: &AppState,
+    id: CampaignId,
+    what: String,
+    build: impl FnOnce() -> Result<Bytes, AppError>,
+) -> Result<Bytes, AppError> {
+    let key = settled_key(&state.store().campaign(id)?);
+    let slot = (id, what);
+    if let Some(k) = &key
+        && let Some((built_from, body)) = lock(&state.0.bodies).get(&slot)
+        && built_from == k
+    {
+        return Ok(body.clone());
+    }
+    let body = build()?;
+    if let Some(k) = key {
+        lock(&state.0.bodies).insert(slot, (k, body.clone()));
+    }
+    Ok(body)
+}
+
 /// The report against `baseline` (the plan's when `None`), cached per
 /// (campaign, baseline) once the campaign no longer changes.
 fn report_of(
@@ -422,11 +458,9 @@ fn report_of(
     baseline: Option<String>,
 ) -> Result<Arc<Report>, AppError> {
     let meta = state.store().campaign(id)?;
-    let settled = matches!(
-        meta.status,
-        CampaignStatus::Finished | CampaignStatus::Failed { .. } | CampaignStatus::Cancelled
-    );
-    let key = format!("{}/{}", meta.status, meta.finished_runs);
+    let key = settled_key(&meta);
+    let settled = key.is_some();
+    let key = key.unwrap_or_default();
     let slot = (id, baseline);
     if settled
         && let Some((k, r)) = lock(&state.0.reports).get(&slot)
@@ -496,12 +530,18 @@ async fn campaign_report(
             )));
         }
     };
+    let what = format!(
+        "report?format={format}&baseline={}",
+        q.baseline.as_deref().unwrap_or("")
+    );
     let body = blocking(move || {
-        let r = report_of(&state, id, q.baseline)?;
-        Ok(match format.as_str() {
-            "md" => report::markdown(&r),
-            "csv" => report::csv(&r),
-            _ => serde_json::to_string(&*r).map_err(|e| AppError::Internal(e.into()))?,
+        cached_body(&state, id, what, || {
+            let r = report_of(&state, id, q.baseline)?;
+            Ok(Bytes::from(match format.as_str() {
+                "md" => report::markdown(&r),
+                "csv" => report::csv(&r),
+                _ => serde_json::to_string(&*r).map_err(|e| AppError::Internal(e.into()))?,
+            }))
         })
     })
     .await?;
@@ -659,6 +699,12 @@ struct Latency {
 struct LatencyPoint {
     percentile: f64,
     latency_us: f64,
+    /// Whether every merged run has samples enough for this percentile
+    /// (one beyond it: 1/(1 − p)); the maximum never is an estimate.
+    supported: bool,
+    /// Why not, when not supported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
 /// Latency distribution per arm of one workload: the stored HDR histograms of its final successful runs merged, sampled at fixed percentiles
@@ -676,89 +722,109 @@ async fn latency(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<LatencyQuery>,
-) -> Result<Json<Latency>, AppError> {
+) -> Result<Response, AppError> {
     let id = parse_id(&id)?;
-    blocking(move || {
-        let store = state.store();
-        let plan: SealedPlan = store.sealed_plan(id)?;
-        if !plan.spec.workloads.iter().any(|w| w.name == q.workload) {
-            return Err(AppError::NotFound(format!(
-                "campaign {id} has no workload `{}` (it has {})",
-                q.workload,
-                plan.spec
-                    .workloads
-                    .iter()
-                    .map(|w| w.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+    let what = format!("latency?workload={}", q.workload);
+    let body = blocking(move || {
+        cached_body(&state, id, what, || {
+            let latency = latency_of(&state, id, q.workload)?;
+            serde_json::to_vec(&latency)
+                .map(Bytes::from)
+                .map_err(|e| AppError::Internal(e.into()))
+        })
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// One arm's histograms merged: runs, the fewest samples of one run, and
+/// the merged histogram.
+struct Merged {
+    runs: usize,
+    fewest: u64,
+    total: hdrhistogram::Histogram<u64>,
+}
+
+/// Per arm, the distribution of `workload`'s final successful runs, their
+/// stored histograms merged.
+fn latency_of(state: &AppState, id: CampaignId, workload: String) -> Result<Latency, AppError> {
+    let store = state.store();
+    let plan: SealedPlan = store.sealed_plan(id)?;
+    if !plan.spec.workloads.iter().any(|w| w.name == workload) {
+        return Err(AppError::NotFound(format!(
+            "campaign {id} has no workload `{workload}` (it has {})",
+            plan.spec
+                .workloads
+                .iter()
+                .map(|w| w.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let finals = store.final_attempts(id)?;
+    let mut merged: BTreeMap<String, Merged> = BTreeMap::new();
+    for (key, record) in store.runs::<RunRecord>(id)? {
+        if record.slot.workload != workload
+            || record.status != RunStatus::Ok
+            || finals.get(&key.slot) != Some(&key.attempt)
+        {
+            continue;
         }
-        let finals = store.final_attempts(id)?;
-        let mut merged: BTreeMap<String, (usize, hdrhistogram::Histogram<u64>)> = BTreeMap::new();
-        for (key, record) in store.runs::<RunRecord>(id)? {
-            if record.slot.workload != q.workload
-                || record.status != RunStatus::Ok
-                || finals.get(&key.slot) != Some(&key.attempt)
-            {
-                continue;
-            }
-            let Some(bytes) = store.histogram(key)? else {
-                continue;
-            };
-            let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
-                .deserialize(&mut bytes.as_slice())
-                .map_err(|e| {
-                    AppError::Internal(anyhow::anyhow!(
-                        "the histogram of {key} does not decode: {e:?}"
-                    ))
-                })?;
-            match merged.get_mut(&record.slot.arm) {
-                Some((runs, total)) => {
-                    *runs += 1;
-                    total.add(&h).map_err(|e| {
-                        AppError::Internal(anyhow::anyhow!(
-                            "cannot merge the histogram of {key}: {e:?}"
-                        ))
-                    })?;
-                }
-                None => {
-                    let mut total = hdrhistogram::Histogram::new_from(&h);
-                    total.add(&h).map_err(|e| {
-                        AppError::Internal(anyhow::anyhow!(
-                            "cannot merge the histogram of {key}: {e:?}"
-                        ))
-                    })?;
-                    merged.insert(record.slot.arm.clone(), (1, total));
-                }
-            }
-        }
-        let arms: Vec<ArmLatency> = plan
-            .spec
-            .arms
-            .iter()
-            .filter_map(|a| merged.get(&a.name).map(|m| (a, m)))
-            .map(|(arm, (runs, h))| ArmLatency {
-                arm: arm.name.clone(),
-                runs: *runs,
-                count: h.len(),
-                points: PERCENTILES
-                    .iter()
-                    .map(|&p| LatencyPoint {
+        let Some(bytes) = store.histogram(key)? else {
+            continue;
+        };
+        let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| {
+                AppError::Internal(anyhow::anyhow!(
+                    "the histogram of {key} does not decode: {e:?}"
+                ))
+            })?;
+        let arm = merged
+            .entry(record.slot.arm.clone())
+            .or_insert_with(|| Merged {
+                runs: 0,
+                fewest: u64::MAX,
+                total: hdrhistogram::Histogram::new_from(&h),
+            });
+        arm.runs += 1;
+        arm.fewest = arm.fewest.min(h.len());
+        arm.total.add(&h).map_err(|e| {
+            AppError::Internal(anyhow::anyhow!(
+                "cannot merge the histogram of {key}: {e:?}"
+            ))
+        })?;
+    }
+    let arms: Vec<ArmLatency> = plan
+        .spec
+        .arms
+        .iter()
+        .filter_map(|a| merged.get(&a.name).map(|m| (a, m)))
+        .map(|(arm, m)| ArmLatency {
+            arm: arm.name.clone(),
+            runs: m.runs,
+            count: m.total.len(),
+            points: PERCENTILES
+                .iter()
+                .map(|&p| {
+                    let reason = crate::stats::percentile_unsupported(p, m.fewest);
+                    LatencyPoint {
                         percentile: p,
                         // The worker records nanoseconds.
-                        latency_us: h.value_at_percentile(p) as f64 / 1_000.0,
-                    })
-                    .collect(),
-            })
-            .collect();
-        Ok(Json(Latency {
-            campaign: id,
-            workload: q.workload,
-            unit: "µs",
-            arms,
-        }))
+                        latency_us: m.total.value_at_percentile(p) as f64 / 1_000.0,
+                        supported: reason.is_none(),
+                        reason,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Latency {
+        campaign: id,
+        workload,
+        unit: "µs",
+        arms,
     })
-    .await
 }
 
 /// Cancel a queued campaign, or stop a running one after its run in flight; finished runs are kept

@@ -119,6 +119,10 @@ struct Shared {
     /// asked for, with the state they were built from (bootstrap intervals
     /// are not free).
     reports: Mutex<HashMap<(CampaignId, Option<String>), (String, Arc<Report>)>>,
+    /// Rendered answers (reports in each format, latency distributions) of
+    /// campaigns that no longer change, by campaign and request, with the
+    /// state they were built from.
+    bodies: Mutex<HashMap<(CampaignId, String), (String, axum::body::Bytes)>>,
 }
 
 /// Locks a mutex, recovering from a panicked holder: every guarded value
@@ -169,6 +173,7 @@ impl AppState {
             running: Mutex::new(None),
             current: Mutex::new(None),
             reports: Mutex::new(HashMap::new()),
+            bodies: Mutex::new(HashMap::new()),
         }))
     }
 
