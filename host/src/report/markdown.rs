@@ -52,7 +52,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         }
     }
     if let Some(h) = &report.hosts {
-        s.push_str(&super::hosts::markdown(h));
+        super::hosts::markdown(h, s)?;
     }
     writeln!(s, "\n## Limits\n")?;
     for l in &report.limits {

@@ -434,20 +434,91 @@ fn cached_body(
     id: CampaignId,
     what: String,
     build: impl FnOnce() -> Result<Bytes, AppError>,
-) -> Result<Bytes, AppError> {
+) -> Result<Body, AppError> {
     let key = settled_key(&state.store().campaign(id)?);
     let slot = (id, what);
-    if let Some(k) = &key
-        && let Some((built_from, body)) = lock(&state.0.bodies).get(&slot)
-        && built_from == k
-    {
-        return Ok(body.clone());
+    if let Some(body) = cache_hit(state, key.as_deref(), &slot) {
+        return Ok(body);
     }
-    let body = build()?;
-    if let Some(k) = key {
-        lock(&state.0.bodies).insert(slot, (k, body.clone()));
-    }
+    let plain = build()?;
+    let Some(k) = key else {
+        return Ok(Body { plain, gzip: None });
+    };
+    let body = Body {
+        gzip: gzipped(&plain),
+        plain,
+    };
+    lock(&state.0.bodies).insert(slot, (k, body.clone()));
     Ok(body)
+}
+
+/// The cached answer for `slot` if it was built from state `key`.
+fn cache_hit(state: &AppState, key: Option<&str>, slot: &(CampaignId, String)) -> Option<Body> {
+    let key = key?;
+    lock(&state.0.bodies)
+        .get(slot)
+        .filter(|(built_from, _)| built_from == key)
+        .map(|(_, body)| body.clone())
+}
+
+/// [`cached_body`] answered on the async thread when the answer is cached
+/// (one in-memory store read and a map lookup: no hop to a blocking
+/// thread, which 50 readers would queue for), else on a blocking thread.
+async fn cached_or_blocking(
+    state: AppState,
+    id: CampaignId,
+    what: String,
+    build: impl FnOnce(&AppState) -> Result<Bytes, AppError> + Send + 'static,
+) -> Result<Body, AppError> {
+    if let Ok(meta) = state.store().campaign(id)
+        && let Some(body) = cache_hit(&state, settled_key(&meta).as_deref(), &(id, what.clone()))
+    {
+        return Ok(body);
+    }
+    blocking(move || cached_body(&state, id, what, || build(&state))).await
+}
+
+/// An answer's bytes, and gzipped when it is cached (a 300 KB report is
+/// about a tenth of that gzipped: less for 50 readers to copy and send).
+#[derive(Clone)]
+pub(super) struct Body {
+    plain: Bytes,
+    gzip: Option<Bytes>,
+}
+
+fn gzipped(plain: &[u8]) -> Option<Bytes> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(plain).ok()?;
+    e.finish().ok().map(Bytes::from)
+}
+
+/// `body` as the answer, gzipped when the client takes gzip and a gzipped
+/// copy exists; `headers` come first.
+fn answer<const N: usize>(
+    request: &HeaderMap,
+    headers: [(header::HeaderName, String); N],
+    body: Body,
+) -> Response {
+    let takes_gzip = request
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+    let mut response = match (takes_gzip, body.gzip) {
+        (true, Some(gz)) => ([(header::CONTENT_ENCODING, "gzip".to_owned())], gz).into_response(),
+        _ => body.plain.into_response(),
+    };
+    let h = response.headers_mut();
+    for (name, value) in headers {
+        if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+            h.insert(name, v);
+        }
+    }
+    h.insert(
+        header::VARY,
+        axum::http::HeaderValue::from_static("accept-encoding"),
+    );
+    response
 }
 
 /// The report against `baseline` (the plan's when `None`), cached per
@@ -517,6 +588,7 @@ async fn campaign_report(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<ReportQuery>,
+    request: HeaderMap,
 ) -> Result<Response, AppError> {
     let id = parse_id(&id)?;
     let format = q.format.unwrap_or_else(|| "json".into());
@@ -534,26 +606,24 @@ async fn campaign_report(
         "report?format={format}&baseline={}",
         q.baseline.as_deref().unwrap_or("")
     );
-    let body = blocking(move || {
-        cached_body(&state, id, what, || {
-            let r = report_of(&state, id, q.baseline)?;
-            Ok(Bytes::from(match format.as_str() {
-                "md" => report::markdown(&r),
-                "csv" => report::csv(&r),
-                _ => serde_json::to_string(&*r).map_err(|e| AppError::Internal(e.into()))?,
-            }))
-        })
+    let body = cached_or_blocking(state, id, what, move |state| {
+        let r = report_of(state, id, q.baseline)?;
+        Ok(Bytes::from(match format.as_str() {
+            "md" => report::markdown(&r),
+            "csv" => report::csv(&r),
+            _ => serde_json::to_string(&*r).map_err(|e| AppError::Internal(e.into()))?,
+        }))
     })
     .await?;
     let disposition = format!("inline; filename=\"campaign-{id}.{extension}\"");
-    Ok((
+    Ok(answer(
+        &request,
         [
             (header::CONTENT_TYPE, content_type.to_owned()),
             (header::CONTENT_DISPOSITION, disposition),
         ],
         body,
-    )
-        .into_response())
+    ))
 }
 
 #[derive(Serialize)]
@@ -722,19 +792,22 @@ async fn latency(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<LatencyQuery>,
+    request: HeaderMap,
 ) -> Result<Response, AppError> {
     let id = parse_id(&id)?;
     let what = format!("latency?workload={}", q.workload);
-    let body = blocking(move || {
-        cached_body(&state, id, what, || {
-            let latency = latency_of(&state, id, q.workload)?;
-            serde_json::to_vec(&latency)
-                .map(Bytes::from)
-                .map_err(|e| AppError::Internal(e.into()))
-        })
+    let body = cached_or_blocking(state, id, what, move |state| {
+        let latency = latency_of(state, id, q.workload)?;
+        serde_json::to_vec(&latency)
+            .map(Bytes::from)
+            .map_err(|e| AppError::Internal(e.into()))
     })
     .await?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok(answer(
+        &request,
+        [(header::CONTENT_TYPE, "application/json".to_owned())],
+        body,
+    ))
 }
 
 /// One arm's histograms merged: runs, the fewest samples of one run, and

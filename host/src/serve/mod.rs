@@ -122,7 +122,7 @@ struct Shared {
     /// Rendered answers (reports in each format, latency distributions) of
     /// campaigns that no longer change, by campaign and request, with the
     /// state they were built from.
-    bodies: Mutex<HashMap<(CampaignId, String), (String, axum::body::Bytes)>>,
+    bodies: Mutex<HashMap<(CampaignId, String), (String, api::Body)>>,
 }
 
 /// Locks a mutex, recovering from a panicked holder: every guarded value

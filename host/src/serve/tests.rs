@@ -961,6 +961,18 @@ async fn latency_marks_unsupported_percentiles_and_settled_answers_are_cached() 
     // Built once: the second answer is the cached body, byte for byte.
     let (_, again) = call(&s, get(&uri)).await;
     assert_eq!(again, latency);
+    // A client that takes gzip gets the same answer gzipped.
+    let request = Request::get(&uri)
+        .header(header::ACCEPT_ENCODING, "br, gzip")
+        .body(Body::empty())
+        .unwrap();
+    let response = app(s.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.headers()[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(response.headers()[header::VARY], "accept-encoding");
+    let gz = response.into_body().collect().await.unwrap().to_bytes();
+    let mut plain = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&plain).unwrap(), latency);
     let (status, _) = call(&s, get(&format!("/api/campaigns/{id}/report"))).await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = call(
