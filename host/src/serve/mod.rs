@@ -92,6 +92,9 @@ struct Running {
     cancel: Arc<AtomicBool>,
 }
 
+/// A cached report: the campaign and the baseline asked for.
+type ReportKey = (CampaignId, Option<String>);
+
 /// Everything the handlers share. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState(Arc<Shared>);
@@ -118,7 +121,7 @@ struct Shared {
     /// Reports of campaigns that no longer change, by id and the baseline
     /// asked for, with the state they were built from (bootstrap intervals
     /// are not free).
-    reports: Mutex<HashMap<(CampaignId, Option<String>), (String, Arc<Report>)>>,
+    reports: Mutex<HashMap<ReportKey, (String, Arc<Report>)>>,
     /// Rendered answers (reports in each format, latency distributions) of
     /// campaigns that no longer change, by campaign and request, with the
     /// state they were built from.
