@@ -239,12 +239,8 @@ impl RunResult {
             self.alloc.allocs_per_txn,
             self.plugin_memory_bytes >> 10
         );
-        if let Some(w) = &self.window {
-            s += &window_lines(w);
-        }
-        if let Some(r) = &self.client_runtime {
-            s += &client_runtime_lines(r);
-        }
+        s += &self.window_lines();
+        s += &self.client_runtime_lines();
         s += &format!("  errors {}  retries {}\n", self.errors, self.retries);
         if self.leaked_resources > 0 {
             s += &format!(
@@ -265,6 +261,24 @@ impl RunResult {
         }
         for (name, value) in &self.counters {
             s += &format!("  counter {name} = {value}\n");
+        }
+        s
+    }
+
+    /// The summary's lines about a window run's acknowledged records.
+    fn window_lines(&self) -> String {
+        let mut s = String::new();
+        if let Some(w) = &self.window {
+            s += &window_lines(w);
+        }
+        s
+    }
+
+    /// The summary's lines about the gRPC client's runtime.
+    fn client_runtime_lines(&self) -> String {
+        let mut s = String::new();
+        if let Some(r) = &self.client_runtime {
+            s += &client_runtime_lines(r);
         }
         s
     }

@@ -92,9 +92,6 @@ struct Running {
     cancel: Arc<AtomicBool>,
 }
 
-/// A cached report: the campaign and the baseline asked for.
-type ReportKey = (CampaignId, Option<String>);
-
 /// Everything the handlers share. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState(Arc<Shared>);
@@ -127,6 +124,10 @@ struct Shared {
     /// state they were built from.
     bodies: Mutex<HashMap<(CampaignId, String), (String, api::Body)>>,
 }
+
+/// A cached report: the campaign and the reference arm asked for (`None`:
+/// the plan's baseline).
+type ReportKey = (CampaignId, Option<String>);
 
 /// Locks a mutex, recovering from a panicked holder: every guarded value
 /// here stays consistent between statements.
