@@ -12,6 +12,7 @@ mod api;
 mod assets;
 mod error;
 mod guard;
+mod idempotency;
 mod openapi;
 mod queue;
 mod token;
@@ -115,10 +116,17 @@ struct Shared {
     /// decides between dequeueing and flagging, so the two never race.
     running: Mutex<Option<Running>>,
     current: Mutex<Option<CurrentRun>>,
+    /// Answers of keyed campaign posts; held across a keyed post so a
+    /// repeat waits for the first and gets its campaign.
+    idempotency: tokio::sync::Mutex<idempotency::Keys<api::Created>>,
     /// Reports of campaigns that no longer change, by id and the baseline
     /// asked for, with the state they were built from (bootstrap intervals
     /// are not free).
     reports: Mutex<HashMap<ReportKey, (String, Arc<Report>)>>,
+    /// Rendered answers (reports in each format, latency distributions) of
+    /// campaigns that no longer change, by campaign and request, with the
+    /// state they were built from.
+    bodies: Mutex<HashMap<(CampaignId, String), (String, api::Body)>>,
 }
 
 /// A cached report: the campaign and the reference arm asked for (`None`:
@@ -173,6 +181,8 @@ impl AppState {
             running: Mutex::new(None),
             current: Mutex::new(None),
             reports: Mutex::new(HashMap::new()),
+            idempotency: tokio::sync::Mutex::new(idempotency::Keys::default()),
+            bodies: Mutex::new(HashMap::new()),
         }))
     }
 

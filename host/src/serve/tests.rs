@@ -643,6 +643,123 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest" }
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
+fn keyed(uri: &str, key: &str, body: &str) -> Request<Body> {
+    let mut r = post(uri, Some(TOKEN), "application/toml", body.to_owned());
+    r.headers_mut()
+        .insert("idempotency-key", key.parse().unwrap());
+    r
+}
+
+#[tokio::test]
+async fn a_repeated_idempotency_key_answers_the_same_campaign_and_queues_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+
+    // A double-click: both posts in flight at once, one campaign queued.
+    let (a, b) = tokio::join!(
+        call(&s, keyed("/api/campaigns", "click-1", PLAN)),
+        call(&s, keyed("/api/campaigns", "click-1", PLAN)),
+    );
+    assert_eq!(a.0, StatusCode::CREATED, "{}", a.1);
+    assert_eq!(b.0, StatusCode::CREATED, "{}", b.1);
+    assert_eq!(a.1["id"], b.1["id"]);
+    assert_eq!(a.1, b.1, "the repeat gets the first answer");
+    assert_eq!(s.store().queue().unwrap(), vec![1]);
+    assert_eq!(s.store().campaigns().unwrap().len(), 1);
+
+    // Later, the same key again: still that campaign.
+    let (status, again) = call(&s, keyed("/api/campaigns", "click-1", PLAN)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(again["id"], 1);
+
+    // The same key with another plan (or another ?profile=): 409, nothing stored.
+    let before = snapshot(&s);
+    for uri in ["/api/campaigns", "/api/campaigns?profile=block=1"] {
+        let other = if uri.contains('?') {
+            PLAN.to_owned()
+        } else {
+            PLAN.replace("seed = 3", "seed = 4")
+        };
+        let (status, body) = call(&s, keyed(uri, "click-1", &other)).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.contains("`Idempotency-Key: click-1` was already used"),
+            "{message}"
+        );
+        assert!(message.contains("campaign 1"), "{message}");
+    }
+    // A key that is not visible ASCII: 400 saying what a key is.
+    let (status, body) = call(&s, keyed("/api/campaigns", &"k".repeat(300), PLAN)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("`Idempotency-Key` header must be"),
+        "{body}"
+    );
+    assert_eq!(snapshot(&s), before);
+
+    // A new key (a new form fill) and no key both queue new campaigns.
+    let (_, second) = call(&s, keyed("/api/campaigns", "click-2", PLAN)).await;
+    let (_, third) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", PLAN),
+    )
+    .await;
+    assert_eq!(
+        (second["id"].as_u64(), third["id"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(s.store().queue().unwrap(), vec![1, 2, 3]);
+}
+
+#[tokio::test]
+async fn a_profile_selection_matching_no_run_is_refused_naming_the_campaign_s_blocks_and_arms() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let before = snapshot(&s);
+    for (selection, query) in [
+        ("block=3", "block%3D3"),
+        ("arm=c", "arm%3Dc"),
+        ("slot=4", "slot%3D4"),
+    ] {
+        let (status, body) = call(
+            &s,
+            post(
+                &format!("/api/campaigns?profile={query}"),
+                Some(TOKEN),
+                "application/toml",
+                PLAN,
+            ),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("`--profile {selection}` matches no run")),
+            "{message}"
+        );
+        assert!(message.contains("blocks 1..=2"), "{message}");
+        assert!(message.contains("arms `a`, `b`"), "{message}");
+    }
+    assert_eq!(snapshot(&s), before, "nothing stored or queued");
+    // A selection that matches: queued, its selection stored.
+    let (status, body) = call(
+        &s,
+        post(
+            "/api/campaigns?profile=block%3D2",
+            Some(TOKEN),
+            "application/toml",
+            PLAN,
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(s.store().queue().unwrap(), vec![1]);
+}
+
 /// A finished campaign in the store with real stored runs: three arms over
 /// six blocks, `b` 20% faster than the baseline `a` and `c` 50% slower, each
 /// run with a histogram of `samples` latencies. Returns its id.
@@ -922,4 +1039,76 @@ async fn a_flamegraph_is_served_in_a_sandbox() {
     assert!(!csp.contains("allow-scripts"), "{csp}");
     assert!(csp.contains("frame-ancestors 'self'"), "{csp}");
     assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+}
+
+/// The latency distribution marks the percentiles its runs cannot support,
+/// and a settled campaign's answers are built once and then shared.
+#[tokio::test]
+async fn latency_marks_unsupported_percentiles_and_settled_answers_are_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let id = finished_campaign(&s, 200);
+    let uri = format!("/api/campaigns/{id}/latency?workload=get100");
+    let (status, latency) = call(&s, get(&uri)).await;
+    assert_eq!(status, StatusCode::OK, "{latency}");
+    let arms = latency["arms"].as_array().unwrap();
+    assert_eq!(arms.len(), 3);
+    let point = |p: f64| {
+        arms[0]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["percentile"] == p)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(point(99.0)["supported"], true);
+    assert_eq!(point(99.5)["supported"], true);
+    assert_eq!(point(99.9)["supported"], false);
+    assert!(
+        point(99.9)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("at least 1000 samples per run, the smallest run has 200"),
+        "{}",
+        point(99.9)
+    );
+    assert_eq!(point(100.0)["supported"], false);
+
+    // Built once: the second answer is the cached body, byte for byte.
+    let (_, again) = call(&s, get(&uri)).await;
+    assert_eq!(again, latency);
+    // A client that takes gzip gets the same answer gzipped.
+    let request = Request::get(&uri)
+        .header(header::ACCEPT_ENCODING, "br, gzip")
+        .body(Body::empty())
+        .unwrap();
+    let response = app(s.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.headers()[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(response.headers()[header::VARY], "accept-encoding");
+    let gz = response.into_body().collect().await.unwrap().to_bytes();
+    let mut plain = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&plain).unwrap(), latency);
+    let (status, _) = call(&s, get(&format!("/api/campaigns/{id}/report"))).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(
+        &s,
+        get(&format!("/api/campaigns/{id}/latency?workload=nope")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let mut keys: Vec<String> = lock(&s.0.bodies).keys().map(|(_, k)| k.clone()).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["latency?workload=get100", "report?format=json&baseline="]
+    );
+    // A campaign that can change again is answered afresh, never from the
+    // cache (here: marked running, so the report becomes provisional).
+    s.store()
+        .set_status(id, blocklab_store::CampaignStatus::Running)
+        .unwrap();
+    let (_, report) = call(&s, get(&format!("/api/campaigns/{id}/report"))).await;
+    assert_eq!(report["provisional"], true);
 }
