@@ -716,7 +716,7 @@ function changeSection(c) {
   const words = { better: "better", worse: "worse", no_detectable_change: "no detectable change" };
   parts.push(el("h2", {}, `Change B/A (${Math.round(c.level * 100)}% intervals)`),
     el("p", { class: "muted" }, c.method),
-    el("div", { class: "scroll" }, el("table", { id: "compare-changes" },
+    scroll("change B/A", el("table", { id: "compare-changes" },
       el("thead", {}, el("tr", {}, ["workload", "arm", "statistic", "B/A", "interval", "blocks A/B", "verdict"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, c.changes.map((r) => el("tr", { class: `change-${r.direction}` },
         el("td", {}, r.workload), el("td", {}, r.arm), el("td", {}, r.statistic),
@@ -728,7 +728,7 @@ function changeSection(c) {
   const show = (v) => v === null ? "—" : typeof v === "string" ? v : JSON.stringify(v);
   parts.push(el("h2", {}, "Plan differences"), c.plan_differences.length === 0
     ? el("p", { id: "compare-plan-diff" }, "The sealed plans are the same.")
-    : el("div", { class: "scroll" }, el("table", { id: "compare-plan-diff" },
+    : scroll("plan differences", el("table", { id: "compare-plan-diff" },
       el("thead", {}, el("tr", {}, ["field", "A", "B"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, c.plan_differences.map((d) => el("tr", {},
         el("td", {}, d.path), el("td", {}, show(d.a)), el("td", {}, show(d.b))))))));
