@@ -678,8 +678,10 @@ async function comparePage(a, b, seq) {
   const out = el("div", { id: "compare" });
   $main.replaceChildren(el("h1", {}, "Compare two campaigns"), el("p", { class: "pickers" }, el("label", {}, "A ", sa), " ", el("label", {}, "B ", sb)), out);
   if (!a || !b) { out.append(el("p", { class: "muted" }, "Pick two campaigns with the same workloads and arms.")); return; }
-  const [ra, rb, detail] = await Promise.all([api(`/api/campaigns/${a}/report`), api(`/api/campaigns/${b}/report`), api(`/api/campaigns/${a}`)]);
+  const [ra, rb, detail, change] = await Promise.all([api(`/api/campaigns/${a}/report`), api(`/api/campaigns/${b}/report`), api(`/api/campaigns/${a}`),
+    api(`/api/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`)]);
   if (stale(seq)) return;
+  out.append(...changeSection(change));
   const wa = ra.plan.workloads.map((w) => w.name), wb = rb.plan.workloads.map((w) => w.name);
   const workloads = wa.filter((w) => wb.includes(w));
   const armsB = rb.plan.arms.map((x) => x.name);
@@ -700,6 +702,37 @@ async function comparePage(a, b, seq) {
     out.append(el("h3", {}, `${stat.name}: ${stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better"}`),
       forestPlot(stat, rows, workloads, arms, names, baselineA, range));
   }
+}
+
+// Campaign B against campaign A from /api/compare: the warnings first (a
+// different baseline makes the forest plots below incomparable), then each
+// shared arm's change with its interval, then the plan differences.
+function changeSection(c) {
+  const parts = [];
+  if (c.warnings.length) {
+    parts.push(el("div", { id: "compare-warnings", class: "error", role: "alert" },
+      c.warnings.map((w) => el("p", {}, `Warning: ${w}`))));
+  }
+  const words = { better: "better", worse: "worse", no_detectable_change: "no detectable change" };
+  parts.push(el("h2", {}, `Change B/A (${Math.round(c.level * 100)}% intervals)`),
+    el("p", { class: "muted" }, c.method),
+    el("div", { class: "scroll" }, el("table", { id: "compare-changes" },
+      el("thead", {}, el("tr", {}, ["workload", "arm", "statistic", "B/A", "interval", "blocks A/B", "verdict"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, c.changes.map((r) => el("tr", { class: `change-${r.direction}` },
+        el("td", {}, r.workload), el("td", {}, r.arm), el("td", {}, r.statistic),
+        el("td", { class: "num" }, fmtRatio(r.ratio)),
+        el("td", { class: "num" }, `[${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]`),
+        el("td", { class: "num" }, `${r.blocks_a}/${r.blocks_b}`),
+        el("td", {}, words[r.direction] || r.direction)))))));
+  for (const m of c.missing) parts.push(el("p", { class: "muted" }, `${m.workload} ${m.arm} ${m.statistic}: ${m.reason}`));
+  const show = (v) => v === null ? "—" : typeof v === "string" ? v : JSON.stringify(v);
+  parts.push(el("h2", {}, "Plan differences"), c.plan_differences.length === 0
+    ? el("p", { id: "compare-plan-diff" }, "The sealed plans are the same.")
+    : el("div", { class: "scroll" }, el("table", { id: "compare-plan-diff" },
+      el("thead", {}, el("tr", {}, ["field", "A", "B"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, c.plan_differences.map((d) => el("tr", {},
+        el("td", {}, d.path), el("td", {}, show(d.a)), el("td", {}, show(d.b))))))));
+  return parts;
 }
 
 // ---- submit --------------------------------------------------------------

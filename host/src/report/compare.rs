@@ -209,7 +209,6 @@ pub(super) fn block_values(report: &Report) -> BlockValues {
 /// Compares campaign `b` against campaign `a`.
 pub fn compare(a: &Report, b: &Report) -> Comparison {
     let (side_a, side_b) = (side(a), side(b));
-    let (va, vb) = (block_values(a), block_values(b));
     let pairs = |r: &Report| -> Vec<(String, String)> {
         let spec = &r.plan.spec;
         spec.workloads
@@ -225,11 +224,40 @@ pub fn compare(a: &Report, b: &Report) -> Comparison {
     let name = |(w, arm): &(String, String)| format!("{w}/{arm}");
     let only_in_a = pa.iter().filter(|p| !pb.contains(p)).map(name).collect();
     let only_in_b = pb.iter().filter(|p| !pa.contains(p)).map(name).collect();
+    let shared: Vec<_> = pa.iter().filter(|p| pb.contains(p)).cloned().collect();
+    let (changes, missing) = change_rows(a, b, &shared);
+    let plan_differences = plan_differences(&a.plan, &b.plan);
+    let same_baseline = side_a.baseline == side_b.baseline;
+    let warnings = warnings(&side_a, &side_b);
+    Comparison {
+        a: side_a,
+        b: side_b,
+        level: CHANGE_LEVEL,
+        resamples: CHANGE_RESAMPLES,
+        method: "ratio of geometric means over blocks, B over A; percentile bootstrap resampling the blocks of each campaign independently (unpaired)".into(),
+        changes,
+        missing,
+        only_in_a,
+        only_in_b,
+        same_baseline,
+        plan_differences,
+        warnings,
+    }
+}
+
+/// The change of each shared (workload, arm) in every statistic both
+/// campaigns' modes compare, or why it could not be computed.
+fn change_rows(
+    a: &Report,
+    b: &Report,
+    shared: &[(String, String)],
+) -> (Vec<ChangeRow>, Vec<MissingChange>) {
+    let (va, vb) = (block_values(a), block_values(b));
     let stats_b = statistics(&b.plan.spec);
     let mut changes = Vec::new();
     let mut missing = Vec::new();
     let empty = BTreeMap::new();
-    for key in pa.iter().filter(|p| pb.contains(p)) {
+    for key in shared {
         let (blocks_a, blocks_b) = (va.get(key).unwrap_or(&empty), vb.get(key).unwrap_or(&empty));
         for s in statistics(&a.plan.spec)
             .iter()
@@ -288,8 +316,11 @@ pub fn compare(a: &Report, b: &Report) -> Comparison {
             }
         }
     }
-    let plan_differences = plan_differences(&a.plan, &b.plan);
-    let same_baseline = side_a.baseline == side_b.baseline;
+    (changes, missing)
+}
+
+/// What qualifies a comparison of `a` and `b`, in words.
+fn warnings(side_a: &Side, side_b: &Side) -> Vec<String> {
     let mut warnings = Vec::new();
     if side_a.baseline.arm != side_b.baseline.arm {
         warnings.push(format!(
@@ -315,7 +346,7 @@ pub fn compare(a: &Report, b: &Report) -> Comparison {
             side_a.family, side_b.family
         ));
     }
-    for s in [&side_a, &side_b] {
+    for s in [side_a, side_b] {
         if s.status != "finished" {
             warnings.push(format!(
                 "campaign {} is {}, not finished: its figures are provisional",
@@ -323,20 +354,7 @@ pub fn compare(a: &Report, b: &Report) -> Comparison {
             ));
         }
     }
-    Comparison {
-        a: side_a,
-        b: side_b,
-        level: CHANGE_LEVEL,
-        resamples: CHANGE_RESAMPLES,
-        method: "ratio of geometric means over blocks, B over A; percentile bootstrap resampling the blocks of each campaign independently (unpaired)".into(),
-        changes,
-        missing,
-        only_in_a,
-        only_in_b,
-        same_baseline,
-        plan_differences,
-        warnings,
-    }
+    warnings
 }
 
 /// The fields that differ between two sealed plans: the plan's sections

@@ -389,3 +389,47 @@ fn the_example_pipeline_passes_an_aa_pair_and_fails_a_slowed_arm() {
     let list = campaigns_json(&dir.path().join("data"));
     assert_eq!(list[1]["tags"]["commit"], "local");
 }
+
+/// web/tests/compare.mjs in headless Chromium: the compare view's change
+/// table with intervals, the plan differences and the baseline warning.
+#[test]
+fn the_compare_view_in_headless_chromium() {
+    if !crate::web::browser_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let before = slowed_plan(dir.path(), "before.toml", 2, 0);
+    let after = slowed_plan(dir.path(), "after.toml", 2, 30_000);
+    let flipped = dir.path().join("flipped.toml");
+    let text = std::fs::read_to_string(&before)
+        .unwrap()
+        .replace("baseline = true\n", "")
+        .replace("name = \"b\"\n", "name = \"b\"\nbaseline = true\n");
+    std::fs::write(&flipped, text).unwrap();
+    for plan in [&before, &after, &flipped] {
+        let r = campaign(&data, plan, &[]);
+        assert!(r.ok, "{}", r.stderr);
+    }
+    let d = Daemon::start(&data);
+    let artifacts = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::web::repo().join("target"))
+        .join("browser-artifacts");
+    let output = std::process::Command::new("node")
+        .arg(crate::web::repo().join("web/tests/compare.mjs"))
+        .env("BLOCKLAB_URL", d.url())
+        .env("BLOCKLAB_A", "1")
+        .env("BLOCKLAB_B", "2")
+        .env("BLOCKLAB_C", "3")
+        .env("BLOCKLAB_ARTIFACTS", &artifacts)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "compare browser check failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("# pass 2"), "{stdout}");
+}

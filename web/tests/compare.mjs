@@ -1,0 +1,79 @@
+// Browser check of the compare view (issue 18 point 4, issue 19 point 2) in
+// headless Chromium. Run by host/tests/all/gate.rs against a daemon it
+// started over a store with three finished campaigns:
+//   BLOCKLAB_URL        http://127.0.0.1:PORT
+//   BLOCKLAB_A, BLOCKLAB_B  the same plan, arm `b` slowed in B
+//   BLOCKLAB_C          A's arms with `b` as the baseline
+//   BLOCKLAB_ARTIFACTS  where screenshots go
+import { test, after, before } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+function need(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (host/tests/all/gate.rs sets it)`);
+  return v;
+}
+const url = need("BLOCKLAB_URL");
+const [a, b, c] = ["BLOCKLAB_A", "BLOCKLAB_B", "BLOCKLAB_C"].map(need);
+const artifacts = need("BLOCKLAB_ARTIFACTS");
+mkdirSync(artifacts, { recursive: true });
+
+let context, profile;
+before(async () => {
+  profile = mkdtempSync(join(tmpdir(), "blocklab-chromium-"));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+    viewport: { width: 1280, height: 900 },
+  });
+});
+after(async () => {
+  await context?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+async function open(hash) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`${url}/${hash}`);
+  return { page, errors };
+}
+
+test("the compare view shows each arm's change with its interval and the plan differences", async () => {
+  const api = await (await fetch(`${url}/api/compare?a=${a}&b=${b}`)).json();
+  const { page, errors } = await open(`#/compare/${a}/${b}`);
+  await page.waitForSelector("#compare-changes tbody tr");
+  const rows = await page.$$eval("#compare-changes tbody tr", (trs) =>
+    trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+  assert.equal(rows.length, api.changes.length);
+  const slowed = rows.find((r) => r[1] === "b" && r[2] === "cpu_measured");
+  const expected = api.changes.find((r) => r.arm === "b" && r.statistic === "cpu_measured");
+  assert.ok(slowed, JSON.stringify(rows));
+  assert.equal(slowed[3], expected.ratio.toFixed(3));
+  assert.equal(slowed[4], `[${expected.ci_low.toFixed(3)}, ${expected.ci_high.toFixed(3)}]`);
+  assert.equal(slowed[6], "worse");
+  assert.match(await page.locator("#compare-plan-diff").innerText(), /arms\[b\]\.inject_busy_ns\s+0\s+30000/);
+  assert.equal(await page.locator("#compare-warnings").count(), 0);
+  await page.screenshot({ path: join(artifacts, "compare-changes.png"), fullPage: true });
+  assert.deepEqual(errors, []);
+});
+
+test("the compare view warns at the top when the baselines differ", async () => {
+  const { page, errors } = await open(`#/compare/${a}/${c}`);
+  await page.waitForSelector("#compare-warnings");
+  assert.match(await page.locator("#compare-warnings").innerText(), /the baselines differ/);
+  // Above the change table, not under it.
+  const order = await page.evaluate(() => {
+    const w = document.getElementById("compare-warnings"), t = document.getElementById("compare-changes");
+    return w.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING;
+  });
+  assert.ok(order, "the warning comes before the table");
+  await page.screenshot({ path: join(artifacts, "compare-baseline-warning.png"), fullPage: true });
+  assert.deepEqual(errors, []);
+});
