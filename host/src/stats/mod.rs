@@ -19,6 +19,7 @@
 //! report recomputed from stored runs gives identical bits.
 
 mod bootstrap;
+pub mod changepoint;
 mod effect;
 mod family;
 mod hosts;
