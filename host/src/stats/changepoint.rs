@@ -110,10 +110,7 @@ pub fn change_points(
     let mut bounds = vec![0, series.len()];
     let mut found: Vec<(usize, f64, f64)> = Vec::new();
     let mut shuffled = series.to_vec();
-    loop {
-        let Some((index, statistic)) = best_split(series, &bounds, config.min_size) else {
-            break;
-        };
+    while let Some((index, statistic)) = best_split(series, &bounds, config.min_size) {
         let mut at_least = 0u32;
         for _ in 0..config.permutations {
             shuffled.copy_from_slice(series);
@@ -166,10 +163,10 @@ fn shuffle(xs: &mut [f64], draws: &mut Draws) {
 fn best_split(series: &[f64], bounds: &[usize], min_size: usize) -> Option<(usize, f64)> {
     let mut best: Option<(usize, f64)> = None;
     for w in bounds.windows(2) {
-        if let Some((tau, q)) = best_in_segment(&series[w[0]..w[1]], min_size) {
-            if best.is_none_or(|(_, b)| q > b) {
-                best = Some((w[0] + tau, q));
-            }
+        if let Some((tau, q)) = best_in_segment(&series[w[0]..w[1]], min_size)
+            && best.is_none_or(|(_, b)| q > b)
+        {
+            best = Some((w[0] + tau, q));
         }
     }
     best
