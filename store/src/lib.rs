@@ -46,14 +46,25 @@ pub enum CampaignStatus {
     Cancelled,
 }
 
+impl CampaignStatus {
+    /// The state's one word (`failed` without its reason), as the JSON's
+    /// `state` tag spells it: for tables.
+    pub fn label(&self) -> &'static str {
+        match self {
+            CampaignStatus::Queued => "queued",
+            CampaignStatus::Running => "running",
+            CampaignStatus::Finished => "finished",
+            CampaignStatus::Failed { .. } => "failed",
+            CampaignStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
 impl fmt::Display for CampaignStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CampaignStatus::Queued => f.write_str("queued"),
-            CampaignStatus::Running => f.write_str("running"),
-            CampaignStatus::Finished => f.write_str("finished"),
             CampaignStatus::Failed { reason } => write!(f, "failed: {reason}"),
-            CampaignStatus::Cancelled => f.write_str("cancelled"),
+            other => f.write_str(other.label()),
         }
     }
 }

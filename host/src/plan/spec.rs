@@ -59,7 +59,7 @@ pub struct PlanSpec {
 }
 
 /// Which executor runs a campaign's slots.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecutorKind {
     /// `blocklab worker` processes on this machine.

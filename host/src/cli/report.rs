@@ -1,0 +1,50 @@
+//! `blocklab report`: a stored campaign's report as markdown, JSON or CSV.
+
+use super::{DataArgs, campaign_id, open_store_for_reading};
+use anyhow::Context;
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The report's file formats (`blocklab report --format`).
+#[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
+enum ReportFormat {
+    /// The full markdown report.
+    #[default]
+    Md,
+    /// Everything, as JSON (docs/reports.md).
+    Json,
+    /// The effects, one row per workload × arm × statistic.
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ReportArgs {
+    /// A campaign id, or `latest`.
+    id: String,
+    #[arg(long, value_enum, default_value_t)]
+    format: ReportFormat,
+    /// Write to this file instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArgs,
+}
+
+pub(super) fn main(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store_for_reading(&args.data)?;
+    let id = campaign_id(&store, &args.id)?;
+    let report = crate::report::build(&store, id)?;
+    let text = match args.format {
+        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        ReportFormat::Csv => crate::report::csv(&report),
+        ReportFormat::Md => crate::report::markdown(&report),
+    };
+    match args.output {
+        Some(path) => std::fs::write(&path, text)
+            .with_context(|| format!("cannot write `{}`", path.display()))?,
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

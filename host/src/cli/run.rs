@@ -1,0 +1,169 @@
+//! `blocklab run` (one measured run in this process) and the hidden
+//! `blocklab worker` a campaign spawns for each run.
+
+use super::{ErrorRateArg, GrantArgs, LimitArgs, ProfileHzArg, exit, say};
+use crate::plan::spec::Measure;
+use crate::plugin::source::PluginSource;
+use crate::run::worker::{self, RunSpec};
+use crate::target::TargetSpec;
+use anyhow::Context;
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub(super) struct RunArgs {
+    /// A workload component (.wasm) or `builtin`.
+    #[arg(long)]
+    plugin: String,
+    /// The workload to run (see `blocklab workloads PLUGIN`).
+    #[arg(long)]
+    workload: String,
+    /// A workload param, `name=value`; repeat for several.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    params: Vec<(String, String)>,
+    /// What the client calls talk to: `embedded` or `fdb` (ignored with
+    /// `--endpoint`).
+    #[arg(long, default_value = "embedded")]
+    target: String,
+    /// A gRPC endpoint, `http://HOST:PORT`: the run's target becomes grpc.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// With `--endpoint`: `shared`, `per-stream` or a number of connections.
+    #[arg(long, default_value = "shared")]
+    connections: String,
+    /// With `--endpoint`: worker threads of the client's tokio runtime.
+    #[arg(long, default_value_t = 1)]
+    client_threads: usize,
+    /// Window mode: seconds measured (instead of `--measured` transactions).
+    #[arg(long, value_name = "S")]
+    measured_s: Option<f64>,
+    /// Window mode: seconds of warmup before the window.
+    #[arg(long, value_name = "S", default_value_t = 0.5)]
+    warmup_s: f64,
+    /// Transactions before measuring.
+    #[arg(long, default_value_t = 200)]
+    warmup: u64,
+    /// Measured transactions.
+    #[arg(long, default_value_t = 3000)]
+    measured: u64,
+    /// Concurrent workers (one plugin instance each).
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::limits::WORKERS)))]
+    workers: u32,
+    /// Seed of env.random: the same seed gives the same transactions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Name of the arm in the result.
+    #[arg(long, default_value = "cli")]
+    arm: String,
+    /// An adapter component composed with the plugin; repeat to chain them,
+    /// the first nearest the workload.
+    #[arg(long = "adapter", value_name = "ADAPTER.wasm")]
+    adapters: Vec<PathBuf>,
+    #[command(flatten)]
+    grants: GrantArgs,
+    /// Sample a CPU profile of the measured window and write it here as a
+    /// flamegraph SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    profile: Option<PathBuf>,
+    #[command(flatten)]
+    profile_hz: ProfileHzArg,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+    #[command(flatten)]
+    max_error_rate: ErrorRateArg,
+}
+
+fn parse_param(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not NAME=VALUE")),
+    }
+}
+
+pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let spec = RunSpec {
+        workload: args.workload,
+        params: args.params,
+        arm: args.arm,
+        plugin: PluginSource::parse(&args.plugin),
+        target: match &args.endpoint {
+            Some(url) => {
+                let mut settings = crate::target::grpc::GrpcSettings::new(url.clone());
+                settings.connections = toml::Value::String(args.connections.clone())
+                    .try_into()
+                    .map_err(|e| anyhow::anyhow!("--connections: {e}"))?;
+                settings.client_threads = args.client_threads;
+                settings.validate()?;
+                TargetSpec::Grpc(settings)
+            }
+            None => TargetSpec::from_flag(&args.target)?,
+        },
+        measure: match args.measured_s {
+            Some(measured_s) => {
+                let measure = Measure::Window {
+                    warmup_s: args.warmup_s,
+                    measured_s,
+                };
+                measure.check(("--warmup-s", "--measured-s"))?;
+                measure
+            }
+            None => Measure::Transactions {
+                warmup: args.warmup,
+                measured: args.measured,
+            },
+        },
+        workers: args.workers,
+        seed: args.seed,
+        call_deadline_ms: args.limits.call_deadline_ms,
+        memory_bytes: args.limits.memory_cap_mib << 20,
+        cache_dir: args.limits.cache_dir(),
+        expected_inputs: Default::default(),
+        inject_busy_ns: 0,
+        binary: None,
+        adapters: args.adapters,
+        grants: args.grants.grants(),
+        profile_hz: args.profile.as_ref().map(|_| args.profile_hz.hz),
+    };
+    let mut result = worker::execute(&spec)?;
+    result.histogram = None;
+    if let Some(path) = &args.profile {
+        let svg = result.profile_svg.take().with_context(|| {
+            "the profiler took no sample in the measured window; measure longer or raise `--profile-hz`"
+        })?;
+        std::fs::write(path, svg)
+            .with_context(|| format!("cannot write the profile to `{}`", path.display()))?;
+        say(&format!("profile: {}", path.display()));
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &result)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", result.summary())?;
+    }
+    Ok(
+        match crate::run::verdict::of_run(&result, args.max_error_rate.max_error_rate) {
+            None => ExitCode::from(exit::OK),
+            Some(problem) => {
+                say(&format!("error: {problem}"));
+                ExitCode::from(exit::FAILURES)
+            }
+        },
+    )
+}
+
+pub(super) fn worker() -> anyhow::Result<ExitCode> {
+    let spec: RunSpec = serde_json::from_reader(std::io::stdin().lock())
+        .context("the worker expects a RunSpec as JSON on stdin")?;
+    let result = worker::execute(&spec)?;
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &result)?;
+    writeln!(out)?;
+    Ok(ExitCode::SUCCESS)
+}
