@@ -12,6 +12,7 @@ mod boundary;
 mod calibrate;
 mod campaign;
 mod campaigns;
+mod export;
 mod plan;
 mod plugin;
 mod profile;
@@ -90,6 +91,13 @@ enum Command {
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
     /// campaign run with `--profile`.
     Profile(profile::ProfileArgs),
+    /// Write stored campaigns (sealed plan, every run with its histogram
+    /// and profile, blobs) to stdout or `--output` in the export format
+    /// (docs/export.md), to archive them or move them to another store.
+    Export(export::ExportArgs),
+    /// Store the campaigns of a file written by `blocklab export`; a
+    /// campaign already in the store is not stored twice.
+    Import(export::ImportArgs),
     /// Check a store for damage, and copy what still reads into a fresh one.
     #[command(subcommand)]
     Store(store::StoreCommand),
@@ -240,6 +248,8 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::SimulateIntervals(args) => simulate::main(args),
         Command::Campaigns(args) => campaigns::main(args),
         Command::Profile(args) => profile::main(args),
+        Command::Export(args) => export::export(args),
+        Command::Import(args) => export::import(args),
         Command::Store(command) => store::main(command),
         Command::Serve(args) => serve::main(args),
         Command::Plugin(command) => plugin::main(command),

@@ -8,6 +8,7 @@ mod daemon;
 mod daemon_limits;
 mod daemon_support;
 mod exit_codes;
+mod export;
 mod grpc;
 mod hostile;
 mod intervals;
