@@ -39,6 +39,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub type CampaignId = u64;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum CampaignStatus {
     Queued,
@@ -72,6 +73,8 @@ impl fmt::Display for CampaignStatus {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = Campaign))]
 pub struct CampaignMeta {
     pub id: CampaignId,
     pub name: String,

@@ -1,7 +1,13 @@
-//! The JSON API under /api (openapi.json beside this file describes it).
-//! Reads are open; POSTs pass [`require_token`] first. Every error is JSON
-//! `{"error": ...}`, also the ones axum answers itself ([`json_errors`]).
+//! The JSON API under /api. Reads are open; POSTs pass [`require_token`]
+//! first. Every error is JSON `{"error": ...}`, also the ones axum answers
+//! itself ([`json_errors`]).
+//!
+//! Each handler carries a `#[utoipa::path]` annotation and is registered
+//! with `routes!`, which adds the route and its description together:
+//! /api/openapi.json is generated from them (openapi.rs), never written by
+//! hand.
 
+use super::openapi::{self, ApiDoc, ErrorBody, Spec};
 use super::{AppError, AppState, BODY_LIMIT, Event, lock};
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::PlanSpec;
@@ -16,30 +22,43 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use blocklab_store::{CampaignId, CampaignMeta, CampaignStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+/// The API's routes with their generated description. A new handler gets a
+/// `#[utoipa::path(...)]` annotation and a `.routes(routes!(handler))` line
+/// here (in `mutating` if it changes the store); nothing else.
+fn routes(state: &AppState) -> OpenApiRouter<AppState> {
+    let mutating = OpenApiRouter::new()
+        .routes(routes!(create_campaign))
+        .routes(routes!(cancel_campaign))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(list_campaigns))
+        .routes(routes!(campaign))
+        .routes(routes!(campaign_report))
+        .routes(routes!(campaign_runs))
+        .routes(routes!(latency))
+        .routes(routes!(run_profile))
+        .routes(routes!(events))
+        .routes(routes!(health))
+        .routes(routes!(openapi::openapi))
+        .merge(mutating)
+}
 
 pub fn router(state: AppState) -> axum::Router {
-    let mutating = axum::Router::new()
-        .route("/api/campaigns", post(create_campaign))
-        .route("/api/campaigns/{id}/cancel", post(cancel_campaign))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
-    axum::Router::new()
-        .route("/api/campaigns", get(list_campaigns))
-        .route("/api/campaigns/{id}", get(campaign))
-        .route("/api/campaigns/{id}/report", get(campaign_report))
-        .route("/api/campaigns/{id}/runs", get(campaign_runs))
-        .route("/api/campaigns/{id}/latency", get(latency))
-        .route("/api/campaigns/{id}/runs/{slot}/profile", get(run_profile))
-        .route("/api/events", get(events))
-        .route("/api/health", get(health))
-        .route("/api/openapi.json", get(openapi))
-        .merge(mutating)
+    let (router, doc) = routes(&state).split_for_parts();
+    // Serialising a document built from our own types cannot fail.
+    let spec = doc.to_pretty_json().unwrap_or_default();
+    router
+        .layer(axum::Extension(Spec(spec.into())))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
@@ -156,7 +175,7 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| AppError::Internal(anyhow::anyhow!("a blocking task failed: {e}")))?
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct Created {
     id: CampaignId,
     name: String,
@@ -168,14 +187,34 @@ struct Created {
     warnings: Vec<String>,
 }
 
-/// POST /api/campaigns: a plan as TOML (any content type but JSON) or JSON;
-/// validated, sealed, stored, queued.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct CreateQuery {
-    /// Runs to CPU-profile, as `blocklab campaign --profile` takes them.
+    /// Runs to CPU-profile, as `blocklab campaign --profile` takes them:
+    /// `all`, or `block=N`, `slot=N`, `arm=NAME`, `workload=NAME`,
+    /// comma-separated. Each chosen run stores a flamegraph (GET
+    /// .../runs/{slot}/profile).
     profile: Option<String>,
 }
 
+/// Validate, seal, store and queue a plan
+///
+/// The plan as TOML (any content type but JSON) or as JSON.
+#[utoipa::path(
+    post,
+    path = "/api/campaigns",
+    tag = "campaigns",
+    params(CreateQuery),
+    request_body(description = "the plan, TOML or JSON (docs/plans.md)", content((String = "application/toml"), (String = "application/json"))),
+    responses(
+        (status = 201, description = "queued", body = Created),
+        (status = 400, description = "malformed plan: the parser's message, with `line` and `column` when known", body = ErrorBody),
+        (status = 401, description = "missing or wrong token; the message names the token file", body = ErrorBody),
+        (status = 403, description = "a process arm, and the daemon was not started with `--allow-process-arms`", body = ErrorBody),
+        (status = 413, description = "body over 1 MiB", body = ErrorBody),
+    ),
+    security(("token" = []))
+)]
 async fn create_campaign(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -267,7 +306,7 @@ fn seal_posted(
 }
 
 /// One line of the campaign list.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct Summary {
     #[serde(flatten)]
     campaign: CampaignMeta,
@@ -282,13 +321,20 @@ struct Summary {
 
 /// A line of the list: a campaign, or one whose stored entry does not
 /// decode (one damaged entry must not hide the others).
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 enum ListEntry {
     Campaign(Summary),
     Unreadable { id: CampaignId, unreadable: String },
 }
 
+/// Every campaign with its arms, workloads and progress
+#[utoipa::path(
+    get,
+    path = "/api/campaigns",
+    tag = "campaigns",
+    responses((status = 200, description = "campaigns, ascending id", body = [ListEntry]))
+)]
 async fn list_campaigns(State(state): State<AppState>) -> Result<Json<Vec<ListEntry>>, AppError> {
     blocking(move || {
         let store = state.store();
@@ -334,8 +380,17 @@ async fn list_campaigns(State(state): State<AppState>) -> Result<Json<Vec<ListEn
     .await
 }
 
-/// GET /api/campaigns/{id}: metadata with progress, the sealed plan (with
-/// its schedule), the run in flight and the place in the queue.
+/// One campaign: status, progress, the run in flight, queue position and the sealed plan with its schedule
+#[utoipa::path(
+    get,
+    path = "/api/campaigns/{id}",
+    tag = "campaigns",
+    params(("id" = u64, Path, description = "campaign id")),
+    responses(
+        (status = 200, description = "the campaign: `campaign`, `progress`, `current`, `queue_position`, `statistics`, `sealed`", body = Object),
+        (status = 404, description = "no such campaign", body = ErrorBody),
+    )
+)]
 async fn campaign(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -380,12 +435,32 @@ fn report_of(state: &AppState, id: CampaignId) -> Result<Arc<Report>, AppError> 
     Ok(built)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ReportQuery {
+    /// `json` (default), `md` or `csv`.
     format: Option<String>,
 }
 
-/// GET /api/campaigns/{id}/report[?format=json|md|csv]
+/// The campaign's report
+///
+/// The JSON of `blocklab report --format json` (docs/reports.md), or its
+/// markdown or CSV rendering.
+#[utoipa::path(
+    get,
+    path = "/api/campaigns/{id}/report",
+    tag = "campaigns",
+    params(("id" = u64, Path, description = "campaign id"), ReportQuery),
+    responses(
+        (status = 200, description = "the report", content(
+            (Object = "application/json"),
+            (String = "text/markdown"),
+            (String = "text/csv"),
+        )),
+        (status = 400, description = "an unknown format", body = ErrorBody),
+        (status = 404, description = "no such campaign", body = ErrorBody),
+    )
+)]
 async fn campaign_report(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -432,7 +507,17 @@ struct RunView {
     record: RunRecord,
 }
 
-/// GET /api/campaigns/{id}/runs: every stored attempt, slot order.
+/// Every stored attempt (final or not), slot order; `final` marks the attempt a report uses
+#[utoipa::path(
+    get,
+    path = "/api/campaigns/{id}/runs",
+    tag = "campaigns",
+    params(("id" = u64, Path, description = "campaign id")),
+    responses(
+        (status = 200, description = "runs: each stored record with `final`", body = [Object]),
+        (status = 404, description = "no such campaign", body = ErrorBody),
+    )
+)]
 async fn campaign_runs(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -457,13 +542,28 @@ async fn campaign_runs(
 /// The blob holding a queued campaign's `?profile=` selection.
 pub const PROFILE_BLOB: &str = "profile";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ProfileQuery {
+    /// Default: the slot's final attempt.
     attempt: Option<u32>,
 }
 
-/// GET /api/campaigns/{id}/runs/{slot}/profile: the flamegraph SVG stored
-/// with a profiled run (its final attempt unless `?attempt=N`).
+/// The CPU profile of a run of a campaign queued with `?profile=`: a flamegraph SVG of its measured window
+#[utoipa::path(
+    get,
+    path = "/api/campaigns/{id}/runs/{slot}/profile",
+    tag = "campaigns",
+    params(
+        ("id" = u64, Path, description = "campaign id"),
+        ("slot" = u32, Path, description = "slot in the sealed schedule"),
+        ProfileQuery,
+    ),
+    responses(
+        (status = 200, description = "flamegraph", content_type = "image/svg+xml", body = String),
+        (status = 404, description = "no such run, or it has no flamegraph", body = ErrorBody),
+    )
+)]
 async fn run_profile(
     State(state): State<AppState>,
     Path((id, slot)): Path<(String, u32)>,
@@ -493,8 +593,10 @@ async fn run_profile(
     Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct LatencyQuery {
+    /// A workload of the campaign.
     workload: String,
 }
 
@@ -505,7 +607,7 @@ const PERCENTILES: &[f64] = &[
     98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
 ];
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ArmLatency {
     arm: String,
     /// Final successful runs merged.
@@ -515,20 +617,38 @@ struct ArmLatency {
     points: Vec<LatencyPoint>,
 }
 
-#[derive(Serialize)]
+/// A workload's latency distribution per arm.
+#[derive(Serialize, utoipa::ToSchema)]
+struct Latency {
+    campaign: CampaignId,
+    workload: String,
+    /// Of every `latency_us`: always `µs`.
+    unit: &'static str,
+    arms: Vec<ArmLatency>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
 struct LatencyPoint {
     percentile: f64,
     latency_us: f64,
 }
 
-/// GET /api/campaigns/{id}/latency?workload=W: per arm, the latency
-/// distribution of the workload's final successful runs, their stored
-/// histograms merged.
+/// Latency distribution per arm of one workload: the stored HDR histograms of its final successful runs merged, sampled at fixed percentiles
+#[utoipa::path(
+    get,
+    path = "/api/campaigns/{id}/latency",
+    tag = "campaigns",
+    params(("id" = u64, Path, description = "campaign id"), LatencyQuery),
+    responses(
+        (status = 200, description = "percentile points per arm", body = Latency),
+        (status = 404, description = "no such campaign or workload", body = ErrorBody),
+    )
+)]
 async fn latency(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<LatencyQuery>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<Latency>, AppError> {
     let id = parse_id(&id)?;
     blocking(move || {
         let store = state.store();
@@ -603,18 +723,30 @@ async fn latency(
                     .collect(),
             })
             .collect();
-        Ok(Json(json!({
-            "campaign": id,
-            "workload": q.workload,
-            "unit": "µs",
-            "arms": arms,
-        })))
+        Ok(Json(Latency {
+            campaign: id,
+            workload: q.workload,
+            unit: "µs",
+            arms,
+        }))
     })
     .await
 }
 
-/// POST /api/campaigns/{id}/cancel: a queued campaign leaves the queue; a
-/// running one stops after the run in flight. Finished runs are kept.
+/// Cancel a queued campaign, or stop a running one after its run in flight; finished runs are kept
+#[utoipa::path(
+    post,
+    path = "/api/campaigns/{id}/cancel",
+    tag = "campaigns",
+    params(("id" = u64, Path, description = "campaign id")),
+    responses(
+        (status = 200, description = "`{id, status}` with status `cancelled` or `cancelling`", body = Object),
+        (status = 401, description = "missing or wrong token", body = ErrorBody),
+        (status = 404, description = "no such campaign", body = ErrorBody),
+        (status = 409, description = "the campaign is neither queued nor running", body = ErrorBody),
+    ),
+    security(("token" = []))
+)]
 async fn cancel_campaign(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -649,10 +781,20 @@ async fn cancel_campaign(
     Ok(Json(json!({ "id": id, "status": status })))
 }
 
-/// GET /api/events: server-sent events, one per queue or run change. Each
-/// stream is a task on the runtime (no thread) holding one of the
+/// Server-sent events: campaign-queued, campaign-started, run-started, run-finished, campaign-finished; each `data` is JSON with an `event` field
+///
+/// Each stream is a task on the runtime (no thread) holding one of the
 /// `--max-event-streams` permits until the client goes away; past the cap,
 /// 503.
+#[utoipa::path(
+    get,
+    path = "/api/events",
+    tag = "progress",
+    responses(
+        (status = 200, description = "an event stream", content_type = "text/event-stream", body = String),
+        (status = 503, description = "as many streams are open as `blocklab serve --max-event-streams` allows", body = ErrorBody),
+    )
+)]
 async fn events(
     State(state): State<AppState>,
 ) -> Result<
@@ -687,6 +829,13 @@ async fn events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
+/// Liveness, version, store path, token file, the running campaign and the queue
+#[utoipa::path(
+    get,
+    path = "/api/health",
+    tag = "meta",
+    responses((status = 200, description = "ok", body = Object))
+)]
 async fn health(State(state): State<AppState>) -> Result<Json<Value>, AppError> {
     let running = lock(&state.0.running).as_ref().map(|r| r.id);
     Ok(Json(json!({
@@ -697,11 +846,4 @@ async fn health(State(state): State<AppState>) -> Result<Json<Value>, AppError> 
         "running": running,
         "queue": state.store().queue()?,
     })))
-}
-
-async fn openapi() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        include_str!("openapi.json"),
-    )
 }

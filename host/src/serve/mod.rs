@@ -1,7 +1,8 @@
 //! The daemon (`blocklab serve`): a JSON API over the store, a job queue
 //! that executes one campaign at a time on a dedicated thread, server-sent
 //! progress events, and the embedded web UI. docs/daemon.md is the user's
-//! guide; `openapi.json` beside this file describes the API.
+//! guide; /api/openapi.json, generated from the handlers (openapi.rs),
+//! describes the API.
 //!
 //! The router is [`app`], testable without a socket. [`run`] opens the
 //! store, pins the process to the runner CPUs, starts the queue's thread and
@@ -10,6 +11,7 @@
 mod api;
 mod assets;
 mod error;
+mod openapi;
 mod queue;
 mod token;
 
