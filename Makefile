@@ -144,7 +144,7 @@ bench-boundary: plugins
 ## crate); `make test` runs it first, so CI fails on either.
 lint: deps-wasm
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy -p blocklab -p blocklab-store -p blocklab-kv-contract --all-targets -- -D warnings
+	$(CARGO) clippy -p blocklab -p blocklab-store -p blocklab-kv-contract -p blocklab-catalog -p blocklab-ingest --all-targets -- -D warnings
 	$(CARGO) clippy --target $(WASM_TARGET) -p blocklab-sdk $(addprefix -p ,$(PLUGIN_NAMES)) -- -D warnings
 
 include mk/fdb.mk

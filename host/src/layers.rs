@@ -197,3 +197,274 @@ fn layers_references_reads_paths_groups_and_skips_comments() {
     .collect();
     assert_eq!(got, want);
 }
+
+/// The longest a non-test function in an orchestration stage may be, in
+/// lines from its `fn` line to its closing brace (issue 14, item 3): past
+/// this, name the phases as types and small functions.
+const MAX_FN_LINES: usize = 80;
+
+/// The stages whose functions the length check reads.
+const SHORT_FN_STAGES: &[&str] = &["run", "plan", "report"];
+
+/// Functions allowed over [`MAX_FN_LINES`] for now, by `module::fn` path.
+/// Both are being split on the report/ branch (issue 14, item 3); remove
+/// each entry when its split lands, and the check then holds them too.
+const LONG_FN_ALLOWED: &[&str] = &["report::hosts::hosts"];
+
+/// `text` with comments, string and char literals blanked to spaces, so
+/// braces inside them are not counted; newlines are kept so lines stay.
+fn code_only(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let blank = |out: &mut Vec<u8>, c: u8| out.push(if c == b'\n' { b'\n' } else { b' ' });
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        let prev_ident = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        if c == b'/' && next == Some(b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                blank(&mut out, b[i]);
+                i += 1;
+            }
+        } else if c == b'/' && next == Some(b'*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+        } else if c == b'r' && !prev_ident && matches!(next, Some(b'#') | Some(b'"')) {
+            // A raw string r"..." or r#"..."#: ends at a quote followed by
+            // as many hashes as it opened with.
+            let mut j = i + 1;
+            while b.get(j) == Some(&b'#') {
+                j += 1;
+            }
+            if b.get(j) != Some(&b'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            let hashes = j - i - 1;
+            let mut k = j + 1;
+            while k < b.len() {
+                if b[k] == b'"'
+                    && b[k + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&h| h == b'#')
+                        .count()
+                        == hashes
+                {
+                    k += 1 + hashes;
+                    break;
+                }
+                k += 1;
+            }
+            for &x in &b[i..k.min(b.len())] {
+                blank(&mut out, x);
+            }
+            i = k;
+        } else if c == b'"' {
+            blank(&mut out, c);
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+                if i < b.len() {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+            if i < b.len() {
+                blank(&mut out, b[i]);
+                i += 1;
+            }
+        } else if c == b'\'' {
+            // A char literal ('x', '\n', '\u{..}') or a lifetime ('a): a
+            // lifetime has no closing quote right after its first char.
+            let end = if next == Some(b'\\') {
+                b[i + 2..]
+                    .iter()
+                    .position(|&x| x == b'\'')
+                    .map(|p| i + 2 + p)
+            } else {
+                // One char, possibly multi-byte UTF-8.
+                let len = text[i + 1..].chars().next().map_or(0, char::len_utf8);
+                (b.get(i + 1 + len) == Some(&b'\'')).then_some(i + 1 + len)
+            };
+            match end {
+                Some(e) => {
+                    for &x in &b[i..=e] {
+                        blank(&mut out, x);
+                    }
+                    i = e + 1;
+                }
+                None => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    // Blanking replaced whole bytes of multi-byte chars only inside
+    // literals and comments, with ASCII spaces, so this stays UTF-8.
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The index of the brace closing the one opened at `open`.
+fn closing_brace(code: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, &c) in code.iter().enumerate().skip(open) {
+        match c {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Every function with a body in `text` outside test code (`#[cfg(test)]`
+/// items, `#[test]` functions): its name and its length in lines.
+fn function_lengths(text: &str) -> Vec<(String, usize)> {
+    let code = code_only(text);
+    let b = code.as_bytes();
+    let line_at = |i: usize| b[..i].iter().filter(|&&c| c == b'\n').count();
+    // Test regions: from a test attribute to the end of the item after it.
+    let mut skip: Vec<(usize, usize)> = Vec::new();
+    for attr in ["#[cfg(test)]", "#[test]"] {
+        let mut from = 0;
+        while let Some(p) = code[from..].find(attr) {
+            let at = from + p;
+            from = at + attr.len();
+            let rest = &code[from..];
+            let item_end = match (rest.find('{'), rest.find(';')) {
+                (Some(o), Some(s)) if s < o => from + s,
+                (Some(o), _) => closing_brace(b, from + o).unwrap_or(b.len()),
+                (None, Some(s)) => from + s,
+                (None, None) => b.len(),
+            };
+            skip.push((at, item_end));
+        }
+    }
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = code[from..].find("fn ") {
+        let at = from + p;
+        from = at + 3;
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
+            continue;
+        }
+        if skip.iter().any(|&(s, e)| s <= at && at <= e) {
+            continue;
+        }
+        let name = ident(&code[from..]);
+        if name.is_empty() {
+            continue; // a `fn(..)` pointer type
+        }
+        let rest = &code[from..];
+        let Some(open) = rest.find('{') else { continue };
+        if rest.find(';').is_some_and(|s| s < open) {
+            continue; // a declaration without a body
+        }
+        let Some(close) = closing_brace(b, from + open) else {
+            continue;
+        };
+        out.push((name.to_owned(), line_at(close) - line_at(at) + 1));
+    }
+    out
+}
+
+/// `run::worker` for host/src/run/worker.rs, `run::slurm` for .../slurm/mod.rs.
+fn module_path(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap_or(file).with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .filter_map(|c| c.as_os_str().to_str().map(str::to_owned))
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+#[test]
+fn layers_no_long_functions_in_run_plan_report() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    let mut allowed_seen = Vec::new();
+    for stage in SHORT_FN_STAGES {
+        let mut files = Vec::new();
+        rust_files(&src.join(stage), &mut files);
+        for file in files {
+            // Test-only files (`#[cfg(test)] mod tests;`) hold no product code.
+            if file.file_stem().is_some_and(|s| s == "tests") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+            let module = module_path(&src, &file);
+            for (name, lines) in function_lengths(&text) {
+                let path = format!("{module}::{name}");
+                if LONG_FN_ALLOWED.contains(&path.as_str()) {
+                    allowed_seen.push(path);
+                    continue;
+                }
+                if lines > MAX_FN_LINES {
+                    problems.push(format!(
+                        "`{path}` is {lines} lines (host/src/{module_file}); the limit is {MAX_FN_LINES}: name its phases as types or small functions",
+                        module_file = file.strip_prefix(&src).unwrap_or(&file).display()
+                    ));
+                }
+            }
+        }
+    }
+    for entry in LONG_FN_ALLOWED {
+        if !allowed_seen.iter().any(|s| s == entry) {
+            problems.push(format!(
+                "LONG_FN_ALLOWED in host/src/layers.rs names `{entry}`, which no longer exists: remove the entry"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "functions over {MAX_FN_LINES} lines in {SHORT_FN_STAGES:?}:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn layers_function_lengths_skips_tests_literals_and_comments() {
+    let text = "fn short() {\n    let s = \"}}}\"; // }\n    let c = '}';\n}\n\
+                fn f<'a>(x: &'a str) -> fn(u8) -> u8 {\n    let r = r#\"{\"#;\n    g\n}\n\
+                trait T { fn decl(&self); }\n\
+                #[cfg(test)]\nmod tests {\n    fn helper() {\n    }\n}\n\
+                #[test]\nfn case() {\n}\n";
+    let got = function_lengths(text);
+    let want: Vec<(String, usize)> = vec![("short".into(), 4), ("f".into(), 4)];
+    assert_eq!(got, want);
+}

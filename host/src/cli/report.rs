@@ -25,6 +25,10 @@ pub(super) struct ReportArgs {
     id: String,
     #[arg(long, value_enum, default_value_t)]
     format: ReportFormat,
+    /// Recompute every effect and verdict against this arm instead of the
+    /// plan's baseline (the same paired analysis of the stored runs).
+    #[arg(long, value_name = "ARM")]
+    baseline: Option<String>,
     /// Write to this file instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -35,7 +39,7 @@ pub(super) struct ReportArgs {
 pub(super) fn main(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = open_store_for_reading(&args.data)?;
     let id = campaign_id(&store, &args.id)?;
-    let report = crate::report::build(&store, id)?;
+    let report = crate::report::build_against(&store, id, args.baseline.as_deref())?;
     let text = match args.format {
         ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
         ReportFormat::Csv => crate::report::csv(&report),

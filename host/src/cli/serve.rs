@@ -22,6 +22,11 @@ pub(super) struct ServeArgs {
     /// the token may run programs on this machine.
     #[arg(long)]
     allow_process_arms: bool,
+    /// Also answer requests whose `Host` header names NAME (e.g. a name in
+    /// /etc/hosts for this machine); by default only localhost, 127.0.0.1,
+    /// [::1] and the listen address, against DNS rebinding. Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
 }
 
 pub(super) fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -31,6 +36,7 @@ pub(super) fn main(args: ServeArgs) -> anyhow::Result<ExitCode> {
         cache_dir: args.cache.dir(),
         max_event_streams: args.max_event_streams as usize,
         allow_process_arms: args.allow_process_arms,
+        allow_hosts: args.allow_hosts,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -732,7 +732,20 @@ impl PlanSpec {
     }
 
     fn validate_unclipped(&self) -> anyhow::Result<()> {
-        // Sizes first: the design allocates blocks × arms entries.
+        self.validate_sizes()?;
+        self.validate_settings()?;
+        self.validate_arms()?;
+        self.validate_workloads()?;
+        self.validate_network()?;
+        crate::plan::design::orders(self.arms.len(), self.blocks, self.seed)?;
+        if let Some(seq) = &self.sequential {
+            self.validate_sequential(seq)?;
+        }
+        Ok(())
+    }
+
+    /// The plan's sizes, first: the design allocates blocks × arms entries.
+    fn validate_sizes(&self) -> anyhow::Result<()> {
         limits::name("the plan's `name`", &self.name)?;
         if self.workloads.is_empty() {
             bail!("the plan has no `[[workloads]]`; add at least one");
@@ -770,6 +783,11 @@ impl PlanSpec {
             u64::from(self.workers),
             u64::from(limits::WORKERS),
         )?;
+        Ok(())
+    }
+
+    /// The measure, gates, limits, executor and bootstrap settings.
+    fn validate_settings(&self) -> anyhow::Result<()> {
         self.measure.measure()?;
         self.gates.validate()?;
         self.limits.validate()?;
@@ -787,6 +805,12 @@ impl PlanSpec {
                 limits::RESAMPLES
             );
         }
+        Ok(())
+    }
+
+    /// Exactly one baseline; each arm's name, params, client, grants and
+    /// target; `compare_to` naming another arm.
+    fn validate_arms(&self) -> anyhow::Result<()> {
         let baselines: Vec<&str> = self
             .arms
             .iter()
@@ -843,6 +867,11 @@ impl PlanSpec {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Each workload's name and params, and every arm's adapters around it.
+    fn validate_workloads(&self) -> anyhow::Result<()> {
         let mut seen = std::collections::BTreeSet::new();
         for w in &self.workloads {
             limits::name("a workload's `name`", &w.name)?;
@@ -855,11 +884,6 @@ impl PlanSpec {
                 check_adapters(&plugin, &arm.adapter_paths())
                     .with_context(|| format!("in arm `{}`", arm.name))?;
             }
-        }
-        self.validate_network()?;
-        crate::plan::design::orders(self.arms.len(), self.blocks, self.seed)?;
-        if let Some(seq) = &self.sequential {
-            self.validate_sequential(seq)?;
         }
         Ok(())
     }

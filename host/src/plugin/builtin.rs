@@ -3,11 +3,11 @@
 //! [`transact`]) instead of through a component.
 //!
 //! A builtin run and a plugin run of the same workload do the same work:
-//! the workload table, params, defaults, key layout and fixture values are
-//! one file shared with the plugin (`plugins/workloads/kv-basic/src/catalog.rs`),
-//! param checking is the SDK's own file (`plugins/sdk/src/params.rs`), and
-//! keys are picked with [`Env::random_u64`], which draws the same number as
-//! the SDK's `env::random_u64`. What remains different is the component
+//! the workload table, params and their checking, defaults, key layout,
+//! fixture values and key picking are one crate shared with the plugin and
+//! the SDK (`blocklab-catalog`, crates/catalog), and every draw comes from
+//! [`Env::random_u64`], which draws the same number as the SDK's
+//! `env::random_u64`. What remains different is the component
 //! boundary, which is what comparing the two measures.
 
 use super::env::Env;
@@ -15,15 +15,8 @@ use super::{Instance, WorkloadInfo};
 use crate::target::kv::{Database, KvError, RangeOptions, SharedDatabase, read_transact, transact};
 use anyhow::anyhow;
 
-#[path = "../../../plugins/workloads/kv-basic/src/catalog.rs"]
-mod catalog;
-// The SDK's whole `Params`; the builtin needs only part of it.
-#[allow(dead_code)]
-#[path = "../../../plugins/sdk/src/params.rs"]
-pub(super) mod params;
-
-use catalog::{Kind, Settings, Spec};
-use params::Params;
+use blocklab_catalog::kv_basic::{self as catalog, Keys, Kind, Settings, Spec};
+use blocklab_catalog::params::{self, Params};
 
 /// kv-basic's workloads against a kv target, without wasm.
 pub struct Builtin {
@@ -72,7 +65,9 @@ impl Instance for Builtin {
             .settings(|param| params.u64(param))
             .map_err(anyhow::Error::msg)?;
         write_fixture(self.db.as_ref(), &mut self.env, spec, &settings)?;
-        self.current = Some(Current::new(spec, settings));
+        self.current = Some(Current {
+            keys: Keys::new(spec, settings),
+        });
         Ok(())
     }
 
@@ -127,19 +122,15 @@ fn write_fixture(
         return Ok(());
     }
     let value = catalog::value(settings.value_bytes);
-    let per_transaction = catalog::rows_per_fixture_transaction(prefix.len(), value.len());
     let mut key = prefix.clone();
-    let mut start = 0;
-    while start < settings.keys {
-        let stop = settings.keys.min(start + per_transaction);
+    for rows in catalog::fixture_transactions(prefix.len(), settings) {
         transact(db, |tr| {
-            for index in start..stop {
+            for index in rows.clone() {
                 catalog::key_into(&mut key, prefix.len(), index);
                 tr.set(&key, &value);
             }
             Ok(())
         })?;
-        start = stop;
     }
     env.count("fixture-rows", settings.keys as i64);
     Ok(())
@@ -147,69 +138,34 @@ fn write_fixture(
 
 /// The set-up workload and its buffers, reused across transactions (the
 /// plugin's `KvWorkload`).
+/// The set-up workload: its keys, reused across transactions.
 struct Current {
-    spec: &'static Spec,
-    settings: Settings,
-    choices: u64,
-    prefix_len: usize,
-    key: Vec<u8>,
-    end: Vec<u8>,
-    batch: Vec<Vec<u8>>,
-    value: Vec<u8>,
+    keys: Keys,
 }
 
 impl Current {
-    fn new(spec: &'static Spec, settings: Settings) -> Current {
-        let prefix = spec.prefix();
-        let writes = match spec.kind {
-            Kind::Set { writes } => writes as usize,
-            _ => 0,
-        };
-        Current {
-            spec,
-            choices: spec.choices(&settings),
-            prefix_len: prefix.len(),
-            key: prefix.clone(),
-            end: prefix.clone(),
-            batch: vec![prefix; writes],
-            value: catalog::value(settings.value_bytes),
-            settings,
-        }
-    }
-
-    fn check_value(&self, key: &[u8], value: Option<&[u8]>) -> Result<(), RunError> {
-        match value {
-            None => Err(RunError::Check(catalog::missing(key))),
-            Some(v) if v.len() != self.settings.value_bytes => Err(RunError::Check(
-                catalog::wrong_length(key, v.len(), self.settings.value_bytes),
-            )),
-            Some(_) => Ok(()),
-        }
-    }
-
     fn run(&mut self, db: &dyn Database, env: &mut Env) -> Result<u32, RunError> {
-        match self.spec.kind {
+        let keys = &mut self.keys;
+        let check = |keys: &Keys, key: &[u8], value: Option<&[u8]>| {
+            keys.check_value(key, value).map_err(RunError::Check)
+        };
+        match keys.spec.kind {
             Kind::ReadVersion => {
                 let (_, retries) = read_transact(db, |tr| tr.get_read_version())?;
                 Ok(retries)
             }
             Kind::Get { commit } => {
-                let index = env.random_u64() % self.choices;
-                catalog::key_into(&mut self.key, self.prefix_len, index);
-                let key = &self.key;
+                let (key, _) = keys.point(env.random_u64());
                 let (value, retries) = if commit {
                     transact(db, |tr| tr.get(key, false))?
                 } else {
                     read_transact(db, |tr| tr.get(key, false))?
                 };
-                self.check_value(key, value.as_deref())?;
+                check(keys, keys.key(), value.as_deref())?;
                 Ok(retries)
             }
             Kind::Range { rows } => {
-                let index = env.random_u64() % self.choices;
-                catalog::key_into(&mut self.key, self.prefix_len, index);
-                catalog::key_into(&mut self.end, self.prefix_len, index + u64::from(rows));
-                let (begin, end) = (&self.key, &self.end);
+                let (begin, end) = keys.range(env.random_u64());
                 let options = RangeOptions {
                     limit: rows,
                     reverse: false,
@@ -218,22 +174,18 @@ impl Current {
                 let (found, retries) = transact(db, |tr| tr.get_range(begin, end, options))?;
                 if found.len() != rows as usize {
                     return Err(RunError::Check(catalog::wrong_rows(
-                        begin,
+                        keys.key(),
                         found.len(),
                         rows,
                     )));
                 }
                 for row in &found {
-                    self.check_value(&row.key, Some(&row.value))?;
+                    check(keys, &row.key, Some(&row.value))?;
                 }
                 Ok(retries)
             }
             Kind::Set { .. } => {
-                for key in &mut self.batch {
-                    let index = env.random_u64() % self.choices;
-                    catalog::key_into(key, self.prefix_len, index);
-                }
-                let (batch, value) = (&self.batch, &self.value);
+                let (batch, value) = keys.batch(|| env.random_u64());
                 let ((), retries) = transact(db, |tr| {
                     for key in batch {
                         tr.set(key, value);
@@ -243,16 +195,14 @@ impl Current {
                 Ok(retries)
             }
             Kind::ReadYourWrites => {
-                let index = env.random_u64() % self.choices;
-                catalog::key_into(&mut self.key, self.prefix_len, index);
-                let (key, value) = (&self.key, &self.value);
+                let (key, value) = keys.point(env.random_u64());
                 let (read, retries) = read_transact(db, |tr| {
                     tr.set(key, value);
                     let read = tr.get(key, false)?;
                     tr.cancel();
                     Ok(read)
                 })?;
-                self.check_value(key, read.as_deref())?;
+                check(keys, keys.key(), read.as_deref())?;
                 Ok(retries)
             }
         }

@@ -1,9 +1,8 @@
 //! The builtin grpc workloads: grpc-ingest's `ingest` and `unary` performed
 //! natively on the host's gRPC client instead of through a component.
 //!
-//! The workload code is the plugin's own file
-//! (`plugins/workloads/grpc-ingest/src/ingest.rs`, with its hand-written
-//! wire format), so a builtin run and a plugin run send the same bytes and
+//! The workload code is the plugin's own, from the `blocklab-ingest` crate
+//! (crates/ingest, with its hand-written wire format), so a builtin run and a plugin run send the same bytes and
 //! differ only by the component boundary.
 
 use super::env::Env;
@@ -13,11 +12,8 @@ use anyhow::anyhow;
 use bytes::Bytes;
 use std::sync::Arc;
 
-#[path = "../../../plugins/workloads/grpc-ingest/src/ingest.rs"]
-mod ingest;
-#[path = "../../../plugins/workloads/grpc-ingest/src/wire.rs"]
-mod wire;
-use super::builtin::params;
+use blocklab_catalog::params;
+use blocklab_ingest::{ingest, wire};
 
 /// grpc-ingest's workloads against a grpc target, without wasm.
 pub struct BuiltinGrpc {

@@ -227,14 +227,19 @@ pub fn analyse(
     limits.extend(run_limits(&runs, campaign.id));
     let hosts = super::hosts::hosts(&plan, &finals);
     let links = link_rows(spec, &finals);
+    let statistics = super::verdicts::statistic_rows(spec, &runs);
+    let verdicts = super::verdicts::verdicts(spec, &campaign, &rows.effects, &runs, &statistics);
     Report {
         hosts,
+        provisional: super::verdicts::provisional(&campaign),
+        sealed_baseline: None,
+        verdicts,
+        statistics,
         campaign,
         environment,
         placement,
         gates,
         intervals: interval_info,
-        statistics: statistics(&plan.spec),
         plan,
         sequential,
         calibration: None,

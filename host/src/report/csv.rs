@@ -1,6 +1,7 @@
 //! The CSV rendering: the effects, one row per workload × arm × statistic,
 //! written by the `csv` crate so that names with commas, quotes or line
-//! breaks stay one field.
+//! breaks stay one field, and names a spreadsheet would take for a formula
+//! guarded.
 
 use super::model::Report;
 
@@ -17,15 +18,26 @@ const HEADER: [&str; 9] = [
     "won",
 ];
 
+/// A text cell a spreadsheet will not run: one starting with `=`, `+`,
+/// `-`, `@`, a tab or a carriage return (a formula to Excel, LibreOffice
+/// and Sheets) gets a leading `'` (OWASP's CSV injection guard).
+fn guarded(cell: &str) -> String {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{cell}")
+    } else {
+        cell.to_owned()
+    }
+}
+
 /// The effects as CSV, one row per workload × arm × statistic.
 pub fn csv(report: &Report) -> String {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     let rows = std::iter::once(HEADER.map(String::from)).chain(report.effects.iter().map(|e| {
         [
-            e.workload.clone(),
-            e.arm.clone(),
-            e.baseline.clone(),
-            e.statistic.clone(),
+            guarded(&e.workload),
+            guarded(&e.arm),
+            guarded(&e.baseline),
+            guarded(&e.statistic),
             e.ratio.to_string(),
             e.ci_low.to_string(),
             e.ci_high.to_string(),
@@ -39,4 +51,18 @@ pub fn csv(report: &Report) -> String {
     }
     let bytes = w.into_inner().unwrap_or_default();
     String::from_utf8(bytes).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guarded;
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_are_guarded() {
+        for bad in ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx"] {
+            assert_eq!(guarded(bad), format!("'{bad}"));
+        }
+        assert_eq!(guarded("wasm-1"), "wasm-1");
+        assert_eq!(guarded("mean_latency"), "mean_latency");
+    }
 }

@@ -2,7 +2,8 @@
 //! their intervals, and the sentences for sequential stops and calibrations.
 
 use super::calibration::{self, Calibration};
-use super::model::EffectRow;
+use super::model::{EffectRow, Verdict};
+use super::verdicts::WEAK_BLOCKS;
 use crate::run::supervisor::SequentialStop;
 
 /// A share as a percentage with as many decimals as it needs (95%, 99.94%).
@@ -80,8 +81,33 @@ pub(super) fn calibration_sentence(c: &Calibration) -> String {
     )
 }
 
+/// A ratio with its interval; one block has none (never a zero-width
+/// "interval"), and fewer than [`WEAK_BLOCKS`] are marked weak.
 pub(super) fn fmt_ratio(e: &EffectRow) -> String {
-    format!("{:.3} [{:.3}, {:.3}]", e.ratio, e.ci_low, e.ci_high)
+    format!("{:.3} {}", e.ratio, fmt_interval(e))
+}
+
+/// An effect's interval as the tables print it.
+pub(super) fn fmt_interval(e: &EffectRow) -> String {
+    if e.blocks <= 1 {
+        "(one block: no interval)".into()
+    } else if e.blocks < WEAK_BLOCKS {
+        format!("[{:.3}, {:.3}] weak", e.ci_low, e.ci_high)
+    } else {
+        format!("[{:.3}, {:.3}]", e.ci_low, e.ci_high)
+    }
+}
+
+/// A verdict as one line: the workload and statistic, the sentence, and
+/// "weak evidence" when it is.
+pub(super) fn verdict_line(v: &Verdict) -> String {
+    format!(
+        "{} ({}): {}{}",
+        v.workload,
+        v.statistic,
+        v.text,
+        if v.weak { " — weak evidence" } else { "" }
+    )
 }
 
 pub(super) fn fmt_value(x: f64) -> String {
@@ -94,4 +120,37 @@ pub(super) fn fmt_value(x: f64) -> String {
     } else {
         format!("{x:.3}")
     }
+}
+
+/// `text` safe inside markdown prose and table cells: characters markdown
+/// or its HTML would act on are backslash-escaped, line breaks become
+/// spaces, so a name cannot open a link, an HTML tag or a new table cell.
+pub(super) fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '!' | '&' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`md`] for a verdict's words, which quote statistic names in backticks:
+/// those stay code spans, everything else is escaped.
+pub(super) fn md_quoted(text: &str) -> String {
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 && !part.contains('\n') {
+                format!("`{part}`")
+            } else {
+                md(part)
+            }
+        })
+        .collect()
 }

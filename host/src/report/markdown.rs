@@ -3,7 +3,9 @@
 //! results per workload, effects not computed, limits).
 
 use super::calibration;
-use super::format::{calibration_sentence, fmt_value, noise_floor, pct, stop_sentence};
+use super::format::{
+    calibration_sentence, fmt_interval, fmt_value, md, md_quoted, noise_floor, pct, stop_sentence,
+};
 use super::model::{EffectRow, Report};
 use crate::machine::netns::NetPlacement;
 use crate::machine::placement::format_cpu_list;
@@ -19,12 +21,15 @@ pub fn markdown(report: &Report) -> String {
 fn write(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
     let baseline = &spec.arms[spec.baseline()].name;
-    writeln!(s, "# Campaign {}: {}\n", report.campaign.id, spec.name)?;
+    writeln!(s, "# Campaign {}: {}\n", report.campaign.id, md(&spec.name))?;
     writeln!(
         s,
-        "Plan hash `{}`, sealed by blocklab {}. Ratios below 1 mean the arm is faster or cheaper than the baseline `{baseline}` (for throughput, above 1 is better).\n",
-        report.plan.hash, report.plan.version
+        "Plan hash `{}`, sealed by blocklab {}. Ratios below 1 mean the arm is faster or cheaper than the baseline {} (for throughput, above 1 is better).\n",
+        report.plan.hash,
+        report.plan.version,
+        md(baseline)
     )?;
+    verdicts(report, s)?;
     arms(report, s)?;
     environment(report, s)?;
     design(report, s)?;
@@ -39,7 +44,10 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
             writeln!(
                 s,
                 "- {} / {} / {}: {}",
-                m.workload, m.arm, m.statistic, m.reason
+                md(&m.workload),
+                md(&m.arm),
+                m.statistic,
+                md_quoted(&m.reason)
             )?;
         }
     }
@@ -51,6 +59,35 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         writeln!(s, "- {l}")?;
     }
     Ok(())
+}
+
+/// The verdicts first, each with the warnings that qualify it.
+fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
+    if report.provisional {
+        writeln!(
+            s,
+            "**Provisional:** the campaign is {} ({} of {} runs); these results may change.\n",
+            report.campaign.status, report.campaign.finished_runs, report.campaign.total_runs
+        )?;
+    }
+    if report.verdicts.is_empty() {
+        return Ok(());
+    }
+    writeln!(s, "## Verdicts\n")?;
+    for v in &report.verdicts {
+        writeln!(
+            s,
+            "- **{}** (`{}`): {}{}",
+            md(&v.workload),
+            v.statistic,
+            md_quoted(&v.text),
+            if v.weak { " — *weak evidence*" } else { "" }
+        )?;
+        for w in &v.warnings {
+            writeln!(s, "  - warning: {}", md_quoted(w))?;
+        }
+    }
+    writeln!(s)
 }
 
 /// The link table and the network's provenance, when targets ran in a
@@ -67,7 +104,7 @@ fn network(report: &Report, s: &mut String) -> fmt::Result {
         writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} |",
-            l.arm,
+            md(&l.arm),
             l.link,
             l.runs,
             l.client_to_target_bytes,
@@ -130,15 +167,15 @@ fn arms(report: &Report, s: &mut String) -> fmt::Result {
         writeln!(
             s,
             "| {} | {} | `{}` | {} |{link} {} |",
-            arm.name,
+            md(&arm.name),
             match (&arm.compare_to, arm.baseline) {
                 (_, true) => "yes".to_owned(),
-                (Some(other), false) => format!("no: compared with `{other}`"),
+                (Some(other), false) => format!("no: compared with {}", md(other)),
                 (None, false) => String::new(),
             },
             plugin,
             arm.target.kind(),
-            params.join(" ")
+            md(&params.join(" "))
         )?;
     }
     network(report, s)?;
@@ -248,7 +285,7 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
     writeln!(
         s,
         "\n### {}\n\n| statistic | arm | ratio | interval | level | blocks won |{}\n|---|---|---|---|---|---|{}",
-        w.name,
+        md(&w.name),
         if calibrated.is_some() {
             " A/A noise floor (±) |"
         } else {
@@ -259,12 +296,11 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
     for e in report.effects.iter().filter(|e| e.workload == w.name) {
         writeln!(
             s,
-            "| {} | {} | {:.3} | {:.3} – {:.3} | {} | {}/{} |{}",
+            "| {} | {} | {:.3} | {} | {} | {}/{} |{}",
             e.statistic,
             arm_cell(spec, e),
             e.ratio,
-            e.ci_low,
-            e.ci_high,
+            fmt_interval(e),
             pct(e.level),
             e.won,
             e.blocks,
@@ -279,12 +315,12 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
         "\n| statistic | unit | {} |\n|---|---|{}",
         spec.arms
             .iter()
-            .map(|a| a.name.as_str())
+            .map(|a| md(&a.name))
             .collect::<Vec<_>>()
             .join(" | "),
         "---|".repeat(spec.arms.len())
     )?;
-    for st in report.statistics {
+    for st in &report.statistics {
         let cells: Vec<String> = spec
             .arms
             .iter()
@@ -296,7 +332,11 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
                     .map_or("—".into(), |x| fmt_value(x.median))
             })
             .collect();
-        writeln!(s, "| {} | {} | {} |", st.name, st.unit, cells.join(" | "))?;
+        let name = match &st.reason {
+            Some(why) => format!("{} (not supported: {})", st.name, md_quoted(why)),
+            None => st.name.to_owned(),
+        };
+        writeln!(s, "| {name} | {} | {} |", st.unit, cells.join(" | "))?;
     }
     let pos: Vec<String> = report
         .positions
@@ -326,8 +366,8 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
 /// plan's baseline (`compare_to`).
 fn arm_cell(spec: &PlanSpec, e: &EffectRow) -> String {
     if e.baseline == spec.arms[spec.baseline()].name {
-        e.arm.clone()
+        md(&e.arm)
     } else {
-        format!("{} / {}", e.arm, e.baseline)
+        format!("{} / {}", md(&e.arm), md(&e.baseline))
     }
 }

@@ -36,6 +36,60 @@ pub struct EffectRow {
     pub level: f64,
 }
 
+/// Which way a verdict goes on its statistic: `slower` is worse (higher
+/// latency or cost, lower throughput), `faster` better, `no_difference`
+/// when the interval contains 1 or there is none (one block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Slower,
+    Faster,
+    NoDifference,
+}
+
+/// The answer for one workload and one arm against its baseline, on the
+/// plan's primary statistic, in words, with what qualifies it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub workload: String,
+    pub arm: String,
+    pub baseline: String,
+    pub statistic: String,
+    /// The effect's ratio arm/baseline of the statistic and its interval.
+    pub ratio: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Blocks with runs of both arms, and the blocks the plan has.
+    pub blocks: usize,
+    pub blocks_planned: usize,
+    pub direction: Direction,
+    pub text: String,
+    /// Too few blocks for the interval's width to be trusted.
+    pub weak: bool,
+    /// What the stored runs say qualifies this verdict.
+    pub warnings: Vec<String>,
+}
+
+/// A row of the statistics table with whether the campaign's sample
+/// supports it (a tail percentile needs enough samples per run; a maximum
+/// never estimates anything).
+#[derive(Debug, Clone, Serialize)]
+pub struct StatisticRow {
+    #[serde(flatten)]
+    pub stat: &'static Statistic,
+    pub supported: bool,
+    /// Why not, when not supported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl std::ops::Deref for StatisticRow {
+    type Target = Statistic;
+    fn deref(&self) -> &Statistic {
+        self.stat
+    }
+}
+
 /// How a report's intervals were computed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Intervals {
@@ -188,9 +242,22 @@ pub struct Report {
     pub placement: Option<Placement>,
     pub gates: GateSummary,
     pub intervals: Intervals,
-    /// The statistics this report compares (its measure mode's table).
+    /// An interim report of a campaign still queued or running: its
+    /// verdicts may change.
+    #[serde(default)]
+    pub provisional: bool,
+    /// The sealed plan's baseline, when the effects were recomputed against
+    /// another arm (`blocklab report --baseline`, `?baseline=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_baseline: Option<String>,
+    /// One per workload × arm other than the baseline, on the plan's primary
+    /// statistic; renderings print them first.
+    #[serde(default)]
+    pub verdicts: Vec<Verdict>,
+    /// The statistics this report compares (its measure mode's table), each
+    /// with whether the sample supports it.
     #[serde(skip_deserializing)]
-    pub statistics: &'static [Statistic],
+    pub statistics: Vec<StatisticRow>,
     /// Where a sequential plan stopped each workload, and why.
     #[serde(default)]
     pub sequential: Vec<SequentialStop>,

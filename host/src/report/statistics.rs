@@ -18,6 +18,10 @@ pub struct Statistic {
     pub headline: bool,
     /// Its column header among the terminal's medians, if it has one there.
     pub column: Option<&'static str>,
+    /// The percentile (0–100) of a run's latencies it is, if it is one:
+    /// whether the sample supports it depends on the samples per run.
+    #[serde(skip)]
+    pub percentile: Option<f64>,
     #[serde(skip)]
     pub of: fn(&RunResult) -> f64,
 }
@@ -30,6 +34,7 @@ pub const STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: true,
         column: Some("mean µs"),
+        percentile: None,
         of: |r| r.latency_us.mean,
     },
     Statistic {
@@ -38,6 +43,7 @@ pub const STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: false,
         column: Some("p99 µs"),
+        percentile: Some(99.0),
         of: |r| r.latency_us.p99,
     },
     Statistic {
@@ -46,6 +52,7 @@ pub const STATISTICS: &[Statistic] = &[
         lower_is_better: false,
         headline: false,
         column: Some("txn/s"),
+        percentile: None,
         of: |r| r.throughput_per_s,
     },
     Statistic {
@@ -54,6 +61,7 @@ pub const STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: false,
         column: Some("cpu µs/txn"),
+        percentile: None,
         of: |r| r.cpu.measured_us_per_txn,
     },
     Statistic {
@@ -62,6 +70,7 @@ pub const STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: true,
         column: Some("E−A µs/txn"),
+        percentile: None,
         of: |r| r.cpu.process_us_per_txn,
     },
     Statistic {
@@ -70,6 +79,7 @@ pub const STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: false,
         column: None,
+        percentile: None,
         of: |r| r.alloc.bytes_per_txn,
     },
     Statistic {
@@ -78,6 +88,7 @@ pub const STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: false,
         column: None,
+        percentile: None,
         of: |r| r.alloc.allocs_per_txn,
     },
 ];
@@ -94,6 +105,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         lower_is_better: false,
         headline: true,
         column: Some("records/s"),
+        percentile: None,
         of: |r| r.window.map_or(0.0, |w| w.records_per_s),
     },
     Statistic {
@@ -102,6 +114,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         lower_is_better: false,
         headline: false,
         column: Some("B/s"),
+        percentile: None,
         of: |r| r.window.map_or(0.0, |w| w.bytes_per_s),
     },
     Statistic {
@@ -110,6 +123,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: false,
         column: Some("ack p50 µs"),
+        percentile: Some(50.0),
         of: |r| {
             r.window
                 .and_then(|w| w.ack_latency_us)
@@ -122,6 +136,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: true,
         column: Some("ack p99 µs"),
+        percentile: Some(99.0),
         of: |r| {
             r.window
                 .and_then(|w| w.ack_latency_us)
@@ -134,6 +149,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: false,
         column: None,
+        percentile: None,
         of: |r| per_record(r, r.client_runtime.map_or(0.0, |c| c.sockets.writes as f64)),
     },
     Statistic {
@@ -142,6 +158,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         lower_is_better: true,
         headline: false,
         column: Some("cpu µs/rec"),
+        percentile: None,
         of: |r| per_record(r, r.cpu.measured_us_per_txn * r.measured as f64),
     },
 ];

@@ -2,7 +2,9 @@
 //! headline ratio tables and the median columns are the statistics table's
 //! (`headline`, `column`), so they follow the plan's measure mode.
 
-use super::format::{calibration_sentence, fmt_ratio, fmt_value, noise_floor, pct, stop_sentence};
+use super::format::{
+    calibration_sentence, fmt_ratio, fmt_value, noise_floor, pct, stop_sentence, verdict_line,
+};
 use super::model::Report;
 use super::statistics::Statistic;
 use std::fmt::{self, Write as _};
@@ -25,6 +27,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         &report.plan.hash[..12]
     )?;
     writeln!(s, "intervals: {}", report.intervals.description)?;
+    verdicts(report, s)?;
     for stat in report.statistics.iter().filter(|st| st.headline) {
         headline(report, stat, s)?;
     }
@@ -67,6 +70,28 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     }
     if let Some(h) = &report.hosts {
         s.push_str(&super::hosts::terminal(h));
+    }
+    Ok(())
+}
+
+/// The verdicts, first, each with the warnings that qualify it.
+fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
+    if report.provisional {
+        writeln!(
+            s,
+            "\nPROVISIONAL: the campaign is {} ({} of {} runs); these results may change",
+            report.campaign.status, report.campaign.finished_runs, report.campaign.total_runs
+        )?;
+    }
+    if report.verdicts.is_empty() {
+        return Ok(());
+    }
+    writeln!(s, "\nverdicts")?;
+    for v in &report.verdicts {
+        writeln!(s, "  {}", verdict_line(v))?;
+        for w in &v.warnings {
+            writeln!(s, "    ! {w}")?;
+        }
     }
     Ok(())
 }
@@ -156,6 +181,14 @@ fn medians(report: &Report, s: &mut String) -> fmt::Result {
             }
             writeln!(s)?;
         }
+    }
+    for st in report.statistics.iter().filter(|st| !st.supported) {
+        writeln!(
+            s,
+            "{} not supported by this sample: {}",
+            st.name,
+            st.reason.as_deref().unwrap_or("")
+        )?;
     }
     Ok(())
 }

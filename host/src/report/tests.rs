@@ -72,6 +72,11 @@ fn steal_pools_ticks_and_a_run_of_one_tick_does_not_set_the_maximum() {
 /// 20% faster than the baseline `a` on workload `grv`, and one of its runs
 /// failed once and was rerun.
 fn fixture() -> Report {
+    fixture_with(CampaignStatus::Finished)
+}
+
+/// [`fixture`] with its campaign in `status`.
+fn fixture_with(status: CampaignStatus) -> Report {
     let text = "name = \"snap\"\nseed = 7\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmeasured = 1000\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b, \\\"fast\\\"\"\n";
     let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
     let mut plan =
@@ -136,7 +141,7 @@ fn fixture() -> Report {
         name: "snap".into(),
         plan_hash: plan.hash.clone(),
         created_unix_ms: 0,
-        status: CampaignStatus::Finished,
+        status,
         total_runs: plan.schedule.len() as u32,
         finished_runs: plan.schedule.len() as u32,
     };
@@ -223,4 +228,66 @@ fn every_run_carries_the_value_of_every_statistic_of_its_mode() {
         sorted
     });
     assert_eq!(ok.values["mean_latency"], ok.result.latency_us.mean);
+}
+
+#[test]
+fn the_fixture_has_one_weak_verdict_per_arm_qualified_by_its_rerun() {
+    let report = fixture();
+    assert!(!report.provisional);
+    assert_eq!(report.verdicts.len(), 1);
+    let v = &report.verdicts[0];
+    assert_eq!(
+        (v.workload.as_str(), v.arm.as_str()),
+        ("grv", "b, \"fast\"")
+    );
+    assert_eq!(v.statistic, "mean_latency");
+    assert_eq!(v.direction, Direction::Faster);
+    assert_eq!((v.blocks, v.blocks_planned), (4, 4));
+    // Four blocks are too few to trust the interval's width.
+    assert!(v.weak);
+    assert!(v.warnings.iter().any(|w| w.contains("rests on 4 blocks")));
+    assert!(v.warnings.iter().any(|w| w.contains("1 runs were rerun")));
+    // Verdicts come first in both renderings.
+    let text = terminal(&report);
+    let at = |needle: &str| text.find(needle).unwrap();
+    assert!(at("verdicts") < at("mean_latency: ratio"), "{text}");
+    let md = markdown(&report);
+    assert!(md.find("## Verdicts").unwrap() < md.find("## Arms").unwrap());
+}
+
+#[test]
+fn an_interim_report_is_provisional_and_says_so_in_every_verdict() {
+    let report = fixture_with(CampaignStatus::Running);
+    assert!(report.provisional);
+    assert!(!fixture().provisional);
+    let v = &report.verdicts[0];
+    assert!(
+        v.warnings
+            .iter()
+            .any(|w| w.starts_with("provisional: the campaign is running")),
+        "{v:?}"
+    );
+    assert!(terminal(&report).contains("PROVISIONAL: the campaign is running"));
+    assert!(markdown(&report).contains("**Provisional:** the campaign is running"));
+}
+
+#[test]
+fn markdown_escapes_names_and_a_single_block_never_shows_an_interval() {
+    let mut report = fixture();
+    report.plan.spec.arms[1].name = "<img src=x onerror=alert(1)>|[x](javascript:y)".into();
+    for e in &mut report.effects {
+        e.arm = report.plan.spec.arms[1].name.clone();
+    }
+    report.effects[0].blocks = 1;
+    let md = markdown(&report);
+    // Every occurrence is escaped: no tag, no link, no extra table cell.
+    assert_eq!(
+        md.matches("<img").count(),
+        md.matches("\\<img").count(),
+        "{md}"
+    );
+    assert!(!md.contains("[x](javascript"), "{md}");
+    assert!(md.contains("\\<img src=x onerror=alert(1)\\>\\|\\[x\\](javascript:y)"));
+    assert!(md.contains("(one block: no interval)"), "{md}");
+    assert!(terminal(&report).contains("(one block: no interval)"));
 }

@@ -63,25 +63,7 @@ pub fn measure(
                 } else {
                     PluginSource::Wasm(plugin.to_path_buf())
                 };
-                let spec = RunSpec {
-                    workload: name.clone(),
-                    params: Vec::new(),
-                    arm: source.label(),
-                    plugin: source,
-                    target: TargetSpec::Embedded,
-                    measure: Measure::Transactions { warmup, measured },
-                    workers: 1,
-                    seed: u64::from(round) + 1,
-                    call_deadline_ms: limits.call_deadline.as_millis() as u64,
-                    memory_bytes: limits.memory_bytes,
-                    cache_dir: cache_dir.clone(),
-                    expected_inputs: Default::default(),
-                    inject_busy_ns: 0,
-                    binary: None,
-                    adapters: Vec::new(),
-                    grants: Default::default(),
-                    profile_hz: None,
-                };
+                let spec = round_spec(name, source, warmup, measured, round, limits, &cache_dir);
                 let result = execute(&spec).with_context(|| format!("workload `{name}`"))?;
                 let mean = result.latency_us.mean;
                 if is_builtin { &mut builtin } else { &mut wasm }.push(mean);
@@ -103,6 +85,38 @@ pub fn measure(
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One side of one round: workload `name` from `source` on the embedded
+/// store, one worker, seeded by the round.
+fn round_spec(
+    name: &str,
+    source: PluginSource,
+    warmup: u64,
+    measured: u64,
+    round: u32,
+    limits: Limits,
+    cache_dir: &Option<PathBuf>,
+) -> RunSpec {
+    RunSpec {
+        workload: name.to_owned(),
+        params: Vec::new(),
+        arm: source.label(),
+        plugin: source,
+        target: TargetSpec::Embedded,
+        measure: Measure::Transactions { warmup, measured },
+        workers: 1,
+        seed: u64::from(round) + 1,
+        call_deadline_ms: limits.call_deadline.as_millis() as u64,
+        memory_bytes: limits.memory_bytes,
+        cache_dir: cache_dir.clone(),
+        expected_inputs: Default::default(),
+        inject_busy_ns: 0,
+        binary: None,
+        adapters: Vec::new(),
+        grants: Default::default(),
+        profile_hz: None,
+    }
 }
 
 /// Cold compile, cached load and instantiation of the component.

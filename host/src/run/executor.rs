@@ -8,6 +8,7 @@
 //! that place a run elsewhere (a Slurm node) implement the same trait so
 //! that everything above them stays the same.
 
+use super::child::{self, Containment, Ended};
 use super::gates::{self, Probe};
 use super::interrupt::Interrupt;
 use super::link::{CampaignNetwork, LinkRun};
@@ -21,10 +22,10 @@ use crate::plan::spec::{Measure, OnFail};
 use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
 use blocklab_store::CampaignId;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// One executed attempt: the record to store and the blobs stored beside it.
 #[derive(Debug)]
@@ -208,28 +209,8 @@ impl<'a> LocalExecutor<'a> {
     /// unhealthy after is not trusted.
     /// With a namespace, the link takes the arm's shape first and its
     /// counters are read just before and after the worker.
-    fn run_checked(
-        &self,
-        slot: &Slot,
-        client: &mut Client,
-    ) -> (
-        Result<RunResult, Halt>,
-        Option<serde_json::Value>,
-        Option<LinkRun>,
-    ) {
-        // A `local:` grpc endpoint becomes the server this execution
-        // started; a target that cannot be resolved fails the run unstarted.
-        let before = match self.servers.resolve(client.target_mut()) {
-            Ok(target) => {
-                *client.target_mut() = target;
-                crate::target::health(client.target_mut())
-            }
-            Err(why) => Some(crate::target::Health {
-                detail: serde_json::Value::Null,
-                failed: Some(why),
-            }),
-        };
-        let gates = &self.plan.spec.gates;
+    fn run_checked(&self, slot: &Slot, client: &mut Client) -> Checked {
+        let before = self.health_before(client);
         let sample = self
             .network
             .as_ref()
@@ -248,32 +229,18 @@ impl<'a> LocalExecutor<'a> {
                 ))),
                 None,
             ),
-            (None, Ok(sample)) => (
-                match client {
-                    Client::Worker(spec) => spawn_worker(
-                        &self.exe,
-                        spec,
-                        &self.placement.client,
-                        gates.run_timeout_s,
-                        &self.settings.interrupt,
-                    ),
-                    Client::Process(job) => super::process::run(
-                        job,
-                        &self.placement.client,
-                        gates.run_timeout_s,
-                        &self.settings.interrupt,
-                        Some(&self.binary.sha256),
-                    ),
-                },
-                sample,
-            ),
+            (None, Ok(sample)) => (self.spawn(client), sample),
         };
         let link = match (&self.network, sample) {
             (Some(n), Some(sample)) => n.after_run(sample).ok(),
             _ => None,
         };
         if let Err(Halt::Interrupted(_)) = outcome {
-            return (outcome, None, None);
+            return Checked {
+                outcome,
+                health: None,
+                link: None,
+            };
         }
         let after = before
             .as_ref()
@@ -288,8 +255,58 @@ impl<'a> LocalExecutor<'a> {
             (outcome, _) => outcome,
         };
         let health = before.map(|b| serde_json::json!({ "before": b, "after": after.flatten() }));
-        (outcome, health, link)
+        Checked {
+            outcome,
+            health,
+            link,
+        }
     }
+
+    /// The target's health before the run. A `local:` grpc endpoint becomes
+    /// the server this execution started first; a target that cannot be
+    /// resolved fails the run unstarted.
+    fn health_before(&self, client: &mut Client) -> Option<crate::target::Health> {
+        match self.servers.resolve(client.target_mut()) {
+            Ok(target) => {
+                *client.target_mut() = target;
+                crate::target::health(client.target_mut())
+            }
+            Err(why) => Some(crate::target::Health {
+                detail: serde_json::Value::Null,
+                failed: Some(why),
+            }),
+        }
+    }
+
+    /// Runs the attempt's child: a worker, or the process arm's program.
+    fn spawn(&self, client: &Client) -> Result<RunResult, Halt> {
+        let timeout_s = self.plan.spec.gates.run_timeout_s;
+        match client {
+            Client::Worker(spec) => spawn_worker(
+                &self.exe,
+                spec,
+                &self.placement.client,
+                timeout_s,
+                &self.settings.interrupt,
+            ),
+            Client::Process(job) => super::process::run(
+                job,
+                &self.placement.client,
+                timeout_s,
+                &self.settings.interrupt,
+                Some(&self.binary.sha256),
+            ),
+        }
+    }
+}
+
+/// An attempt run between its health checks.
+struct Checked {
+    outcome: Result<RunResult, Halt>,
+    /// The target's health before and after, when it has a health check.
+    health: Option<serde_json::Value>,
+    /// The link's shape and counters over the run, with a namespace.
+    link: Option<LinkRun>,
 }
 
 impl Executor for LocalExecutor<'_> {
@@ -311,7 +328,11 @@ impl Executor for LocalExecutor<'_> {
         let started_unix_ms = unix_ms();
         let t0 = Instant::now();
         let probe = Probe::start();
-        let (outcome, health, link) = self.run_checked(slot, &mut client);
+        let Checked {
+            outcome,
+            health,
+            link,
+        } = self.run_checked(slot, &mut client);
         // Within a run, `Broken` is the run's own failure: stored, not fatal.
         let (status, reason, mut result) = match outcome {
             Ok(result) => (RunStatus::Ok, None, Some(result)),
@@ -436,7 +457,7 @@ fn spawn_worker(
     timeout_s: f64,
     interrupt: &Interrupt,
 ) -> Result<RunResult, Halt> {
-    use std::os::unix::process::CommandExt as _;
+    use std::os::unix::process::ExitStatusExt as _;
     // Sealed plans are range-checked; this keeps a bad stored value an error.
     let timeout = crate::limits::seconds(
         "gates.run_timeout_s",
@@ -445,61 +466,39 @@ fn spawn_worker(
         crate::limits::TIMEOUT_S,
     )?;
     let mut command = Command::new(exe);
-    command
-        .arg("worker")
-        // Its own process group: a Ctrl-C at the terminal reaches the
-        // supervisor only, which then decides the run's fate (killed and
-        // discarded) instead of recording it as a failure.
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    placement::pin_child(&mut command, cpus);
-    let mut child = command
-        .spawn()
-        .with_context(|| format!("cannot start worker `{}`", exe.display()))?;
-    let input = serde_json::to_vec(spec).context("cannot encode the run spec")?;
-    let mut stdin = child.stdin.take().context("worker stdin")?;
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let mut stdout = child.stdout.take().context("worker stdout")?;
-    let mut stderr = child.stderr.take().context("worker stderr")?;
-    let out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        stdout.read_to_end(&mut s).map(|_| s)
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        stderr.read_to_string(&mut s).map(|_| s)
-    });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().context("cannot wait for the worker")? {
-            break Some(status);
+    command.arg("worker");
+    let finished = child::Job {
+        command,
+        cpus,
+        timeout,
+        interrupt,
+        stdin: serde_json::to_vec(spec).context("cannot encode the run spec")?,
+        containment: Containment::Group,
+    }
+    .run(
+        || format!("cannot start worker `{}`", exe.display()),
+        |mut stdout, _| {
+            let mut s = Vec::new();
+            stdout.read_to_end(&mut s).map(|_| s).unwrap_or_default()
+        },
+        |mut stderr| {
+            let mut s = String::new();
+            stderr.read_to_string(&mut s).map(|_| s).unwrap_or_default()
+        },
+    )?;
+    let status = match finished.ended {
+        Ended::Interrupted(signal) => return Err(Halt::Interrupted(signal)),
+        Ended::TimedOut => {
+            return Err(anyhow::anyhow!(
+                "the run took longer than `gates.run_timeout_s = {timeout_s}` and was killed"
+            )
+            .into());
         }
-        if let Some(signal) = interrupt.signal() {
-            let _ = child.kill();
-            let _ = child.wait();
-            let _ = (writer.join(), out.join(), err.join());
-            return Err(Halt::Interrupted(signal));
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let _ = writer.join();
-    let stdout = out.join().ok().and_then(Result::ok).unwrap_or_default();
-    let stderr = err.join().ok().and_then(Result::ok).unwrap_or_default();
-    let Some(status) = status else {
-        return Err(anyhow::anyhow!(
-            "the run took longer than `gates.run_timeout_s = {timeout_s}` and was killed"
-        )
-        .into());
+        Ended::Exited(status, _) => std::process::ExitStatus::from_raw(status),
     };
     if !status.success() {
-        let message = stderr
+        let message = finished
+            .stderr
             .lines()
             .filter(|l| !l.trim().is_empty())
             .collect::<Vec<_>>()
@@ -515,5 +514,6 @@ fn spawn_worker(
         )
         .into());
     }
-    Ok(serde_json::from_slice(&stdout).context("the worker's result is not a RunResult")?)
+    Ok(serde_json::from_slice(&finished.stdout)
+        .context("the worker's result is not a RunResult")?)
 }

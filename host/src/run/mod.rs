@@ -4,6 +4,7 @@
 //! and the supervisor that walks a campaign's schedule through an executor.
 
 pub mod boundary;
+pub mod child;
 pub mod executor;
 pub mod gates;
 pub mod interrupt;
@@ -30,9 +31,14 @@ pub fn execute(
     options: &supervisor::Options,
     observe: &mut dyn FnMut(&supervisor::Event),
 ) -> anyhow::Result<supervisor::Outcome> {
-    let plan: crate::plan::seal::SealedPlan = store.sealed_plan(id)?;
+    // Read and checked once here; both executors take it from here.
+    let plan = supervisor::checked_plan(store, id)?;
     match plan.spec.executor.kind {
-        crate::plan::spec::ExecutorKind::Local => supervisor::execute(store, id, options, observe),
-        crate::plan::spec::ExecutorKind::Slurm => slurm::execute(store, id, options, observe),
+        crate::plan::spec::ExecutorKind::Local => {
+            supervisor::execute_plan(store, id, &plan, options, observe)
+        }
+        crate::plan::spec::ExecutorKind::Slurm => {
+            slurm::execute(store, id, &plan, options, observe)
+        }
     }
 }

@@ -6,12 +6,12 @@
 //! interrupt, a protocol violation or children left behind. The outcome is
 //! a [`RunResult`] like a worker's.
 
+use super::child::{self, Containment, Ended, Finished, kill_group};
 use super::executor::Halt;
 use super::interrupt::Interrupt;
 use super::result::{Cpu, Latency, RunResult, WindowStats, encode_histogram, new_histogram};
 use super::worker::HashedFile;
 use crate::limits;
-use crate::machine::placement;
 use crate::plan::inputs::{check_input, process_files};
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::plan::spec::{Measure, ParamValue, ProcessSpec};
@@ -19,13 +19,12 @@ use crate::target::TargetSpec;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::process::Command;
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The protocol version this host speaks.
 pub const PROTOCOL: u32 = 1;
@@ -196,37 +195,6 @@ struct Events {
     result: Option<Reported>,
 }
 
-/// Makes this process the subreaper of its descendants (prctl
-/// `PR_SET_CHILD_SUBREAPER`), so that a program's children that outlive it,
-/// even in a session of their own (`setsid`), become this process's
-/// children, where they can be found and killed, instead of init's.
-fn become_subreaper() -> std::io::Result<()> {
-    // SAFETY: prctl with an integer argument; no pointers.
-    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// This process's children, from every thread's `children` list.
-fn children() -> BTreeSet<i32> {
-    let mut out = BTreeSet::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for task in tasks.flatten() {
-        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(
-                text.split_whitespace()
-                    .filter_map(|p| p.parse::<i32>().ok()),
-            );
-        }
-    }
-    out
-}
-
 /// User plus system CPU time of every thread of `pid`, microseconds, from
 /// /proc/PID/stat (clock-tick resolution).
 fn cpu_us(pid: i32) -> Option<u64> {
@@ -240,86 +208,6 @@ fn cpu_us(pid: i32) -> Option<u64> {
     // SAFETY: sysconf takes an integer name.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     Some((utime + stime) * 1_000_000 / hz)
-}
-
-/// SIGKILL to every process of group `pgid`.
-fn kill_group(pgid: i32) {
-    // SAFETY: kill with a negative pid signals a process group.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-}
-
-/// Waits until child `pid` has exited without reaping it: while it is a
-/// zombie its /proc entry (and the CPU time a late mark reads there) stays.
-fn wait_exited(pid: i32) -> std::io::Result<()> {
-    loop {
-        // SAFETY: zeroed siginfo is valid plain data that waitid fills.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid pointer to our local.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// Reaps child `pid` and returns its wait status and rusage.
-fn reap(pid: i32) -> std::io::Result<(i32, libc::rusage)> {
-    loop {
-        let mut status = 0;
-        // SAFETY: zeroed rusage is valid plain data that wait4 fills.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: valid pointers to our locals.
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if rc == pid {
-            return Ok((status, usage));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// Kills what the exited program `pid` left behind and returns how many
-/// processes that was. Its process group gets SIGKILL; and since this
-/// process is their subreaper ([`become_subreaper`]), every descendant that
-/// outlived its parent, even in a session of its own, is now a child of
-/// this process that was not one before the run (`before`): each is killed
-/// and reaped, which hands its own children up here in turn, until none is
-/// left.
-fn kill_strays(pid: i32, before: &BTreeSet<i32>) -> usize {
-    let mut seen = BTreeSet::new();
-    // Bounded: a fork bomb outrunning the kills still ends the loop.
-    for _ in 0..10_000 {
-        kill_group(pid);
-        let strays: Vec<i32> = children()
-            .into_iter()
-            .filter(|p| *p != pid && !before.contains(p))
-            .collect();
-        if strays.is_empty() {
-            break;
-        }
-        for stray in strays {
-            seen.insert(stray);
-            // SAFETY: signalling and reaping a child of ours.
-            unsafe {
-                libc::kill(stray, libc::SIGKILL);
-                libc::waitpid(stray, std::ptr::null_mut(), 0);
-            }
-        }
-    }
-    seen.len()
 }
 
 /// Sealed input hashes checked per run, by file identity: hashing a 10 MB
@@ -361,13 +249,6 @@ fn hash_inputs(job: &ProcessJob, binary: Option<&str>) -> anyhow::Result<BTreeMa
     Ok(inputs)
 }
 
-/// How the run ended, before its events are checked.
-enum Ended {
-    Exited(i32, libc::rusage),
-    TimedOut,
-    Interrupted(i32),
-}
-
 /// Runs `job`'s program once, pinned to `cpus`, killed with its whole
 /// process group after `timeout_s`; an interrupt kills it and returns
 /// [`Halt::Interrupted`]. Every failure of the run is a [`Halt::Broken`]
@@ -403,163 +284,186 @@ fn run_checked(
     interrupt: &Interrupt,
     binary: Option<&str>,
 ) -> anyhow::Result<RunResult> {
-    use std::os::unix::process::CommandExt as _;
     let timeout = limits::seconds("gates.run_timeout_s", timeout_s, true, limits::TIMEOUT_S)?;
     let inputs = hash_inputs(job, binary)?;
-    // Without it a child that left the group (setsid) and outlived the
-    // program would go to init, out of reach: no run without it.
-    become_subreaper().context("cannot become the subreaper of the program's children")?;
     let program = PathBuf::from(&job.process.command[0]);
     let dir = program.parent().unwrap_or(Path::new("/")).to_owned();
-    let before = children();
     let mut command = Command::new(&program);
     command
         .args(&job.process.command[1..])
         .current_dir(&dir)
         .env("BLOCKLAB_PROTOCOL", PROTOCOL.to_string())
         // Python writes no __pycache__ beside a script it runs.
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        // Its own group: a timeout or an interrupt kills all of it, and a
-        // Ctrl-C at the terminal reaches the supervisor only.
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    placement::pin_child(&mut command, cpus);
-    let spawned = Instant::now();
-    let mut child = command.spawn().with_context(|| {
-        format!(
-            "cannot start `{}`; check that it runs by hand",
-            program.display()
-        )
-    })?;
-    let pid = child.id() as i32;
-    let request = serde_json::to_vec(&job.request())?;
-    let mut stdin = child.stdin.take().context("the program's stdin")?;
-    let writer = std::thread::spawn(move || {
-        // A program that exits without reading its request is judged by its
-        // exit and events, not by this write.
-        let _ = stdin.write_all(&request);
-    });
-    let stdout = child.stdout.take().context("the program's stdout")?;
-    let reader = std::thread::spawn(move || read_events(stdout, pid));
-    let stderr = child.stderr.take().context("the program's stderr")?;
-    let tail = std::thread::spawn(move || stderr_tail(stderr));
-
-    let (done, finished) = mpsc::channel::<()>();
-    let watch = interrupt.clone();
-    let deadline = spawned + timeout;
-    let watchdog = std::thread::spawn(move || {
-        loop {
-            match finished.recv_timeout(Duration::from_millis(10)) {
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Some(signal) = watch.signal() {
-                        kill_group(pid);
-                        return Some(Ended::Interrupted(signal));
-                    }
-                    if Instant::now() >= deadline {
-                        kill_group(pid);
-                        return Some(Ended::TimedOut);
-                    }
-                }
-                _ => return None,
-            }
-        }
-    });
-    // std's Child is not waited on: the program is reaped below by wait4,
-    // for its rusage, once its events are read.
-    let exited = wait_exited(pid);
-    let exited_at = Instant::now();
-    drop(done);
-    let ended = watchdog.join().ok().flatten();
-    // Whatever is left holds the pipes open: kill it before joining readers.
-    let strays = kill_strays(pid, &before);
-    let _ = writer.join();
-    let events = reader
-        .join()
-        .unwrap_or_else(|_| Err("the event reader panicked; this is a bug in blocklab".into()));
-    let stderr = tail.join().unwrap_or_default();
-    exited.context("cannot wait for the program")?;
-    let (status, usage) = reap(pid).context("cannot wait for the program")?;
-    let ended = ended.unwrap_or(Ended::Exited(status, usage));
-    let said = |why: String| -> anyhow::Error {
-        match stderr.is_empty() {
-            true => anyhow::anyhow!("{why} (its stderr was empty)"),
-            false => anyhow::anyhow!("{why}; its stderr ended with:\n{stderr}"),
-        }
-    };
-    let (status, usage) = match ended {
-        Ended::Interrupted(signal) => {
-            return Err(InterruptedBy(signal).into());
-        }
-        Ended::TimedOut => {
-            return Err(said(format!(
-                "it ran longer than `gates.run_timeout_s = {}` and was killed with its process group{}; fix the hang, or raise `gates.run_timeout_s` if runs are that long",
-                limits::show(timeout_s),
-                marked(&events)
-            )));
-        }
-        Ended::Exited(status, usage) => (status, usage),
-    };
-    let events = events.map_err(|why| said(format!("{why}; it was killed")))?;
-    if strays > 0 {
-        bail!(
-            "it left {strays} process(es) running after it exited, which were killed; a client must end every process it starts before it exits"
-        );
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let finished = child::Job {
+        command,
+        cpus,
+        timeout,
+        interrupt,
+        stdin: serde_json::to_vec(&job.request())?,
+        containment: Containment::Subreaper,
     }
-    if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        return Err(said(format!(
-            "it was killed by signal {signal} ({}){}",
-            signal_name(signal),
-            marked(&Ok(events))
-        )));
-    }
-    let code = libc::WEXITSTATUS(status);
-    if code != 0 {
-        let hint = if code == 2 {
-            "; exit status 2 means the program does not know the workload or the request"
-        } else {
-            ""
-        };
-        return Err(said(format!("it exited with status {code}{hint}")));
-    }
-    let hello = events.hello.context(
-        "it exited without writing its `hello` event (docs/process-arms.md, \"Events\")",
+    .run(
+        || {
+            format!(
+                "cannot start `{}`; check that it runs by hand",
+                program.display()
+            )
+        },
+        read_events,
+        stderr_tail,
     )?;
-    if events.marks.len() < Mark::ORDER.len() {
-        bail!(
-            "it exited without marking `{}`; a client marks warmup, measured and measured-end in order (docs/process-arms.md)",
-            Mark::ORDER[events.marks.len()].name()
-        );
-    }
-    let reported = events
-        .result
-        .context("it exited without writing its `result` event")?;
-    let (warm, start, end) = (events.marks[0], events.marks[1], events.marks[2]);
-    let host_window = end.at.duration_since(start.at).as_secs_f64();
+    let exit = Exit::judge(finished, timeout_s)?;
+    let run = Marked::of(exit.events)?;
     let bounds = Bounds {
         in_flight: job.workers.max(1) as f64 * job.in_flight_per_worker(),
-        window_s: host_window,
+        window_s: run.end.at.duration_since(run.start.at).as_secs_f64(),
         // A measured transaction may end after the window (a batch sent at
         // its end is acknowledged later), but not after the program.
-        measured_to_exit_s: exited_at.duration_since(start.at).as_secs_f64(),
-        lifetime_s: exited_at.duration_since(spawned).as_secs_f64(),
+        measured_to_exit_s: exit.exited_at.duration_since(run.start.at).as_secs_f64(),
+        lifetime_s: exit.exited_at.duration_since(exit.spawned).as_secs_f64(),
     };
-    let checked = check(&reported, &bounds)?;
+    let checked = check(&run.reported, &bounds)?;
+    let phases_ms = run.phases_ms(exit.spawned, exit.exited_at);
+    result(job, cpus, inputs, run, checked, &exit.usage, phases_ms)
+}
+
+/// A program that exited by itself, with every event it wrote in order.
+struct Exit {
+    events: Events,
+    usage: libc::rusage,
+    spawned: Instant,
+    exited_at: Instant,
+}
+
+impl Exit {
+    /// How the program ended, judged before its figures are: an interrupt,
+    /// a timeout, a protocol violation, processes left behind, a signal or
+    /// a non-zero exit each fail the run, with its stderr's last lines.
+    fn judge(finished: Finished<Result<Events, String>>, timeout_s: f64) -> anyhow::Result<Exit> {
+        let Finished {
+            ended,
+            stdout: events,
+            stderr,
+            strays,
+            spawned,
+            exited_at,
+        } = finished;
+        let said = |why: String| -> anyhow::Error {
+            match stderr.is_empty() {
+                true => anyhow::anyhow!("{why} (its stderr was empty)"),
+                false => anyhow::anyhow!("{why}; its stderr ended with:\n{stderr}"),
+            }
+        };
+        let (status, usage) = match ended {
+            Ended::Interrupted(signal) => {
+                return Err(InterruptedBy(signal).into());
+            }
+            Ended::TimedOut => {
+                return Err(said(format!(
+                    "it ran longer than `gates.run_timeout_s = {}` and was killed with its process group{}; fix the hang, or raise `gates.run_timeout_s` if runs are that long",
+                    limits::show(timeout_s),
+                    marked(&events)
+                )));
+            }
+            Ended::Exited(status, usage) => (status, usage),
+        };
+        let events = events.map_err(|why| said(format!("{why}; it was killed")))?;
+        if strays > 0 {
+            bail!(
+                "it left {strays} process(es) running after it exited, which were killed; a client must end every process it starts before it exits"
+            );
+        }
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            return Err(said(format!(
+                "it was killed by signal {signal} ({}){}",
+                signal_name(signal),
+                marked(&Ok(events))
+            )));
+        }
+        let code = libc::WEXITSTATUS(status);
+        if code != 0 {
+            let hint = if code == 2 {
+                "; exit status 2 means the program does not know the workload or the request"
+            } else {
+                ""
+            };
+            return Err(said(format!("it exited with status {code}{hint}")));
+        }
+        Ok(Exit {
+            events,
+            usage,
+            spawned,
+            exited_at,
+        })
+    }
+}
+
+/// A complete run's events: its hello, its three marks and its result.
+struct Marked {
+    client: Option<String>,
+    hello: Instant,
+    warm: Seen,
+    start: Seen,
+    end: Seen,
+    reported: Reported,
+}
+
+impl Marked {
+    fn of(events: Events) -> anyhow::Result<Marked> {
+        let hello = events.hello.context(
+            "it exited without writing its `hello` event (docs/process-arms.md, \"Events\")",
+        )?;
+        if events.marks.len() < Mark::ORDER.len() {
+            bail!(
+                "it exited without marking `{}`; a client marks warmup, measured and measured-end in order (docs/process-arms.md)",
+                Mark::ORDER[events.marks.len()].name()
+            );
+        }
+        let reported = events
+            .result
+            .context("it exited without writing its `result` event")?;
+        Ok(Marked {
+            client: events.client,
+            hello,
+            warm: events.marks[0],
+            start: events.marks[1],
+            end: events.marks[2],
+            reported,
+        })
+    }
+
+    /// The run's phases as the host's clock saw them, milliseconds.
+    fn phases_ms(&self, spawned: Instant, exited_at: Instant) -> BTreeMap<String, f64> {
+        let ms = |a: Instant, b: Instant| b.duration_since(a).as_secs_f64() * 1_000.0;
+        BTreeMap::from([
+            ("start".to_owned(), ms(spawned, self.hello)),
+            ("setup".to_owned(), ms(self.hello, self.warm.at)),
+            ("warmup".to_owned(), ms(self.warm.at, self.start.at)),
+            ("measure".to_owned(), ms(self.start.at, self.end.at)),
+            ("teardown".to_owned(), ms(self.end.at, exited_at)),
+        ])
+    }
+}
+
+/// The run's [`RunResult`] from its checked figures and the host's CPU
+/// readings (at the marks, and the rusage at exit).
+fn result(
+    job: &ProcessJob,
+    cpus: &[usize],
+    inputs: BTreeMap<String, String>,
+    run: Marked,
+    checked: Checked,
+    usage: &libc::rusage,
+    phases_ms: BTreeMap<String, f64>,
+) -> anyhow::Result<RunResult> {
+    let reported = &run.reported;
     let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
     let process_us = us(usage.ru_utime) + us(usage.ru_stime);
-    let window_us = end.cpu_us.saturating_sub(start.cpu_us);
+    let window_us = run.end.cpu_us.saturating_sub(run.start.cpu_us);
     let measured = checked.measured;
     let per_txn = |x: u64| x as f64 / measured.max(1) as f64;
-    let ms = |a: Instant, b: Instant| b.duration_since(a).as_secs_f64() * 1_000.0;
-    let phases_ms = BTreeMap::from([
-        ("start".to_owned(), ms(spawned, hello)),
-        ("setup".to_owned(), ms(hello, warm.at)),
-        ("warmup".to_owned(), ms(warm.at, start.at)),
-        ("measure".to_owned(), ms(start.at, end.at)),
-        ("teardown".to_owned(), ms(end.at, exited_at)),
-    ]);
     let window = matches!(job.measure, Measure::Window { .. }).then(|| {
         WindowStats::of_window(reported.measured_s, &checked.counters, &checked.histograms)
     });
@@ -568,7 +472,7 @@ fn run_checked(
         arm: job.arm.clone(),
         target: job.target.kind().to_owned(),
         plugin: job.process.label(),
-        client: events.client,
+        client: run.client,
         mode: job.measure.mode(),
         workers: job.workers,
         seed: job.seed,
@@ -703,9 +607,24 @@ fn read_events_into(
                 limits::clip(text)
             )
         })?;
+        events.accept(event, at, cpu, text)?;
+    }
+    Ok(())
+}
+
+impl Events {
+    /// Takes one event, read at `at` with the program's CPU time `cpu`
+    /// then, checking that it comes in protocol order. `text` is its line.
+    fn accept(
+        &mut self,
+        event: Event,
+        at: Instant,
+        cpu: Option<u64>,
+        text: &str,
+    ) -> Result<(), String> {
         match event {
             Event::Hello(hello) => {
-                if events.hello.is_some() {
+                if self.hello.is_some() {
                     return Err("it wrote `hello` twice".into());
                 }
                 if hello.protocol != serde_json::json!(PROTOCOL) {
@@ -714,41 +633,41 @@ fn read_events_into(
                         limits::clip(&hello.protocol.to_string())
                     ));
                 }
-                events.hello = Some(at);
-                events.client = hello.client.map(|c| limits::clip(&c).into_owned());
+                self.hello = Some(at);
+                self.client = hello.client.map(|c| limits::clip(&c).into_owned());
             }
-            _ if events.hello.is_none() => {
+            _ if self.hello.is_none() => {
                 return Err(format!(
                     "its first event is not `hello` (`{}`); a client writes `{{\"hello\": {{\"protocol\": {PROTOCOL}, ...}}}}` first",
                     limits::clip(text)
                 ));
             }
             Event::Mark(mark) => {
-                let expected = Mark::ORDER.get(events.marks.len());
-                if events.result.is_some() || expected != Some(&mark) {
+                let expected = Mark::ORDER.get(self.marks.len());
+                if self.result.is_some() || expected != Some(&mark) {
                     return Err(format!(
                         "it marked `{}` out of order; the marks are warmup, measured, measured-end, each once, before the result",
                         mark.name()
                     ));
                 }
                 let cpu_us = cpu.ok_or("its CPU time could not be read at a mark")?;
-                events.marks.push(Seen { at, cpu_us });
+                self.marks.push(Seen { at, cpu_us });
             }
             Event::Result(result) => {
-                if events.result.is_some() {
+                if self.result.is_some() {
                     return Err("it wrote `result` twice".into());
                 }
-                if events.marks.len() < Mark::ORDER.len() {
+                if self.marks.len() < Mark::ORDER.len() {
                     return Err(format!(
                         "it wrote its result before marking `{}`",
-                        Mark::ORDER[events.marks.len()].name()
+                        Mark::ORDER[self.marks.len()].name()
                     ));
                 }
-                events.result = Some(*result);
+                self.result = Some(*result);
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// A result's figures once checked.

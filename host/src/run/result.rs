@@ -239,6 +239,35 @@ impl RunResult {
             self.alloc.allocs_per_txn,
             self.plugin_memory_bytes >> 10
         );
+        s += &self.window_lines();
+        s += &self.client_runtime_lines();
+        s += &format!("  errors {}  retries {}\n", self.errors, self.retries);
+        if self.leaked_resources > 0 {
+            s += &format!(
+                "  leaked       {} resource(s) still live at the end of the run (kv transactions or grpc streams never dropped; drop them, in JavaScript with `[Symbol.dispose]()`)\n",
+                self.leaked_resources
+            );
+        }
+        for (kind, n) in &self.errors_by_kind {
+            s += &format!("    {n} × {kind}\n");
+        }
+        if let Some(p) = &self.profile {
+            s += &format!(
+                "  profile      {} samples at {} Hz, flamegraph {} KiB\n",
+                p.samples,
+                p.frequency_hz,
+                p.svg_bytes >> 10
+            );
+        }
+        for (name, value) in &self.counters {
+            s += &format!("  counter {name} = {value}\n");
+        }
+        s
+    }
+
+    /// The summary's lines about a window run's acknowledged records.
+    fn window_lines(&self) -> String {
+        let mut s = String::new();
         if let Some(w) = &self.window {
             s += &format!(
                 "  acked        {:.0} records/s  {:.0} bytes/s  ({} records)\n",
@@ -251,6 +280,12 @@ impl RunResult {
                 );
             }
         }
+        s
+    }
+
+    /// The summary's lines about the gRPC client's runtime.
+    fn client_runtime_lines(&self) -> String {
+        let mut s = String::new();
         if let Some(r) = &self.client_runtime {
             s += &format!(
                 "  client rt    {} worker(s) busy {:.2}  parks {}  queue mean {:.2} max {}  connections {}\n",
@@ -273,27 +308,6 @@ impl RunResult {
                 r.sockets.reads,
                 per(r.sockets.read_bytes, r.sockets.reads)
             );
-        }
-        s += &format!("  errors {}  retries {}\n", self.errors, self.retries);
-        if self.leaked_resources > 0 {
-            s += &format!(
-                "  leaked       {} resource(s) still live at the end of the run (kv transactions or grpc streams never dropped; drop them, in JavaScript with `[Symbol.dispose]()`)\n",
-                self.leaked_resources
-            );
-        }
-        for (kind, n) in &self.errors_by_kind {
-            s += &format!("    {n} × {kind}\n");
-        }
-        if let Some(p) = &self.profile {
-            s += &format!(
-                "  profile      {} samples at {} Hz, flamegraph {} KiB\n",
-                p.samples,
-                p.frequency_hz,
-                p.svg_bytes >> 10
-            );
-        }
-        for (name, value) in &self.counters {
-            s += &format!("  counter {name} = {value}\n");
         }
         s
     }

@@ -168,7 +168,17 @@ pub fn execute(
     options: &Options,
     observe: &mut dyn FnMut(&Event),
 ) -> anyhow::Result<Outcome> {
-    let plan = checked_plan(store, id)?;
+    execute_plan(store, id, &checked_plan(store, id)?, options, observe)
+}
+
+/// [`execute`] with campaign `id`'s plan as [`checked_plan`] read it.
+pub(crate) fn execute_plan(
+    store: &Store,
+    id: CampaignId,
+    plan: &SealedPlan,
+    options: &Options,
+    observe: &mut dyn FnMut(&Event),
+) -> anyhow::Result<Outcome> {
     if plan.spec.sequential.is_some() && options.block_check.is_none() {
         bail!("campaign {id} has a `[sequential]` rule but this caller gave no block check");
     }
@@ -182,10 +192,10 @@ pub fn execute(
         .is_none()
     {
         let mut environment = gates::Environment::read();
-        environment.qdiscs = super::link::qdisc_support(&plan);
+        environment.qdiscs = super::link::qdisc_support(plan);
         store.put_blob(id, "environment", &environment)?;
     }
-    let placement = LocalExecutor::placement(&plan)?;
+    let placement = LocalExecutor::placement(plan)?;
     store.put_blob(id, "placement", &placement)?;
     store.set_status(id, CampaignStatus::Running)?;
     let finished = store.finished_slots(id)?;
@@ -195,7 +205,7 @@ pub fn execute(
         .filter(|s| !finished.contains(&s.slot))
         .collect();
     if !pending.is_empty() {
-        let mut local = LocalExecutor::start(&plan, id, placement, options.executor_settings())?;
+        let mut local = LocalExecutor::start(plan, id, placement, options.executor_settings())?;
         if let Some(network) = local.network() {
             // One entry per execution: a resume builds a new namespace.
             let mut networks: Vec<NetworkRecord> =
@@ -206,7 +216,7 @@ pub fn execute(
         let mut campaign = Campaign {
             store,
             id,
-            plan: &plan,
+            plan,
             options,
             observe,
             stops: store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),

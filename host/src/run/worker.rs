@@ -141,34 +141,42 @@ fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
     Ok(inputs)
 }
 
-/// Every worker's instance, and the run's gRPC client if its target is grpc.
-type Loaded = (Vec<Box<dyn Instance>>, Option<Arc<GrpcClient>>);
+/// A run's workload source, loaded: one instance per worker, and the run's
+/// gRPC client if its target is grpc.
+struct Loaded {
+    instances: Vec<Box<dyn Instance>>,
+    grpc: Option<Arc<GrpcClient>>,
+    /// Whether the compiled component came from the cache.
+    from_cache: bool,
+    /// A composed component's input name and hash, checked against the
+    /// sealed one; it joins the run's inputs.
+    composed: Option<(String, String)>,
+}
 
 /// Loads the workload source (composed with its adapters): one instance per
-/// worker, all sharing the arm's target (a kv database or a gRPC client). A
-/// composed component's hash joins `inputs`.
-fn instances(
-    spec: &RunSpec,
-    from_cache: &mut bool,
-    inputs: &mut BTreeMap<String, String>,
-) -> anyhow::Result<Loaded> {
+/// worker, all sharing the arm's target (a kv database or a gRPC client).
+fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
     let (db, grpc) = match &spec.target {
         TargetSpec::Grpc(settings) => (None, Some(GrpcClient::connect(settings)?)),
         other => (Some(other.open_kv()?), None),
     };
     let label = spec.plugin.label();
     let env = |worker: u32| Env::new(label.clone(), spec.seed, u64::from(worker));
-    let mut out: Vec<Box<dyn Instance>> = Vec::new();
+    let mut loaded = Loaded {
+        instances: Vec::new(),
+        grpc: grpc.clone(),
+        from_cache: false,
+        composed: None,
+    };
     match &spec.plugin {
         PluginSource::Builtin => {
             for worker in 0..spec.workers {
-                match (&db, &grpc) {
-                    (Some(db), _) => out.push(Box::new(Builtin::new(db.clone(), env(worker)))),
-                    (None, Some(client)) => {
-                        out.push(Box::new(BuiltinGrpc::new(client.clone(), env(worker))))
-                    }
+                let instance: Box<dyn Instance> = match (&db, &grpc) {
+                    (Some(db), _) => Box::new(Builtin::new(db.clone(), env(worker))),
+                    (None, Some(client)) => Box::new(BuiltinGrpc::new(client.clone(), env(worker))),
                     (None, None) => bail!("the run has no target"),
-                }
+                };
+                loaded.instances.push(instance);
             }
         }
         PluginSource::Wasm(path) => {
@@ -182,12 +190,12 @@ fn instances(
             if !spec.adapters.is_empty() {
                 let name = crate::plugin::compose::input_name(path, &spec.adapters);
                 check_input(&spec.expected_inputs, &name, plugin.sha256())?;
-                inputs.insert(name, plugin.sha256().to_owned());
+                loaded.composed = Some((name, plugin.sha256().to_owned()));
             }
-            *from_cache = plugin.from_cache();
+            loaded.from_cache = plugin.from_cache();
             for worker in 0..spec.workers {
                 let wasi_seed = spec.seed ^ (u64::from(worker) << 32);
-                out.push(Box::new(plugin.instantiate(
+                loaded.instances.push(Box::new(plugin.instantiate(
                     db.clone(),
                     grpc.clone(),
                     env(worker),
@@ -196,7 +204,7 @@ fn instances(
             }
         }
     }
-    Ok((out, grpc))
+    Ok(loaded)
 }
 
 /// Busy-waits `ns` nanoseconds (the injected slowdown of test arms).
@@ -222,110 +230,143 @@ struct WorkerOutcome {
     errors: BTreeMap<String, u64>,
 }
 
+/// How many transactions one worker warms up and measures (transaction
+/// mode; a window run goes by time).
+#[derive(Debug, Clone, Copy)]
+struct Share {
+    warmup: u64,
+    measured: u64,
+}
+
+/// One worker thread's loop: its instance, the iteration count and what it
+/// measured so far.
+struct Driver<'a> {
+    instance: &'a mut dyn Instance,
+    inject_busy_ns: u64,
+    iteration: u64,
+    outcome: WorkerOutcome,
+}
+
+impl Driver<'_> {
+    /// Runs one transaction; measured ones are recorded in the histogram
+    /// and their workload failures counted, a warmup's failure ends the run.
+    fn step(&mut self, measured: bool) -> anyhow::Result<()> {
+        let t0 = Instant::now();
+        spin(self.inject_busy_ns);
+        let result = self.instance.run(self.iteration);
+        let elapsed = t0.elapsed().as_nanos() as u64;
+        self.iteration += 1;
+        let outcome = &mut self.outcome;
+        match result {
+            Ok(retries) => {
+                if measured {
+                    outcome.retries += u64::from(retries);
+                }
+            }
+            Err(e) if e.is::<WorkloadFailed>() && measured => {
+                let kind = e.to_string().lines().next().unwrap_or_default().to_owned();
+                *outcome.errors.entry(kind).or_default() += 1;
+            }
+            Err(e) => return Err(e),
+        }
+        if measured {
+            outcome.histogram.saturating_record(elapsed.max(1));
+            outcome.measured += 1;
+        } else {
+            outcome.warmup += 1;
+        }
+        Ok(())
+    }
+
+    /// Runs `n` transactions, or until `seconds` passed in window mode.
+    fn phase(
+        &mut self,
+        measure: Measure,
+        n: u64,
+        seconds: f64,
+        measured: bool,
+    ) -> anyhow::Result<()> {
+        match measure {
+            Measure::Transactions { .. } => {
+                for _ in 0..n {
+                    self.step(measured)?;
+                }
+            }
+            Measure::Window { .. } => {
+                let end = Instant::now() + Duration::from_secs_f64(seconds);
+                while Instant::now() < end {
+                    self.step(measured)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The measured phase; in window mode, the counters and histograms the
+    /// workload kept are taken as their change over the window.
+    fn measure(&mut self, measure: Measure, share: Share) -> anyhow::Result<()> {
+        let Measure::Window { measured_s, .. } = measure else {
+            return self.phase(measure, share.measured, 0.0, true);
+        };
+        let counters = self.instance.env().counters().clone();
+        let histograms = self.instance.env().histograms().clone();
+        self.phase(measure, 0, measured_s, true)?;
+        for (name, value) in self.instance.env().counters() {
+            let delta = value - counters.get(name).copied().unwrap_or(0);
+            self.outcome.window_counters.insert(name.clone(), delta);
+        }
+        for (name, h) in self.instance.env().histograms() {
+            let mut h = h.clone();
+            if let Some(before) = histograms.get(name) {
+                h.subtract(before)
+                    .map_err(|e| anyhow::anyhow!("histogram `{name}`: {e:?}"))?;
+            }
+            self.outcome.window_histograms.insert(name.clone(), h);
+        }
+        Ok(())
+    }
+}
+
 /// Runs one worker's warmup and measured phases. `start` is released by the
 /// coordinating thread once every worker finished its warmup, so all measure
 /// together.
 fn drive(
     instance: &mut dyn Instance,
     measure: Measure,
-    share: (u64, u64),
+    share: Share,
     inject_busy_ns: u64,
-    warmed: &std::sync::Barrier,
-    start: &std::sync::Barrier,
+    barriers: &Barriers,
 ) -> anyhow::Result<WorkerOutcome> {
-    let mut histogram = new_histogram()?;
-    let mut outcome = WorkerOutcome {
-        histogram: new_histogram()?,
-        window_counters: BTreeMap::new(),
-        window_histograms: BTreeMap::new(),
-        measured: 0,
-        warmup: 0,
-        retries: 0,
-        errors: BTreeMap::new(),
+    let mut driver = Driver {
+        instance,
+        inject_busy_ns,
+        iteration: 0,
+        outcome: WorkerOutcome {
+            histogram: new_histogram()?,
+            window_counters: BTreeMap::new(),
+            window_histograms: BTreeMap::new(),
+            measured: 0,
+            warmup: 0,
+            retries: 0,
+            errors: BTreeMap::new(),
+        },
     };
-    let mut iteration = 0u64;
-    let mut one = |instance: &mut dyn Instance,
-                   histogram: Option<&mut Histogram<u64>>,
-                   outcome: &mut WorkerOutcome|
-     -> anyhow::Result<()> {
-        let t0 = Instant::now();
-        spin(inject_busy_ns);
-        let result = instance.run(iteration);
-        let elapsed = t0.elapsed().as_nanos() as u64;
-        iteration += 1;
-        match result {
-            Ok(retries) => {
-                if histogram.is_some() {
-                    outcome.retries += u64::from(retries);
-                }
-            }
-            Err(e) if e.is::<WorkloadFailed>() && histogram.is_some() => {
-                let kind = e.to_string().lines().next().unwrap_or_default().to_owned();
-                *outcome.errors.entry(kind).or_default() += 1;
-            }
-            Err(e) => return Err(e),
-        }
-        if let Some(h) = histogram {
-            h.saturating_record(elapsed.max(1));
-        }
-        Ok(())
+    let warmup_s = match measure {
+        Measure::Window { warmup_s, .. } => warmup_s,
+        Measure::Transactions { .. } => 0.0,
     };
     // A panic here must still reach the barriers below, or every other
     // worker and the coordinating thread wait for this one forever.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        match measure {
-            Measure::Transactions { .. } => {
-                for _ in 0..share.0 {
-                    one(instance, None, &mut outcome)?;
-                    outcome.warmup += 1;
-                }
-            }
-            Measure::Window { warmup_s, .. } => {
-                let end = Instant::now() + Duration::from_secs_f64(warmup_s);
-                while Instant::now() < end {
-                    one(instance, None, &mut outcome)?;
-                    outcome.warmup += 1;
-                }
-            }
-        }
-        Ok::<_, anyhow::Error>(())
+        driver.phase(measure, share.warmup, warmup_s, false)
     }))
     .unwrap_or_else(|panic| Err(panicked("warmup", panic.as_ref())));
     // Every worker must reach the barriers, or the others wait forever.
-    warmed.wait();
-    start.wait();
+    barriers.warmed.wait();
+    barriers.start.wait();
     result?;
-    match measure {
-        Measure::Transactions { .. } => {
-            for _ in 0..share.1 {
-                one(instance, Some(&mut histogram), &mut outcome)?;
-                outcome.measured += 1;
-            }
-        }
-        Measure::Window { measured_s, .. } => {
-            let counters = instance.env().counters().clone();
-            let histograms = instance.env().histograms().clone();
-            let end = Instant::now() + Duration::from_secs_f64(measured_s);
-            while Instant::now() < end {
-                one(instance, Some(&mut histogram), &mut outcome)?;
-                outcome.measured += 1;
-            }
-            for (name, value) in instance.env().counters() {
-                let delta = value - counters.get(name).copied().unwrap_or(0);
-                outcome.window_counters.insert(name.clone(), delta);
-            }
-            for (name, h) in instance.env().histograms() {
-                let mut h = h.clone();
-                if let Some(before) = histograms.get(name) {
-                    h.subtract(before)
-                        .map_err(|e| anyhow::anyhow!("histogram `{name}`: {e:?}"))?;
-                }
-                outcome.window_histograms.insert(name.clone(), h);
-            }
-        }
-    }
-    outcome.histogram = histogram;
-    Ok(outcome)
+    driver.measure(measure, share)?;
+    Ok(driver.outcome)
 }
 
 /// The error for a worker thread that panicked in `phase`, with the
@@ -343,6 +384,196 @@ fn panicked(phase: &str, panic: &(dyn std::any::Any + Send)) -> anyhow::Error {
 fn split(total: u64, workers: u32, worker: u32) -> u64 {
     let workers = u64::from(workers);
     total / workers + u64::from(u64::from(worker) < total % workers)
+}
+
+/// The two points every worker thread and the coordinator meet at: all
+/// warmed up, and the measured window's clocks started.
+struct Barriers {
+    warmed: std::sync::Barrier,
+    start: std::sync::Barrier,
+}
+
+/// What the coordinating thread saw of the measured phase.
+struct Window {
+    outcomes: Vec<anyhow::Result<WorkerOutcome>>,
+    /// From the start barrier to the last worker's end.
+    wall: Duration,
+    /// This process's CPU and allocations over `wall`.
+    usage: Usage,
+    alloc: AllocCount,
+    /// The warmup, until every worker finished it.
+    warm: Duration,
+    client_runtime: Option<ClientRuntime>,
+    samples: Option<super::profile::Samples>,
+}
+
+/// Runs every worker's warmup and measured phases on its own thread and
+/// takes the window's clocks, CPU, allocations, client runtime and profile
+/// around the measured phase.
+fn measure_all(
+    spec: &RunSpec,
+    instances: &mut [Box<dyn Instance>],
+    grpc: Option<&GrpcClient>,
+) -> anyhow::Result<Window> {
+    let workers = spec.workers;
+    let (warmup_total, measured_total) = match spec.measure {
+        Measure::Transactions { warmup, measured } => (warmup, measured),
+        Measure::Window { .. } => (0, 0),
+    };
+    let barriers = Barriers {
+        warmed: std::sync::Barrier::new(workers as usize + 1),
+        start: std::sync::Barrier::new(workers as usize + 1),
+    };
+    let t_warm = Instant::now();
+    let sampling = AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = instances
+            .iter_mut()
+            .enumerate()
+            .map(|(i, instance)| {
+                let share = Share {
+                    warmup: split(warmup_total, workers, i as u32),
+                    measured: split(measured_total, workers, i as u32),
+                };
+                let barriers = &barriers;
+                let (measure, busy) = (spec.measure, spec.inject_busy_ns);
+                scope.spawn(move || drive(instance.as_mut(), measure, share, busy, barriers))
+            })
+            .collect();
+        barriers.warmed.wait();
+        let warm = t_warm.elapsed();
+        let sampling = &sampling;
+        let sampler = grpc.map(|client| scope.spawn(move || sample_queue(client, sampling)));
+        let rt_before = grpc.map(|c| c.runtime_stats());
+        // Started before the window's clocks so its own start-up is not
+        // charged to the window; its samples are the window's.
+        let profiler = spec.profile_hz.map(Sampler::start).transpose();
+        let usage = Usage::now();
+        let alloc = AllocCount::now();
+        let t0 = Instant::now();
+        barriers.start.wait();
+        let outcomes: Vec<anyhow::Result<WorkerOutcome>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| Err(panicked("the measured phase", panic.as_ref())))
+            })
+            .collect();
+        let wall = t0.elapsed();
+        let usage = Usage::now().since(usage);
+        let alloc = AllocCount::now().since(alloc);
+        let samples = profiler.map(|p| p.map(Sampler::stop));
+        sampling.store(false, Ordering::Relaxed);
+        let queue = sampler.and_then(|h| h.join().ok()).unwrap_or_default();
+        let client_runtime = grpc
+            .zip(rt_before)
+            .map(|(client, before)| client_runtime(client, &before, wall, queue));
+        Ok(Window {
+            outcomes,
+            wall,
+            usage,
+            alloc,
+            warm,
+            client_runtime,
+            samples: samples?,
+        })
+    })
+}
+
+/// The client runtime's figures over the measured window.
+fn client_runtime(
+    client: &GrpcClient,
+    before: &crate::target::grpc::client::RuntimeStats,
+    wall: Duration,
+    queue: (f64, usize),
+) -> ClientRuntime {
+    let stats = client.runtime_stats().since(before);
+    ClientRuntime {
+        workers: stats.workers,
+        busy_ratio: stats.busy_s / wall.as_secs_f64(),
+        parks: stats.parks,
+        park_unparks: stats.park_unparks,
+        queue_depth_mean: queue.0,
+        queue_depth_max: queue.1,
+        alive_tasks: stats.alive_tasks,
+        connections: client.connections_opened(),
+        reconnects: client.reconnects(),
+        http2_advertised: client.http2_advertised(),
+        sockets: stats.sockets,
+    }
+}
+
+/// Every worker's outcome added up.
+struct Totals {
+    histogram: Histogram<u64>,
+    measured: u64,
+    warmup: u64,
+    retries: u64,
+    errors_by_kind: BTreeMap<String, u64>,
+    window_counters: BTreeMap<String, i64>,
+    window_histograms: BTreeMap<String, Histogram<u64>>,
+}
+
+impl Totals {
+    /// The sum of `outcomes`; the first failed worker fails the run.
+    fn of(outcomes: Vec<anyhow::Result<WorkerOutcome>>) -> anyhow::Result<Totals> {
+        let mut t = Totals {
+            histogram: new_histogram()?,
+            measured: 0,
+            warmup: 0,
+            retries: 0,
+            errors_by_kind: BTreeMap::new(),
+            window_counters: BTreeMap::new(),
+            window_histograms: BTreeMap::new(),
+        };
+        for outcome in outcomes {
+            let outcome = outcome?;
+            t.histogram.add(&outcome.histogram)?;
+            for (name, value) in outcome.window_counters {
+                *t.window_counters.entry(name).or_insert(0) += value;
+            }
+            for (name, h) in outcome.window_histograms {
+                match t.window_histograms.get_mut(&name) {
+                    Some(total) => total.add(&h)?,
+                    None => {
+                        t.window_histograms.insert(name, h);
+                    }
+                }
+            }
+            t.measured += outcome.measured;
+            t.warmup += outcome.warmup;
+            t.retries += outcome.retries;
+            for (kind, n) in outcome.errors {
+                *t.errors_by_kind.entry(kind).or_insert(0) += n;
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// What the instances kept over the whole run.
+struct InstanceFigures {
+    counters: BTreeMap<String, i64>,
+    plugin_memory_bytes: u64,
+    leaked_resources: u64,
+}
+
+impl InstanceFigures {
+    fn of(instances: &[Box<dyn Instance>]) -> InstanceFigures {
+        let mut f = InstanceFigures {
+            counters: BTreeMap::new(),
+            plugin_memory_bytes: 0,
+            leaked_resources: 0,
+        };
+        for instance in instances {
+            f.leaked_resources += instance.live_resources();
+            for (name, value) in instance.env().counters() {
+                *f.counters.entry(name.clone()).or_insert(0) += value;
+            }
+            f.plugin_memory_bytes = f.plugin_memory_bytes.max(instance.memory_high_water());
+        }
+        f
+    }
 }
 
 /// Performs one run in this process.
@@ -363,136 +594,30 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     // A: the E−A CPU scope starts after input hashing.
     let usage_a = Usage::now();
     let t = Instant::now();
-    let mut from_cache = false;
-    let (mut instances, grpc) = instances(spec, &mut from_cache, &mut inputs)?;
-    let infos = instances[0].list()?;
+    let mut loaded = instances(spec)?;
+    inputs.extend(loaded.composed.take());
+    let infos = loaded.instances[0].list()?;
     check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
     phases.insert("load".to_owned(), ms(t.elapsed()));
 
     let t = Instant::now();
-    for instance in &mut instances {
+    for instance in &mut loaded.instances {
         instance.setup(&spec.workload, &spec.params)?;
     }
     phases.insert("setup".to_owned(), ms(t.elapsed()));
 
-    let workers = spec.workers;
-    let (warmup_total, measured_total) = match spec.measure {
-        Measure::Transactions { warmup, measured } => (warmup, measured),
-        Measure::Window { .. } => (0, 0),
-    };
-    let warmed = std::sync::Barrier::new(workers as usize + 1);
-    let start = std::sync::Barrier::new(workers as usize + 1);
-    let t_warm = Instant::now();
-    let sampling = AtomicBool::new(true);
-    let (outcomes, window) = std::thread::scope(|scope| {
-        let handles: Vec<_> = instances
-            .iter_mut()
-            .enumerate()
-            .map(|(i, instance)| {
-                let share = (
-                    split(warmup_total, workers, i as u32),
-                    split(measured_total, workers, i as u32),
-                );
-                let (warmed, start) = (&warmed, &start);
-                let (measure, busy) = (spec.measure, spec.inject_busy_ns);
-                scope.spawn(move || drive(instance.as_mut(), measure, share, busy, warmed, start))
-            })
-            .collect();
-        warmed.wait();
-        let warm_elapsed = t_warm.elapsed();
-        let sampling = &sampling;
-        let sampler = grpc
-            .as_deref()
-            .map(|client| scope.spawn(move || sample_queue(client, sampling)));
-        let rt_before = grpc.as_ref().map(|c| c.runtime_stats());
-        // Started before the window's clocks so its own start-up is not
-        // charged to the window; its samples are the window's.
-        let profiler = spec.profile_hz.map(Sampler::start).transpose();
-        let usage = Usage::now();
-        let alloc = AllocCount::now();
-        let t0 = Instant::now();
-        start.wait();
-        let outcomes: Vec<anyhow::Result<WorkerOutcome>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| Err(panicked("the measured phase", panic.as_ref())))
-            })
-            .collect();
-        let window = (
-            t0.elapsed(),
-            Usage::now().since(usage),
-            AllocCount::now().since(alloc),
-            warm_elapsed,
-        );
-        let samples = profiler.map(|p| p.map(Sampler::stop));
-        sampling.store(false, Ordering::Relaxed);
-        let queue = sampler.and_then(|h| h.join().ok()).unwrap_or_default();
-        let runtime = grpc.as_ref().zip(rt_before).map(|(client, before)| {
-            let stats = client.runtime_stats().since(&before);
-            ClientRuntime {
-                workers: stats.workers,
-                busy_ratio: stats.busy_s / window.0.as_secs_f64(),
-                parks: stats.parks,
-                park_unparks: stats.park_unparks,
-                queue_depth_mean: queue.0,
-                queue_depth_max: queue.1,
-                alive_tasks: stats.alive_tasks,
-                connections: client.connections_opened(),
-                reconnects: client.reconnects(),
-                http2_advertised: client.http2_advertised(),
-                sockets: stats.sockets,
-            }
-        });
-        (outcomes, (window, runtime, samples))
-    });
-    let ((measured_wall, usage, alloc, warm_elapsed), client_runtime, samples) = window;
-    let samples = samples?;
-    phases.insert("warmup".to_owned(), ms(warm_elapsed));
-    phases.insert("measure".to_owned(), ms(measured_wall));
-
-    let mut histogram = new_histogram()?;
-    let (mut measured, mut warmup, mut retries) = (0, 0, 0);
-    let mut errors_by_kind = BTreeMap::new();
-    let mut window_counters: BTreeMap<String, i64> = BTreeMap::new();
-    let mut window_histograms: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
-    for outcome in outcomes {
-        let outcome = outcome?;
-        histogram.add(&outcome.histogram)?;
-        for (name, value) in outcome.window_counters {
-            *window_counters.entry(name).or_insert(0) += value;
-        }
-        for (name, h) in outcome.window_histograms {
-            match window_histograms.get_mut(&name) {
-                Some(total) => total.add(&h)?,
-                None => {
-                    window_histograms.insert(name, h);
-                }
-            }
-        }
-        measured += outcome.measured;
-        warmup += outcome.warmup;
-        retries += outcome.retries;
-        for (kind, n) in outcome.errors {
-            *errors_by_kind.entry(kind).or_insert(0) += n;
-        }
-    }
-    let mut counters = BTreeMap::new();
-    let mut plugin_memory_bytes = 0;
-    let mut leaked_resources = 0;
-    for instance in &instances {
-        leaked_resources += instance.live_resources();
-        for (name, value) in instance.env().counters() {
-            *counters.entry(name.clone()).or_insert(0) += value;
-        }
-        plugin_memory_bytes = plugin_memory_bytes.max(instance.memory_high_water());
-    }
+    let mut window = measure_all(spec, &mut loaded.instances, loaded.grpc.as_deref())?;
+    let samples = window.samples.take();
+    phases.insert("warmup".to_owned(), ms(window.warm));
+    phases.insert("measure".to_owned(), ms(window.wall));
+    let totals = Totals::of(std::mem::take(&mut window.outcomes))?;
+    let figures = InstanceFigures::of(&loaded.instances);
     let cpus = cpu::affinity();
 
     // Teardown belongs to E−A: dropping instances, the runtime and the target.
     let t = Instant::now();
-    drop(instances);
-    drop(grpc);
+    let from_cache = loaded.from_cache;
+    drop(loaded);
     crate::target::shutdown();
     phases.insert("teardown".to_owned(), ms(t.elapsed()));
     let usage_e = Usage::now().since(usage_a);
@@ -506,15 +631,63 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         None => (None, None),
     };
 
+    run_result(
+        spec,
+        Measured {
+            totals,
+            window,
+            figures,
+            process: usage_e,
+            inputs,
+            cpus,
+            from_cache,
+            phases,
+            profile,
+            profile_svg,
+        },
+    )
+}
+
+/// Everything a finished run measured, for its [`RunResult`].
+struct Measured {
+    totals: Totals,
+    window: Window,
+    figures: InstanceFigures,
+    /// This process's CPU over the whole run (E−A).
+    process: Usage,
+    inputs: BTreeMap<String, String>,
+    cpus: Vec<usize>,
+    from_cache: bool,
+    phases: BTreeMap<String, f64>,
+    profile: Option<super::profile::ProfileInfo>,
+    profile_svg: Option<String>,
+}
+
+/// The run's result, per transaction where it is a rate.
+fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
+    let Measured {
+        totals,
+        window,
+        figures,
+        process: usage_e,
+        inputs,
+        cpus,
+        from_cache,
+        phases,
+        profile,
+        profile_svg,
+    } = m;
+    let measured = totals.measured;
     if measured == 0 {
         bail!("the run measured no transactions; give `measured` (or `measured_s`) a larger value");
     }
     let per_txn = |x: u64| x as f64 / measured as f64;
-    let window = matches!(spec.measure, Measure::Window { .. }).then(|| {
+    let measured_wall = window.wall;
+    let stats = matches!(spec.measure, Measure::Window { .. }).then(|| {
         WindowStats::of_window(
             measured_wall.as_secs_f64(),
-            &window_counters,
-            &window_histograms,
+            &totals.window_counters,
+            &totals.window_histograms,
         )
     });
 
@@ -525,35 +698,35 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         plugin: spec.plugin.label(),
         client: None,
         mode: spec.measure.mode(),
-        workers,
+        workers: spec.workers,
         seed: spec.seed,
-        warmup,
+        warmup: totals.warmup,
         measured,
         measured_s: measured_wall.as_secs_f64(),
-        errors: errors_by_kind.values().sum(),
-        errors_by_kind,
-        retries,
-        latency_us: Latency::from_histogram(&histogram),
+        errors: totals.errors_by_kind.values().sum(),
+        errors_by_kind: totals.errors_by_kind,
+        retries: totals.retries,
+        latency_us: Latency::from_histogram(&totals.histogram),
         throughput_per_s: measured as f64 / measured_wall.as_secs_f64(),
         cpu: Cpu {
-            measured_us_per_txn: per_txn(usage.cpu_us()),
+            measured_us_per_txn: per_txn(window.usage.cpu_us()),
             process_us_per_txn: per_txn(usage_e.cpu_us()),
-            involuntary_switches: usage.involuntary_switches,
+            involuntary_switches: window.usage.involuntary_switches,
         },
         alloc: Alloc {
-            bytes_per_txn: per_txn(alloc.bytes),
-            allocs_per_txn: per_txn(alloc.allocs),
+            bytes_per_txn: per_txn(window.alloc.bytes),
+            allocs_per_txn: per_txn(window.alloc.allocs),
         },
-        plugin_memory_bytes,
-        leaked_resources,
-        counters,
+        plugin_memory_bytes: figures.plugin_memory_bytes,
+        leaked_resources: figures.leaked_resources,
+        counters: figures.counters,
         inputs,
         cpus,
         from_cache,
         phases_ms: phases,
-        window,
-        client_runtime,
-        histogram: Some(encode_histogram(&histogram)?),
+        window: stats,
+        client_runtime: window.client_runtime,
+        histogram: Some(encode_histogram(&totals.histogram)?),
         profile,
         profile_svg,
     })
@@ -610,7 +783,10 @@ mod tests {
         // The coordinator runs apart so that a hang fails this test instead
         // of stopping the suite.
         std::thread::spawn(move || {
-            let (warmed, start) = (Barrier::new(2), Barrier::new(2));
+            let barriers = Barriers {
+                warmed: Barrier::new(2),
+                start: Barrier::new(2),
+            };
             let result = std::thread::scope(|scope| {
                 let worker = scope.spawn(|| {
                     let mut instance = Panics(Env::new("panics", 0, 0));
@@ -618,10 +794,14 @@ mod tests {
                         warmup: 1,
                         measured: 1,
                     };
-                    drive(&mut instance, measure, (1, 1), 0, &warmed, &start)
+                    let share = Share {
+                        warmup: 1,
+                        measured: 1,
+                    };
+                    drive(&mut instance, measure, share, 0, &barriers)
                 });
-                warmed.wait();
-                start.wait();
+                barriers.warmed.wait();
+                barriers.start.wait();
                 worker.join().map(|r| r.err().map(|e| e.to_string()))
             });
             let _ = done.send(result);

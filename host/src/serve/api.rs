@@ -495,23 +495,37 @@ async fn campaign(
     .await
 }
 
-/// The report, cached once the campaign no longer changes.
-fn report_of(state: &AppState, id: CampaignId) -> Result<Arc<Report>, AppError> {
+/// The report against `baseline` (the plan's when `None`), cached per
+/// (campaign, baseline) once the campaign no longer changes.
+fn report_of(
+    state: &AppState,
+    id: CampaignId,
+    baseline: Option<String>,
+) -> Result<Arc<Report>, AppError> {
     let meta = state.store().campaign(id)?;
     let settled = matches!(
         meta.status,
         CampaignStatus::Finished | CampaignStatus::Failed { .. } | CampaignStatus::Cancelled
     );
     let key = format!("{}/{}", meta.status, meta.finished_runs);
+    let slot = (id, baseline);
     if settled
-        && let Some((k, r)) = lock(&state.0.reports).get(&id)
+        && let Some((k, r)) = lock(&state.0.reports).get(&slot)
         && *k == key
     {
         return Ok(r.clone());
     }
-    let built = Arc::new(report::build(state.store(), id)?);
+    let built = report::build_against(state.store(), id, slot.1.as_deref()).map_err(|e| {
+        match e.downcast_ref::<report::UnknownArm>() {
+            Some(unknown) => {
+                AppError::bad_request(format!("`baseline={}`: {unknown}", unknown.arm))
+            }
+            None => AppError::from(e),
+        }
+    })?;
+    let built = Arc::new(built);
     if settled {
-        lock(&state.0.reports).insert(id, (key, built.clone()));
+        lock(&state.0.reports).insert(slot, (key, built.clone()));
     }
     Ok(built)
 }
@@ -521,6 +535,10 @@ fn report_of(state: &AppState, id: CampaignId) -> Result<Arc<Report>, AppError> 
 struct ReportQuery {
     /// `json` (default), `md` or `csv`.
     format: Option<String>,
+    /// Recompute every effect and verdict against this arm instead of the
+    /// plan's baseline (400 naming the arms when the campaign has no such
+    /// arm).
+    baseline: Option<String>,
 }
 
 /// The campaign's report
@@ -538,7 +556,7 @@ struct ReportQuery {
             (String = "text/markdown"),
             (String = "text/csv"),
         )),
-        (status = 400, description = "an unknown format", body = ErrorBody),
+        (status = 400, description = "an unknown format, or a `baseline` that is not an arm of the campaign", body = ErrorBody),
         (status = 404, description = "no such campaign", body = ErrorBody),
     )
 )]
@@ -560,7 +578,7 @@ async fn campaign_report(
         }
     };
     let body = blocking(move || {
-        let r = report_of(&state, id)?;
+        let r = report_of(&state, id, q.baseline)?;
         Ok(match format.as_str() {
             "md" => report::markdown(&r),
             "csv" => report::csv(&r),
@@ -671,7 +689,17 @@ async fn run_profile(
         })
     })
     .await?;
-    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response())
+    // An SVG can hold script: served sandboxed (an opaque origin, no
+    // script), so opening it never runs code with the UI's origin.
+    Ok((
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CONTENT_SECURITY_POLICY, super::guard::SANDBOXED_CSP),
+            (header::X_FRAME_OPTIONS, "SAMEORIGIN"),
+        ],
+        svg,
+    )
+        .into_response())
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -25,6 +25,9 @@ pub enum AppError {
     /// 405: the route exists but not with this method (axum adds the
     /// `Allow` header).
     MethodNotAllowed(String),
+    /// 421: the `Host` header names a host this daemon does not answer to
+    /// (the DNS rebinding guard).
+    Misdirected(String),
     /// 409: the request does not fit the campaign's state.
     Conflict(String),
     /// 413: the body is larger than the daemon accepts.
@@ -91,6 +94,7 @@ impl IntoResponse for AppError {
             AppError::Forbidden(m) => (StatusCode::FORBIDDEN, json!({ "error": m })),
             AppError::NotFound(m) => (StatusCode::NOT_FOUND, json!({ "error": m })),
             AppError::Conflict(m) => (StatusCode::CONFLICT, json!({ "error": m })),
+            AppError::Misdirected(m) => (StatusCode::MISDIRECTED_REQUEST, json!({ "error": m })),
             AppError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": m })),
             AppError::MethodNotAllowed(m) => {
                 (StatusCode::METHOD_NOT_ALLOWED, json!({ "error": m }))

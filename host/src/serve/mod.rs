@@ -11,11 +11,13 @@
 mod api;
 mod assets;
 mod error;
+mod guard;
 mod openapi;
 mod queue;
 mod token;
 
 pub use error::AppError;
+pub use guard::AllowedHosts;
 
 use crate::report::Report;
 use blocklab_store::{CampaignId, Store};
@@ -101,6 +103,8 @@ struct Shared {
     cache_dir: Option<PathBuf>,
     /// Whether posted plans may have process arms (`--allow-process-arms`).
     allow_process_arms: bool,
+    /// The `Host` names answered (the DNS rebinding guard).
+    allowed_hosts: AllowedHosts,
     events: broadcast::Sender<Event>,
     /// One permit per open event stream; none left means 503.
     event_streams: Arc<tokio::sync::Semaphore>,
@@ -111,9 +115,10 @@ struct Shared {
     /// decides between dequeueing and flagging, so the two never race.
     running: Mutex<Option<Running>>,
     current: Mutex<Option<CurrentRun>>,
-    /// Reports of campaigns that no longer change, by id, with the state
-    /// they were built from (bootstrap intervals are not free).
-    reports: Mutex<HashMap<CampaignId, (String, Arc<Report>)>>,
+    /// Reports of campaigns that no longer change, by id and the baseline
+    /// asked for, with the state they were built from (bootstrap intervals
+    /// are not free).
+    reports: Mutex<HashMap<(CampaignId, Option<String>), (String, Arc<Report>)>>,
 }
 
 /// Locks a mutex, recovering from a panicked holder: every guarded value
@@ -156,6 +161,7 @@ impl AppState {
             token_path,
             cache_dir,
             allow_process_arms: false,
+            allowed_hosts: AllowedHosts::default(),
             events,
             event_streams: Arc::new(tokio::sync::Semaphore::new(max_event_streams)),
             max_event_streams,
@@ -193,6 +199,16 @@ impl AppState {
     pub fn allowing_process_arms(mut self) -> AppState {
         if let Some(shared) = Arc::get_mut(&mut self.0) {
             shared.allow_process_arms = true;
+        }
+        self
+    }
+
+    /// Answers `Host` names in `hosts` besides the loopback ones
+    /// (`blocklab serve --allow-host`, and the bound address). Call it on a
+    /// state no one else holds yet; otherwise it changes nothing.
+    pub fn allowing_hosts(mut self, hosts: AllowedHosts) -> AppState {
+        if let Some(shared) = Arc::get_mut(&mut self.0) {
+            shared.allowed_hosts = hosts;
         }
         self
     }
@@ -246,12 +262,15 @@ impl AppState {
 }
 
 /// The router: the JSON API under /api, the web UI at /. Every error
-/// answer, a wrong method's 405 included, is JSON `{"error": ...}`.
+/// answer, a wrong method's 405 included, is JSON `{"error": ...}`; every
+/// answer carries the security headers, and a foreign `Host` gets 421
+/// ([`guard`]).
 pub fn app(state: AppState) -> axum::Router {
     api::router(state.clone())
         .merge(assets::router())
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(axum::middleware::from_fn(api::json_errors))
+        .layer(axum::middleware::from_fn_with_state(state, guard::guard))
 }
 
 /// How `blocklab serve` was asked to run.
@@ -264,6 +283,9 @@ pub struct Config {
     /// Posted plans may have process arms (native programs run as the
     /// daemon's user); off by default.
     pub allow_process_arms: bool,
+    /// `Host` names answered besides localhost, 127.0.0.1, [::1] and the
+    /// listen address (`--allow-host`).
+    pub allow_hosts: Vec<String>,
 }
 
 /// Runs the daemon until Ctrl-C or SIGTERM. A campaign in flight is left
@@ -289,6 +311,10 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     if config.allow_process_arms {
         state = state.allowing_process_arms();
     }
+    state = state.allowing_hosts(AllowedHosts::new(
+        Some(config.listen.ip()),
+        &config.allow_hosts,
+    ));
     eprintln!(
         "blocklab serve: store `{}`, token in `{}` (send it as `Authorization: Bearer TOKEN` for POSTs), pinned to CPUs {}",
         config.data.join("store").display(),

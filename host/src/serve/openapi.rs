@@ -13,7 +13,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 #[openapi(
     info(
         title = "blocklab daemon API",
-        description = "`blocklab serve`: campaigns, their reports and live progress. Reads are open; POSTs need `Authorization: Bearer TOKEN` with the token from `<data>/token`. Every error answer (400, 401, 403, 404, 405 with `Allow`, 409, 413, 500, 503) is the `Error` object. See docs/daemon.md. Generated from the handlers (host/src/serve/api.rs)."
+        description = "`blocklab serve`: campaigns, their reports and live progress. Reads are open; POSTs need `Authorization: Bearer TOKEN` with the token from `<data>/token`. Every error answer (400, 401, 403, 404, 405 with `Allow`, 409, 413, 421 for a foreign `Host`, 500, 503) is the `Error` object. Every answer carries `Content-Security-Policy` and `X-Content-Type-Options: nosniff`. See docs/daemon.md. Generated from the handlers (host/src/serve/api.rs)."
     ),
     components(schemas(ErrorBody)),
     modifiers(&TokenScheme)

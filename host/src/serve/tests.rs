@@ -642,3 +642,284 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest" }
     .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
+
+/// A finished campaign in the store with real stored runs: three arms over
+/// six blocks, `b` 20% faster than the baseline `a` and `c` 50% slower, each
+/// run with a histogram of `samples` latencies. Returns its id.
+pub(super) fn finished_campaign(state: &AppState, samples: u64) -> CampaignId {
+    use crate::run::gates::{Quiescence, Telemetry};
+    use crate::run::{RunRecord, RunResult, RunStatus};
+    let text = "name = \"three\"\nseed = 5\nblocks = 6\nplugin = \"builtin\"\n[measure]\nmeasured = 100\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n[[arms]]\nname = \"c\"\n";
+    let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
+    let plan = crate::plan::seal::seal(spec, vec![], "three.toml", text.as_bytes(), None).unwrap();
+    let store = state.store();
+    let meta = plan.create_campaign(store).unwrap();
+    for slot in plan.schedule.clone() {
+        let factor = match slot.arm.as_str() {
+            "b" => 0.8,
+            "c" => 1.5,
+            _ => 1.0,
+        };
+        // Block-to-block drift that the pairing removes.
+        let mean = factor
+            * (100.0 + 3.0 * f64::from(slot.block))
+            * (1.0 + 0.01 * f64::from(slot.position));
+        let mut h = crate::run::result::new_histogram().unwrap();
+        for i in 0..samples {
+            h.record((mean * 1_000.0) as u64 + i % 97).unwrap();
+        }
+        let mut bytes = Vec::new();
+        {
+            use hdrhistogram::serialization::Serializer as _;
+            hdrhistogram::serialization::V2DeflateSerializer::new()
+                .serialize(&h, &mut bytes)
+                .unwrap();
+        }
+        let result = RunResult {
+            workload: slot.workload.clone(),
+            arm: slot.arm.clone(),
+            measured: samples,
+            measured_s: 0.5,
+            latency_us: crate::run::result::Latency {
+                mean,
+                p50: mean,
+                p99: mean * 1.5,
+                ..Default::default()
+            },
+            throughput_per_s: 1e6 / mean,
+            cpu: crate::run::result::Cpu {
+                measured_us_per_txn: mean * 0.5,
+                process_us_per_txn: mean * 0.6,
+                involuntary_switches: 0,
+            },
+            ..Default::default()
+        };
+        let record = RunRecord {
+            slot: slot.clone(),
+            attempt: 0,
+            status: RunStatus::Ok,
+            reason: None,
+            rerun_reason: None,
+            result: Some(result),
+            quiescence: Quiescence {
+                passed: true,
+                ..Default::default()
+            },
+            gate_flagged: false,
+            telemetry: Telemetry::default(),
+            health: None,
+            link: None,
+            pinned: vec![1],
+            started_unix_ms: 0,
+            wall_s: 0.6,
+            host: None,
+            server_host: None,
+        };
+        let key = blocklab_store::RunKey {
+            campaign: meta.id,
+            slot: slot.slot,
+            attempt: 0,
+        };
+        store.put_run(key, &record, Some(&bytes), true).unwrap();
+    }
+    store
+        .set_status(meta.id, blocklab_store::CampaignStatus::Finished)
+        .unwrap();
+    meta.id
+}
+
+#[tokio::test]
+async fn the_report_is_recomputed_against_any_arm_and_an_unknown_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let id = finished_campaign(&s, 200);
+
+    let (status, report) = call(&s, get(&format!("/api/campaigns/{id}/report"))).await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["provisional"], false);
+    let verdicts = report["verdicts"].as_array().unwrap();
+    let pairs: Vec<(&str, &str, &str)> = verdicts
+        .iter()
+        .map(|v| {
+            (
+                v["arm"].as_str().unwrap(),
+                v["baseline"].as_str().unwrap(),
+                v["direction"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs, [("b", "a", "faster"), ("c", "a", "slower")]);
+    assert!(report.get("sealed_baseline").is_none());
+
+    let (status, against_c) =
+        call(&s, get(&format!("/api/campaigns/{id}/report?baseline=c"))).await;
+    assert_eq!(status, StatusCode::OK, "{against_c}");
+    assert_eq!(against_c["sealed_baseline"], "a");
+    let verdicts = against_c["verdicts"].as_array().unwrap();
+    let pairs: Vec<(&str, &str, &str)> = verdicts
+        .iter()
+        .map(|v| {
+            (
+                v["arm"].as_str().unwrap(),
+                v["baseline"].as_str().unwrap(),
+                v["direction"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs, [("a", "c", "faster"), ("b", "c", "faster")]);
+    // a against c is the inverse of c against a, from the same runs.
+    let c_vs_a = report["verdicts"][1]["ratio"].as_f64().unwrap();
+    let a_vs_c = verdicts[0]["ratio"].as_f64().unwrap();
+    assert!((c_vs_a * a_vs_c - 1.0).abs() < 1e-9, "{c_vs_a} {a_vs_c}");
+    let text = verdicts[1]["text"].as_str().unwrap();
+    assert!(text.starts_with("b is 1.88× faster than c ["), "{text}");
+    assert!(text.ends_with("], 6 of 6 blocks"), "{text}");
+    let (_, md) = call(
+        &s,
+        get(&format!("/api/campaigns/{id}/report?baseline=c&format=md")),
+    )
+    .await;
+    assert!(
+        md.as_str().unwrap().contains("Every effect is against `c`"),
+        "{md}"
+    );
+    // One cached report per (campaign, baseline).
+    assert_eq!(lock(&s.0.reports).len(), 2);
+
+    let (status, body) = call(&s, get(&format!("/api/campaigns/{id}/report?baseline=zzz"))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["error"],
+        format!(
+            "`baseline=zzz`: campaign {id} has no arm `zzz`; its arms are a, b, c: pass one of them as the baseline"
+        )
+    );
+}
+
+fn get_with_host(uri: &str, host: &str) -> Request<Body> {
+    Request::get(uri)
+        .header(header::HOST, host)
+        .body(Body::empty())
+        .unwrap()
+}
+
+/// Clickjacking: no answer may be framed by another page, and none is
+/// sniffed into another type; the UI itself has no inline script, so the
+/// policy's `script-src 'self'` leaves it working.
+#[tokio::test]
+async fn every_answer_forbids_framing_and_sniffing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    for request in [
+        get("/"),
+        get("/assets/app.js"),
+        get("/api/health"),
+        get("/api/campaigns"),
+        get("/api/openapi.json"),
+        get("/api/campaigns/9/report"),
+        get("/nowhere"),
+        Request::delete("/api/campaigns")
+            .body(Body::empty())
+            .unwrap(),
+        post("/api/campaigns", None, "application/toml", PLAN),
+    ] {
+        let what = format!("{} {}", request.method(), request.uri());
+        let response = app(s.clone()).oneshot(request).await.unwrap();
+        let headers = response.headers();
+        let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+        assert!(csp.contains("default-src 'self'"), "{what}: {csp}");
+        assert!(csp.contains("script-src 'self';"), "{what}: {csp}");
+        assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY", "{what}");
+        assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff", "{what}");
+    }
+    let response = app(s.clone()).oneshot(get("/")).await.unwrap();
+    let html = response.into_body().collect().await.unwrap().to_bytes();
+    let html = String::from_utf8_lossy(&html);
+    assert_eq!(
+        html.matches("<script").count(),
+        html.matches("<script src=\"/assets/").count(),
+        "every script is a file of the daemon's: {html}"
+    );
+}
+
+/// DNS rebinding: a request naming another host is refused before any
+/// handler runs, with a message that says how to allow a name of ours.
+#[tokio::test]
+async fn a_foreign_host_is_refused_and_an_allowed_one_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let before = snapshot(&s);
+    for host in [
+        "evil.example",
+        "evil.example:7878",
+        "localhost.evil.example",
+    ] {
+        let (status, body) = call(&s, get_with_host("/api/health", host)).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{host}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("this daemon does not answer to host `{host}`")),
+            "{message}"
+        );
+        assert!(message.contains("--allow-host"), "{message}");
+    }
+    // Not even a POST with the token gets through.
+    let mut request = post("/api/campaigns", Some(TOKEN), "application/toml", PLAN);
+    request
+        .headers_mut()
+        .insert(header::HOST, "evil.example".parse().unwrap());
+    let response = app(s.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST);
+    assert!(
+        response.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+    assert_eq!(snapshot(&s), before);
+    for host in [
+        "localhost:7878",
+        "127.0.0.1:7878",
+        "[::1]:7878",
+        "LOCALHOST",
+    ] {
+        let (status, _) = call(&s, get_with_host("/api/health", host)).await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+    }
+    let (status, _) = call(&s, get_with_host("/", "bench.local:7878")).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    let allowed = state(tempfile::tempdir().unwrap().path())
+        .allowing_hosts(AllowedHosts::new(None, &["bench.local".to_owned()]));
+    let (status, _) = call(&allowed, get_with_host("/", "bench.local:7878")).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// A stored flamegraph is served sandboxed: its script cannot run with the
+/// UI's origin, and only the UI's own pages may frame it.
+#[tokio::test]
+async fn a_flamegraph_is_served_in_a_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let id = finished_campaign(&s, 10);
+    let key = blocklab_store::RunKey {
+        campaign: id,
+        slot: 0,
+        attempt: 0,
+    };
+    s.store()
+        .put_profile(key, b"<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(document.domain)</script></svg>")
+        .unwrap();
+    let response = app(s.clone())
+        .oneshot(get(&format!("/api/campaigns/{id}/runs/0/profile")))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers();
+    assert_eq!(headers[header::CONTENT_TYPE], "image/svg+xml");
+    let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+    assert!(csp.starts_with("sandbox;"), "{csp}");
+    assert!(!csp.contains("allow-scripts"), "{csp}");
+    assert!(csp.contains("frame-ancestors 'self'"), "{csp}");
+    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+}

@@ -34,7 +34,7 @@ pub use effect::{Effect, StatsError, paired_effect, position_effects, student_t_
 pub use family::Simultaneous;
 pub use hosts::{Heterogeneity, HeterogeneityError, heterogeneity};
 pub use sequential::Spending;
-pub use summary::{geometric_mean, median};
+pub use summary::{geometric_mean, median, percentile_unsupported};
 
 /// The t quantile, for sizing campaigns (the minimum detectable effect and
 /// the block count a precision needs).

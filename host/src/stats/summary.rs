@@ -12,6 +12,26 @@ pub fn median(xs: &[f64]) -> f64 {
     quantile_sorted(&sorted, 0.5)
 }
 
+/// Why the `percentile` (0–100) of a run cannot be estimated from
+/// `samples` values per run, or `None` when it can. A percentile needs at
+/// least one value beyond it: 1/(1 − p) samples (p99 needs 100, p99.99
+/// 10,000). The 100th percentile is the largest value seen, never an
+/// estimate of anything beyond the sample.
+pub fn percentile_unsupported(percentile: f64, samples: u64) -> Option<String> {
+    if percentile >= 100.0 {
+        return Some(
+            "the maximum is the largest value seen, not an estimate: it grows with the sample"
+                .into(),
+        );
+    }
+    let needed = (1.0 / (1.0 - percentile / 100.0)).round() as u64;
+    (samples < needed).then(|| {
+        format!(
+            "p{percentile} needs at least {needed} samples per run, the smallest run has {samples}; raise `measure.measured`"
+        )
+    })
+}
+
 /// The geometric mean of `xs`, in the units of `xs`: exp(Σ ln xᵢ / n).
 ///
 /// Computed in logs so that long products cannot overflow. Values must be
@@ -83,5 +103,24 @@ mod tests {
         assert_eq!(quantile_sorted(&xs, 1.0), 50.0);
         // h = 3·0.975 = 2.925 on [1, 2, 3, 4] → 3.925
         assert!((quantile_sorted(&[1.0, 2.0, 3.0, 4.0], 0.975) - 3.925).abs() < 1e-12);
+    }
+}
+
+#[cfg(test)]
+mod support_tests {
+    use super::percentile_unsupported;
+
+    #[test]
+    fn a_percentile_needs_a_value_beyond_it_and_the_max_is_never_an_estimate() {
+        assert!(percentile_unsupported(99.0, 100).is_none());
+        let why = percentile_unsupported(99.0, 99).unwrap();
+        assert!(
+            why.contains("100 samples") && why.contains("has 99"),
+            "{why}"
+        );
+        assert!(percentile_unsupported(99.99, 400).is_some());
+        assert!(percentile_unsupported(99.99, 10_000).is_none());
+        assert!(percentile_unsupported(50.0, 2).is_none());
+        assert!(percentile_unsupported(100.0, 1_000_000).is_some());
     }
 }

@@ -40,9 +40,7 @@ pub mod adapter;
 pub mod env;
 pub mod grpc;
 pub mod kv;
-mod params;
-
-pub use params::Params;
+pub use blocklab_catalog::Params;
 
 #[doc(hidden)]
 pub mod bindings {
@@ -225,7 +223,10 @@ pub mod __private {
             .iter()
             .find(|info| info.name == name)
             .ok_or_else(|| {
-                crate::params::unknown_workload(name, workloads.iter().map(|i| i.name.as_str()))
+                blocklab_catalog::params::unknown_workload(
+                    name,
+                    workloads.iter().map(|i| i.name.as_str()),
+                )
             })?;
         let params = Params::resolve(
             name,

@@ -116,10 +116,10 @@ fn unix_ms() -> u64 {
 pub fn execute(
     store: &Store,
     id: CampaignId,
+    plan: &SealedPlan,
     options: &Options,
     observe: &mut dyn FnMut(&Event),
 ) -> anyhow::Result<Outcome> {
-    let plan = super::supervisor::checked_plan(store, id)?;
     if plan.spec.sequential.is_some() {
         bail!(
             "campaign {id} has a `[sequential]` rule, which decides after each block in order; the Slurm executor runs blocks in parallel: remove `[sequential]` or run it with `executor.kind = \"local\"`"
@@ -142,14 +142,14 @@ pub fn execute(
             binary.sha256
         );
     }
-    spool.write_plan(&plan)?;
+    spool.write_plan(plan)?;
     store.set_status(id, CampaignStatus::Running)?;
     let mut state: SlurmState = store.blob(id, STATE_BLOB)?.unwrap_or_default();
     let total = plan.schedule.len() as u32;
     let coordinator = Coordinator {
         store,
         id,
-        plan: &plan,
+        plan,
         spool: &spool,
         spool_dir: &spool_dir,
         exe: &exe,
@@ -199,118 +199,161 @@ impl Coordinator<'_> {
         state: &mut SlurmState,
         observe: &mut dyn FnMut(&Event),
     ) -> anyhow::Result<Outcome> {
-        let resubmits = self.plan.spec.gates.reruns.max(1);
         loop {
-            if let Some(signal) = self.options.interrupt.signal() {
-                self.cancel_all(state);
-                self.store.set_status(self.id, CampaignStatus::Cancelled)?;
-                return Ok(Outcome::Interrupted(signal));
-            }
-            if self.options.cancel.load(Ordering::Relaxed) {
-                self.cancel_all(state);
-                self.store.set_status(self.id, CampaignStatus::Cancelled)?;
-                return Ok(Outcome::Stopped("cancelled".into()));
+            if let Some(outcome) = self.stop_requested(state)? {
+                return Ok(outcome);
             }
             let unfinished = self.unfinished_blocks()?;
-            // Ingest what is complete.
-            for &b in &unfinished {
-                let block = state.blocks.entry(b).or_default();
-                if let Some(stop) = self.ingest(b, block, observe)? {
-                    self.store.put_blob(self.id, STATE_BLOB, &*state)?;
-                    self.cancel_all(state);
-                    self.store.set_status(
-                        self.id,
-                        CampaignStatus::Failed {
-                            reason: stop.clone(),
-                        },
-                    )?;
-                    return Ok(Outcome::Stopped(stop));
-                }
+            if let Some(stop) = self.ingest_complete(state, &unfinished, observe)? {
+                return self.fail(state, stop);
             }
             let unfinished = self.unfinished_blocks()?;
             if unfinished.is_empty() {
                 break;
             }
-            // Follow the active jobs.
-            let active: Vec<String> = unfinished
-                .iter()
-                .filter_map(|b| state.blocks.get(b).and_then(Self::active_job))
-                .map(|j| j.id.clone())
-                .collect();
-            let infos: BTreeMap<String, commands::JobInfo> =
-                commands::jobs(&active)?.into_iter().collect();
-            for &b in &unfinished {
-                let block = state.blocks.entry(b).or_default();
-                let Some(job) = block.jobs.last_mut().filter(|j| !j.ended) else {
-                    continue;
-                };
-                match infos.get(&job.id) {
-                    Some(info) => {
-                        job.last_state = Some(info.slurm_state.clone());
-                        if info.state == JobState::Ended {
-                            job.ended = true;
-                        }
-                        // A requeued job pinned to a node that is down would
-                        // wait for it forever: move the block on.
-                        if info.state == JobState::Pending
-                            && let Some(node) = &job.pinned
-                            && !commands::usable_nodes(self.executor().partition.as_deref())?
-                                .contains(node)
-                        {
-                            commands::scancel(std::slice::from_ref(&job.id));
-                            job.last_state =
-                                Some(format!("CANCELLED (pinned node {node} is down)"));
-                            job.ended = true;
-                        }
-                    }
-                    // Gone from Slurm's memory: it ended.
-                    None => job.ended = true,
-                }
-                if job.ended {
-                    // A `done.json` written just before the end is taken
-                    // on the next pass; only then is the block lost.
-                    if self.ingest(b, block, observe)?.is_some() || block.ingested.is_some() {
-                        continue;
-                    }
-                    self.note_discarded(b, block)?;
-                }
-            }
-            // Submit the blocks that have no job.
-            for &b in &unfinished {
-                let block = state.blocks.entry(b).or_default();
-                if block.ingested.is_some() || Self::active_job(block).is_some() {
-                    continue;
-                }
-                let submitted = block.jobs.iter().filter(|j| !j.cancelled).count() as u32;
-                if submitted > resubmits {
-                    let last = block.jobs.last().map(|j| j.id.clone()).unwrap_or_default();
-                    let why = format!(
-                        "block {b} was submitted {submitted} times and no job finished it (the last, job {last}, ended {}): {}",
-                        block
-                            .jobs
-                            .last()
-                            .and_then(|j| j.last_state.clone())
-                            .unwrap_or_else(|| "unseen".into()),
-                        self.job_log_tail(b, &last)
-                    );
-                    self.cancel_all(state);
-                    self.store.set_status(
-                        self.id,
-                        CampaignStatus::Failed {
-                            reason: why.clone(),
-                        },
-                    )?;
-                    return Ok(Outcome::Stopped(why));
-                }
-                let record = self.submit(b, submitted)?;
-                let block = state.blocks.entry(b).or_default();
-                block.jobs.push(record);
+            self.follow_jobs(state, &unfinished, observe)?;
+            if let Some(why) = self.submit_missing(state, &unfinished)? {
+                return self.fail(state, why);
             }
             self.store.put_blob(self.id, STATE_BLOB, &*state)?;
             std::thread::sleep(POLL);
         }
         self.store.set_status(self.id, CampaignStatus::Finished)?;
         Ok(Outcome::Finished)
+    }
+
+    /// A signal or a cancel: every job is cancelled and the campaign is
+    /// `cancelled` (it resumes later).
+    fn stop_requested(&self, state: &mut SlurmState) -> anyhow::Result<Option<Outcome>> {
+        let outcome = if let Some(signal) = self.options.interrupt.signal() {
+            Outcome::Interrupted(signal)
+        } else if self.options.cancel.load(Ordering::Relaxed) {
+            Outcome::Stopped("cancelled".into())
+        } else {
+            return Ok(None);
+        };
+        self.cancel_all(state);
+        self.store.set_status(self.id, CampaignStatus::Cancelled)?;
+        Ok(Some(outcome))
+    }
+
+    /// The campaign fails with `why`: the state is kept, every job cancelled.
+    fn fail(&self, state: &mut SlurmState, why: String) -> anyhow::Result<Outcome> {
+        self.store.put_blob(self.id, STATE_BLOB, &*state)?;
+        self.cancel_all(state);
+        self.store.set_status(
+            self.id,
+            CampaignStatus::Failed {
+                reason: why.clone(),
+            },
+        )?;
+        Ok(Outcome::Stopped(why))
+    }
+
+    /// Ingests every unfinished block with a complete execution; the stop
+    /// reason of the first that asks the campaign to stop.
+    fn ingest_complete(
+        &self,
+        state: &mut SlurmState,
+        unfinished: &BTreeSet<u32>,
+        observe: &mut dyn FnMut(&Event),
+    ) -> anyhow::Result<Option<String>> {
+        for &b in unfinished {
+            let block = state.blocks.entry(b).or_default();
+            if let Some(stop) = self.ingest(b, block, observe)? {
+                return Ok(Some(stop));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads Slurm's word on every active job; a job that ended without a
+    /// complete execution leaves its block to be submitted again.
+    fn follow_jobs(
+        &self,
+        state: &mut SlurmState,
+        unfinished: &BTreeSet<u32>,
+        observe: &mut dyn FnMut(&Event),
+    ) -> anyhow::Result<()> {
+        let active: Vec<String> = unfinished
+            .iter()
+            .filter_map(|b| state.blocks.get(b).and_then(Self::active_job))
+            .map(|j| j.id.clone())
+            .collect();
+        let infos: BTreeMap<String, commands::JobInfo> =
+            commands::jobs(&active)?.into_iter().collect();
+        for &b in unfinished {
+            let block = state.blocks.entry(b).or_default();
+            let Some(job) = block.jobs.last_mut().filter(|j| !j.ended) else {
+                continue;
+            };
+            match infos.get(&job.id) {
+                Some(info) => self.note_state(job, info)?,
+                // Gone from Slurm's memory: it ended.
+                None => job.ended = true,
+            }
+            if job.ended {
+                // A `done.json` written just before the end is taken
+                // on the next pass; only then is the block lost.
+                if self.ingest(b, block, observe)?.is_some() || block.ingested.is_some() {
+                    continue;
+                }
+                self.note_discarded(b, block)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records what Slurm says of `job`.
+    fn note_state(&self, job: &mut JobRecord, info: &commands::JobInfo) -> anyhow::Result<()> {
+        job.last_state = Some(info.slurm_state.clone());
+        if info.state == JobState::Ended {
+            job.ended = true;
+        }
+        // A requeued job pinned to a node that is down would wait for it
+        // forever: move the block on.
+        if info.state == JobState::Pending
+            && let Some(node) = &job.pinned
+            && !commands::usable_nodes(self.executor().partition.as_deref())?.contains(node)
+        {
+            commands::scancel(std::slice::from_ref(&job.id));
+            job.last_state = Some(format!("CANCELLED (pinned node {node} is down)"));
+            job.ended = true;
+        }
+        Ok(())
+    }
+
+    /// Submits every unfinished block that has no job; why the campaign
+    /// fails if a block has used up its resubmits.
+    fn submit_missing(
+        &self,
+        state: &mut SlurmState,
+        unfinished: &BTreeSet<u32>,
+    ) -> anyhow::Result<Option<String>> {
+        let resubmits = self.plan.spec.gates.reruns.max(1);
+        for &b in unfinished {
+            let block = state.blocks.entry(b).or_default();
+            if block.ingested.is_some() || Self::active_job(block).is_some() {
+                continue;
+            }
+            let submitted = block.jobs.iter().filter(|j| !j.cancelled).count() as u32;
+            if submitted > resubmits {
+                let last = block.jobs.last().map(|j| j.id.clone()).unwrap_or_default();
+                return Ok(Some(format!(
+                    "block {b} was submitted {submitted} times and no job finished it (the last, job {last}, ended {}): {}",
+                    block
+                        .jobs
+                        .last()
+                        .and_then(|j| j.last_state.clone())
+                        .unwrap_or_else(|| "unseen".into()),
+                    self.job_log_tail(b, &last)
+                )));
+            }
+            let record = self.submit(b, submitted)?;
+            let block = state.blocks.entry(b).or_default();
+            block.jobs.push(record);
+        }
+        Ok(None)
     }
 
     /// Stores block `b`'s records if an execution of it is complete; the
@@ -342,22 +385,51 @@ impl Coordinator<'_> {
             );
         };
         if block.ingested.is_none() {
-            // Every other execution of the block is discarded whole: a
-            // block's pairs must come from one host and one start.
-            for other in executions.iter().filter(|e| e.name != execution.name) {
-                Self::discard(block, other);
-            }
-            block.ingested = Some(execution.name.clone());
-            block.host = Some(done.host.clone());
-            block.server_host = done.server_host.clone();
-            if let Some(job) = block.jobs.iter_mut().find(|j| j.id == done.job) {
-                job.ended = true;
-                job.started_unix_ms = execution.started.as_ref().map(|s| s.started_unix_ms);
-                job.finished_unix_ms = Some(done.finished_unix_ms);
-            }
-            self.store
-                .put_blob(self.id, STATE_BLOB, &self.merged(b, block)?)?;
+            self.choose(b, block, &executions, execution, &done)?;
         }
+        self.store_runs(execution, observe)?;
+        if let Some(job) = block.jobs.iter_mut().find(|j| j.id == done.job)
+            && job.ingested_unix_ms.is_none()
+        {
+            job.ingested_unix_ms = Some(unix_ms());
+        }
+        Ok(done.stop)
+    }
+
+    /// Makes `execution` block `b`'s one ingested execution, persisted at
+    /// once; every other execution of the block is discarded whole: a
+    /// block's pairs must come from one host and one start.
+    fn choose(
+        &self,
+        b: u32,
+        block: &mut BlockState,
+        executions: &[Execution],
+        execution: &Execution,
+        done: &spool::Done,
+    ) -> anyhow::Result<()> {
+        for other in executions.iter().filter(|e| e.name != execution.name) {
+            Self::discard(block, other);
+        }
+        block.ingested = Some(execution.name.clone());
+        block.host = Some(done.host.clone());
+        block.server_host = done.server_host.clone();
+        if let Some(job) = block.jobs.iter_mut().find(|j| j.id == done.job) {
+            job.ended = true;
+            job.started_unix_ms = execution.started.as_ref().map(|s| s.started_unix_ms);
+            job.finished_unix_ms = Some(done.finished_unix_ms);
+        }
+        self.store
+            .put_blob(self.id, STATE_BLOB, &self.merged(b, block)?)?;
+        Ok(())
+    }
+
+    /// Stores every spooled record of `execution` not stored yet (a
+    /// restarted coordinator goes on where it stopped).
+    fn store_runs(
+        &self,
+        execution: &Execution,
+        observe: &mut dyn FnMut(&Event),
+    ) -> anyhow::Result<()> {
         let stored: BTreeSet<(u32, u32)> = self
             .store
             .runs::<serde_json::Value>(self.id)?
@@ -403,12 +475,7 @@ impl Coordinator<'_> {
                 reason: record.reason.clone(),
             });
         }
-        if let Some(job) = block.jobs.iter_mut().find(|j| j.id == done.job)
-            && job.ingested_unix_ms.is_none()
-        {
-            job.ingested_unix_ms = Some(unix_ms());
-        }
-        Ok(done.stop)
+        Ok(())
     }
 
     /// The stored state with `block` replaced (to persist a choice at once).
@@ -517,8 +584,28 @@ impl Coordinator<'_> {
                 server_node: separate_server,
             },
         )?;
-        let executor = self.executor();
         let pinned = self.pinned_node(b, submitted)?;
+        let args = self.sbatch_args(b, separate_server, pinned.as_deref());
+        let words = self.job_command(b);
+        let script = format!("#!/bin/sh\nexec {}\n", words.join(" "));
+        let id = commands::sbatch(&args, &script)
+            .with_context(|| format!("cannot submit block {b} of campaign {}", self.id))?;
+        Ok(JobRecord {
+            id,
+            pinned,
+            submitted_unix_ms: unix_ms(),
+            last_state: None,
+            ended: false,
+            started_unix_ms: None,
+            finished_unix_ms: None,
+            ingested_unix_ms: None,
+            cancelled: false,
+        })
+    }
+
+    /// `sbatch`'s options for block `b`'s job.
+    fn sbatch_args(&self, b: u32, separate_server: bool, pinned: Option<&str>) -> Vec<String> {
+        let executor = self.executor();
         let log = self.spool.block_dir(b).join("slurm-%j.out");
         let mut args = vec![
             "--exclusive".to_owned(),
@@ -539,9 +626,15 @@ impl Coordinator<'_> {
                 args.push(format!("{flag}={v}"));
             }
         }
-        if let Some(node) = &pinned {
+        if let Some(node) = pinned {
             args.push(format!("--nodelist={node}"));
         }
+        args
+    }
+
+    /// The job's command line: `blocklab slurm-block` for block `b`, shell
+    /// words.
+    fn job_command(&self, b: u32) -> Vec<String> {
         let mut words = vec![
             shell_word(&self.exe.to_string_lossy()),
             "slurm-block".to_owned(),
@@ -570,20 +663,7 @@ impl Coordinator<'_> {
             words.push("--profile-hz".to_owned());
             words.push(self.options.profile_hz.to_string());
         }
-        let script = format!("#!/bin/sh\nexec {}\n", words.join(" "));
-        let id = commands::sbatch(&args, &script)
-            .with_context(|| format!("cannot submit block {b} of campaign {}", self.id))?;
-        Ok(JobRecord {
-            id,
-            pinned,
-            submitted_unix_ms: unix_ms(),
-            last_state: None,
-            ended: false,
-            started_unix_ms: None,
-            finished_unix_ms: None,
-            ingested_unix_ms: None,
-            cancelled: false,
-        })
+        words
     }
 
     /// The last lines a job wrote, for an error message.

@@ -5,12 +5,14 @@
 
 use super::commands;
 use super::spool::{self, BlockJob, Done, Spool, SpooledRun, Started};
+use crate::plan::seal::{SealedPlan, Slot};
 use crate::run::executor::{Executor, Halt, LocalExecutor, Settings};
+use crate::run::interrupt::Interrupt;
 use crate::run::policy::{self, Next};
 use crate::target::grpc::local::Remote;
 use anyhow::Context;
 use blocklab_store::CampaignId;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// This node's name: Slurm's `SLURMD_NODENAME`, else the host name.
 pub fn node_name() -> String {
@@ -100,35 +102,92 @@ pub fn run_block(
     } else {
         None
     };
-    let interrupt = settings.interrupt.clone();
+    let mut run = BlockRun {
+        plan: &plan,
+        dir,
+        host,
+        server_host,
+        interrupt: settings.interrupt.clone(),
+        runs: 0,
+    };
     let placement = LocalExecutor::placement(&plan)?;
     let mut executor = LocalExecutor::start(&plan, campaign, placement, settings)?;
-    let mut runs = 0u32;
     let mut stop = None;
-    'slots: for &(slot_index, first_attempt) in &job.slots {
+    for &(slot_index, first_attempt) in &job.slots {
         let slot = plan.schedule.get(slot_index as usize).with_context(|| {
             format!("block {block}'s job names slot {slot_index}, which the plan does not have")
         })?;
-        let mut attempt = first_attempt;
+        match run.slot(&mut executor, slot, first_attempt)? {
+            SlotEnd::Next => {}
+            SlotEnd::Interrupted(signal) => return Ok(Some(signal)),
+            SlotEnd::Stop(why) => {
+                stop = Some(why);
+                break;
+            }
+        }
+    }
+    drop(executor);
+    spool::write_json(
+        &run.dir.join("done.json"),
+        &Done {
+            host: run.host,
+            server_host: run.server_host,
+            job: job_id,
+            finished_unix_ms: unix_ms(),
+            runs: run.runs,
+            stop,
+        },
+    )?;
+    Ok(None)
+}
+
+/// One execution of a block on this node: where its records go and what
+/// each record says of the hosts.
+struct BlockRun<'a> {
+    plan: &'a SealedPlan,
+    /// The execution's directory in the spool.
+    dir: PathBuf,
+    host: String,
+    server_host: Option<String>,
+    interrupt: Interrupt,
+    /// Records written so far.
+    runs: u32,
+}
+
+/// How a slot's attempts ended.
+enum SlotEnd {
+    /// Its final attempt is written; the block goes on.
+    Next,
+    /// The block stops here (a gate abort, `on_run_failure = "stop"`).
+    Stop(String),
+    /// A signal: the execution ends without `done.json`.
+    Interrupted(i32),
+}
+
+impl BlockRun<'_> {
+    /// Runs `slot` from `attempt` until the rerun policy is done with it,
+    /// writing every attempt's record into the spool.
+    fn slot(
+        &mut self,
+        executor: &mut LocalExecutor<'_>,
+        slot: &Slot,
+        mut attempt: u32,
+    ) -> anyhow::Result<SlotEnd> {
         let mut rerun_reason = (attempt > 0).then(|| "resumed after an earlier attempt".to_owned());
         loop {
             let executed = match executor.run(slot, attempt, rerun_reason.clone()) {
                 Ok(e) => e,
-                Err(Halt::Interrupted(signal)) => return Ok(Some(signal)),
-                Err(Halt::GateAbort(why)) => {
-                    stop = Some(why);
-                    break 'slots;
-                }
+                Err(Halt::Interrupted(signal)) => return Ok(SlotEnd::Interrupted(signal)),
+                Err(Halt::GateAbort(why)) => return Ok(SlotEnd::Stop(why)),
                 Err(Halt::Broken(e)) => return Err(e),
             };
             let mut record = executed.record;
-            record.host = Some(host.clone());
-            record.server_host = server_host.clone();
-            let next = policy::after_attempt(record.status, attempt, &plan.spec.gates);
+            record.host = Some(self.host.clone());
+            record.server_host = self.server_host.clone();
+            let next = policy::after_attempt(record.status, attempt, &self.plan.spec.gates);
             let reason = record.reason.clone();
-            let status = record.status;
             spool::write_json(
-                &Spool::run_path(&dir, slot_index, attempt),
+                &Spool::run_path(&self.dir, slot.slot, attempt),
                 &SpooledRun {
                     record,
                     is_final: next.is_final(),
@@ -139,41 +198,26 @@ pub fn run_block(
                     profile_svg: executed.profile_svg,
                 },
             )?;
-            runs += 1;
-            if let Some(signal) = interrupt.signal() {
-                return Ok(Some(signal));
+            self.runs += 1;
+            if let Some(signal) = self.interrupt.signal() {
+                return Ok(SlotEnd::Interrupted(signal));
             }
             match next {
                 Next::Rerun => {
                     rerun_reason = reason.map(|r| format!("attempt {attempt} failed: {r}"));
                     attempt += 1;
                 }
-                Next::Continue => break,
+                Next::Continue => return Ok(SlotEnd::Next),
                 Next::Stop => {
-                    stop = Some(format!(
+                    return Ok(SlotEnd::Stop(format!(
                         "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
                         slot.slot,
                         slot.workload,
                         slot.arm,
                         reason.unwrap_or_default()
-                    ));
-                    let _ = status;
-                    break 'slots;
+                    )));
                 }
             }
         }
     }
-    drop(executor);
-    spool::write_json(
-        &dir.join("done.json"),
-        &Done {
-            host,
-            server_host,
-            job: job_id,
-            finished_unix_ms: unix_ms(),
-            runs,
-            stop,
-        },
-    )?;
-    Ok(None)
 }

@@ -19,10 +19,7 @@ use blocklab_sdk::env;
 use blocklab_sdk::grpc::{self, Status};
 use std::cell::RefCell;
 
-// Only the batch helpers are used here; the rest serve the workload.
-#[allow(dead_code)]
-#[path = "../../../workloads/grpc-ingest/src/wire.rs"]
-mod wire;
+use blocklab_ingest::wire;
 
 /// The ingest.v1 stream whose batches are coalesced.
 const INGEST_STREAM: &str = "/ingest.v1.Ingest/Stream";

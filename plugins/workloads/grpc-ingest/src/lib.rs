@@ -4,8 +4,7 @@
 //! The workloads live in [`ingest`], shared with the host's builtin copy;
 //! this file connects them to the SDK's grpc client and env.
 
-mod ingest;
-mod wire;
+use blocklab_ingest::{ingest, wire};
 
 use blocklab_sdk::{Info, Params, Plugin, Workload, env, grpc};
 

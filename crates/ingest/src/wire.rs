@@ -1,9 +1,9 @@
 //! ingest.v1's messages (host/proto/ingest.proto) encoded and decoded by
 //! hand: a handful of varints, so the plugin needs no protobuf crate.
 //!
-//! This file uses only `std`: the host's builtin `ingest` and the
-//! grpc-batching adapter include it, and a host test checks it against the
-//! messages generated from the .proto.
+//! The host's builtin `ingest`, the plugin and the grpc-batching adapter
+//! use it; a host test checks it against the messages generated from the
+//! .proto.
 
 /// Protobuf wire type of a varint field.
 const VARINT: u8 = 0;
@@ -111,7 +111,6 @@ fn skip(bytes: &[u8], at: &mut usize, wire_type: u8) -> Result<(), String> {
 /// The number of records in an encoded `Batch`. Batches concatenate: the
 /// bytes of two batches are one batch holding both sets of records (protobuf
 /// merges repeated fields), which is how an adapter coalesces them.
-#[allow(dead_code)] // the grpc-batching adapter's; the workloads only encode
 pub fn count_records(bytes: &[u8]) -> Result<u64, String> {
     let (mut at, mut records) = (0, 0);
     while at < bytes.len() {

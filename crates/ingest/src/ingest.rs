@@ -14,9 +14,7 @@
 //! Error messages keep per-event numbers (offsets, counts) off their first
 //! line: the run groups errors by first line (`errors_by_kind`).
 //!
-//! This file uses only `std` and `wire.rs`.
-
-use super::wire;
+use crate::wire;
 use std::collections::VecDeque;
 
 /// The ingest stream method of ingest.v1.
@@ -82,7 +80,6 @@ pub const WORKLOADS: &[Spec] = &[
 ];
 
 /// The workload `name`'s spec.
-#[allow(dead_code)] // only the host's builtin copy looks workloads up by name
 pub fn find(name: &str) -> Option<&'static Spec> {
     WORKLOADS.iter().find(|s| s.name == name)
 }

@@ -1,10 +1,11 @@
 //! The kv-basic workloads as data: names, descriptions, params, defaults,
 //! key layout and fixture values.
 //!
-//! This file uses only `std`: the host's builtin workloads include it
-//! (`host/src/plugin/builtin.rs`), so a plugin run and a builtin run of the
-//! same workload write the same fixture and read the same keys, and the only
-//! difference between them is the component boundary.
+//! The host's builtin and the kv-basic plugin both use it, so a plugin run
+//! and a builtin run of the same workload write the same fixture and read
+//! the same keys, and the only difference between them is the component
+//! boundary. What each does with a transaction's keys ([`Keys`]) is here
+//! too: only the kv calls are each side's own.
 
 /// What one transaction of a workload does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,4 +276,163 @@ pub fn wrong_rows(begin: &[u8], got: usize, want: u32) -> String {
         "range read from `{}` returned {got} rows, expected {want} (the fixture is incomplete; run setup again)",
         String::from_utf8_lossy(begin)
     )
+}
+
+/// Rows per setup transaction of a workload's fixture: each item is the
+/// half-open range of row indexes one transaction writes.
+pub fn fixture_transactions(
+    prefix_len: usize,
+    settings: &Settings,
+) -> impl Iterator<Item = std::ops::Range<u64>> {
+    let per_transaction = rows_per_fixture_transaction(prefix_len, settings.value_bytes);
+    let keys = settings.keys;
+    (0..keys.div_ceil(per_transaction))
+        .map(move |i| i * per_transaction..keys.min((i + 1) * per_transaction))
+}
+
+/// A set-up workload's keys and value, reused across transactions, and how
+/// a transaction picks its keys: one draw of the caller's random source per
+/// key, modulo [`Spec::choices`]. The builtin and the plugin both pick
+/// through this, so the same seed reads and writes the same keys.
+#[derive(Debug)]
+pub struct Keys {
+    pub spec: &'static Spec,
+    pub settings: Settings,
+    choices: u64,
+    prefix_len: usize,
+    /// The key a transaction reads or writes (a range read's first key).
+    key: Vec<u8>,
+    /// A range read's end key.
+    end: Vec<u8>,
+    /// The keys of a batch of writes.
+    batch: Vec<Vec<u8>>,
+    value: Vec<u8>,
+}
+
+impl Keys {
+    pub fn new(spec: &'static Spec, settings: Settings) -> Keys {
+        let prefix = spec.prefix();
+        let writes = match spec.kind {
+            Kind::Set { writes } => writes as usize,
+            _ => 0,
+        };
+        Keys {
+            spec,
+            choices: spec.choices(&settings),
+            prefix_len: prefix.len(),
+            key: prefix.clone(),
+            end: prefix.clone(),
+            batch: vec![prefix; writes],
+            value: value(settings.value_bytes),
+            settings,
+        }
+    }
+
+    /// The fixture row index a draw of `random` picks.
+    pub fn pick(&self, random: u64) -> u64 {
+        random % self.choices
+    }
+
+    /// A point read's (or read-your-writes') key, from one draw, and the
+    /// value a write there carries.
+    pub fn point(&mut self, random: u64) -> (&[u8], &[u8]) {
+        let index = self.pick(random);
+        key_into(&mut self.key, self.prefix_len, index);
+        (&self.key, &self.value)
+    }
+
+    /// A range read's begin and end keys, from one draw.
+    pub fn range(&mut self, random: u64) -> (&[u8], &[u8]) {
+        let index = self.pick(random);
+        let rows = match self.spec.kind {
+            Kind::Range { rows } => u64::from(rows),
+            _ => 0,
+        };
+        key_into(&mut self.key, self.prefix_len, index);
+        key_into(&mut self.end, self.prefix_len, index + rows);
+        (&self.key, &self.end)
+    }
+
+    /// A batch's keys, one draw of `random` each, in order, and the value
+    /// every write carries.
+    pub fn batch(&mut self, mut random: impl FnMut() -> u64) -> (&[Vec<u8>], &[u8]) {
+        for key in &mut self.batch {
+            let index = random() % self.choices;
+            key_into(key, self.prefix_len, index);
+        }
+        (&self.batch, &self.value)
+    }
+
+    /// The key of the last [`Keys::point`] or the begin of the last
+    /// [`Keys::range`].
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// Checks a value read at `key` against the fixture.
+    pub fn check_value(&self, key: &[u8], value: Option<&[u8]>) -> Result<(), String> {
+        match value {
+            None => Err(missing(key)),
+            Some(v) if v.len() != self.settings.value_bytes => {
+                Err(wrong_length(key, v.len(), self.settings.value_bytes))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixture_transactions_cover_every_row_once_in_order() {
+        let settings = Settings {
+            keys: 2_500,
+            value_bytes: 1_000,
+        };
+        let prefix_len = find("get1000").map(|s| s.prefix().len()).unwrap_or(0);
+        let per = rows_per_fixture_transaction(prefix_len, 1_000);
+        let ranges: Vec<_> = fixture_transactions(prefix_len, &settings).collect();
+        assert_eq!(ranges.first().map(|r| r.start), Some(0));
+        assert_eq!(ranges.last().map(|r| r.end), Some(2_500));
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+        assert!(
+            ranges
+                .iter()
+                .all(|r| r.end - r.start <= per && r.end > r.start)
+        );
+    }
+
+    #[test]
+    fn a_batch_draws_once_per_key_in_order() {
+        let spec = find("batchset50").expect("batchset50");
+        let settings = Settings {
+            keys: 1_000,
+            value_bytes: 100,
+        };
+        let mut keys = Keys::new(spec, settings);
+        let mut draws = 0u64..;
+        let (batch, _) = keys.batch(|| draws.next().unwrap_or(0) * 7);
+        assert_eq!(batch.len(), 50);
+        assert_eq!(batch[0], b"kv-basic/batchset50/00000000");
+        assert_eq!(batch[3], b"kv-basic/batchset50/00000021");
+        assert_eq!(draws.next(), Some(50));
+    }
+
+    #[test]
+    fn a_range_ends_rows_after_its_first_key_within_the_fixture() {
+        let spec = find("range10").expect("range10");
+        let settings = Settings {
+            keys: 100,
+            value_bytes: 100,
+        };
+        let mut keys = Keys::new(spec, settings);
+        // 91 first keys fit 10 rows in 100: a draw of 90 is the last.
+        assert_eq!(keys.pick(90), 90);
+        assert_eq!(keys.pick(91), 0);
+        let (begin, end) = keys.range(95);
+        assert_eq!(begin, b"kv-basic/range10/00000004");
+        assert_eq!(end, b"kv-basic/range10/00000014");
+    }
 }

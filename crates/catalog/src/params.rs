@@ -1,9 +1,7 @@
 //! A workload's parameters: the values a plan passes checked against the
 //! workload's specs, with defaults filled in and typed getters.
-//!
-//! This file uses only `std`: the host's builtin workloads include it
-//! (`host/src/plugin/builtin.rs`) so a plugin and a builtin accept the same
-//! params and reject bad ones with the same words.
+//! The host's builtin and the SDK use this one module, so a plugin and a
+//! builtin accept the same params and reject bad ones with the same words.
 
 /// The resolved parameters of one workload: every param its specs name,
 /// from the plan or else the default.

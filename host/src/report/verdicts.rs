@@ -1,0 +1,507 @@
+//! Verdicts and honest weak evidence: one sentence per workload × arm on
+//! the plan's primary statistic, marked weak when too few blocks back its
+//! interval, with the warnings the stored runs give (quiescence gate,
+//! short windows, steal, reruns, a resume after a kill, an interim
+//! report); and which statistics the sample supports at all.
+
+use super::model::{Direction, EffectRow, RunRow, StatisticRow, Verdict};
+use super::statistics::{Statistic, statistics};
+use crate::plan::spec::PlanSpec;
+use crate::run::RunStatus;
+use crate::stats;
+use blocklab_store::{CampaignMeta, CampaignStatus};
+use std::collections::BTreeMap;
+
+/// Blocks below which an interval's width is not to be trusted: with 2–4
+/// blocks a Student-t interval rests on 1–3 degrees of freedom and a
+/// bootstrap over so few blocks is far narrower than its nominal level.
+pub const WEAK_BLOCKS: usize = 5;
+
+/// A measured window shorter than this is dominated by timer and
+/// scheduling noise.
+const SHORT_WINDOW_S: f64 = 0.005;
+
+/// CPU steal of a run, percent, from which its figures are in doubt.
+const STEAL_WARN_PCT: f64 = 1.0;
+
+/// Whether the campaign may still change: its report is an interim one.
+pub(super) fn provisional(campaign: &CampaignMeta) -> bool {
+    matches!(
+        campaign.status,
+        CampaignStatus::Queued | CampaignStatus::Running
+    )
+}
+
+/// The final attempt of each slot among `runs`.
+fn final_rows(runs: &[RunRow]) -> Vec<&RunRow> {
+    let mut finals: BTreeMap<u32, &RunRow> = BTreeMap::new();
+    for r in runs {
+        if finals.get(&r.slot).is_none_or(|f| f.attempt < r.attempt) {
+            finals.insert(r.slot, r);
+        }
+    }
+    finals.into_values().collect()
+}
+
+/// The statistics table of `spec`'s mode, each row marked with whether the
+/// smallest successful final run has samples enough for it.
+pub(super) fn statistic_rows(spec: &PlanSpec, runs: &[RunRow]) -> Vec<StatisticRow> {
+    let samples = final_rows(runs)
+        .iter()
+        .filter(|r| r.status == RunStatus::Ok)
+        .map(|r| r.result.measured)
+        .min();
+    statistics(spec)
+        .iter()
+        .map(|stat| {
+            let reason = stat
+                .percentile
+                .zip(samples)
+                .and_then(|(p, n)| stats::percentile_unsupported(p, n));
+            StatisticRow {
+                stat,
+                supported: reason.is_none(),
+                reason,
+            }
+        })
+        .collect()
+}
+
+/// One verdict per workload × arm with an effect on the primary statistic.
+pub(super) fn verdicts(
+    spec: &PlanSpec,
+    campaign: &CampaignMeta,
+    effects: &[EffectRow],
+    runs: &[RunRow],
+    rows: &[StatisticRow],
+) -> Vec<Verdict> {
+    let primary = spec.primary_statistics();
+    let Some(row) = primary
+        .first()
+        .and_then(|p| rows.iter().find(|r| r.name == p.as_str()))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for w in &spec.workloads {
+        for e in effects
+            .iter()
+            .filter(|e| e.workload == w.name && e.statistic == row.name)
+        {
+            let mut v = verdict(row.stat, e, spec.blocks);
+            v.warnings.extend(run_warnings(runs, e));
+            if let Some(reason) = &row.reason {
+                v.warnings
+                    .push(format!("`{}` is not supported: {reason}", row.name));
+            }
+            if provisional(campaign) {
+                v.warnings.push(format!(
+                    "provisional: the campaign is {} ({} of {} runs finished); this verdict may change",
+                    campaign.status, campaign.finished_runs, campaign.total_runs
+                ));
+            }
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// A factor as the verdicts print it: two decimals near 1, one above 2.
+fn factor(x: f64) -> String {
+    if x < 2.0 {
+        format!("{x:.2}×")
+    } else {
+        format!("{x:.1}×")
+    }
+}
+
+/// The verdict an effect gives on its own: direction, words and the
+/// weak-evidence warning.
+pub(super) fn verdict(stat: &Statistic, e: &EffectRow, blocks_planned: usize) -> Verdict {
+    // "Worse" as a factor ≥ 1 whichever way the statistic points.
+    let (worse, lo, hi) = if stat.lower_is_better {
+        (e.ratio, e.ci_low, e.ci_high)
+    } else {
+        (1.0 / e.ratio, 1.0 / e.ci_high, 1.0 / e.ci_low)
+    };
+    let speed = stat.name.contains("latency") || !stat.lower_is_better;
+    let (arm, base) = (&e.arm, &e.baseline);
+    let blocks = format!("{} of {blocks_planned} blocks", e.blocks);
+    let mut warnings = Vec::new();
+    let (direction, text) = if e.blocks <= 1 {
+        warnings.push(format!(
+            "one block: no interval, so no verdict; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)"
+        ));
+        (
+            Direction::NoDifference,
+            format!(
+                "{arm} measured {:.3} times {base} on `{}` in one block: no interval, {blocks}",
+                e.ratio, stat.name
+            ),
+        )
+    } else if lo > 1.0 {
+        let words = if speed {
+            format!("is {} slower than", factor(worse))
+        } else {
+            format!("uses {} more `{}` than", factor(worse), stat.name)
+        };
+        (
+            Direction::Slower,
+            format!(
+                "{arm} {words} {base} [{}, {}], {blocks}",
+                factor(lo),
+                factor(hi)
+            ),
+        )
+    } else if hi < 1.0 {
+        let words = if speed {
+            format!("is {} faster than", factor(1.0 / worse))
+        } else {
+            format!("uses {} less `{}` than", factor(1.0 / worse), stat.name)
+        };
+        (
+            Direction::Faster,
+            format!(
+                "{arm} {words} {base} [{}, {}], {blocks}",
+                factor(1.0 / hi),
+                factor(1.0 / lo)
+            ),
+        )
+    } else {
+        (
+            Direction::NoDifference,
+            format!(
+                "no detectable difference between {arm} and {base} (interval {:.2}–{:.2}), {blocks}",
+                e.ci_low, e.ci_high
+            ),
+        )
+    };
+    let weak = e.blocks < WEAK_BLOCKS;
+    if weak && e.blocks > 1 {
+        warnings.push(format!(
+            "weak evidence: the interval rests on {} blocks, fewer than {WEAK_BLOCKS}, and may be far narrower than its level says; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)",
+            e.blocks
+        ));
+    }
+    Verdict {
+        workload: e.workload.clone(),
+        arm: e.arm.clone(),
+        baseline: e.baseline.clone(),
+        statistic: e.statistic.clone(),
+        ratio: e.ratio,
+        lo: e.ci_low,
+        hi: e.ci_high,
+        blocks: e.blocks,
+        blocks_planned,
+        direction,
+        text,
+        weak,
+        warnings,
+    }
+}
+
+/// What the stored runs of the effect's workload and two arms say about
+/// it: the quiescence gate, short windows, steal, reruns, a resume.
+pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
+    let ours = |r: &&RunRow| {
+        r.result.workload == e.workload && (r.result.arm == e.arm || r.result.arm == e.baseline)
+    };
+    let all: Vec<&RunRow> = runs.iter().filter(ours).collect();
+    let finals: Vec<&RunRow> = final_rows(runs).into_iter().filter(ours).collect();
+    let n = finals.len();
+    let mut out = Vec::new();
+    let flagged = finals.iter().filter(|r| r.gate_flagged).count();
+    if n > 0 && flagged == n {
+        out.push(format!(
+            "every run ({n}) ran although the quiescence gate did not pass: other load on the machine is in these figures; rerun on a quiet machine"
+        ));
+    } else if flagged > 0 {
+        out.push(format!(
+            "{flagged} of {n} runs ran although the quiescence gate did not pass"
+        ));
+    }
+    let ok: Vec<&&RunRow> = finals
+        .iter()
+        .filter(|r| r.status == RunStatus::Ok)
+        .collect();
+    let short: Vec<f64> = ok
+        .iter()
+        .map(|r| r.result.measured_s)
+        .filter(|s| *s < SHORT_WINDOW_S)
+        .collect();
+    if !short.is_empty() {
+        let shortest = short.iter().copied().fold(f64::INFINITY, f64::min);
+        out.push(format!(
+            "{} of {} runs measured for less than {} ms (shortest {:.2} ms): timer and scheduling noise dominate such windows; raise `measure.measured`",
+            short.len(),
+            ok.len(),
+            SHORT_WINDOW_S * 1e3,
+            shortest * 1e3
+        ));
+    }
+    let stolen: Vec<f64> = finals
+        .iter()
+        .map(|r| r.steal_pct)
+        .filter(|s| *s >= STEAL_WARN_PCT)
+        .collect();
+    if !stolen.is_empty() {
+        let max = stolen.iter().copied().fold(0.0, f64::max);
+        out.push(format!(
+            "CPU steal of {max:.1}% at most, {} of {n} runs at {STEAL_WARN_PCT}% or more: the hypervisor took time from the measured runs",
+            stolen.len()
+        ));
+    }
+    let resumed = all
+        .iter()
+        .filter(|r| {
+            r.rerun_reason
+                .as_deref()
+                .is_some_and(|x| x.starts_with("resumed"))
+        })
+        .count();
+    if resumed > 0 {
+        out.push(format!(
+            "resumed after an interruption (a kill or a stop): {resumed} runs are later attempts, run apart in time from the rest of their blocks"
+        ));
+    }
+    let reruns = all
+        .iter()
+        .filter(|r| r.attempt > 0)
+        .count()
+        .saturating_sub(resumed);
+    if reruns > 0 {
+        out.push(format!(
+            "{reruns} runs were rerun after a failed attempt; the kept attempts ran later than the rest of their blocks"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::statistics::{STATISTICS, WINDOW_STATISTICS};
+
+    fn stat(name: &str) -> &'static Statistic {
+        STATISTICS
+            .iter()
+            .chain(WINDOW_STATISTICS)
+            .find(|s| s.name == name)
+            .unwrap()
+    }
+
+    fn effect(statistic: &str, ratio: f64, lo: f64, hi: f64, blocks: usize) -> EffectRow {
+        EffectRow {
+            workload: "get100".into(),
+            arm: "wasm".into(),
+            baseline: "builtin".into(),
+            statistic: statistic.into(),
+            ratio,
+            ci_low: lo,
+            ci_high: hi,
+            blocks,
+            won: 0,
+            level: 0.95,
+        }
+    }
+
+    #[test]
+    fn a_verdict_says_which_way_and_how_much_with_its_interval() {
+        let v = verdict(
+            stat("mean_latency"),
+            &effect("mean_latency", 8.6, 7.2, 10.1, 6),
+            6,
+        );
+        assert_eq!(v.direction, Direction::Slower);
+        assert_eq!(
+            v.text,
+            "wasm is 8.6× slower than builtin [7.2×, 10.1×], 6 of 6 blocks"
+        );
+        assert!(!v.weak && v.warnings.is_empty(), "{v:?}");
+
+        let v = verdict(
+            stat("mean_latency"),
+            &effect("mean_latency", 0.8, 0.75, 0.85, 6),
+            6,
+        );
+        assert_eq!(v.direction, Direction::Faster);
+        assert_eq!(
+            v.text,
+            "wasm is 1.25× faster than builtin [1.18×, 1.33×], 6 of 6 blocks"
+        );
+
+        let v = verdict(
+            stat("mean_latency"),
+            &effect("mean_latency", 1.01, 0.94, 1.07, 6),
+            6,
+        );
+        assert_eq!(v.direction, Direction::NoDifference);
+        assert_eq!(
+            v.text,
+            "no detectable difference between wasm and builtin (interval 0.94–1.07), 6 of 6 blocks"
+        );
+    }
+
+    #[test]
+    fn for_throughput_higher_is_better() {
+        // Half the throughput is twice as slow.
+        let v = verdict(
+            stat("throughput"),
+            &effect("throughput", 0.5, 0.4, 0.6, 8),
+            8,
+        );
+        assert_eq!(v.direction, Direction::Slower);
+        assert_eq!(
+            v.text,
+            "wasm is 2.0× slower than builtin [1.67×, 2.5×], 8 of 8 blocks"
+        );
+        let v = verdict(
+            stat("records_per_s"),
+            &effect("records_per_s", 1.5, 1.2, 1.8, 8),
+            8,
+        );
+        assert_eq!(v.direction, Direction::Faster);
+        // A cost statistic is worded as a cost.
+        let v = verdict(
+            stat("cpu_process"),
+            &effect("cpu_process", 1.5, 1.2, 1.8, 8),
+            8,
+        );
+        assert!(
+            v.text
+                .starts_with("wasm uses 1.50× more `cpu_process` than builtin"),
+            "{}",
+            v.text
+        );
+    }
+
+    #[test]
+    fn one_block_has_no_interval_and_few_blocks_are_weak() {
+        // A zero-width "interval" from one block is not evidence of anything.
+        let v = verdict(
+            stat("mean_latency"),
+            &effect("mean_latency", 0.979, 0.979, 0.979, 1),
+            6,
+        );
+        assert_eq!(v.direction, Direction::NoDifference);
+        assert!(v.weak);
+        assert!(v.text.contains("one block: no interval"), "{}", v.text);
+        assert!(!v.text.contains('['), "{}", v.text);
+        assert!(v.warnings[0].starts_with("one block: no interval"), "{v:?}");
+
+        let v = verdict(
+            stat("mean_latency"),
+            &effect("mean_latency", 0.9, 0.85, 0.95, 2),
+            2,
+        );
+        assert_eq!(v.direction, Direction::Faster);
+        assert!(v.weak);
+        assert!(
+            v.warnings[0].contains("rests on 2 blocks, fewer than 5"),
+            "{v:?}"
+        );
+        let v = verdict(
+            stat("mean_latency"),
+            &effect("mean_latency", 0.9, 0.85, 0.95, 5),
+            5,
+        );
+        assert!(!v.weak && v.warnings.is_empty());
+    }
+
+    fn row(slot: u32, arm: &str, attempt: u32) -> RunRow {
+        RunRow {
+            slot,
+            block: slot / 2,
+            position: slot % 2,
+            attempt,
+            status: RunStatus::Ok,
+            reason: None,
+            rerun_reason: None,
+            gate_flagged: false,
+            wall_s: 1.0,
+            steal_pct: 0.0,
+            oom_kills: None,
+            link: None,
+            values: BTreeMap::new(),
+            result: crate::run::RunResult {
+                workload: "get100".into(),
+                arm: arm.into(),
+                measured: 1000,
+                measured_s: 0.5,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Four blocks of two arms, clean.
+    fn clean() -> Vec<RunRow> {
+        (0..8)
+            .map(|slot| row(slot, if slot % 2 == 0 { "builtin" } else { "wasm" }, 0))
+            .collect()
+    }
+
+    #[test]
+    fn the_stored_runs_qualify_a_verdict() {
+        let e = effect("mean_latency", 1.0, 0.9, 1.1, 4);
+        assert!(run_warnings(&clean(), &e).is_empty());
+
+        let mut runs = clean();
+        for r in &mut runs {
+            r.gate_flagged = true;
+        }
+        let w = run_warnings(&runs, &e);
+        assert!(
+            w[0].starts_with("every run (8) ran although the quiescence gate did not pass"),
+            "{w:?}"
+        );
+
+        let mut runs = clean();
+        runs[1].gate_flagged = true;
+        runs[2].result.measured_s = 0.001;
+        runs[3].steal_pct = 4.5;
+        // Slot 4 was killed and resumed; slot 5 failed once and was rerun.
+        let mut resumed = row(4, "builtin", 1);
+        resumed.rerun_reason = Some("resumed after an earlier attempt".into());
+        let mut rerun = row(5, "wasm", 1);
+        rerun.rerun_reason = Some("attempt 0 failed: boom".into());
+        runs[5].status = RunStatus::Failed;
+        runs.extend([resumed, rerun]);
+        let w = run_warnings(&runs, &e).join("\n");
+        for expected in [
+            "1 of 8 runs ran although the quiescence gate did not pass",
+            "1 of 8 runs measured for less than 5 ms (shortest 1.00 ms)",
+            "CPU steal of 4.5% at most, 1 of 8 runs",
+            "resumed after an interruption (a kill or a stop): 1 runs",
+            "1 runs were rerun after a failed attempt",
+        ] {
+            assert!(w.contains(expected), "{expected}\n{w}");
+        }
+        // Another workload's runs say nothing about this one.
+        let other = effect("mean_latency", 1.0, 0.9, 1.1, 4);
+        let mut runs = clean();
+        for r in &mut runs {
+            r.result.workload = "put".into();
+            r.gate_flagged = true;
+        }
+        assert!(run_warnings(&runs, &other).is_empty());
+    }
+
+    #[test]
+    fn a_tail_percentile_needs_samples_enough_per_run() {
+        let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"builtin\"\nbaseline = true\n[[arms]]\nname = \"wasm\"\n";
+        let spec = PlanSpec::parse(text, &[]).unwrap();
+        let rows = statistic_rows(&spec, &clean());
+        assert!(rows.iter().all(|r| r.supported), "{rows:?}");
+        let mut runs = clean();
+        runs[3].result.measured = 40;
+        let rows = statistic_rows(&spec, &runs);
+        let p99 = rows.iter().find(|r| r.name == "p99_latency").unwrap();
+        assert!(!p99.supported);
+        assert!(p99.reason.as_deref().unwrap().contains("has 40"), "{p99:?}");
+        assert!(
+            rows.iter()
+                .filter(|r| r.name != "p99_latency")
+                .all(|r| r.supported)
+        );
+    }
+}

@@ -1,0 +1,275 @@
+//! The one way a run's child process is started and ended: a `blocklab
+//! worker` ([`super::executor`]) and a process arm's program
+//! ([`super::process`]) both run here. The child gets its own process
+//! group (a Ctrl-C at the terminal reaches the supervisor only, which
+//! decides the run's fate; a timeout or an interrupt kills the whole
+//! group), is pinned to the client CPUs, is given its request on stdin and
+//! is read on stdout and stderr by the caller's readers. It is reaped with
+//! `wait4` for its rusage; with [`Containment::Subreaper`], what it leaves
+//! running after it exits is found and killed too.
+
+use super::interrupt::Interrupt;
+use crate::machine::placement;
+use anyhow::Context;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::process::{ChildStderr, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// What the host does about processes a child leaves behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Containment {
+    /// Its process group is killed when it ends early (timeout, interrupt).
+    Group,
+    /// As `Group`, and this process becomes the subreaper of the child's
+    /// descendants: any that outlive it, even in a session of their own,
+    /// are killed and counted ([`Finished::strays`]).
+    Subreaper,
+}
+
+/// How the child ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// It exited by itself: its wait status and rusage.
+    Exited(i32, libc::rusage),
+    /// It outlived its deadline and was killed with its group.
+    TimedOut,
+    /// A signal asked the host to stop; the child was killed with its group.
+    Interrupted(i32),
+}
+
+/// A finished child and what its readers returned.
+pub struct Finished<O> {
+    pub ended: Ended,
+    pub stdout: O,
+    pub stderr: String,
+    /// Processes it left running after it exited, now killed
+    /// ([`Containment::Subreaper`] only).
+    pub strays: usize,
+    /// Just before it was spawned.
+    pub spawned: Instant,
+    /// When the host saw it exit.
+    pub exited_at: Instant,
+}
+
+/// One child to run: its command, where it runs and how long it may.
+pub struct Job<'a> {
+    pub command: Command,
+    /// The client CPUs it is pinned to.
+    pub cpus: &'a [usize],
+    pub timeout: Duration,
+    pub interrupt: &'a Interrupt,
+    /// Written to its stdin from a thread of its own, then closed.
+    pub stdin: Vec<u8>,
+    pub containment: Containment,
+}
+
+impl Job<'_> {
+    /// Spawns the child, feeds its stdin, reads stdout with `stdout(pipe,
+    /// pid)` and stderr with `stderr`, each on a thread, and waits for it
+    /// under the deadline and the interrupt. `spawn_error` names the child
+    /// when it cannot be started at all.
+    pub fn run<O: Send + 'static>(
+        mut self,
+        spawn_error: impl FnOnce() -> String,
+        stdout: impl FnOnce(ChildStdout, i32) -> O + Send + 'static,
+        stderr: impl FnOnce(ChildStderr) -> String + Send + 'static,
+    ) -> anyhow::Result<Finished<O>> {
+        use std::os::unix::process::CommandExt as _;
+        if self.containment == Containment::Subreaper {
+            // Without it a child that left the group (setsid) and outlived
+            // the program would go to init, out of reach: no run without it.
+            become_subreaper().context("cannot become the subreaper of the program's children")?;
+        }
+        let before = children();
+        self.command
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        placement::pin_child(&mut self.command, self.cpus);
+        let spawned = Instant::now();
+        let mut child = self.command.spawn().with_context(spawn_error)?;
+        let pid = child.id() as i32;
+        let mut pipe_in = child.stdin.take().context("the child's stdin")?;
+        let request = self.stdin;
+        let writer = std::thread::spawn(move || {
+            // A child that exits without reading its request is judged by
+            // its exit and output, not by this write.
+            let _ = pipe_in.write_all(&request);
+        });
+        let pipe_out = child.stdout.take().context("the child's stdout")?;
+        let reader = std::thread::spawn(move || stdout(pipe_out, pid));
+        let pipe_err = child.stderr.take().context("the child's stderr")?;
+        let tail = std::thread::spawn(move || stderr(pipe_err));
+
+        let (done, watchdog) = watch(pid, spawned + self.timeout, self.interrupt.clone());
+        // std's Child is not waited on: the child is reaped below by wait4,
+        // for its rusage, once its output is read.
+        let exited = wait_exited(pid);
+        let exited_at = Instant::now();
+        drop(done);
+        let killed = watchdog.join().ok().flatten();
+        // Whatever is left holds the pipes open: kill it before joining
+        // the readers.
+        let strays = match self.containment {
+            Containment::Subreaper => kill_strays(pid, &before),
+            Containment::Group => 0,
+        };
+        let _ = writer.join();
+        let stdout = reader.join().map_err(|_| {
+            anyhow::anyhow!("the child's stdout reader panicked; this is a bug in blocklab")
+        })?;
+        let stderr = tail.join().unwrap_or_default();
+        exited.context("cannot wait for the child")?;
+        let (status, usage) = reap(pid).context("cannot wait for the child")?;
+        Ok(Finished {
+            ended: killed.unwrap_or(Ended::Exited(status, usage)),
+            stdout,
+            stderr,
+            strays,
+            spawned,
+            exited_at,
+        })
+    }
+}
+
+/// A thread that kills group `pid` at `deadline` or on an interrupt, until
+/// the returned sender is dropped; it returns why it killed, if it did.
+fn watch(
+    pid: i32,
+    deadline: Instant,
+    interrupt: Interrupt,
+) -> (mpsc::Sender<()>, std::thread::JoinHandle<Option<Ended>>) {
+    let (done, finished) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        loop {
+            match finished.recv_timeout(Duration::from_millis(10)) {
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(signal) = interrupt.signal() {
+                        kill_group(pid);
+                        return Some(Ended::Interrupted(signal));
+                    }
+                    if Instant::now() >= deadline {
+                        kill_group(pid);
+                        return Some(Ended::TimedOut);
+                    }
+                }
+                _ => return None,
+            }
+        }
+    });
+    (done, watchdog)
+}
+
+/// Makes this process the subreaper of its descendants (prctl
+/// `PR_SET_CHILD_SUBREAPER`), so that a program's children that outlive it,
+/// even in a session of their own (`setsid`), become this process's
+/// children, where they can be found and killed, instead of init's.
+fn become_subreaper() -> std::io::Result<()> {
+    // SAFETY: prctl with an integer argument; no pointers.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// This process's children, from every thread's `children` list.
+fn children() -> BTreeSet<i32> {
+    let mut out = BTreeSet::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// SIGKILL to every process of group `pgid`.
+pub fn kill_group(pgid: i32) {
+    // SAFETY: kill with a negative pid signals a process group.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+/// Waits until child `pid` has exited without reaping it: while it is a
+/// zombie its /proc entry (and the CPU time a late mark reads there) stays.
+fn wait_exited(pid: i32) -> std::io::Result<()> {
+    loop {
+        // SAFETY: zeroed siginfo is valid plain data that waitid fills.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to our local.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Reaps child `pid` and returns its wait status and rusage.
+fn reap(pid: i32) -> std::io::Result<(i32, libc::rusage)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is valid plain data that wait4 fills.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointers to our locals.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if rc == pid {
+            return Ok((status, usage));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Kills what the exited child `pid` left behind and returns how many
+/// processes that was. Its process group gets SIGKILL; and since this
+/// process is their subreaper ([`become_subreaper`]), every descendant that
+/// outlived its parent, even in a session of its own, is now a child of
+/// this process that was not one before the run (`before`): each is killed
+/// and reaped, which hands its own children up here in turn, until none is
+/// left.
+fn kill_strays(pid: i32, before: &BTreeSet<i32>) -> usize {
+    let mut seen = BTreeSet::new();
+    // Bounded: a fork bomb outrunning the kills still ends the loop.
+    for _ in 0..10_000 {
+        kill_group(pid);
+        let strays: Vec<i32> = children()
+            .into_iter()
+            .filter(|p| *p != pid && !before.contains(p))
+            .collect();
+        if strays.is_empty() {
+            break;
+        }
+        for stray in strays {
+            seen.insert(stray);
+            // SAFETY: signalling and reaping a child of ours.
+            unsafe {
+                libc::kill(stray, libc::SIGKILL);
+                libc::waitpid(stray, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+    seen.len()
+}
