@@ -22,6 +22,7 @@ mod serve;
 mod simulate;
 mod slurm_block;
 mod store;
+mod submit;
 mod target;
 mod workloads;
 
@@ -91,6 +92,9 @@ enum Command {
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
     /// campaign run with `--profile`.
     Profile(profile::ProfileArgs),
+    /// Send a plan to a daemon: upload the plugins it names (by sha256),
+    /// post it, and with `--wait` follow it to its end (docs/daemon.md).
+    Submit(submit::SubmitArgs),
     /// Write stored campaigns (sealed plan, every run with its histogram
     /// and profile, blobs) to stdout or `--output` in the export format
     /// (docs/export.md), to archive them or move them to another store.
@@ -248,6 +252,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::SimulateIntervals(args) => simulate::main(args),
         Command::Campaigns(args) => campaigns::main(args),
         Command::Profile(args) => profile::main(args),
+        Command::Submit(args) => submit::main(args),
         Command::Export(args) => export::export(args),
         Command::Import(args) => export::import(args),
         Command::Store(command) => store::main(command),

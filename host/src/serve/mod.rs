@@ -10,6 +10,7 @@
 
 mod api;
 mod assets;
+pub mod client;
 mod error;
 mod guard;
 mod openapi;

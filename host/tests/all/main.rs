@@ -23,5 +23,6 @@ mod process_arms;
 mod slurm;
 mod slurm_cluster;
 mod store_damage;
+mod submit;
 mod support;
 mod web;
