@@ -85,6 +85,24 @@ pub struct CampaignMeta {
     pub total_runs: u32,
     /// Slots that have a final attempt; reruns of a slot count once.
     pub finished_runs: u32,
+    /// Free-form labels given when the campaign was created (`--tag
+    /// commit=abc`): what it measured, for history and baselines.
+    /// Campaigns stored before tags existed decode with none.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// The machine (or the name given for it) the campaign was created on:
+    /// only campaigns of one testbed form a series. `None` for campaigns
+    /// stored before testbeds existed.
+    #[serde(default)]
+    pub testbed: Option<String>,
+}
+
+/// What a new campaign is labelled with besides its plan
+/// ([`Store::create_campaign_labelled`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Labels {
+    pub tags: BTreeMap<String, String>,
+    pub testbed: Option<String>,
 }
 
 /// A campaign's id and its metadata, or why the metadata does not decode
@@ -239,6 +257,19 @@ impl Store {
         total_runs: u32,
         sealed_plan: &P,
     ) -> Result<CampaignMeta, StoreError> {
+        self.create_campaign_labelled(name, plan_hash, total_runs, sealed_plan, &Labels::default())
+    }
+
+    /// [`Store::create_campaign`] with tags and a testbed stored in the
+    /// campaign's metadata.
+    pub fn create_campaign_labelled<P: Serialize>(
+        &self,
+        name: &str,
+        plan_hash: &str,
+        total_runs: u32,
+        sealed_plan: &P,
+        labels: &Labels,
+    ) -> Result<CampaignMeta, StoreError> {
         self.writable()?;
         let plan = encode("the sealed plan", sealed_plan)?;
         let created_unix_ms = SystemTime::now()
@@ -261,6 +292,8 @@ impl Store {
                     status: CampaignStatus::Queued,
                     total_runs,
                     finished_runs: 0,
+                    tags: labels.tags.clone(),
+                    testbed: labels.testbed.clone(),
                 };
                 let bytes = encode(&format!("campaign `{id}`"), &m).or_else(abort)?;
                 campaigns.insert(&keys::campaign(id), bytes)?;

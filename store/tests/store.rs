@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use blocklab_store::{CampaignId, CampaignStatus, RunKey, SCHEMA_VERSION, Store, StoreError};
+use blocklab_store::{
+    CampaignId, CampaignStatus, Labels, RunKey, SCHEMA_VERSION, Store, StoreError,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, Debug, PartialEq, Clone)]
@@ -144,6 +146,51 @@ fn campaigns_round_trip_with_dense_ids_and_sealed_plan() {
             arms: vec![]
         }
     );
+}
+
+#[test]
+fn tags_and_testbed_round_trip_and_campaigns_stored_before_them_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = Labels {
+        tags: BTreeMap::from([
+            ("branch".to_owned(), "main".to_owned()),
+            ("commit".to_owned(), "abc123".to_owned()),
+        ]),
+        testbed: Some("ci-box".into()),
+    };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let old = new_campaign(&store, 2);
+        let tagged = store
+            .create_campaign_labelled("tagged", "sha256:def", 2, &plan(), &labels)
+            .unwrap();
+        assert_eq!(store.campaign(tagged.id).unwrap(), tagged);
+        assert_eq!(old, 1);
+    }
+    {
+        // Campaign 1 as a store written before tags and testbeds existed
+        // holds it: the same JSON without those two keys.
+        let db = raw_open(dir.path());
+        let campaigns = db.open_tree("campaigns").unwrap();
+        let key = 1u64.to_be_bytes();
+        let mut meta: serde_json::Value =
+            serde_json::from_slice(&campaigns.get(key).unwrap().unwrap()).unwrap();
+        let object = meta.as_object_mut().unwrap();
+        assert!(object.remove("tags").is_some() && object.remove("testbed").is_some());
+        campaigns
+            .insert(key, serde_json::to_vec(&meta).unwrap())
+            .unwrap();
+        db.flush().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let old = store.campaign(1).unwrap();
+    assert_eq!((old.name.as_str(), old.total_runs), ("quick", 2));
+    assert!(old.tags.is_empty());
+    assert_eq!(old.testbed, None);
+    let tagged = store.campaign(2).unwrap();
+    assert_eq!(tagged.tags, labels.tags);
+    assert_eq!(tagged.testbed.as_deref(), Some("ci-box"));
+    assert_eq!(store.campaigns().unwrap().len(), 2);
 }
 
 #[test]

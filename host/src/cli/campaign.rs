@@ -48,6 +48,20 @@ pub(super) struct CampaignArgs {
     /// `executor.spool`.
     #[arg(long, value_name = "DIR", conflicts_with = "resume")]
     spool: Option<PathBuf>,
+    /// Label the campaign, `KEY=VALUE` (e.g. `commit=abc123`,
+    /// `branch=main`); repeatable. Stored with it, not sealed into the plan.
+    #[arg(long = "tag", value_name = "KEY=VALUE", conflicts_with = "resume")]
+    tags: Vec<String>,
+    /// The testbed the campaign belongs to (default: this machine,
+    /// `HOST-Ncpu-FINGERPRINT`); only campaigns of one testbed are compared
+    /// as a series.
+    #[arg(
+        long,
+        env = "BLOCKLAB_TESTBED",
+        value_name = "NAME",
+        conflicts_with = "resume"
+    )]
+    testbed: Option<String>,
 }
 
 pub(super) fn main(args: CampaignArgs) -> anyhow::Result<ExitCode> {
@@ -85,6 +99,11 @@ fn create(
     path: &std::path::Path,
     store: &blocklab_store::Store,
 ) -> anyhow::Result<blocklab_store::CampaignId> {
+    // Checked before sealing, which can take seconds.
+    let identity = crate::plan::identity::Identity::new(
+        args.tags.iter().map(String::as_str),
+        args.testbed.as_deref(),
+    )?;
     // The flags are overrides like `--set`: sealed, and shown so.
     let mut overrides = args.overrides.clone();
     if let Some(kind) = args.executor {
@@ -100,7 +119,7 @@ fn create(
     }
     let sealed = crate::plan::seal::seal_file(path, &overrides, args.cache.dir())?;
     warn(&sealed.warnings);
-    let meta = sealed.create_campaign(store)?;
+    let meta = sealed.create_campaign_as(store, &identity)?;
     say(&format!(
         "campaign {} `{}`: {} runs, plan {} (stored in {})",
         meta.id,

@@ -40,8 +40,8 @@ fn campaign_table(entries: &[blocklab_store::CampaignEntry]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>4}  {:<24} {:<10} {:>9}  plan",
-        "id", "name", "status", "runs"
+        "{:>4}  {:<24} {:<10} {:>9}  {:<12}  {:<20}  tags",
+        "id", "name", "status", "runs", "plan", "testbed"
     );
     for (id, entry) in entries {
         let c = match entry {
@@ -51,16 +51,19 @@ fn campaign_table(entries: &[blocklab_store::CampaignEntry]) -> String {
                 continue;
             }
         };
-        let _ = writeln!(
-            out,
-            "{:>4}  {:<24} {:<10} {:>4}/{:<4}  {}",
+        let tags: Vec<String> = c.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let line = format!(
+            "{:>4}  {:<24} {:<10} {:>4}/{:<4}  {:<12}  {:<20}  {}",
             c.id,
             c.name,
             c.status.label(),
             c.finished_runs,
             c.total_runs,
-            &c.plan_hash[..12.min(c.plan_hash.len())]
+            &c.plan_hash[..12.min(c.plan_hash.len())],
+            c.testbed.as_deref().unwrap_or("-"),
+            tags.join(" ")
         );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     out
 }
@@ -70,7 +73,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_unreadable_campaign_is_listed_in_its_place() {
+    fn an_unreadable_campaign_is_listed_in_its_place_and_tags_and_testbed_are_shown() {
         let meta = |id| blocklab_store::CampaignMeta {
             id,
             name: "quick".into(),
@@ -79,6 +82,12 @@ mod tests {
             status: blocklab_store::CampaignStatus::Finished,
             total_runs: 2,
             finished_runs: 2,
+            tags: if id == 3 {
+                [("commit".to_owned(), "abc".to_owned())].into()
+            } else {
+                Default::default()
+            },
+            testbed: (id == 3).then(|| "ci-box".to_owned()),
         };
         let damaged = blocklab_store::StoreError::NotFound {
             what: "campaign `2` in the store cannot be decoded".into(),
@@ -86,7 +95,7 @@ mod tests {
         let table = campaign_table(&[(1, Ok(meta(1))), (2, Err(damaged)), (3, Ok(meta(3)))]);
         assert_eq!(
             table,
-            "  id  name                     status          runs  plan\n   1  quick                    finished      2/2     abcdef012345\n   2  unreadable: campaign `2` in the store cannot be decoded\n   3  quick                    finished      2/2     abcdef012345\n"
+            "  id  name                     status          runs  plan          testbed               tags\n   1  quick                    finished      2/2     abcdef012345  -\n   2  unreadable: campaign `2` in the store cannot be decoded\n   3  quick                    finished      2/2     abcdef012345  ci-box                commit=abc\n"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! The machine a campaign runs on: CPU placement (groups, affinity,
-//! pinning), per-thread CPU time, the counting allocator, and the network
+//! pinning), per-thread CPU time, the counting allocator, its identity as a
+//! testbed (`testbed`), and the network
 //! namespace and shaped link a target can be placed behind (`netns`). The bottom
 //! layer: it imports no other module of the crate, so every stage can use it.
 
@@ -7,3 +8,4 @@ pub mod alloc;
 pub mod cpu;
 pub mod netns;
 pub mod placement;
+pub mod testbed;

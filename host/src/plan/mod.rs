@@ -1,6 +1,8 @@
-//! Plans: the campaign spec, its balanced schedule of arm orders, and sealing.
+//! Plans: the campaign spec, its balanced schedule of arm orders, sealing,
+//! and a campaign's identity (tags, testbed, plan family, series key).
 
 pub mod design;
+pub mod identity;
 pub mod inputs;
 pub mod seal;
 pub mod spec;

@@ -324,6 +324,21 @@ impl SealedPlan {
         )
     }
 
+    /// [`SealedPlan::create_campaign`] with the campaign's tags and testbed.
+    pub fn create_campaign_as(
+        &self,
+        store: &blocklab_store::Store,
+        identity: &super::identity::Identity,
+    ) -> Result<blocklab_store::CampaignMeta, blocklab_store::StoreError> {
+        store.create_campaign_labelled(
+            &self.spec.name,
+            &self.hash,
+            self.schedule.len() as u32,
+            self,
+            &identity.labels(),
+        )
+    }
+
     fn compute_hash(&self) -> anyhow::Result<String> {
         let mut unsealed = self.clone();
         unsealed.hash.clear();

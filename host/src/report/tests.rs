@@ -144,6 +144,8 @@ fn fixture_with(status: CampaignStatus) -> Report {
         status,
         total_runs: plan.schedule.len() as u32,
         finished_runs: plan.schedule.len() as u32,
+        tags: [("commit".to_owned(), "abc123".to_owned())].into(),
+        testbed: Some("snapbed".into()),
     };
     let environment = Environment {
         cpu_model: "Test CPU".into(),

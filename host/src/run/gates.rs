@@ -204,15 +204,7 @@ pub struct Environment {
 impl Environment {
     pub fn read() -> Environment {
         let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_owned());
-        let cpu_model = read("/proc/cpuinfo")
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_owned())
-            })
-            .unwrap_or_else(|| "unknown".into());
+        let cpu_model = crate::machine::testbed::cpu_model();
         let memory_gib = read("/proc/meminfo")
             .ok()
             .and_then(|t| {
@@ -231,9 +223,9 @@ impl Environment {
                 .iter()
                 .map(|g| crate::machine::placement::format_cpu_list(g))
                 .collect(),
-            online_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            online_cpus: crate::machine::testbed::online_cpus(),
             memory_gib,
-            hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
+            hostname: crate::machine::testbed::hostname(),
             blocklab_version: env!("CARGO_PKG_VERSION").to_owned(),
             qdiscs: None,
         }

@@ -210,7 +210,11 @@ struct CreateQuery {
     post,
     path = "/api/campaigns",
     tag = "campaigns",
-    params(CreateQuery),
+    params(
+        CreateQuery,
+        ("tag" = Option<Vec<String>>, Query, description = "a label stored with the campaign, `KEY=VALUE` (`tag=commit=abc123`); repeatable; keys 1-64 of `[a-z0-9_.-]`, values up to 256 printable characters"),
+        ("testbed" = Option<String>, Query, description = "the testbed the campaign belongs to; default the daemon's machine (`HOST-Ncpu-FINGERPRINT`)"),
+    ),
     request_body(description = "the plan, TOML or JSON (docs/plans.md)", content((String = "application/toml"), (String = "application/json"))),
     responses(
         (status = 201, description = "queued", body = Created),
@@ -225,11 +229,13 @@ async fn create_campaign(
     State(state): State<AppState>,
     headers: HeaderMap,
     Query(q): Query<CreateQuery>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Created>), AppError> {
     if let Some(text) = &q.profile {
         Selection::parse(text).map_err(|e| AppError::bad_request(format!("{e:#}")))?;
     }
+    let identity = posted_identity(raw.as_deref().unwrap_or(""))?;
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             AppError::TooLarge(format!(
@@ -250,7 +256,7 @@ async fn create_campaign(
     let created = blocking(move || {
         let sealed = seal_posted(&body, json, cache_dir, allow_process_arms, &plugins_dir)?;
         let store = st.store();
-        let meta = sealed.create_campaign(store)?;
+        let meta = sealed.create_campaign_as(store, &identity)?;
         if let Some(text) = &q.profile {
             store.put_blob(meta.id, PROFILE_BLOB, text)?;
         }
@@ -348,6 +354,22 @@ async fn upload_plugin(
     ))
 }
 
+/// The tags (`tag=KEY=VALUE`, repeatable) and testbed of a posted
+/// campaign, from the raw query: serde's query parsing takes a key once.
+fn posted_identity(query: &str) -> Result<crate::plan::identity::Identity, AppError> {
+    let mut tags = Vec::new();
+    let mut testbed = None;
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        match &*key {
+            "tag" => tags.push(value.into_owned()),
+            "testbed" => testbed = Some(value.into_owned()),
+            _ => {}
+        }
+    }
+    crate::plan::identity::Identity::new(tags.iter().map(String::as_str), testbed.as_deref())
+        .map_err(|e| AppError::bad_request(e.to_string()))
+}
+
 /// Parses and seals a posted plan; every failure is the client's (400).
 fn seal_posted(
     body: &[u8],
@@ -395,6 +417,9 @@ struct Summary {
     baseline: String,
     workloads: Vec<String>,
     blocks: usize,
+    /// The plan family (docs/reports.md, "Series"): campaigns of one family
+    /// and testbed form a series.
+    family: String,
     /// Why the sealed plan could not be read (its fields above are empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     unreadable: Option<String>,
@@ -405,7 +430,7 @@ struct Summary {
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 enum ListEntry {
-    Campaign(Summary),
+    Campaign(Box<Summary>),
     Unreadable { id: CampaignId, unreadable: String },
 }
 
@@ -442,6 +467,7 @@ async fn list_campaigns(State(state): State<AppState>) -> Result<Json<Vec<ListEn
                         .unwrap_or_default(),
                     workloads: plan.spec.workloads.iter().map(|w| w.name.clone()).collect(),
                     blocks: plan.spec.blocks,
+                    family: crate::plan::identity::PlanFamily::of(&plan.spec).0,
                     campaign,
                     unreadable: None,
                 },
@@ -450,11 +476,12 @@ async fn list_campaigns(State(state): State<AppState>) -> Result<Json<Vec<ListEn
                     baseline: String::new(),
                     workloads: Vec::new(),
                     blocks: 0,
+                    family: String::new(),
                     campaign,
                     unreadable: Some(e.to_string()),
                 },
             };
-            out.push(ListEntry::Campaign(summary));
+            out.push(ListEntry::Campaign(Box::new(summary)));
         }
         Ok(Json(out))
     })

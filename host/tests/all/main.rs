@@ -9,6 +9,7 @@ mod daemon_limits;
 mod daemon_support;
 mod exit_codes;
 mod export;
+mod gate;
 mod grpc;
 mod hostile;
 mod intervals;
