@@ -13,6 +13,7 @@ mod calibrate;
 mod campaign;
 mod campaigns;
 mod export;
+mod history;
 mod plan;
 mod plugin;
 mod profile;
@@ -92,6 +93,9 @@ enum Command {
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
     /// campaign run with `--profile`.
     Profile(profile::ProfileArgs),
+    /// A series' effect over campaigns (each with its interval, time and
+    /// tags) and its change points (docs/method.md, "Change points").
+    History(history::HistoryArgs),
     /// Send a plan to a daemon: upload the plugins it names (by sha256),
     /// post it, and with `--wait` follow it to its end (docs/daemon.md).
     Submit(submit::SubmitArgs),
@@ -252,6 +256,7 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::SimulateIntervals(args) => simulate::main(args),
         Command::Campaigns(args) => campaigns::main(args),
         Command::Profile(args) => profile::main(args),
+        Command::History(args) => history::main(args),
         Command::Submit(args) => submit::main(args),
         Command::Export(args) => export::export(args),
         Command::Import(args) => export::import(args),

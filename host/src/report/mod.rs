@@ -13,6 +13,7 @@ mod analysis;
 pub mod calibration;
 mod csv;
 mod format;
+pub mod history;
 pub mod hosts;
 mod markdown;
 mod model;

@@ -49,6 +49,7 @@ fn routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(list_campaigns))
         .routes(routes!(campaign))
         .routes(routes!(campaign_report))
+        .routes(routes!(series_history))
         .routes(routes!(campaign_runs))
         .routes(routes!(latency))
         .routes(routes!(run_profile))
@@ -566,6 +567,40 @@ struct ReportQuery {
     /// plan's baseline (400 naming the arms when the campaign has no such
     /// arm).
     baseline: Option<String>,
+}
+
+/// A series' history and change points
+///
+/// One testbed, plan family, workload, arm and statistic over finished
+/// campaigns: each campaign's effect with its interval, time and tags, and
+/// the change points of the series (docs/method.md, "Change points"). The
+/// JSON of `blocklab history --json`.
+#[utoipa::path(
+    get,
+    path = "/api/history",
+    tag = "campaigns",
+    params(crate::report::history::Query),
+    responses(
+        (status = 200, description = "the history", body = crate::report::history::History),
+        (status = 400, description = "the query names several series (choose `testbed` or `family`) or a statistic no campaign has", body = ErrorBody),
+        (status = 404, description = "no finished campaign has the workload and arm", body = ErrorBody),
+    )
+)]
+async fn series_history(
+    State(state): State<AppState>,
+    Query(q): Query<crate::report::history::Query>,
+) -> Result<Json<crate::report::history::History>, AppError> {
+    use crate::report::history::{HistoryError, history};
+    let st = state.clone();
+    let h = blocking(move || {
+        history(st.store(), &q).map_err(|e| match e.downcast_ref::<HistoryError>() {
+            Some(HistoryError::Empty { .. }) => AppError::NotFound(e.to_string()),
+            Some(_) => AppError::bad_request(e.to_string()),
+            None => AppError::Internal(e),
+        })
+    })
+    .await?;
+    Ok(Json(h))
 }
 
 /// The campaign's report

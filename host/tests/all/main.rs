@@ -11,6 +11,7 @@ mod exit_codes;
 mod export;
 mod gate;
 mod grpc;
+mod history;
 mod hostile;
 mod intervals;
 mod kv_conformance;
