@@ -77,13 +77,15 @@ function connectEvents() {
 // ---- routing -------------------------------------------------------------
 
 async function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
+  const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+  const parts = path.split("/").filter(Boolean);
   $main.replaceChildren(el("p", { class: "muted" }, "loading…"));
   view = null;
   try {
     if (parts[0] === "campaigns" && parts[1]) await campaignPage(parts[1]);
     else if (parts[0] === "compare") await comparePage(parts[1], parts[2]);
     else if (parts[0] === "submit") submitPage();
+    else if (parts[0] === "history") await historyPage(new URLSearchParams(query || "")); // web/history.js
     else await listPage();
   } catch (e) {
     $main.replaceChildren(el("p", { class: "error", id: "page-error" }, e.message));
@@ -150,6 +152,8 @@ async function campaignPage(id) {
     el("p", { class: "downloads" }, "report: ",
       ["md", "json", "csv"].map((f) => el("a", { href: `/api/campaigns/${c.id}/report?format=${f}`, download: `campaign-${c.id}.${f}` }, f)),
       el("a", { href: `#/compare/${c.id}` }, "compare with…")),
+    el("p", { class: "history-links" }, "history: ", plan.workloads.flatMap((w) => plan.arms.filter((a) => !a.baseline).map((a) =>
+      el("a", { href: `#/history?workload=${encodeURIComponent(w.name)}&arm=${encodeURIComponent(a.name)}` }, `${w.name} · ${a.name}`)))),
     body);
 
   let finished = c.finished_runs;

@@ -98,4 +98,22 @@ fn a_slowdown_from_one_campaign_on_is_the_change_point_of_its_series() {
     assert_eq!(body["points"], h["points"]);
     let (status, body) = d.get("/api/history?workload=get100&arm=nope");
     assert_eq!(status, 404, "{body}");
+
+    // The web UI's history page, in a real browser.
+    if !crate::web::browser_available() {
+        return;
+    }
+    let output = std::process::Command::new("node")
+        .arg(crate::web::repo().join("web/tests/history.mjs"))
+        .env("BLOCKLAB_URL", d.url())
+        .env("BLOCKLAB_FINISHED", points[0]["campaign"].to_string())
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "browser check failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("# pass 1"), "{stdout}");
 }

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// Whether the browser tests can run; panics if they must and cannot.
-fn browser_available() -> bool {
+pub(crate) fn browser_available() -> bool {
     let chromium = Path::new("/usr/bin/chromium").exists();
     let playwright = repo()
         .join("web/tests/node_modules/playwright-core")
