@@ -24,6 +24,12 @@ pub(super) struct SubmitArgs {
     /// finished, 3 failed or cancelled.
     #[arg(long)]
     wait: bool,
+    /// Label the campaign, `KEY=VALUE` (e.g. `commit=abc123`); repeatable.
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    tags: Vec<String>,
+    /// The testbed the campaign counts for [default: the daemon's machine].
+    #[arg(long, value_name = "NAME")]
+    testbed: Option<String>,
 }
 
 pub(super) fn main(args: SubmitArgs) -> anyhow::Result<ExitCode> {
@@ -37,9 +43,16 @@ pub(super) fn main(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         .trim()
         .to_owned();
     let daemon = Daemon::new(&args.daemon, Some(token))?;
+    // Checked here too, so a typo fails before anything is uploaded.
+    crate::plan::identity::parse_tags(args.tags.iter().map(String::as_str))?;
+    if let Some(name) = &args.testbed {
+        crate::plan::identity::check_testbed(name)?;
+    }
     let submission = Submission {
         plan: args.plan,
         wait: args.wait,
+        tags: args.tags,
+        testbed: args.testbed,
     };
     let outcome = client::submit(&daemon, &submission, &mut |line| say(line))?;
     Ok(ExitCode::from(match outcome {

@@ -236,6 +236,10 @@ pub struct Submission {
     pub plan: PathBuf,
     /// Follow the campaign until it ends.
     pub wait: bool,
+    /// `KEY=VALUE` labels of the campaign (`?tag=`).
+    pub tags: Vec<String>,
+    /// The testbed it counts for (`?testbed=`); the daemon's machine if none.
+    pub testbed: Option<String>,
 }
 
 /// How a submitted campaign ended (with `--wait`), or that it was queued.
@@ -325,11 +329,15 @@ pub fn submit(
     } else {
         None
     };
-    let created = daemon.json(
-        "POST",
-        "/api/campaigns",
-        Some(("application/toml", body.as_bytes())),
-    )?;
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for tag in &s.tags {
+        query.append_pair("tag", tag);
+    }
+    if let Some(testbed) = &s.testbed {
+        query.append_pair("testbed", testbed);
+    }
+    let path = format!("/api/campaigns?{}", query.finish());
+    let created = daemon.json("POST", &path, Some(("application/toml", body.as_bytes())))?;
     let id = created["id"]
         .as_u64()
         .context("the daemon's answer to `POST /api/campaigns` has no `id`")?;

@@ -112,7 +112,7 @@ fn submit_uploads_the_plans_plugins_posts_it_and_waits_for_its_outcome() {
             .args(extra))
     };
 
-    let r = submit(&["--wait"]);
+    let r = submit(&["--wait", "--tag", "commit=abc123", "--testbed", "ci-1"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let sha = hex::encode(sha2::Sha256::digest(std::fs::read(&path).unwrap()));
     assert!(
@@ -124,6 +124,13 @@ fn submit_uploads_the_plans_plugins_posts_it_and_waits_for_its_outcome() {
     assert!(r.stderr.contains("campaign 1 finished"), "{}", r.stderr);
     let (_, detail) = d.get("/api/campaigns/1");
     assert_eq!(state(&detail), "finished", "{detail}");
+    assert_eq!(detail["campaign"]["tags"]["commit"], "abc123", "{detail}");
+    assert_eq!(detail["campaign"]["testbed"], "ci-1", "{detail}");
+
+    // A bad tag fails before anything is sent.
+    let r = submit(&["--tag", "Commit"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("`--tag commit=abc123`"), "{}", r.stderr);
 
     // A wrong token is the daemon's refusal, named.
     std::fs::write(&token, "not-the-token\n").unwrap();
