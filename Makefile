@@ -112,12 +112,12 @@ endif
 deps-net:
 	@command -v ip >/dev/null && command -v tc >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y iproute2)
 
-## deps-browser: Debian's chromium and playwright-core (pinned in
+## deps-browser: Debian's chromium, playwright-core and axe-core (pinned in
 ## web/tests/package-lock.json) for the browser tests; no browser download.
 deps-browser:
 	@command -v chromium >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y chromium)
 	@command -v node >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y nodejs npm)
-	@test -f web/tests/node_modules/playwright-core/package.json || npm ci --prefix web/tests --no-audit --no-fund
+	@test -f web/tests/node_modules/playwright-core/package.json -a -f web/tests/node_modules/axe-core/axe.min.js || npm ci --prefix web/tests --no-audit --no-fund
 
 ## vendor-web: refresh web/vendor/ from npm (maintainers only; the build
 ## embeds the committed files and never needs npm).

@@ -33,8 +33,16 @@ function svg(tag, attrs = {}, text) {
   return e;
 }
 
+// Every page load is one navigation: a newer one aborts the older one's
+// reads and makes its late answers stale, so a slow list refresh never
+// replaces the page opened after it (issue 18 point 7).
+let nav = { seq: 0, abort: new AbortController() };
+const stale = (seq) => seq !== nav.seq;
+
 async function api(path, options) {
-  const r = await fetch(path, options);
+  const method = (options && options.method) || "GET";
+  // Writes are not aborted by leaving the page: the daemon acts on them anyway.
+  const r = await fetch(path, method === "GET" ? { signal: nav.abort.signal, ...options } : options);
   const type = r.headers.get("content-type") || "";
   const body = type.includes("json") ? await r.json() : await r.text();
   if (!r.ok) {
@@ -52,7 +60,8 @@ function fmt(x) {
   if (a >= 1) return x.toFixed(2);
   return x.toPrecision(3);
 }
-const fmtRatio = (x) => x.toFixed(3);
+// Three decimals, or two significant digits below 0.01 (never "0.000").
+const fmtRatio = (x) => (x === null || x === undefined ? "—" : Math.abs(x) >= 0.01 || x === 0 ? x.toFixed(3) : x.toPrecision(2));
 const stateOf = (c) => c.status.state;
 const date = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 16) + " UTC";
 
@@ -79,15 +88,20 @@ function connectEvents() {
 async function route() {
   const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
   const parts = path.split("/").filter(Boolean);
+  const params = new URLSearchParams(query || "");
+  nav.abort.abort();
+  nav = { seq: nav.seq + 1, abort: new AbortController() };
+  const seq = nav.seq;
   $main.replaceChildren(el("p", { class: "muted" }, "loading…"));
   view = null;
   try {
-    if (parts[0] === "campaigns" && parts[1]) await campaignPage(parts[1]);
-    else if (parts[0] === "compare") await comparePage(parts[1], parts[2]);
+    if (parts[0] === "campaigns" && parts[1]) await campaignPage(parts[1], params.get("baseline"), seq);
+    else if (parts[0] === "compare") await comparePage(parts[1], parts[2], seq);
     else if (parts[0] === "submit") submitPage();
-    else if (parts[0] === "history") await historyPage(new URLSearchParams(query || "")); // web/history.js
-    else await listPage();
+    else if (parts[0] === "history") await historyPage(params); // web/history.js
+    else await listPage(seq);
   } catch (e) {
+    if (e.name === "AbortError" || stale(seq)) return;
     $main.replaceChildren(el("p", { class: "error", id: "page-error" }, e.message));
   }
 }
@@ -95,8 +109,9 @@ window.addEventListener("hashchange", route);
 
 // ---- campaign list -------------------------------------------------------
 
-async function listPage() {
+async function listPage(seq) {
   const list = await api("/api/campaigns");
+  if (stale(seq)) return;
   const rows = list.slice().reverse().map((c) => c.name === undefined
     ? el("tr", { "data-campaign": c.id },
         el("td", { class: "num" }, c.id),
@@ -113,26 +128,36 @@ async function listPage() {
     el("h1", {}, "Campaigns"),
     list.length === 0
       ? el("p", { class: "muted" }, "No campaigns yet. ", el("a", { href: "#/submit" }, "Submit a plan"), " or run `blocklab campaign PLAN.toml` with this data directory.")
-      : el("table", { id: "campaigns" },
+      : scroll("campaigns", el("table", { id: "campaigns" },
           el("thead", {}, el("tr", {}, ["id", "name", "status", "runs", "arms", "workloads", "created"].map((h) => el("th", {}, h)))),
-          el("tbody", {}, rows)));
-  view = { kind: "list", onEvent: (e) => { if (e.event !== "run-started") scheduleRefresh(); } };
+          el("tbody", {}, rows))));
+  view = { kind: "list", onEvent: (e) => { if (e.event !== "run-started") scheduleRefresh(seq); } };
 }
 
 let refreshTimer = null;
-function scheduleRefresh() {
+function scheduleRefresh(seq) {
   clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(() => { if (view && view.kind === "list") listPage(); }, 300);
+  refreshTimer = setTimeout(() => {
+    if (!stale(seq)) listPage(seq).catch((e) => { if (e.name !== "AbortError") console.warn(e); });
+  }, 300);
+}
+
+// A wide table scrolls inside its own box on a narrow screen, not the page;
+// the box is focusable so keyboard users can scroll it too.
+function scroll(label, child) {
+  return el("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": label }, child);
 }
 
 // ---- campaign page -------------------------------------------------------
 
-async function campaignPage(id) {
+async function campaignPage(id, chosenBaseline, seq) {
   const detail = await api(`/api/campaigns/${id}`);
+  if (stale(seq)) return;
   const c = detail.campaign;
   const sealed = detail.sealed;
   const plan = sealed.plan;
-  const baseline = plan.arms.find((a) => a.baseline).name;
+  const planBaseline = plan.arms.find((a) => a.baseline).name;
+  const baseline = plan.arms.some((a) => a.name === chosenBaseline) ? chosenBaseline : planBaseline;
 
   const progress = el("progress", { id: "progress", max: c.total_runs, value: c.finished_runs,
     "data-finished": c.finished_runs, "data-total": c.total_runs });
@@ -140,17 +165,26 @@ async function campaignPage(id) {
   const current = el("div", { id: "current", class: "muted" }, currentText(detail.current, detail.queue_position));
   const status = el("span", { id: "status" }, statusBadge(c.status));
   const cancelBox = el("span", {});
-  if (["queued", "running"].includes(stateOf(c))) cancelBox.append(cancelControl(c.id));
+  if (["queued", "running"].includes(stateOf(c))) cancelBox.append(cancelControl(c));
+  // Any arm as the reference: the report is recomputed against it (?baseline=).
+  const reference = el("select", { id: "baseline", "aria-label": "reference arm" },
+    plan.arms.map((a) => el("option", { value: a.name, selected: a.name === baseline ? "selected" : null },
+      a.name + (a.name === planBaseline ? " (the plan's baseline)" : ""))));
+  reference.addEventListener("change", () => {
+    location.hash = reference.value === planBaseline ? `#/campaigns/${c.id}` : `#/campaigns/${c.id}?baseline=${encodeURIComponent(reference.value)}`;
+  });
+  const query = baseline === planBaseline ? "" : `?baseline=${encodeURIComponent(baseline)}`;
 
   const body = el("div", { id: "report" }, el("p", { class: "muted" }, "loading the report…"));
   $main.replaceChildren(
     el("h1", {}, `Campaign ${c.id} `, el("span", { class: "muted" }, `“${c.name}”`)),
     el("div", {}, status, " ", progress, progressText, " ", cancelBox),
     current,
-    el("p", { class: "muted" }, `${plan.workloads.length} workloads × ${plan.arms.length} arms × ${plan.blocks} blocks; baseline `, el("b", {}, baseline),
+    el("p", { class: "muted" }, `${plan.workloads.length} workloads × ${plan.arms.length} arms × ${plan.blocks} blocks; baseline `, el("b", {}, planBaseline),
       `; plan `, el("span", { class: "hash" }, sealed.hash.slice(0, 16)), ` · created ${date(c.created_unix_ms)}`),
+    el("p", {}, el("label", { for: "baseline" }, "ratios against "), reference),
     el("p", { class: "downloads" }, "report: ",
-      ["md", "json", "csv"].map((f) => el("a", { href: `/api/campaigns/${c.id}/report?format=${f}`, download: `campaign-${c.id}.${f}` }, f)),
+      ["md", "json", "csv"].map((f) => el("a", { href: `/api/campaigns/${c.id}/report?format=${f}${query ? "&" + query.slice(1) : ""}`, download: `campaign-${c.id}.${f}` }, f)),
       el("a", { href: `#/compare/${c.id}` }, "compare with…")),
     el("p", { class: "history-links" }, "history: ", plan.workloads.flatMap((w) => plan.arms.filter((a) => !a.baseline).map((a) =>
       el("a", { href: `#/history?workload=${encodeURIComponent(w.name)}&arm=${encodeURIComponent(a.name)}` }, `${w.name} · ${a.name}`)))),
@@ -160,8 +194,9 @@ async function campaignPage(id) {
   let reloadTimer = null;
   const reloadReport = () => {
     clearTimeout(reloadTimer);
-    reloadTimer = setTimeout(() => renderReport(c.id, detail.statistics, body).catch((e) =>
-      body.replaceChildren(el("p", { class: "error" }, e.message))), 250);
+    reloadTimer = setTimeout(() => renderReport(c.id, detail.statistics, body, baseline, seq, query).catch((e) => {
+      if (e.name !== "AbortError" && !stale(seq)) body.replaceChildren(el("p", { class: "error" }, e.message));
+    }), 250);
   };
   view = {
     kind: "campaign", id: c.id,
@@ -187,7 +222,7 @@ async function campaignPage(id) {
       }
     },
   };
-  await renderReport(c.id, detail.statistics, body);
+  await renderReport(c.id, detail.statistics, body, baseline, seq, query);
 }
 
 function currentText(cur, queuePosition) {
@@ -196,11 +231,14 @@ function currentText(cur, queuePosition) {
   return "";
 }
 
-function cancelControl(id) {
-  const token = el("input", { type: "password", placeholder: "token", size: 12, "aria-label": "token" });
+function cancelControl(c) {
+  const id = c.id;
+  const token = el("input", { type: "password", id: "cancel-token", placeholder: "token", size: 12, "aria-label": "token" });
   token.value = localStorage.getItem("blocklab-token") || "";
-  const out = el("span", { class: "error" });
-  return el("span", {}, token, " ", el("button", { onclick: async () => {
+  const out = el("span", { class: "error", id: "cancel-result" });
+  return el("span", {}, token, " ", el("button", { id: "cancel", onclick: async () => {
+    // A stray click must not throw away a campaign's remaining runs.
+    if (!confirm(`Cancel campaign ${id} “${c.name}”? A queued campaign leaves the queue; a running one stops after the run in flight (finished runs are kept).`)) return;
     try {
       const r = await api(`/api/campaigns/${id}/cancel`, { method: "POST", headers: authHeaders(token.value) });
       out.className = "ok"; out.textContent = ` ${r.status}`;
@@ -216,11 +254,11 @@ function authHeaders(token) {
   return token ? { Authorization: `Bearer ${token.trim()}` } : {};
 }
 
-async function renderReport(id, statistics, into) {
-  const report = await api(`/api/campaigns/${id}/report`);
+async function renderReport(id, statistics, into, baseline, seq, query) {
+  const report = await api(`/api/campaigns/${id}/report${query}`);
+  if (stale(seq)) return;
   const plan = report.plan;
   const arms = plan.arms.map((a) => a.name);
-  const baseline = plan.arms.find((a) => a.baseline).name;
   const workloads = plan.workloads.map((w) => w.name);
   const level = Math.round((plan.bootstrap.level || 0.95) * 100);
 
@@ -238,16 +276,19 @@ async function renderReport(id, statistics, into) {
     const rows = cal.rows.filter((r) => shown.has(r.statistic) && workloads.includes(r.workload));
     forests.append(el("div", { id: "calibration" },
       el("h3", {}, `Calibration of this machine (${cal.machine}): ${cal.campaigns.length} A/A campaigns of ${cal.plan}, ${cal.blocks} blocks`),
-      el("table", {}, el("tr", {}, ["workload", "statistic", "contained 1", "noise floor ±", `detectable at ${cal.blocks} blocks`, `blocks for ±${pct(cal.target_half_width)}`].map((h) => el("th", {}, h))),
+      scroll("calibration", el("table", {}, el("tr", {}, ["workload", "statistic", "contained 1", "noise floor ±", `detectable at ${cal.blocks} blocks`, `blocks for ±${pct(cal.target_half_width)}`].map((h) => el("th", {}, h))),
         rows.map((r) => el("tr", {}, [r.workload, r.statistic, `${r.covered}/${r.intervals}`, pct(r.noise_floor),
-          r.min_detectable == null ? "?" : pct(r.min_detectable), r.recommended_blocks ?? "> 10000"].map((c) => el("td", {}, String(c))))))));
+          r.min_detectable == null ? "?" : pct(r.min_detectable), r.recommended_blocks ?? "> 10000"].map((c) => el("td", {}, String(c)))))))));
   }
+  // One x-range for every plot of the section, so marks compare across them.
+  const range = ratioRange(report.effects.filter((e) => statistics.some((s) => s.name === e.statistic)));
+  forests.append(forestLegend());
   for (const stat of statistics) {
     const rows = report.effects.filter((e) => e.statistic === stat.name);
     if (rows.length === 0) continue;
     const better = stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better (more per second)";
     forests.append(el("h3", {}, `${stat.name} (${stat.unit}): ratio arm/${baseline}, ${level}% interval; ${better}`),
-      forestPlot(stat, [rows], workloads, arms.filter((a) => a !== baseline), undefined, baseline));
+      forestPlot(stat, [rows], workloads, arms.filter((a) => rows.some((r) => r.arm === a)), undefined, baseline, range));
   }
   if (report.missing_effects.length) {
     forests.append(el("p", { class: "muted" }, `${report.missing_effects.length} effects could not be computed, e.g. `,
@@ -257,18 +298,29 @@ async function renderReport(id, statistics, into) {
   const blockSection = el("div", {});
   const wlSelect = el("select", { id: "block-workload", "aria-label": "workload" }, workloads.map((w) => el("option", { value: w }, w)));
   const stSelect = el("select", { id: "block-statistic", "aria-label": "statistic" }, statistics.map((s) => el("option", { value: s.name }, s.name)));
-  const blockChart = el("div", { id: "block-plot" });
-  const latencyChart = el("div", { id: "latency-plot" });
-  const drawBlocks = () => blockPlot(report, statistics.find((s) => s.name === stSelect.value), wlSelect.value, arms, blockChart);
-  const drawLatency = () => latencyPlot(id, wlSelect.value, latencyChart).catch((e) =>
-    latencyChart.replaceChildren(el("p", { class: "error" }, e.message)));
+  const logScale = el("input", { type: "checkbox", id: "block-log", checked: "checked" });
+  const blockChart = el("div", { id: "block-plot", class: "chart" });
+  const latencyChart = el("div", { id: "latency-plot", class: "chart" });
+  const runsTable = el("div", { id: "runs-of-workload" });
+  const drawBlocks = () => {
+    const stat = statistics.find((s) => s.name === stSelect.value);
+    blockPlot(report, stat, wlSelect.value, arms, blockChart, logScale);
+    runsTable.replaceChildren(runsOf(report, stat, wlSelect.value));
+  };
+  const drawLatency = () => latencyPlot(id, wlSelect.value, latencyChart).catch((e) => {
+    if (e.name !== "AbortError") latencyChart.replaceChildren(el("p", { class: "error" }, e.message));
+  });
   wlSelect.addEventListener("change", () => { drawBlocks(); drawLatency(); });
   stSelect.addEventListener("change", drawBlocks);
-  blockSection.append(el("p", {}, "workload ", wlSelect, " statistic ", stSelect),
+  logScale.addEventListener("change", drawBlocks);
+  blockSection.append(el("p", {}, el("label", {}, "workload ", wlSelect), " ", el("label", {}, "statistic ", stSelect), " ",
+    el("label", {}, logScale, " log scale")),
     el("h3", {}, "Per-block runs (x: block, offset by position in the block)"), blockChart,
+    el("h3", {}, "Runs of this workload, with their flamegraphs"), runsTable,
     el("h3", {}, "Latency distribution per arm (final runs' histograms merged)"), latencyChart);
 
   into.replaceChildren(
+    verdicts(report, statistics),
     el("h2", {}, "Effects"), forests,
     el("h2", {}, "Absolute medians"), absolutesTable(report, statistics, workloads, arms),
     el("h2", {}, "Runs by block and latency"), blockSection,
@@ -285,53 +337,144 @@ function clientLabel(client) {
   return `process: ${path.split("/").pop()}`;
 }
 
+// The verdicts, one line per workload and arm, above everything else: the
+// answer at a glance. Weak evidence (few blocks) is greyed and labelled, and
+// the warnings that qualify a verdict sit beside it.
+function verdicts(report) {
+  const state = report.campaign && report.campaign.status ? report.campaign.status.state : "";
+  const provisional = report.provisional ?? ["running", "queued"].includes(state);
+  const box = el("section", { id: "verdicts", "aria-labelledby": "verdicts-title" }, el("h2", { id: "verdicts-title" }, "Verdicts"));
+  if (provisional) {
+    box.append(el("p", { id: "provisional", class: "provisional" },
+      "Provisional: the campaign is still running; these results change as blocks finish."));
+  }
+  const list = report.verdicts;
+  if (!list) {
+    box.append(el("p", { class: "muted" }, "This daemon's report has no verdicts; see the effects below."));
+    return box;
+  }
+  if (list.length === 0) box.append(el("p", { class: "muted" }, "No verdicts yet: no effect could be computed."));
+  box.append(el("ul", { class: "verdicts" }, list.map((v) => el("li", {
+    class: `verdict ${v.direction}${v.weak ? " weak" : ""}`,
+    "data-workload": v.workload, "data-arm": v.arm, "data-baseline": v.baseline, "data-statistic": v.statistic,
+    "data-direction": v.direction, "data-weak": String(!!v.weak), "data-ratio": v.ratio, "data-lo": v.lo, "data-hi": v.hi,
+  },
+  el("span", { class: "verdict-where" }, `${v.workload}, ${v.statistic}: `),
+  v.weak ? el("span", { class: "weak-label", title: `${v.blocks} of ${v.blocks_planned} blocks: too few for a trustworthy interval` }, `weak evidence (${v.blocks} of ${v.blocks_planned} blocks) `) : null,
+  el("span", { class: "verdict-text" }, v.text),
+  (v.warnings || []).length ? el("ul", { class: "verdict-warnings" }, v.warnings.map((w) => el("li", {}, w))) : null))));
+  return box;
+}
+
+// What the forest marks' colours mean (also said in each mark's title).
+function forestLegend(setNames) {
+  const item = (cls, text) => el("span", { class: "legend-item" }, el("span", { class: `swatch ${cls}`, "aria-hidden": "true" }), text);
+  return el("p", { class: "legend" }, "Legend: ",
+    setNames
+      ? [item("set-a", `${setNames[0]} (blue)`), item("set-b", `${setNames[1]} (orange)`)]
+      : [item("better", "better: the interval excludes 1 in the arm's favour"), item("worse", "worse: excludes 1 against it"),
+         item("same", "no detectable difference: the interval contains 1")],
+    item("one", "dashed line: ratio 1"));
+}
+
+// The ratio range (log-padded) covering every interval and 1.
+function ratioRange(rows) {
+  const all = rows.flatMap((r) => [r.ci_low, r.ci_high, r.ratio]).filter((x) => x > 0 && Number.isFinite(x));
+  let lo = Math.min(1, ...all), hi = Math.max(1, ...all);
+  const pad = Math.max(Math.log(hi / lo) * 0.06, 0.01);
+  return [Math.exp(Math.log(lo) - pad), Math.exp(Math.log(hi) + pad)];
+}
+
+let measureCanvas = null;
+// Pixel width of SVG text at the forest plots' font (11px system-ui).
+function textWidth(text) {
+  measureCanvas = measureCanvas || document.createElement("canvas").getContext("2d");
+  measureCanvas.font = "11px system-ui, sans-serif";
+  return measureCanvas.measureText(text).width;
+}
+
+// `text` cut with an ellipsis to at most `px` wide.
+function fit(text, px) {
+  if (textWidth(text) <= px) return text;
+  let n = text.length;
+  while (n > 1 && textWidth(text.slice(0, n) + "…") > px) n--;
+  return text.slice(0, n) + "…";
+}
+
+// The width a chart may take: its section's, at most 860 px.
+function chartWidth() {
+  const inner = $main.clientWidth - 2 * parseFloat(getComputedStyle($main).paddingLeft || "0");
+  return Math.max(280, Math.min(860, Math.floor(inner)));
+}
+
 // rowsBySet: one array of effect rows per campaign (1 here, 2 when comparing).
-function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline) {
+// range: [lo, hi] shared by the plots of one section. On a narrow screen each
+// row's name and interval go on lines of their own above its marks, so
+// neither is clipped nor overlaps the plot.
+function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, range) {
   const lines = [];
   for (const w of workloads) for (const a of arms) {
     const found = rowsBySet.map((rows) => rows.find((r) => r.workload === w && r.arm === a));
     if (found.some(Boolean)) lines.push({ w, a, found });
   }
-  const all = lines.flatMap((l) => l.found.filter(Boolean)).flatMap((r) => [r.ci_low, r.ci_high, r.ratio]).filter((x) => x > 0);
-  let lo = Math.min(1, ...all), hi = Math.max(1, ...all);
-  const pad = Math.max(Math.log(hi / lo) * 0.08, 0.01);
-  lo = Math.exp(Math.log(lo) - pad); hi = Math.exp(Math.log(hi) + pad);
-  const left = 210, right = 130, width = 860, rowH = 16 * rowsBySet.length + 4, top = 20;
-  const height = top + lines.length * rowH + 26;
+  const [lo, hi] = range || ratioRange(lines.flatMap((l) => l.found.filter(Boolean)));
+  const n = rowsBySet.length;
+  const name = (l) => {
+    // An arm compared with another arm than the chosen baseline (its `compare_to`) names it.
+    const against = l.found.find(Boolean).baseline;
+    return `${l.w} · ${l.a}` + (baseline && against && against !== baseline ? ` / ${against}` : "");
+  };
+  const value = (r, k) => (setNames ? (k ? "B " : "A ") : "") + `${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]` + (r.weak ? " weak" : "");
+  const width = chartWidth();
+  const longestName = Math.max(...lines.map((l) => textWidth(name(l))), 40);
+  const longestValue = Math.max(...lines.flatMap((l) => l.found.map((r, k) => (r ? textWidth(value(r, k)) : 0))), 40);
+  // Wide: names left, values right, if that leaves the plot 45 % of the width.
+  const narrow = longestName + longestValue + 28 > width * 0.55;
+  const left = narrow ? 10 : Math.ceil(longestName) + 14;
+  const right = narrow ? 10 : Math.ceil(longestValue) + 14;
+  const setH = narrow ? 28 : 16;
+  const head = narrow ? 14 : 0;
+  const rowH = head + setH * n + 4, top = 20;
+  const height = top + lines.length * rowH + 44;
   const x = (v) => left + (Math.log(v) - Math.log(lo)) / (Math.log(hi) - Math.log(lo)) * (width - left - right);
   const s = svg("svg", { class: "forest", width, height, viewBox: `0 0 ${width} ${height}`, "data-statistic": stat.name, role: "img",
-    "aria-label": `forest plot of ${stat.name}` });
+    "aria-label": `forest plot of ${stat.name}`, "data-lo": lo, "data-hi": hi });
+  const bottom = top + lines.length * rowH;
   for (const t of ticks(lo, hi, x)) {
-    s.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top - 4, y2: height - 22 }));
-    s.append(svg("text", { x: x(t), y: height - 8, "text-anchor": "middle" }, String(t)));
+    s.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top - 4, y2: bottom }));
+    s.append(svg("text", { x: x(t), y: bottom + 14, "text-anchor": "middle" }, t >= 1000 ? `${t / 1000}k` : String(t)));
   }
-  s.append(svg("line", { class: "one", x1: x(1), x2: x(1), y1: top - 8, y2: height - 22 }));
-  if (setNames) setNames.forEach((n, i) => s.append(svg("text", { x: left + 160 * i, y: 11, class: i ? "b" : "" }, `${n} (${i ? "orange" : "blue"} intervals)`)));
+  s.append(svg("line", { class: "one", x1: x(1), x2: x(1), y1: top - 8, y2: bottom }));
+  s.append(svg("text", { class: "axis-title", x: left + (width - left - right) / 2, y: bottom + 32, "text-anchor": "middle" },
+    `ratio to ${baseline || "the baseline"} (log scale; ${stat.unit} per ${stat.unit}, 1 = no difference)`));
   lines.forEach((l, i) => {
     const y0 = top + i * rowH;
-    // An arm compared with another arm than the plan's baseline (its `compare_to`) names it.
-    const against = l.found.find(Boolean).baseline;
-    s.append(svg("text", { x: 4, y: y0 + rowH / 2 + 4 }, `${l.w} · ${l.a}` + (baseline && against !== baseline ? ` / ${against}` : "")));
+    const full = name(l);
+    const shown = narrow ? fit(full, width - 2 * left) : full;
+    const label = svg("text", { class: "row-name", x: narrow ? left : 4, y: narrow ? y0 + 11 : y0 + rowH / 2 + 4 }, shown);
+    if (shown !== full) label.append(svg("title", {}, full));
+    s.append(label);
     l.found.forEach((r, k) => {
       if (!r) return;
-      const y = y0 + 10 + k * 16;
-      const cls = k ? " b" : "";
+      const y = y0 + head + (narrow ? 22 : 10) + k * setH;
+      const cls = (k ? " b" : "") + (r.weak ? " weak" : "");
       s.append(svg("line", { class: "ci" + cls, x1: x(r.ci_low), x2: x(r.ci_high), y1: y, y2: y }));
       const sig = r.ci_high < 1 ? (stat.lower_is_better ? " better" : " worse") : r.ci_low > 1 ? (stat.lower_is_better ? " worse" : " better") : "";
       const mark = svg("circle", { class: "forest-mark" + sig + cls, cx: x(r.ratio), cy: y, r: 4,
         "data-workload": r.workload, "data-arm": r.arm, "data-statistic": r.statistic,
         "data-ratio": r.ratio, "data-ci-low": r.ci_low, "data-ci-high": r.ci_high, "data-set": k });
-      mark.append(svg("title", {}, `${r.workload} ${r.arm}: ${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}], won ${r.won}/${r.blocks} blocks`));
+      mark.append(svg("title", {}, `${r.workload} ${r.arm}: ${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}], won ${r.won}/${r.blocks} blocks${sig ? "," + sig : ", no detectable difference"}`));
       s.append(mark);
-      s.append(svg("text", { x: width - right + 6, y: y + 4 }, `${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]`));
+      s.append(svg("text", { class: "interval-label" + cls, x: narrow ? left : width - right + 6, y: narrow ? y - 7 : y + 4 }, value(r, k)));
     });
   });
-  return s;
+  return el("div", { class: "forest-box" }, s);
 }
 
 // Ticks at round ratios, at least `gap` pixels apart, 1 always among them.
 function ticks(lo, hi, x, gap = 36) {
-  const candidates = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100];
+  const decades = [1e-4, 1e-3, 1e-2, 0.1, 1, 10, 100, 1e3, 1e4, 1e5].flatMap((d) => [d, 2 * d, 5 * d]).filter((t) => t !== 2 && t !== 5 && t !== 0.2 && t !== 0.5);
+  const candidates = [...new Set([...decades, 0.2, 0.5, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5])].sort((a, b) => a - b);
   const inside = candidates.filter((t) => t >= lo && t <= hi);
   const kept = [1];
   for (const t of inside.filter((t) => t > 1)) if (x(t) - x(kept[kept.length - 1]) >= gap) kept.push(t);
@@ -346,18 +489,23 @@ function absolutesTable(report, statistics, workloads, arms) {
   for (const w of workloads) for (const a of arms) {
     const cells = statistics.map((s) => {
       const row = report.absolutes.find((x) => x.workload === w && x.arm === a && x.statistic === s.name);
+      // A statistic the sample cannot support (p99.99 of 400 samples) is marked.
+      if (row && row.supported === false) {
+        return el("td", { class: "num unsupported", "data-statistic": s.name, "data-supported": "false", title: row.reason || "not supported by the sample" },
+          fmt(row.median), el("span", { class: "unsupported-mark" }, " (unsupported)"));
+      }
       return el("td", { class: "num", "data-statistic": s.name }, row ? fmt(row.median) : "—");
     });
     const any = report.absolutes.find((x) => x.workload === w && x.arm === a);
     rows.push(el("tr", { "data-workload": w, "data-arm": a }, el("td", {}, w), el("td", {}, a), cells,
       el("td", { class: "num" }, any ? any.runs : 0)));
   }
-  return el("table", { id: "absolutes" }, el("thead", {}, head), el("tbody", {}, rows));
+  return scroll("absolute medians", el("table", { id: "absolutes" }, el("thead", {}, head), el("tbody", {}, rows)));
 }
 
 const PALETTE = ["#2563eb", "#d97706", "#15803d", "#9333ea", "#dc2626", "#0891b2"];
 
-function blockPlot(report, stat, workload, arms, into) {
+function blockPlot(report, stat, workload, arms, into, logScale) {
   into.replaceChildren();
   if (!stat) return;
   const runs = report.runs.filter((r) => r.workload === workload && r.status === "ok");
@@ -370,11 +518,18 @@ function blockPlot(report, stat, workload, arms, into) {
     .sort((a, b) => a.x - b.x);
   const xs = points.map((p) => p.x);
   const series = arms.map((a) => points.map((p) => (p.arm === a ? p.y : null)));
+  // Log scale by default (arms often differ by multiples); it needs every value above 0.
+  const positive = points.every((p) => p.y == null || p.y > 0);
+  logScale.disabled = !positive;
+  const log = positive && logScale.checked;
+  into.setAttribute("data-scale", log ? "log" : "linear");
+  const yLabel = `${stat.name} (${stat.unit}${log ? ", log scale" : ""})`;
+  into.setAttribute("data-y-label", yLabel);
   const opts = {
-    width: 860, height: 280,
-    scales: { x: { time: false, range: [0.6, report.plan.blocks + 1] } },
+    width: chartWidth(), height: 280,
+    scales: { x: { time: false, range: [0.6, report.plan.blocks + 1] }, y: log ? { distr: 3 } : {} },
     axes: [{ label: "block (runs in block order)", splits: () => Array.from({ length: report.plan.blocks }, (_, i) => i + 1), values: (u, vals) => vals.map((v) => (Number.isInteger(v) ? v : "")) },
-           { label: `${stat.name} (${stat.unit})`, size: 70 }],
+           { label: yLabel, size: 70 }],
     series: [{ label: "x", value: (u, v) => (v == null ? "" : `block ${Math.floor(v)}, position ${Math.round((v % 1) * (k + 1)) + 1}`) },
       ...arms.map((a, i) => ({ label: a, stroke: PALETTE[i % PALETTE.length], paths: () => null,
         points: { show: true, size: 8, fill: PALETTE[i % PALETTE.length] }, value: (u, v) => (v == null ? "—" : fmt(v)) }))],
@@ -393,7 +548,7 @@ async function latencyPlot(id, workload, into) {
   const series = data.arms.map((a) => a.points.map((p) => p.latency_us));
   const label = (v) => { const p = 100 * (1 - Math.pow(10, -v)); return p >= 99.999 ? "max" : `p${+p.toFixed(3)}`; };
   const opts = {
-    width: 860, height: 300,
+    width: chartWidth(), height: 300,
     scales: { x: { time: false }, y: { distr: 3 } },
     axes: [{ label: "percentile", splits: () => [0, nines(50), 1, 2, 3, 4, 5], values: (u, vals) => vals.map(label) }, { label: "latency (µs, log)", size: 70 }],
     series: [{ label: "percentile", value: (u, v) => (v == null ? "" : label(v)) },
@@ -428,7 +583,7 @@ function hostsSection(h) {
     el("tbody", {}, h.effects.map((e) => el("tr", {}, [e.workload, e.arm, e.statistic, e.host, String(e.blocks), fmt(e)].map((t) => el("td", {}, t))))));
   const agreement = el("ul", { id: "hosts-agreement" }, h.agreement.map((a) => el("li", {}, `${a.workload} · ${a.arm}: `,
     a.test ? `hosts differ by ×${a.test.spread.toFixed(3)} at most; F(${a.test.df_between}, ${a.test.df_within}) = ${a.test.f.toFixed(2)}, p = ${a.test.p_value.toFixed(3)}` : `no test: ${a.reason}`)));
-  return el("div", { id: "hosts" }, jobs, el("h3", {}, "Effects per host"), effects, el("h3", {}, "Do the hosts agree?"), agreement);
+  return el("div", { id: "hosts" }, scroll("blocks and hosts", jobs), el("h3", {}, "Effects per host"), scroll("effects per host", effects), el("h3", {}, "Do the hosts agree?"), agreement);
 }
 
 function provenance(report) {
@@ -468,8 +623,7 @@ function provenance(report) {
       kv([["runs", g.runs], ["failed", g.failed.length], ["flagged (quiescence)", g.flagged.length], ["reruns", g.reruns],
           ["CPU steal", `${fmt(g.steal_pct ?? 0)} % (max ${fmt(g.max_steal_pct)} % in a run ≥ 1 s)`], ["OOM kills", g.oom_kills], ["unfinished slots", g.unfinished_slots]]),
       g.failed.length ? el("div", {}, el("b", {}, "failed runs"), el("ul", { class: "error" }, g.failed.slice(0, 20).map((f) => el("li", {}, f)))) : null,
-      el("h3", {}, "Limits"), el("ul", {}, report.limits.map((l) => el("li", {}, l))),
-      profiles(report)));
+      el("h3", {}, "Limits"), el("ul", {}, report.limits.map((l) => el("li", {}, l)))));
 }
 
 // Flamegraphs of the runs a campaign profiled (`--profile`, `?profile=`).
@@ -485,40 +639,50 @@ function network(report) {
   ]);
   return el("div", { id: "network" },
     el("h3", {}, "Links"),
-    el("table", {},
+    scroll("links", el("table", {},
       el("thead", {}, el("tr", {}, ["arm", "link", "runs", "client → target bytes", "target → client bytes", "qdisc drops", "qdisc overlimits"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, links.map((l) => el("tr", { "data-arm": l.arm }, [l.arm, l.link, l.runs, n(l.client_to_target_bytes), n(l.target_to_client_bytes), n(l.drops), n(l.overlimits)].map((v) => el("td", {}, String(v))))))),
+      el("tbody", {}, links.map((l) => el("tr", { "data-arm": l.arm }, [l.arm, l.link, l.runs, n(l.client_to_target_bytes), n(l.target_to_client_bytes), n(l.drops), n(l.overlimits)].map((v) => el("td", {}, String(v)))))))),
     el("details", {}, el("summary", {}, "ip and tc commands"), el("pre", {}, commands.join("\n"))));
 }
 
-function profiles(report) {
-  const runs = report.runs.filter((r) => r.profile);
-  if (runs.length === 0) return null;
+// The runs of one workload, in run order, each with its value and, when it
+// was profiled, a link to its flamegraph (opened in a new tab: the SVG is
+// served sandboxed and is never put inline into this page).
+function runsOf(report, stat, workload) {
+  const runs = report.runs.filter((r) => r.workload === workload);
+  if (runs.length === 0) return el("p", { class: "muted" }, "no runs of this workload yet");
   const href = (r) => `/api/campaigns/${report.campaign.id}/runs/${r.slot}/profile?attempt=${r.attempt}`;
-  return el("div", { id: "profiles" },
-    el("h3", {}, "CPU profiles (flamegraphs of the measured window)"),
-    el("ul", {}, runs.map((r) => {
-      const label = `slot ${r.slot}: ${r.workload} / ${r.arm}, block ${r.block + 1}`;
-      // A window shorter than one sampling period has no flamegraph.
-      return el("li", {}, r.profile.svg_bytes > 0 ? el("a", { href: href(r), target: "_blank" }, label) : label,
-        ` (${r.profile.samples} samples at ${r.profile.frequency_hz} Hz)`);
-    })));
+  const flame = (r) => {
+    if (!r.profile) return "—";
+    // A window shorter than one sampling period has no flamegraph.
+    if (!(r.profile.svg_bytes > 0)) return `no samples (${r.profile.samples})`;
+    return el("a", { class: "flamegraph", href: href(r), target: "_blank", rel: "noopener noreferrer" },
+      `flamegraph (${r.profile.samples} samples at ${r.profile.frequency_hz} Hz)`);
+  };
+  const value = (r) => (stat && r.values && stat.name in r.values ? fmt(r.values[stat.name]) : "—");
+  return scroll(`runs of ${workload}`, el("table", { id: "runs" },
+    el("thead", {}, el("tr", {}, ["slot", "block", "position", "arm", "status", stat ? `${stat.name} (${stat.unit})` : "value", "CPU profile"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, runs.map((r) => el("tr", { "data-slot": r.slot, "data-arm": r.arm, "data-block": r.block + 1 },
+      el("td", { class: "num" }, r.slot), el("td", { class: "num" }, r.block + 1), el("td", { class: "num" }, r.position + 1),
+      el("td", {}, r.arm), el("td", {}, r.status), el("td", { class: "num" }, value(r)), el("td", {}, flame(r)))))));
 }
 
 // ---- compare -------------------------------------------------------------
 
-async function comparePage(a, b) {
+async function comparePage(a, b, seq) {
   const list = await api("/api/campaigns");
-  const pick = (id, value) => el("select", { id }, el("option", { value: "" }, "—"),
+  if (stale(seq)) return;
+  const pick = (id, value) => el("select", { id, "aria-label": id === "compare-a" ? "campaign A" : "campaign B" }, el("option", { value: "" }, "—"),
     list.map((c) => el("option", { value: c.id, selected: String(c.id) === String(value) ? "selected" : null }, `${c.id} ${c.name} (${c.status.state})`)));
   const sa = pick("compare-a", a), sb = pick("compare-b", b);
   // B is drawn under A on each row, in orange.
   const go = () => { if (sa.value && sb.value) location.hash = `#/compare/${sa.value}/${sb.value}`; };
   sa.addEventListener("change", go); sb.addEventListener("change", go);
   const out = el("div", { id: "compare" });
-  $main.replaceChildren(el("h1", {}, "Compare two campaigns"), el("p", {}, "A ", sa, " B ", sb), out);
+  $main.replaceChildren(el("h1", {}, "Compare two campaigns"), el("p", { class: "pickers" }, el("label", {}, "A ", sa), " ", el("label", {}, "B ", sb)), out);
   if (!a || !b) { out.append(el("p", { class: "muted" }, "Pick two campaigns with the same workloads and arms.")); return; }
   const [ra, rb, detail] = await Promise.all([api(`/api/campaigns/${a}/report`), api(`/api/campaigns/${b}/report`), api(`/api/campaigns/${a}`)]);
+  if (stale(seq)) return;
   const wa = ra.plan.workloads.map((w) => w.name), wb = rb.plan.workloads.map((w) => w.name);
   const workloads = wa.filter((w) => wb.includes(w));
   const armsB = rb.plan.arms.map((x) => x.name);
@@ -528,11 +692,16 @@ async function comparePage(a, b) {
     return;
   }
   if (workloads.length < Math.max(wa.length, wb.length)) out.append(el("p", { class: "muted" }, `Only the ${workloads.length} shared workloads are shown.`));
+  const names = [`A: campaign ${a}`, `B: campaign ${b}`];
+  const shown = (e) => workloads.includes(e.workload) && arms.includes(e.arm) && detail.statistics.some((s) => s.name === e.statistic);
+  const range = ratioRange([...ra.effects, ...rb.effects].filter(shown));
+  const baselineA = ra.plan.arms.find((x) => x.baseline).name;
+  out.append(forestLegend(names));
   for (const stat of detail.statistics) {
     const rows = [ra, rb].map((r) => r.effects.filter((e) => e.statistic === stat.name));
     if (rows[0].length === 0 && rows[1].length === 0) continue;
     out.append(el("h3", {}, `${stat.name}: ${stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better"}`),
-      forestPlot(stat, rows, workloads, arms, [`A: campaign ${a}`, `B: campaign ${b}`]));
+      forestPlot(stat, rows, workloads, arms, names, baselineA, range));
   }
 }
 
@@ -570,6 +739,12 @@ function submitPage() {
   const profile = el("input", { type: "text", id: "profile", size: 16, placeholder: "e.g. block=1",
     "aria-label": "runs to CPU-profile" });
   const out = el("div", { id: "submit-result" });
+  // One key per form fill: a double-click or a retry of the same fill queues
+  // one campaign (the daemon answers a repeated key with the first campaign);
+  // any edit is a new fill.
+  let key = newKey();
+  for (const input of [text, profile]) input.addEventListener("input", () => { key = newKey(); });
+  file.addEventListener("change", () => { key = newKey(); });
   const submit = el("button", { id: "submit", onclick: async () => {
     out.className = ""; out.textContent = "submitting…";
     if (remember.checked && token.value) localStorage.setItem("blocklab-token", token.value.trim());
@@ -578,7 +753,7 @@ function submitPage() {
     try {
       const query = profile.value.trim() ? `?profile=${encodeURIComponent(profile.value.trim())}` : "";
       const r = await api(`/api/campaigns${query}`, { method: "POST", body: text.value,
-        headers: { "Content-Type": json ? "application/json" : "application/toml", ...authHeaders(token.value) } });
+        headers: { "Content-Type": json ? "application/json" : "application/toml", "Idempotency-Key": key, ...authHeaders(token.value) } });
       out.className = "ok";
       out.replaceChildren(`queued campaign ${r.id} (${r.total_runs} runs): `, el("a", { href: `#/campaigns/${r.id}`, id: "submitted-link" }, "open it"));
     } catch (e) {
@@ -589,12 +764,17 @@ function submitPage() {
   } }, "submit");
   $main.replaceChildren(el("h1", {}, "Submit a plan"),
     el("p", { class: "muted" }, "A plan in TOML (docs/plans.md) or the same fields as JSON. Plugin paths are read on the daemon's machine, relative to where it was started. The token is in the file `token` of the daemon's data directory."),
-    el("p", {}, "upload ", file), text,
-    el("p", {}, "CPU-profile runs ", profile, el("span", { class: "muted" },
+    el("p", {}, el("label", {}, "upload ", file)), text,
+    el("p", {}, el("label", {}, "CPU-profile runs ", profile), el("span", { class: "muted" },
       " (optional: all, block=N, slot=N, arm=NAME or workload=NAME, comma-separated; whole blocks keep ratios fair)")),
     el("p", {}, "token ", token, " ", el("label", {}, remember, " remember in this browser"), " ", submit),
     out);
   view = { kind: "submit" };
+}
+
+function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 connectEvents();

@@ -207,9 +207,16 @@ const MAX_FN_LINES: usize = 80;
 const SHORT_FN_STAGES: &[&str] = &["run", "plan", "report"];
 
 /// Functions allowed over [`MAX_FN_LINES`] for now, by `module::fn` path.
-/// Both are being split on the report/ branch (issue 14, item 3); remove
-/// each entry when its split lands, and the check then holds them too.
-const LONG_FN_ALLOWED: &[&str] = &["report::hosts::hosts"];
+/// All three are report/'s, which its own branch is splitting (issue 14,
+/// item 3): `report::hosts::hosts` (~111 lines) and, merged from main on
+/// 2026-11-30, `report::markdown::results` and `report::verdicts::verdict`
+/// (82 each). Remove each entry when its split lands: the check then holds
+/// it too, and fails on an entry that no longer exists.
+const LONG_FN_ALLOWED: &[&str] = &[
+    "report::hosts::hosts",
+    "report::markdown::results",
+    "report::verdicts::verdict",
+];
 
 /// `text` with comments, string and char literals blanked to spaces, so
 /// braces inside them are not counted; newlines are kept so lines stay.

@@ -119,6 +119,11 @@ fn create(
     }
     let sealed = crate::plan::seal::seal_file(path, &overrides, args.cache.dir())?;
     warn(&sealed.warnings);
+    // Refused before anything is stored: a selection that profiles nothing
+    // would otherwise leave an empty campaign behind.
+    if let Some(text) = &args.profile {
+        crate::run::profile::Selection::parse(text)?.check_against(text, &sealed.schedule)?;
+    }
     let meta = sealed.create_campaign_as(store, &identity)?;
     say(&format!(
         "campaign {} `{}`: {} runs, plan {} (stored in {})",

@@ -12,7 +12,9 @@ mod boundary;
 mod calibrate;
 mod campaign;
 mod campaigns;
+mod compare;
 mod export;
+mod gate;
 mod history;
 mod plan;
 mod plugin;
@@ -90,6 +92,13 @@ enum Command {
     SimulateIntervals(simulate::SimulateArgs),
     /// List stored campaigns.
     Campaigns(campaigns::CampaignsArgs),
+    /// Campaign B against campaign A: each shared arm's change with an
+    /// interval, the plan differences, and whether the baselines agree.
+    Compare(compare::CompareArgs),
+    /// The regression gate for CI: exit 0 when no effect exceeds
+    /// `--max-change` with confidence, 1 when one does, 2 when it cannot
+    /// judge (docs/ci.md).
+    Gate(gate::GateArgs),
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
     /// campaign run with `--profile`.
     Profile(profile::ProfileArgs),
@@ -255,6 +264,8 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Calibrate(args) => calibrate::main(args),
         Command::SimulateIntervals(args) => simulate::main(args),
         Command::Campaigns(args) => campaigns::main(args),
+        Command::Compare(args) => compare::main(args),
+        Command::Gate(args) => gate::main(args),
         Command::Profile(args) => profile::main(args),
         Command::History(args) => history::main(args),
         Command::Submit(args) => submit::main(args),

@@ -4,15 +4,18 @@
 //! `statistics` (the one table of what is compared), `model` (what a report
 //! says), `analysis` (records → model, and the sequential rule's check),
 //! `format` (shared words and numbers), `verdicts` (the answer per workload
-//! and arm in words, and what weakens it), `hosts` (which node ran each
+//! and arm in words, and what weakens it), `compare` (campaign against
+//! campaign) and `gate` (the regression gate), `hosts` (which node ran each
 //! block and whether nodes agree), and one file per rendering. The JSON
 //! rendering is the model's serde form; its field names are a stable
 //! interface.
 
 mod analysis;
 pub mod calibration;
+pub mod compare;
 mod csv;
 mod format;
+pub mod gate;
 pub mod history;
 pub mod hosts;
 mod markdown;

@@ -563,19 +563,17 @@ fn stderr_tail(stderr: std::process::ChildStderr) -> String {
 /// Reads events until EOF, checking their order; the first violation kills
 /// the program's group and is returned.
 fn read_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, String> {
-    let mut events = Events::default();
-    let outcome = read_events_into(stdout, pid, &mut events);
+    let outcome = collect_events(stdout, pid);
     if outcome.is_err() {
         kill_group(pid);
     }
-    outcome.map(|()| events)
+    outcome
 }
 
-fn read_events_into(
-    stdout: std::process::ChildStdout,
-    pid: i32,
-    events: &mut Events,
-) -> Result<(), String> {
+/// The program's events up to EOF; the first violation of the protocol
+/// (or of the cap on a line) is the error.
+fn collect_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, String> {
+    let mut events = Events::default();
     let mut reader = BufReader::new(stdout);
     let mut buf = Vec::new();
     for number in 1.. {
@@ -585,7 +583,7 @@ fn read_events_into(
             .read_until(b'\n', &mut buf)
             .map_err(|e| format!("cannot read its stdout: {e}"))?;
         if n == 0 {
-            return Ok(());
+            return Ok(events);
         }
         let at = Instant::now();
         // Read first: the CPU time is the one at the mark.
@@ -609,7 +607,7 @@ fn read_events_into(
         })?;
         events.accept(event, at, cpu, text)?;
     }
-    Ok(())
+    Ok(events)
 }
 
 impl Events {

@@ -78,6 +78,29 @@ impl Selection {
         })
     }
 
+    /// Refuses a selection that matches no run of `schedule` (e.g.
+    /// `block=9` of a 2-block plan): profiling nothing is never what was
+    /// meant. `text` is the selection as typed, for the message.
+    pub fn check_against(&self, text: &str, schedule: &[Slot]) -> anyhow::Result<()> {
+        if schedule.iter().any(|slot| self.matches(slot)) {
+            return Ok(());
+        }
+        let blocks = schedule.iter().map(|s| s.block + 1).max().unwrap_or(0);
+        // Sorted, so the message is the same for every seed's schedule.
+        let names = |xs: std::collections::BTreeSet<&str>| {
+            xs.iter()
+                .map(|x| format!("`{x}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        anyhow::bail!(
+            "`--profile {text}` matches no run of this campaign: it has blocks 1..={blocks}, slots 0..={}, arms {} and workloads {}; choose among those (e.g. `block=1`)",
+            schedule.len().saturating_sub(1),
+            names(schedule.iter().map(|s| s.arm.as_str()).collect()),
+            names(schedule.iter().map(|s| s.workload.as_str()).collect())
+        )
+    }
+
     /// Blocks (workload, block from 1) where some runs are profiled and some
     /// are not: their paired ratios compare a profiled run with an
     /// unprofiled one, so the sampler's cost biases them.
@@ -369,6 +392,38 @@ mod tests {
         assert!(!s.matches(&slot(9, 3, "slow")));
         assert!(Selection::parse("all").unwrap().matches(&slot(7, 7, "x")));
         assert!(Selection::default().is_empty());
+    }
+
+    #[test]
+    fn a_selection_that_matches_no_run_is_refused_naming_what_exists() {
+        let schedule = [
+            slot(0, 0, "fast"),
+            slot(1, 0, "slow"),
+            slot(2, 1, "fast"),
+            slot(3, 1, "slow"),
+        ];
+        for ok in ["block=2", "arm=slow", "slot=3", "all", "workload=w"] {
+            Selection::parse(ok)
+                .unwrap()
+                .check_against(ok, &schedule)
+                .unwrap();
+        }
+        for bad in ["block=3", "arm=medium", "slot=4", "workload=x"] {
+            let e = format!(
+                "{:#}",
+                Selection::parse(bad)
+                    .unwrap()
+                    .check_against(bad, &schedule)
+                    .unwrap_err()
+            );
+            assert!(
+                e.contains(&format!("`--profile {bad}` matches no run")),
+                "{e}"
+            );
+            assert!(e.contains("blocks 1..=2"), "{e}");
+            assert!(e.contains("arms `fast`, `slow`"), "{e}");
+            assert!(e.contains("workloads `w`"), "{e}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! hand.
 
 use super::openapi::{self, ApiDoc, ErrorBody, Spec};
-use super::{AppError, AppState, BODY_LIMIT, Event, lock};
+use super::{AppError, AppState, BODY_LIMIT, Event, idempotency, lock};
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::PlanSpec;
 use crate::report::{self, Report};
@@ -50,6 +50,7 @@ fn routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(campaign))
         .routes(routes!(campaign_report))
         .routes(routes!(series_history))
+        .routes(routes!(compare))
         .routes(routes!(campaign_runs))
         .routes(routes!(latency))
         .routes(routes!(run_profile))
@@ -182,8 +183,8 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| AppError::Internal(anyhow::anyhow!("a blocking task failed: {e}")))?
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
-struct Created {
+#[derive(Serialize, Clone, utoipa::ToSchema)]
+pub(super) struct Created {
     id: CampaignId,
     name: String,
     plan_hash: String,
@@ -200,7 +201,8 @@ struct CreateQuery {
     /// Runs to CPU-profile, as `blocklab campaign --profile` takes them:
     /// `all`, or `block=N`, `slot=N`, `arm=NAME`, `workload=NAME`,
     /// comma-separated. Each chosen run stores a flamegraph (GET
-    /// .../runs/{slot}/profile).
+    /// .../runs/{slot}/profile). A selection that matches no run of the
+    /// plan is refused (400 naming its blocks, slots, arms and workloads).
     profile: Option<String>,
 }
 
@@ -215,6 +217,7 @@ struct CreateQuery {
         CreateQuery,
         ("tag" = Option<Vec<String>>, Query, description = "a label stored with the campaign, `KEY=VALUE` (`tag=commit=abc123`); repeatable; keys 1-64 of `[a-z0-9_.-]`, values up to 256 printable characters"),
         ("testbed" = Option<String>, Query, description = "the testbed the campaign belongs to; default the daemon's machine (`HOST-Ncpu-FINGERPRINT`)"),
+        ("Idempotency-Key" = Option<String>, Header, description = "One key per submission (1 to 255 visible ASCII characters; the UI sends a UUID per form fill). The same key with the same plan and query answers the campaign the first post created (201, same body) instead of queuing another; with another plan or query, 409. The daemon remembers the last 1024 keys, in memory."),
     ),
     request_body(description = "the plan, TOML or JSON (docs/plans.md)", content((String = "application/toml"), (String = "application/json"))),
     responses(
@@ -222,6 +225,7 @@ struct CreateQuery {
         (status = 400, description = "malformed plan: the parser's message, with `line` and `column` when known", body = ErrorBody),
         (status = 401, description = "missing or wrong token; the message names the token file", body = ErrorBody),
         (status = 403, description = "a process arm, and the daemon was not started with `--allow-process-arms`", body = ErrorBody),
+        (status = 409, description = "the `Idempotency-Key` was already used for another plan or query", body = ErrorBody),
         (status = 413, description = "body over 1 MiB", body = ErrorBody),
     ),
     security(("token" = []))
@@ -233,10 +237,14 @@ async fn create_campaign(
     axum::extract::RawQuery(raw): axum::extract::RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Created>), AppError> {
-    if let Some(text) = &q.profile {
-        Selection::parse(text).map_err(|e| AppError::bad_request(format!("{e:#}")))?;
-    }
+    let profile = match &q.profile {
+        Some(text) => {
+            Some(Selection::parse(text).map_err(|e| AppError::bad_request(format!("{e:#}")))?)
+        }
+        None => None,
+    };
     let identity = posted_identity(raw.as_deref().unwrap_or(""))?;
+    let key = idempotency_key(&headers)?;
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             AppError::TooLarge(format!(
@@ -250,12 +258,36 @@ async fn create_campaign(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
+    // A keyed post holds the keys until its campaign is stored, so a
+    // repeat sent meanwhile (a double-click) waits and gets that campaign.
+    let digest = idempotency::digest(&body, raw.as_deref().unwrap_or(""));
+    let mut keys = match &key {
+        Some(key) => {
+            let keys = state.0.idempotency.lock().await;
+            if let Some((seen, created)) = keys.get(key) {
+                if *seen != digest {
+                    return Err(AppError::Conflict(format!(
+                        "`Idempotency-Key: {key}` was already used for another plan or `?profile=` (campaign {}); send a new key for a new submission",
+                        created.id
+                    )));
+                }
+                return Ok((StatusCode::CREATED, Json(created.clone())));
+            }
+            Some(keys)
+        }
+        None => None,
+    };
     let st = state.clone();
     let cache_dir = state.0.cache_dir.clone();
     let allow_process_arms = state.allows_process_arms();
     let plugins_dir = state.plugins_dir();
     let created = blocking(move || {
         let sealed = seal_posted(&body, json, cache_dir, allow_process_arms, &plugins_dir)?;
+        if let (Some(selection), Some(text)) = (&profile, &q.profile) {
+            selection
+                .check_against(text, &sealed.schedule)
+                .map_err(|e| AppError::bad_request(format!("{e:#}")))?;
+        }
         let store = st.store();
         let meta = sealed.create_campaign_as(store, &identity)?;
         if let Some(text) = &q.profile {
@@ -272,17 +304,32 @@ async fn create_campaign(
         total: created.total_runs,
     });
     state.wake_queue();
-    Ok((
-        StatusCode::CREATED,
-        Json(Created {
-            id: created.id,
-            name: created.name,
-            plan_hash: created.plan_hash,
-            total_runs: created.total_runs,
-            status: created.status,
-            warnings,
-        }),
-    ))
+    let created = Created {
+        id: created.id,
+        name: created.name,
+        plan_hash: created.plan_hash,
+        total_runs: created.total_runs,
+        status: created.status,
+        warnings,
+    };
+    if let (Some(keys), Some(key)) = (keys.as_mut(), key) {
+        keys.insert(key, digest, created.clone());
+    }
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// The `Idempotency-Key` header, if sent: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(key) if idempotency::valid(key) => Ok(Some(key.to_owned())),
+        _ => Err(AppError::bad_request(format!(
+            "the `Idempotency-Key` header must be 1 to {} visible ASCII characters (e.g. a UUID); send a fresh one per submission, or none",
+            idempotency::MAX_KEY_LEN
+        ))),
+    }
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -657,6 +704,45 @@ async fn campaign_report(
         body,
     )
         .into_response())
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct CompareQuery {
+    /// The campaign compared against.
+    a: String,
+    /// The campaign whose change is shown.
+    b: String,
+}
+
+/// Campaign B against campaign A
+///
+/// For each (workload, arm, statistic) both measured: the ratio of B to A
+/// with an unpaired bootstrap interval over the blocks of each; the
+/// differences between the sealed plans; whether the baselines agree
+/// (docs/reports.md, "Comparing campaigns"). What `blocklab compare A B
+/// --format json` prints.
+#[utoipa::path(
+    get,
+    path = "/api/compare",
+    tag = "campaigns",
+    params(CompareQuery),
+    responses(
+        (status = 200, description = "the comparison", body = report::compare::Comparison),
+        (status = 400, description = "an id that is not a number", body = ErrorBody),
+        (status = 404, description = "no such campaign", body = ErrorBody),
+    )
+)]
+async fn compare(
+    State(state): State<AppState>,
+    Query(q): Query<CompareQuery>,
+) -> Result<Json<report::compare::Comparison>, AppError> {
+    let (a, b) = (parse_id(&q.a)?, parse_id(&q.b)?);
+    blocking(move || {
+        let (ra, rb) = (report_of(&state, a, None)?, report_of(&state, b, None)?);
+        Ok(Json(report::compare::compare(&ra, &rb)))
+    })
+    .await
 }
 
 #[derive(Serialize)]

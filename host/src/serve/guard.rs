@@ -46,7 +46,7 @@ impl AllowedHosts {
     /// Whether a `Host` value (name, optional port) is one of ours.
     pub fn allows(&self, host: &str) -> bool {
         let name = host_name(host).to_ascii_lowercase();
-        LOOPBACK_NAMES.contains(&name.as_str()) || self.extra.iter().any(|n| *n == name)
+        LOOPBACK_NAMES.contains(&name.as_str()) || self.extra.contains(&name)
     }
 }
 

@@ -13,6 +13,7 @@ mod assets;
 pub mod client;
 mod error;
 mod guard;
+mod idempotency;
 mod openapi;
 mod queue;
 mod token;
@@ -116,11 +117,18 @@ struct Shared {
     /// decides between dequeueing and flagging, so the two never race.
     running: Mutex<Option<Running>>,
     current: Mutex<Option<CurrentRun>>,
+    /// Answers of keyed campaign posts; held across a keyed post so a
+    /// repeat waits for the first and gets its campaign.
+    idempotency: tokio::sync::Mutex<idempotency::Keys<api::Created>>,
     /// Reports of campaigns that no longer change, by id and the baseline
     /// asked for, with the state they were built from (bootstrap intervals
     /// are not free).
-    reports: Mutex<HashMap<(CampaignId, Option<String>), (String, Arc<Report>)>>,
+    reports: Mutex<HashMap<ReportKey, (String, Arc<Report>)>>,
 }
+
+/// A cached report: the campaign and the reference arm asked for (`None`:
+/// the plan's baseline).
+type ReportKey = (CampaignId, Option<String>);
 
 /// Locks a mutex, recovering from a panicked holder: every guarded value
 /// here stays consistent between statements.
@@ -170,6 +178,7 @@ impl AppState {
             running: Mutex::new(None),
             current: Mutex::new(None),
             reports: Mutex::new(HashMap::new()),
+            idempotency: tokio::sync::Mutex::new(idempotency::Keys::default()),
         }))
     }
 

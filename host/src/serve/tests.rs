@@ -643,6 +643,123 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest" }
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
+fn keyed(uri: &str, key: &str, body: &str) -> Request<Body> {
+    let mut r = post(uri, Some(TOKEN), "application/toml", body.to_owned());
+    r.headers_mut()
+        .insert("idempotency-key", key.parse().unwrap());
+    r
+}
+
+#[tokio::test]
+async fn a_repeated_idempotency_key_answers_the_same_campaign_and_queues_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+
+    // A double-click: both posts in flight at once, one campaign queued.
+    let (a, b) = tokio::join!(
+        call(&s, keyed("/api/campaigns", "click-1", PLAN)),
+        call(&s, keyed("/api/campaigns", "click-1", PLAN)),
+    );
+    assert_eq!(a.0, StatusCode::CREATED, "{}", a.1);
+    assert_eq!(b.0, StatusCode::CREATED, "{}", b.1);
+    assert_eq!(a.1["id"], b.1["id"]);
+    assert_eq!(a.1, b.1, "the repeat gets the first answer");
+    assert_eq!(s.store().queue().unwrap(), vec![1]);
+    assert_eq!(s.store().campaigns().unwrap().len(), 1);
+
+    // Later, the same key again: still that campaign.
+    let (status, again) = call(&s, keyed("/api/campaigns", "click-1", PLAN)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(again["id"], 1);
+
+    // The same key with another plan (or another ?profile=): 409, nothing stored.
+    let before = snapshot(&s);
+    for uri in ["/api/campaigns", "/api/campaigns?profile=block=1"] {
+        let other = if uri.contains('?') {
+            PLAN.to_owned()
+        } else {
+            PLAN.replace("seed = 3", "seed = 4")
+        };
+        let (status, body) = call(&s, keyed(uri, "click-1", &other)).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.contains("`Idempotency-Key: click-1` was already used"),
+            "{message}"
+        );
+        assert!(message.contains("campaign 1"), "{message}");
+    }
+    // A key that is not visible ASCII: 400 saying what a key is.
+    let (status, body) = call(&s, keyed("/api/campaigns", &"k".repeat(300), PLAN)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("`Idempotency-Key` header must be"),
+        "{body}"
+    );
+    assert_eq!(snapshot(&s), before);
+
+    // A new key (a new form fill) and no key both queue new campaigns.
+    let (_, second) = call(&s, keyed("/api/campaigns", "click-2", PLAN)).await;
+    let (_, third) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", PLAN),
+    )
+    .await;
+    assert_eq!(
+        (second["id"].as_u64(), third["id"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(s.store().queue().unwrap(), vec![1, 2, 3]);
+}
+
+#[tokio::test]
+async fn a_profile_selection_matching_no_run_is_refused_naming_the_campaign_s_blocks_and_arms() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let before = snapshot(&s);
+    for (selection, query) in [
+        ("block=3", "block%3D3"),
+        ("arm=c", "arm%3Dc"),
+        ("slot=4", "slot%3D4"),
+    ] {
+        let (status, body) = call(
+            &s,
+            post(
+                &format!("/api/campaigns?profile={query}"),
+                Some(TOKEN),
+                "application/toml",
+                PLAN,
+            ),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("`--profile {selection}` matches no run")),
+            "{message}"
+        );
+        assert!(message.contains("blocks 1..=2"), "{message}");
+        assert!(message.contains("arms `a`, `b`"), "{message}");
+    }
+    assert_eq!(snapshot(&s), before, "nothing stored or queued");
+    // A selection that matches: queued, its selection stored.
+    let (status, body) = call(
+        &s,
+        post(
+            "/api/campaigns?profile=block%3D2",
+            Some(TOKEN),
+            "application/toml",
+            PLAN,
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(s.store().queue().unwrap(), vec![1]);
+}
+
 /// A finished campaign in the store with real stored runs: three arms over
 /// six blocks, `b` 20% faster than the baseline `a` and `c` 50% slower, each
 /// run with a histogram of `samples` latencies. Returns its id.

@@ -76,6 +76,10 @@ pub enum StatsError {
         "a Student-t interval needs at least 2 blocks with runs of both arms, found {blocks} (run more blocks, or set `bootstrap.method = \"percentile\"`)"
     )]
     TooFewBlocks { blocks: usize },
+    #[error(
+        "a change between campaigns needs at least 2 blocks with a successful run in each campaign, found {a} in A and {b} in B (run campaigns with more blocks)"
+    )]
+    TooFewBlocksToCompare { a: usize, b: usize },
     #[error("`level = {0}` is not a coverage strictly between 0 and 1 (use e.g. 0.95)")]
     Level(f64),
     #[error(

@@ -7,6 +7,8 @@
 //! - [`paired_effect`]: geometric mean over blocks of arm/baseline, with a
 //!   Student-t (default), percentile or BCa bootstrap interval over blocks
 //!   and the blocks won.
+//! - [`unpaired_change`]: one arm's change from campaign A to campaign B,
+//!   with a bootstrap interval over the blocks of each (unpaired).
 //! - [`position_effects`]: the order/carry-over diagnostic, pooled over arms.
 //! - [`heterogeneity`]: whether the hosts that ran a campaign's blocks
 //!   agree on an effect (an F test on per-host mean log ratios).
@@ -19,6 +21,7 @@
 //! report recomputed from stored runs gives identical bits.
 
 mod bootstrap;
+mod change;
 pub mod changepoint;
 mod effect;
 mod family;
@@ -30,6 +33,7 @@ mod student;
 mod summary;
 
 pub use bootstrap::{DEFAULT_LEVEL, DEFAULT_RESAMPLES, Method};
+pub use change::{CHANGE_RESAMPLES, Change, unpaired_change};
 pub use effect::{Effect, StatsError, paired_effect, position_effects, student_t_interval};
 pub use family::Simultaneous;
 pub use hosts::{Heterogeneity, HeterogeneityError, heterogeneity};

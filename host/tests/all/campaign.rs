@@ -453,6 +453,17 @@ name = "wasm"
     for needle in ["--profile blocks=1", "`block=N`"] {
         assert!(r.stderr.contains(needle), "{}", r.stderr);
     }
+    // A selection that matches no run is refused before anything is
+    // stored: the list still holds the one campaign above.
+    let before = run(blocklab()
+        .args(["campaigns", "--json", "--data"])
+        .arg(&data));
+    let r = campaign(&data, &p, &["--profile", "block=9"]);
+    crate::support::assert_error(&r, &["block=9"]);
+    let after = run(blocklab()
+        .args(["campaigns", "--json", "--data"])
+        .arg(&data));
+    assert_eq!(before.stdout, after.stdout);
 }
 
 /// `compare_to`: an arm's effects against another arm than the baseline,
@@ -494,4 +505,56 @@ inject_busy_ns = 2000000
         err.contains("in arm `c`: `compare_to = \"nope\"` names no arm of the plan"),
         "{err}"
     );
+}
+
+/// A worker whose workload never returns is killed at
+/// `gates.run_timeout_s` (long before its 10 s call deadline) by the one
+/// child spawner (host/src/run/child.rs), its run fails naming the
+/// timeout, and the campaign goes on to the next run.
+#[test]
+fn a_worker_running_past_run_timeout_is_killed_and_its_run_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let text = format!(
+        r#"
+name = "worker-timeout"
+seed = 7
+blocks = 2
+plugin = "{plugin}"
+[measure]
+warmup = 0
+measured = 1
+[bootstrap]
+resamples = 200
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+run_timeout_s = 1
+[[workloads]]
+name = "spin"
+[[arms]]
+name = "a"
+baseline = true
+[[arms]]
+name = "b"
+inject_busy_ns = 1000
+"#,
+        plugin = plugin("misbehave").display()
+    );
+    let path = dir.path().join("worker-timeout.toml");
+    std::fs::write(&path, text).unwrap();
+    let r = campaign(&data, &path, &[]);
+    // Finished with failed runs: exit code 3 (docs/cli.md).
+    assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "{rep}");
+    for run in runs {
+        assert_eq!(run["status"], "failed", "{run}");
+        let reason = run["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("the run took longer than `gates.run_timeout_s = 1` and was killed"),
+            "{reason}"
+        );
+    }
 }

@@ -125,3 +125,267 @@ fn the_daemon_takes_tags_and_a_testbed_in_the_query_and_lists_them() {
         list[0]
     );
 }
+
+/// `builtin_plan` with arm `b` slowed by a busy wait of `busy_ns` per
+/// transaction (0: an A/A pair), `blocks` blocks.
+fn slowed_plan(dir: &Path, file: &str, blocks: usize, busy_ns: u64) -> PathBuf {
+    let path = dir.join(file);
+    let text = builtin_plan("pair", blocks, 2_000) + &format!("inject_busy_ns = {busy_ns}\n");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn gate(data: &Path, args: &[&str]) -> crate::support::Run {
+    run(blocklab().arg("gate").args(args).arg("--data").arg(data))
+}
+
+// CPU per transaction is what the injected busy wait adds to and what a
+// loaded machine barely moves (mean latency of a 1 µs transaction moves
+// with every preemption on two shared cores), so the gates below judge it.
+const STAT: [&str; 2] = ["--statistic", "cpu_measured"];
+
+#[test]
+fn compare_shows_each_arms_change_the_plan_differences_and_warns_on_other_baselines() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let before = slowed_plan(dir.path(), "before.toml", 4, 0);
+    let after = slowed_plan(dir.path(), "after.toml", 4, 30_000);
+    assert!(campaign(&data, &before, &["--testbed", "t"]).ok);
+    assert!(campaign(&data, &after, &["--testbed", "t"]).ok);
+    // The same arms with `b` as the baseline.
+    let flipped = dir.path().join("flipped.toml");
+    let text = std::fs::read_to_string(&before)
+        .unwrap()
+        .replace("baseline = true\n", "")
+        .replace("name = \"b\"\n", "name = \"b\"\nbaseline = true\n");
+    std::fs::write(&flipped, text).unwrap();
+    assert!(campaign(&data, &flipped, &["--testbed", "t"]).ok);
+
+    let json = |a: &str, b: &str| -> Value {
+        let r = run(blocklab()
+            .args(["compare", a, b, "--format", "json", "--data"])
+            .arg(&data));
+        assert!(r.ok, "{}", r.stderr);
+        serde_json::from_str(&r.stdout).unwrap()
+    };
+    let c = json("1", "2");
+    let row = |c: &Value, arm: &str| -> Value {
+        c["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["arm"] == arm && r["statistic"] == "cpu_measured")
+            .unwrap_or_else(|| panic!("no {arm} row in {c}"))
+            .clone()
+    };
+    let b = row(&c, "b");
+    assert!(
+        b["ci_low"].as_f64().unwrap() > 2.0,
+        "a 30 µs wait per transaction: {b}"
+    );
+    assert_eq!(b["direction"], "worse");
+    assert_eq!(
+        (b["blocks_a"].as_u64(), b["blocks_b"].as_u64()),
+        (Some(4), Some(4))
+    );
+    let a = row(&c, "a");
+    assert!(a["ci_low"].as_f64().unwrap() < a["ci_high"].as_f64().unwrap());
+    assert_eq!(c["same_baseline"], true);
+    assert!(
+        c["plan_differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["path"] == "arms[b].inject_busy_ns" && d["a"] == 0 && d["b"] == 30_000),
+        "{}",
+        c["plan_differences"]
+    );
+    assert_eq!(c["warnings"], serde_json::json!([]));
+    // Deterministic: the same bits again.
+    assert_eq!(json("1", "2"), c);
+
+    let flipped = json("1", "3");
+    assert_eq!(flipped["same_baseline"], false);
+    assert!(
+        flipped["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("the baselines differ"),
+        "{}",
+        flipped["warnings"]
+    );
+    let text = run(blocklab().args(["compare", "1", "3", "--data"]).arg(&data));
+    assert!(
+        text.stdout.contains("warning: the baselines differ"),
+        "{}",
+        text.stdout
+    );
+    let md = run(blocklab()
+        .args(["compare", "1", "2", "--format", "markdown", "--data"])
+        .arg(&data));
+    assert!(
+        md.stdout
+            .contains("| arms\\[b\\].inject\\_busy\\_ns | 0 | 30000 |"),
+        "{}",
+        md.stdout
+    );
+
+    // The daemon answers the same comparison.
+    let d = Daemon::start(&data);
+    let (status, api) = d.get("/api/compare?a=1&b=2");
+    assert_eq!(status, 200, "{api}");
+    assert_eq!(api, c);
+    let (status, body) = d.get("/api/compare?a=1&b=99");
+    assert_eq!(status, 404, "{body}");
+}
+
+#[test]
+fn the_gate_exits_0_on_no_regression_1_on_one_and_2_when_it_cannot_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let aa = slowed_plan(dir.path(), "aa.toml", 6, 0);
+    let slow = slowed_plan(dir.path(), "slow.toml", 6, 30_000);
+    assert!(campaign(&data, &aa, &["--tag", "commit=old"]).ok); // 1
+    assert!(campaign(&data, &slow, &["--tag", "commit=new"]).ok); // 2
+    assert!(campaign(&data, &aa, &["--tag", "commit=new"]).ok); // 3
+
+    // Paired: the A/A pair passes, the slowed arm fails.
+    let r = gate(&data, &["1", "--max-change", "5%", STAT[0], STAT[1]]);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let md = dir.path().join("gate.md");
+    let junit = dir.path().join("gate.xml");
+    let r = run(blocklab()
+        .args([
+            "gate",
+            "2",
+            "--max-change",
+            "5%",
+            STAT[0],
+            STAT[1],
+            "--markdown",
+        ])
+        .arg(&md)
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--data")
+        .arg(&data));
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("❌ regression") && md.contains("| get100 | b | arm a | cpu_measured |"),
+        "{md}"
+    );
+    let junit = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        junit.contains("tests=\"1\" failures=\"1\"")
+            && junit.contains("<testcase classname=\"blocklab.get100.b\" name=\"cpu_measured\">")
+            && junit.contains("<failure message=\"b cpu_measured against arm a"),
+        "{junit}"
+    );
+
+    // Against a baseline campaign, by id or by tag (the newest finished
+    // campaign with it, of the same family and testbed).
+    let r = gate(
+        &data,
+        &[
+            "2",
+            "--baseline",
+            "1",
+            "--max-change",
+            "5%",
+            STAT[0],
+            STAT[1],
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("campaign 1"), "{}", r.stdout);
+    let r = gate(
+        &data,
+        &[
+            "2",
+            "--baseline",
+            "tag=commit=old",
+            "--max-change",
+            "5%",
+            STAT[0],
+            STAT[1],
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    // The same code in two campaigns: unpaired across time on a shared
+    // machine, so a generous threshold; the 30 µs wait above is > 10×.
+    let r = gate(
+        &data,
+        &[
+            "3",
+            "--baseline",
+            "tag=commit=old",
+            "--max-change",
+            "50%",
+            STAT[0],
+            STAT[1],
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+
+    // Cannot judge: 2, with a message that names the fix.
+    for (args, needle) in [
+        (
+            vec!["2", "--baseline", "tag=commit=none", "--max-change", "5%"],
+            "no finished campaign other than 2 has tag `commit=none`",
+        ),
+        (
+            vec!["2", "--max-change", "5%", "--statistic", "speed"],
+            "`--statistic speed` is not compared",
+        ),
+        (vec!["99", "--max-change", "5%"], "99"),
+        (
+            vec!["2", "--baseline", "2", "--max-change", "5%"],
+            "is campaign 2 itself",
+        ),
+        (vec!["2", "--max-change", "five"], "`5%`"),
+    ] {
+        let r = gate(&data, &args);
+        assert_eq!(r.code, Some(2), "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+}
+
+/// docs/ci.md's job, run locally through examples/ci/gate.sh: an A/A pair
+/// passes the gate; the pull request's arm slowed by a known busy wait
+/// fails it, and the markdown to post says so.
+#[test]
+fn the_example_pipeline_passes_an_aa_pair_and_fails_a_slowed_arm() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ci/gate.sh");
+    let exe = blocklab().get_program().to_owned();
+    let pipeline = |delay_ns: &str| {
+        run(std::process::Command::new("sh")
+            .arg(&script)
+            .env("BLOCKLAB", &exe)
+            .env(
+                "BLOCKLAB_CACHE_DIR",
+                std::env::temp_dir().join("blocklab-test-cache"),
+            )
+            .env("DATA", dir.path().join("data"))
+            .env("OUT", dir.path())
+            .env("MAIN_PLUGIN", "builtin")
+            .env("PR_PLUGIN", "builtin")
+            .env("PR_DELAY_NS", delay_ns)
+            .env("STATISTIC", "cpu_measured"))
+    };
+    let r = pipeline("0");
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let md = std::fs::read_to_string(dir.path().join("gate.md")).unwrap();
+    assert!(md.contains("✅ pass"), "{md}");
+    let r = pipeline("30000");
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    let md = std::fs::read_to_string(dir.path().join("gate.md")).unwrap();
+    assert!(
+        md.contains("❌ regression") && md.contains("**FAIL**"),
+        "{md}"
+    );
+    let list = campaigns_json(&dir.path().join("data"));
+    assert_eq!(list[1]["tags"]["commit"], "local");
+}

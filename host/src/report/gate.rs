@@ -1,0 +1,544 @@
+//! The regression gate (docs/ci.md): judges effects against a threshold and
+//! renders the verdict as markdown (for a pull-request comment) and JUnit
+//! XML (which CI systems render). Either a campaign's own arms against its
+//! baseline arm (the paired effects of its report) or a campaign against a
+//! baseline campaign ([`super::compare`]).
+
+use super::Report;
+use super::compare::{Comparison, md_cell};
+use super::statistics::statistics;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// One judged effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Even the interval's worse end is within the threshold.
+    Pass,
+    /// The interval reaches past the threshold but does not lie beyond it:
+    /// not shown to regress, not shown not to. Does not fail the gate.
+    Inconclusive,
+    /// The whole interval lies beyond the threshold in the worse direction.
+    Fail,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Fail => "FAIL",
+        }
+    }
+}
+
+/// One row of the gate: an arm's effect on a statistic against what it is
+/// judged against (its baseline arm, or the same arm in the baseline
+/// campaign).
+#[derive(Debug, Clone, Serialize)]
+pub struct GateRow {
+    pub workload: String,
+    pub arm: String,
+    /// `arm BASELINE` or `campaign ID`.
+    pub against: String,
+    pub statistic: String,
+    pub lower_is_better: bool,
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub level: f64,
+    pub blocks: usize,
+    pub verdict: Verdict,
+}
+
+/// The gate's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    pub campaign: u64,
+    /// The baseline campaign, when judged against one.
+    pub baseline_campaign: Option<u64>,
+    /// The threshold as a fraction (0.05 for `--max-change 5%`).
+    pub max_change: f64,
+    pub rows: Vec<GateRow>,
+    /// What qualifies the verdict (different baselines, testbeds, …).
+    pub warnings: Vec<String>,
+}
+
+impl Gate {
+    pub fn failed(&self) -> bool {
+        self.rows.iter().any(|r| r.verdict == Verdict::Fail)
+    }
+}
+
+/// Why the gate cannot judge: a data error (exit 2), never a regression.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum GateError {
+    #[error(
+        "`--statistic {name}` is not compared by this campaign's measure mode; use one of {known}"
+    )]
+    UnknownStatistic { name: String, known: String },
+    #[error(
+        "campaign {campaign} has no effect of arm `{arm}` on `{statistic}` for workload `{workload}`: {reason}"
+    )]
+    Missing {
+        campaign: u64,
+        workload: String,
+        arm: String,
+        statistic: String,
+        reason: String,
+    },
+    #[error(
+        "campaign {0} has one arm only: there is nothing to judge against its baseline; give `--baseline ID` or `--baseline tag=KEY=VALUE` to judge it against another campaign"
+    )]
+    NoArms(u64),
+    #[error("there is nothing to judge: the campaigns share no workload, arm and statistic")]
+    Nothing,
+}
+
+/// The verdict on an interval for a statistic where `lower_is_better`:
+/// with t = 1 + `max_change`, a lower-is-better ratio fails when its
+/// interval's low end is above t and passes when its high end is at most
+/// t; a higher-is-better ratio fails when its high end is below 1/t and
+/// passes when its low end is at least 1/t (the same change on the log
+/// scale). Anything else is inconclusive.
+pub fn judge(lower_is_better: bool, ci_low: f64, ci_high: f64, max_change: f64) -> Verdict {
+    let t = 1.0 + max_change;
+    if lower_is_better {
+        if ci_low > t {
+            Verdict::Fail
+        } else if ci_high <= t {
+            Verdict::Pass
+        } else {
+            Verdict::Inconclusive
+        }
+    } else if ci_high < 1.0 / t {
+        Verdict::Fail
+    } else if ci_low >= 1.0 / t {
+        Verdict::Pass
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// The statistics to judge: the given names (checked against the mode's),
+/// or the mode's headline statistics.
+fn chosen(report: &Report, names: &[String]) -> Result<Vec<(String, bool)>, GateError> {
+    let table = statistics(&report.plan.spec);
+    if names.is_empty() {
+        let headline: Vec<_> = table
+            .iter()
+            .filter(|s| s.headline)
+            .map(|s| (s.name.to_owned(), s.lower_is_better))
+            .collect();
+        return Ok(if headline.is_empty() {
+            table
+                .iter()
+                .take(1)
+                .map(|s| (s.name.to_owned(), s.lower_is_better))
+                .collect()
+        } else {
+            headline
+        });
+    }
+    names
+        .iter()
+        .map(|n| {
+            table
+                .iter()
+                .find(|s| s.name == n)
+                .map(|s| (s.name.to_owned(), s.lower_is_better))
+                .ok_or_else(|| GateError::UnknownStatistic {
+                    name: n.clone(),
+                    known: table.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+                })
+        })
+        .collect()
+}
+
+/// The campaign's own arms against its baseline arm: the paired effects
+/// of its report, at the report's levels.
+pub fn paired(report: &Report, names: &[String], max_change: f64) -> Result<Gate, GateError> {
+    let stats = chosen(report, names)?;
+    let spec = &report.plan.spec;
+    if spec.arms.len() < 2 {
+        return Err(GateError::NoArms(report.campaign.id));
+    }
+    let mut rows = Vec::new();
+    for w in &spec.workloads {
+        for arm in spec
+            .arms
+            .iter()
+            .filter(|a| a.name != spec.arms[spec.baseline()].name)
+        {
+            for (statistic, lower_is_better) in &stats {
+                let found = report.effects.iter().find(|e| {
+                    e.workload == w.name && e.arm == arm.name && e.statistic == *statistic
+                });
+                let Some(e) = found else {
+                    let reason = report
+                        .missing_effects
+                        .iter()
+                        .find(|m| {
+                            m.workload == w.name && m.arm == arm.name && m.statistic == *statistic
+                        })
+                        .map_or_else(|| "it was not computed".to_owned(), |m| m.reason.clone());
+                    return Err(GateError::Missing {
+                        campaign: report.campaign.id,
+                        workload: w.name.clone(),
+                        arm: arm.name.clone(),
+                        statistic: statistic.clone(),
+                        reason,
+                    });
+                };
+                rows.push(GateRow {
+                    workload: e.workload.clone(),
+                    arm: e.arm.clone(),
+                    against: format!("arm {}", e.baseline),
+                    statistic: statistic.clone(),
+                    lower_is_better: *lower_is_better,
+                    ratio: e.ratio,
+                    ci_low: e.ci_low,
+                    ci_high: e.ci_high,
+                    level: e.level,
+                    blocks: e.blocks,
+                    verdict: judge(*lower_is_better, e.ci_low, e.ci_high, max_change),
+                });
+            }
+        }
+    }
+    let mut warnings = Vec::new();
+    if report.campaign.status != blocklab_store::CampaignStatus::Finished {
+        warnings.push(format!(
+            "campaign {} is {}, not finished",
+            report.campaign.id,
+            report.campaign.status.label()
+        ));
+    }
+    Ok(Gate {
+        campaign: report.campaign.id,
+        baseline_campaign: None,
+        max_change,
+        rows,
+        warnings,
+    })
+}
+
+/// Campaign B (`comparison.b`) against the baseline campaign A, every
+/// shared workload and arm.
+pub fn against_campaign(
+    report: &Report,
+    comparison: &Comparison,
+    names: &[String],
+    max_change: f64,
+) -> Result<Gate, GateError> {
+    let stats = chosen(report, names)?;
+    let mut rows = Vec::new();
+    for (statistic, lower_is_better) in &stats {
+        if let Some(m) = comparison
+            .missing
+            .iter()
+            .find(|m| m.statistic == *statistic)
+        {
+            return Err(GateError::Missing {
+                campaign: comparison.b.id,
+                workload: m.workload.clone(),
+                arm: m.arm.clone(),
+                statistic: statistic.clone(),
+                reason: m.reason.clone(),
+            });
+        }
+        for c in comparison
+            .changes
+            .iter()
+            .filter(|c| c.statistic == *statistic)
+        {
+            rows.push(GateRow {
+                workload: c.workload.clone(),
+                arm: c.arm.clone(),
+                against: format!("campaign {}", comparison.a.id),
+                statistic: statistic.clone(),
+                lower_is_better: *lower_is_better,
+                ratio: c.ratio,
+                ci_low: c.ci_low,
+                ci_high: c.ci_high,
+                level: comparison.level,
+                blocks: c.blocks_b,
+                verdict: judge(*lower_is_better, c.ci_low, c.ci_high, max_change),
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Err(GateError::Nothing);
+    }
+    Ok(Gate {
+        campaign: comparison.b.id,
+        baseline_campaign: Some(comparison.a.id),
+        max_change,
+        rows,
+        warnings: comparison.warnings.clone(),
+    })
+}
+
+fn percent(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p}%")
+    }
+}
+
+/// The rule in words, as the markdown and the terminal state it.
+fn rule(gate: &Gate) -> String {
+    let t = 1.0 + gate.max_change;
+    format!(
+        "A row fails when its whole interval lies beyond a {} change in the worse direction (above {t:.3} for lower-is-better statistics, below {:.3} for higher-is-better ones); it is inconclusive when the interval only reaches past that.",
+        percent(gate.max_change),
+        1.0 / t
+    )
+}
+
+/// The gate as markdown, fit for a pull-request comment.
+pub fn markdown(gate: &Gate) -> String {
+    let mut out = String::new();
+    let failed = gate
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail)
+        .count();
+    let against = gate.baseline_campaign.map_or_else(
+        || "its baseline arm".to_owned(),
+        |id| format!("campaign {id}"),
+    );
+    let _ = writeln!(
+        out,
+        "## blocklab gate: {}\n\nCampaign {} against {against}, max change {}: {} of {} rows fail.\n",
+        if failed > 0 {
+            "❌ regression"
+        } else {
+            "✅ pass"
+        },
+        gate.campaign,
+        percent(gate.max_change),
+        failed,
+        gate.rows.len()
+    );
+    for w in &gate.warnings {
+        let _ = writeln!(out, "> **Warning:** {}\n", md_cell(w));
+    }
+    let _ = writeln!(
+        out,
+        "| workload | arm | against | statistic | ratio | interval | blocks | verdict |\n|---|---|---|---|---:|---|---:|---|"
+    );
+    for r in &gate.rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.3} | [{:.3}, {:.3}] ({:.0}%) | {} | {} |",
+            md_cell(&r.workload),
+            md_cell(&r.arm),
+            md_cell(&r.against),
+            r.statistic,
+            r.ratio,
+            r.ci_low,
+            r.ci_high,
+            r.level * 100.0,
+            r.blocks,
+            if r.verdict == Verdict::Fail {
+                "**FAIL**"
+            } else {
+                r.verdict.word()
+            }
+        );
+    }
+    let _ = writeln!(out, "\n{}", rule(gate));
+    out
+}
+
+/// The gate as terminal text.
+pub fn terminal(gate: &Gate) -> String {
+    let mut out = String::new();
+    for w in &gate.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    for r in &gate.rows {
+        let _ = writeln!(
+            out,
+            "{:<12} {:<16} {:<14} {:<14} {:>7.3} [{:.3}, {:.3}]  {}",
+            r.verdict.word(),
+            r.workload,
+            r.arm,
+            r.statistic,
+            r.ratio,
+            r.ci_low,
+            r.ci_high,
+            r.against
+        );
+    }
+    let failed = gate.failed();
+    let _ = writeln!(
+        out,
+        "gate: {} (max change {}). {}",
+        if failed { "regression" } else { "pass" },
+        percent(gate.max_change),
+        rule(gate)
+    );
+    out
+}
+
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The gate as JUnit XML: one testcase per workload × arm × statistic,
+/// named `STATISTIC` in class `blocklab.WORKLOAD.ARM`; a failing row
+/// carries a `<failure>` with the verdict.
+pub fn junit(gate: &Gate) -> String {
+    let failures = gate
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail)
+        .count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let suite = format!("blocklab gate of campaign {}", gate.campaign);
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{failures}\">",
+        xml(&suite),
+        gate.rows.len()
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
+        xml(&suite),
+        gate.rows.len()
+    );
+    for r in &gate.rows {
+        let summary = format!(
+            "{} {} against {}: ratio {:.3} [{:.3}, {:.3}] at {:.0}%, {} blocks, max change {}: {}",
+            r.arm,
+            r.statistic,
+            r.against,
+            r.ratio,
+            r.ci_low,
+            r.ci_high,
+            r.level * 100.0,
+            r.blocks,
+            percent(gate.max_change),
+            r.verdict.word()
+        );
+        let _ = write!(
+            out,
+            "    <testcase classname=\"{}\" name=\"{}\"",
+            xml(&format!("blocklab.{}.{}", r.workload, r.arm)),
+            xml(&r.statistic)
+        );
+        if r.verdict == Verdict::Fail {
+            let _ = writeln!(
+                out,
+                ">\n      <failure message=\"{}\" type=\"regression\">{}</failure>\n    </testcase>",
+                xml(&summary),
+                xml(&rule(gate))
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                ">\n      <system-out>{}</system-out>\n    </testcase>",
+                xml(&summary)
+            );
+        }
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+/// The newest finished campaign other than `of` with tag `key=value`, the
+/// same plan family and the same testbed: what `--baseline tag=KEY=VALUE`
+/// names.
+pub fn baseline_by_tag(
+    store: &blocklab_store::Store,
+    of: &Report,
+    key: &str,
+    value: &str,
+) -> anyhow::Result<Option<blocklab_store::CampaignId>> {
+    use crate::plan::identity::PlanFamily;
+    let family = PlanFamily::of(&of.plan.spec);
+    let mut campaigns = store.campaigns()?;
+    campaigns.sort_by_key(|c| std::cmp::Reverse(c.id));
+    for c in campaigns {
+        let fits = c.id != of.campaign.id
+            && c.status == blocklab_store::CampaignStatus::Finished
+            && c.tags.get(key).is_some_and(|v| v == value)
+            && c.testbed == of.campaign.testbed;
+        if !fits {
+            continue;
+        }
+        let plan: crate::plan::seal::SealedPlan = store.sealed_plan(c.id)?;
+        if PlanFamily::of(&plan.spec) == family {
+            return Ok(Some(c.id));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rule_fails_only_an_interval_wholly_beyond_the_threshold_in_the_worse_direction() {
+        // Lower is better (latency): worse is up.
+        assert_eq!(judge(true, 1.06, 1.2, 0.05), Verdict::Fail);
+        assert_eq!(judge(true, 1.04, 1.2, 0.05), Verdict::Inconclusive);
+        assert_eq!(judge(true, 0.97, 1.05, 0.05), Verdict::Pass);
+        assert_eq!(judge(true, 0.5, 0.6, 0.05), Verdict::Pass);
+        // Higher is better (throughput): worse is down, 1/1.05 ≈ 0.952.
+        assert_eq!(judge(false, 0.8, 0.95, 0.05), Verdict::Fail);
+        assert_eq!(judge(false, 0.9, 0.96, 0.05), Verdict::Inconclusive);
+        assert_eq!(judge(false, 0.96, 1.5, 0.05), Verdict::Pass);
+    }
+
+    #[test]
+    fn junit_escapes_names_and_marks_failures() {
+        let row = |arm: &str, verdict| GateRow {
+            workload: "get<100>".into(),
+            arm: arm.into(),
+            against: "arm a".into(),
+            statistic: "mean_latency".into(),
+            lower_is_better: true,
+            ratio: 1.5,
+            ci_low: 1.4,
+            ci_high: 1.6,
+            level: 0.95,
+            blocks: 4,
+            verdict,
+        };
+        let gate = Gate {
+            campaign: 3,
+            baseline_campaign: None,
+            max_change: 0.05,
+            rows: vec![row("b\"&", Verdict::Fail), row("c", Verdict::Pass)],
+            warnings: vec![],
+        };
+        let x = junit(&gate);
+        assert!(x.contains("tests=\"2\" failures=\"1\""), "{x}");
+        assert!(
+            x.contains("classname=\"blocklab.get&lt;100&gt;.b&quot;&amp;\""),
+            "{x}"
+        );
+        assert_eq!(x.matches("<failure ").count(), 1, "{x}");
+        assert!(markdown(&gate).contains("❌ regression"));
+    }
+}
