@@ -97,6 +97,63 @@ pub enum HistoryError {
 
 /// The history of the series `q` names in `store`.
 pub fn history(store: &Store, q: &Query) -> anyhow::Result<History> {
+    let mut candidates = candidates(store, q)?;
+    let (testbed, family) = one_series(q, &candidates)?;
+    candidates.sort_by_key(|(m, ..)| (m.created_unix_ms, m.id));
+    let (statistic, points, known) = points(store, q, &candidates)?;
+    let statistic = statistic.unwrap_or_default();
+    if points.is_empty() {
+        if known.is_empty() {
+            return Err(empty(q).into());
+        }
+        return Err(HistoryError::Statistic {
+            statistic,
+            known: known.join(", "),
+        }
+        .into());
+    }
+    let config = Config::default();
+    let logs: Vec<f64> = points.iter().map(|p| p.ratio.ln()).collect();
+    let change_points = changepoint::change_points(&logs, &config)?
+        .into_iter()
+        .map(
+            |ChangePoint {
+                 index,
+                 p_value,
+                 mean_before,
+                 mean_after,
+                 ..
+             }| Change {
+                campaign: points[index].campaign,
+                index,
+                p_value,
+                ratio_before: mean_before.exp(),
+                ratio_after: mean_after.exp(),
+            },
+        )
+        .collect();
+    Ok(History {
+        series: SeriesKey {
+            testbed,
+            family,
+            workload: q.workload.clone(),
+            arm: q.arm.clone(),
+            statistic,
+        },
+        points,
+        change_points,
+        method: "E-divisive means (Matteson & James 2014), permutation test".to_owned(),
+        alpha: config.alpha,
+        permutations: config.permutations,
+    })
+}
+
+/// A campaign that may be in the series: its metadata, testbed, family.
+type Candidate = (blocklab_store::CampaignMeta, String, PlanFamily);
+
+/// Finished campaigns with the workload and arm, and the key parts the
+/// query fixes.
+fn candidates(store: &Store, q: &Query) -> anyhow::Result<Vec<Candidate>> {
     // Candidates: finished campaigns with the workload and arm, and the key
     // parts the query fixes.
     let mut candidates = Vec::new();
@@ -126,16 +183,24 @@ pub fn history(store: &Store, q: &Query) -> anyhow::Result<History> {
         }
         candidates.push((meta, testbed, family));
     }
-    let empty = || HistoryError::Empty {
+    Ok(candidates)
+}
+
+fn empty(q: &Query) -> HistoryError {
+    HistoryError::Empty {
         workload: q.workload.clone(),
         arm: q.arm.clone(),
         filters: [("testbed", &q.testbed), ("family", &q.family)]
             .iter()
             .filter_map(|(k, v)| v.as_ref().map(|v| format!(" on {k} `{v}`")))
             .collect(),
-    };
+    }
+}
+
+/// The testbed and family of the candidates, which must be one of each.
+fn one_series(q: &Query, candidates: &[Candidate]) -> Result<(String, PlanFamily), HistoryError> {
     let (testbed, family) = match candidates.first() {
-        None => return Err(empty().into()),
+        None => return Err(empty(q)),
         Some((_, t, f)) => (t.clone(), f.clone()),
     };
     let unique = |values: Vec<String>, flag: &'static str| -> Result<(), HistoryError> {
@@ -160,12 +225,20 @@ pub fn history(store: &Store, q: &Query) -> anyhow::Result<History> {
         candidates.iter().map(|c| c.2.0.clone()).collect(),
         "`--family` (`family=`)",
     )?;
+    Ok((testbed, family))
+}
 
+/// Each campaign's point on the statistic (the query's, else the first
+/// verdict's), and every statistic the campaigns have for the error.
+fn points(
+    store: &Store,
+    q: &Query,
+    candidates: &[Candidate],
+) -> anyhow::Result<(Option<String>, Vec<Point>, Vec<String>)> {
     let mut points = Vec::new();
     let mut statistic = q.statistic.clone();
     let mut known = Vec::new();
-    candidates.sort_by_key(|(m, ..)| (m.created_unix_ms, m.id));
-    for (meta, ..) in &candidates {
+    for (meta, ..) in candidates {
         let report = super::build(store, meta.id)?;
         let stat = match &statistic {
             Some(s) => s.clone(),
@@ -209,51 +282,7 @@ pub fn history(store: &Store, q: &Query) -> anyhow::Result<History> {
             });
         }
     }
-    let statistic = statistic.unwrap_or_default();
-    if points.is_empty() {
-        if known.is_empty() {
-            return Err(empty().into());
-        }
-        return Err(HistoryError::Statistic {
-            statistic,
-            known: known.join(", "),
-        }
-        .into());
-    }
-    let config = Config::default();
-    let logs: Vec<f64> = points.iter().map(|p| p.ratio.ln()).collect();
-    let change_points = changepoint::change_points(&logs, &config)?
-        .into_iter()
-        .map(
-            |ChangePoint {
-                 index,
-                 p_value,
-                 mean_before,
-                 mean_after,
-                 ..
-             }| Change {
-                campaign: points[index].campaign,
-                index,
-                p_value,
-                ratio_before: mean_before.exp(),
-                ratio_after: mean_after.exp(),
-            },
-        )
-        .collect();
-    Ok(History {
-        series: SeriesKey {
-            testbed,
-            family,
-            workload: q.workload.clone(),
-            arm: q.arm.clone(),
-            statistic,
-        },
-        points,
-        change_points,
-        method: "E-divisive means (Matteson & James 2014), permutation test".to_owned(),
-        alpha: config.alpha,
-        permutations: config.permutations,
-    })
+    Ok((statistic, points, known))
 }
 
 /// The history as a table for the terminal.
