@@ -9,11 +9,13 @@ if (!base || !path) throw new Error("usage: load.mjs BASE_URL PATH [READERS] [RE
 const url = new URL(path, base);
 if (!["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)) throw new Error("loopback only");
 const agent = new http.Agent({ keepAlive: true, maxSockets: Number(readers) });
+// ACCEPT_ENCODING=gzip asks for what a browser gets (bytes are counted as sent).
+const headers = process.env.ACCEPT_ENCODING ? { "accept-encoding": process.env.ACCEPT_ENCODING } : {};
 
 function get() {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
-    http.get(url, { agent }, (res) => {
+    http.get(url, { agent, headers }, (res) => {
       let bytes = 0;
       res.on("data", (c) => { bytes += c.length; });
       res.on("end", () => {

@@ -4,13 +4,14 @@
 //! whether the hosts disagree ([`crate::stats::heterogeneity`]). The pooled
 //! effect in the effects table stays the paired estimate over all blocks.
 
+use super::format::md;
 use super::statistics::{Statistic, statistics};
 use crate::plan::seal::SealedPlan;
 use crate::run::{RunRecord, RunStatus};
 use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 /// Which node ran one block of one workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,6 +63,9 @@ pub struct Hosts {
     pub slurm: Option<crate::run::slurm::SlurmState>,
 }
 
+/// Which node(s) ran each (workload, block), as final runs name them.
+type BlockHosts<'a> = BTreeMap<(&'a str, u32), BTreeSet<&'a str>>;
+
 /// The hosts section, or `None` when no final run names a host (a local
 /// campaign). Per-host effects and the agreement test use the mode's first
 /// statistic (mean latency, or throughput in window mode).
@@ -70,31 +74,13 @@ pub fn hosts(plan: &SealedPlan, finals: &BTreeMap<u32, &RunRecord>) -> Option<Ho
         return None;
     }
     let spec = &plan.spec;
-    let mut section = Hosts::default();
-    let mut block_host: BTreeMap<(&str, u32), BTreeSet<&str>> = BTreeMap::new();
-    let mut server_host: BTreeMap<(&str, u32), BTreeSet<&str>> = BTreeMap::new();
-    for r in finals.values() {
-        let key = (r.slot.workload.as_str(), r.slot.block);
-        block_host
-            .entry(key)
-            .or_default()
-            .insert(r.host.as_deref().unwrap_or("local"));
-        if let Some(server) = r.server_host.as_deref() {
-            server_host.entry(key).or_default().insert(server);
-        }
-    }
-    let joined = |set: &BTreeSet<&str>| set.iter().copied().collect::<Vec<_>>().join("+");
-    for (key, hosts) in &block_host {
-        section.blocks.push(BlockHost {
-            workload: key.0.to_owned(),
-            block: key.1,
-            host: joined(hosts),
-            server_host: server_host.get(key).map(joined),
-        });
-    }
+    let (block_host, blocks) = block_hosts(finals);
+    let mut section = Hosts {
+        blocks,
+        ..Hosts::default()
+    };
     let baseline = &spec.arms[spec.baseline()].name;
     let statistic: &Statistic = &statistics(spec)[0];
-    let boot = &spec.bootstrap;
     for workload in &spec.workloads {
         // arm → block → value
         let mut values: BTreeMap<&str, BTreeMap<u32, f64>> = BTreeMap::new();
@@ -113,68 +99,131 @@ pub fn hosts(plan: &SealedPlan, finals: &BTreeMap<u32, &RunRecord>) -> Option<Ho
             let Some(arm_values) = values.get(arm.name.as_str()) else {
                 continue;
             };
-            // host → (arm, baseline) over that host's blocks
-            let mut per_host: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-            for (block, a) in arm_values {
-                let (Some(b), Some(host)) = (
-                    base.get(block),
-                    block_host.get(&(workload.name.as_str(), *block)),
-                ) else {
-                    continue;
-                };
-                let host = host.iter().copied().collect::<Vec<_>>().join("+");
-                let entry = per_host.entry(host).or_default();
-                entry.0.push(*a);
-                entry.1.push(*b);
-            }
-            let mut logs: Vec<Vec<f64>> = Vec::new();
-            for (host, (a, b)) in &per_host {
-                let effect = stats::paired_effect(
-                    a,
-                    b,
-                    statistic.lower_is_better,
-                    boot.resamples,
-                    boot.seed.unwrap_or(spec.seed),
-                    boot.method,
-                    boot.level,
-                );
-                let (ratio, ci_low, ci_high, reason) = match effect {
-                    Ok(e) => (Some(e.ratio), Some(e.ci_low), Some(e.ci_high), None),
-                    Err(e) => {
-                        // The point estimate needs no interval.
-                        let mean = a.iter().zip(b).map(|(x, y)| x.ln() - y.ln()).sum::<f64>()
-                            / a.len().max(1) as f64;
-                        (Some(mean.exp()), None, None, Some(e.to_string()))
-                    }
-                };
-                section.effects.push(HostEffect {
-                    workload: workload.name.clone(),
-                    arm: arm.name.clone(),
-                    statistic: statistic.name.into(),
-                    host: host.clone(),
-                    blocks: a.len(),
-                    ratio,
-                    ci_low,
-                    ci_high,
-                    reason,
-                });
-                logs.push(a.iter().zip(b).map(|(x, y)| x.ln() - y.ln()).collect());
-            }
-            let groups: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
-            let (test, reason) = match stats::heterogeneity(&groups) {
-                Ok(t) => (Some(t), None),
-                Err(e) => (None, Some(e.to_string())),
+            let pair = HostPair {
+                workload: &workload.name,
+                arm: &arm.name,
+                statistic,
             };
-            section.agreement.push(HostAgreement {
-                workload: workload.name.clone(),
-                arm: arm.name.clone(),
-                statistic: statistic.name.into(),
-                test,
-                reason,
-            });
+            pair.compare(plan, arm_values, base, &block_host, &mut section);
         }
     }
     Some(section)
+}
+
+/// The node(s) of each block, and the section's block table.
+fn block_hosts<'a>(finals: &BTreeMap<u32, &'a RunRecord>) -> (BlockHosts<'a>, Vec<BlockHost>) {
+    let mut block_host: BlockHosts = BTreeMap::new();
+    let mut server_host: BlockHosts = BTreeMap::new();
+    for r in finals.values() {
+        let key = (r.slot.workload.as_str(), r.slot.block);
+        block_host
+            .entry(key)
+            .or_default()
+            .insert(r.host.as_deref().unwrap_or("local"));
+        if let Some(server) = r.server_host.as_deref() {
+            server_host.entry(key).or_default().insert(server);
+        }
+    }
+    let blocks = block_host
+        .iter()
+        .map(|(key, hosts)| BlockHost {
+            workload: key.0.to_owned(),
+            block: key.1,
+            host: joined(hosts),
+            server_host: server_host.get(key).map(joined),
+        })
+        .collect();
+    (block_host, blocks)
+}
+
+/// Several nodes of one block joined with `+`.
+fn joined(set: &BTreeSet<&str>) -> String {
+    set.iter().copied().collect::<Vec<_>>().join("+")
+}
+
+/// One arm against the baseline on one workload, per host.
+struct HostPair<'a> {
+    workload: &'a str,
+    arm: &'a str,
+    statistic: &'a Statistic,
+}
+
+impl HostPair<'_> {
+    /// The arm's effect on each host's blocks, and whether the hosts agree,
+    /// added to `section`.
+    fn compare(
+        &self,
+        plan: &SealedPlan,
+        arm_values: &BTreeMap<u32, f64>,
+        base: &BTreeMap<u32, f64>,
+        block_host: &BlockHosts,
+        section: &mut Hosts,
+    ) {
+        // host → (arm, baseline) over that host's blocks
+        let mut per_host: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+        for (block, a) in arm_values {
+            let (Some(b), Some(host)) = (base.get(block), block_host.get(&(self.workload, *block)))
+            else {
+                continue;
+            };
+            let entry = per_host.entry(joined(host)).or_default();
+            entry.0.push(*a);
+            entry.1.push(*b);
+        }
+        let mut logs: Vec<Vec<f64>> = Vec::new();
+        for (host, (a, b)) in &per_host {
+            section.effects.push(self.effect(plan, host, a, b));
+            logs.push(a.iter().zip(b).map(|(x, y)| x.ln() - y.ln()).collect());
+        }
+        let groups: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
+        let (test, reason) = match stats::heterogeneity(&groups) {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        section.agreement.push(HostAgreement {
+            workload: self.workload.to_owned(),
+            arm: self.arm.to_owned(),
+            statistic: self.statistic.name.into(),
+            test,
+            reason,
+        });
+    }
+
+    /// The paired effect over one host's blocks (`a` the arm's values, `b`
+    /// the baseline's).
+    fn effect(&self, plan: &SealedPlan, host: &str, a: &[f64], b: &[f64]) -> HostEffect {
+        let spec = &plan.spec;
+        let boot = &spec.bootstrap;
+        let effect = stats::paired_effect(
+            a,
+            b,
+            self.statistic.lower_is_better,
+            boot.resamples,
+            boot.seed.unwrap_or(spec.seed),
+            boot.method,
+            boot.level,
+        );
+        let (ratio, ci_low, ci_high, reason) = match effect {
+            Ok(e) => (Some(e.ratio), Some(e.ci_low), Some(e.ci_high), None),
+            Err(e) => {
+                // The point estimate needs no interval.
+                let mean = a.iter().zip(b).map(|(x, y)| x.ln() - y.ln()).sum::<f64>()
+                    / a.len().max(1) as f64;
+                (Some(mean.exp()), None, None, Some(e.to_string()))
+            }
+        };
+        HostEffect {
+            workload: self.workload.to_owned(),
+            arm: self.arm.to_owned(),
+            statistic: self.statistic.name.into(),
+            host: host.to_owned(),
+            blocks: a.len(),
+            ratio,
+            ci_low,
+            ci_high,
+            reason,
+        }
+    }
 }
 
 fn ratio_text(e: &HostEffect) -> String {
@@ -230,11 +279,11 @@ fn blocks_line(h: &Hosts) -> String {
         .join("; ")
 }
 
-pub fn terminal(h: &Hosts) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "\nhosts: {}", blocks_line(h));
+/// The hosts section of the terminal tables.
+pub fn terminal(h: &Hosts, out: &mut String) -> fmt::Result {
+    writeln!(out, "\nhosts: {}", blocks_line(h))?;
     for e in &h.effects {
-        let _ = writeln!(
+        writeln!(
             out,
             "  {} / {} on {} ({} blocks): {} {}",
             e.workload,
@@ -243,15 +292,15 @@ pub fn terminal(h: &Hosts) -> String {
             e.blocks,
             e.statistic,
             ratio_text(e)
-        );
+        )?;
     }
     for a in &h.agreement {
-        let _ = writeln!(out, "  {} / {}: {}", a.workload, a.arm, agreement_text(a));
+        writeln!(out, "  {} / {}: {}", a.workload, a.arm, agreement_text(a))?;
     }
     for line in discarded_lines(h) {
-        let _ = writeln!(out, "  {line}");
+        writeln!(out, "  {line}")?;
     }
-    out
+    Ok(())
 }
 
 /// One line per execution discarded because it never finished.
@@ -308,52 +357,53 @@ fn job_rows(h: &Hosts) -> Vec<String> {
     rows
 }
 
-pub fn markdown(h: &Hosts) -> String {
-    let mut out = String::from(
+/// The hosts section of the markdown report; names are escaped.
+pub fn markdown(h: &Hosts, out: &mut String) -> fmt::Result {
+    out.push_str(
         "\n## Hosts\n\nEach block ran on one node (the host is a blocking factor); the pooled effects above are the paired estimates over all blocks.\n\n| workload | block | host | server host |\n|---|---|---|---|\n",
     );
     for b in &h.blocks {
-        let _ = writeln!(
+        writeln!(
             out,
             "| {} | {} | {} | {} |",
-            b.workload,
+            md(&b.workload),
             b.block,
-            b.host,
-            b.server_host.as_deref().unwrap_or("same")
-        );
+            md(&b.host),
+            md(b.server_host.as_deref().unwrap_or("same"))
+        )?;
     }
     out.push_str("\n| workload | arm | statistic | host | blocks | ratio [interval] |\n|---|---|---|---|---|---|\n");
     for e in &h.effects {
-        let _ = writeln!(
+        writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} |",
-            e.workload,
-            e.arm,
+            md(&e.workload),
+            md(&e.arm),
             e.statistic,
-            e.host,
+            md(&e.host),
             e.blocks,
-            ratio_text(e)
-        );
+            md(&ratio_text(e))
+        )?;
     }
     out.push_str("\n| workload | arm | do the hosts agree? |\n|---|---|---|\n");
     for a in &h.agreement {
-        let _ = writeln!(
+        writeln!(
             out,
             "| {} | {} | {} |",
-            a.workload,
-            a.arm,
+            md(&a.workload),
+            md(&a.arm),
             agreement_text(a)
-        );
+        )?;
     }
     let rows = job_rows(h);
     if !rows.is_empty() {
         out.push_str("\n| block | Slurm jobs | host | submit → start (s) | start → done (s) | done → stored (s) | executions discarded |\n|---|---|---|---|---|---|---|\n");
         for row in rows {
-            let _ = writeln!(out, "{row}");
+            writeln!(out, "{row}")?;
         }
     }
     for line in discarded_lines(h) {
-        let _ = writeln!(out, "\n- {line}");
+        writeln!(out, "\n- {line}")?;
     }
-    out
+    Ok(())
 }

@@ -52,7 +52,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         }
     }
     if let Some(h) = &report.hosts {
-        s.push_str(&super::hosts::markdown(h));
+        super::hosts::markdown(h, s)?;
     }
     writeln!(s, "\n## Limits\n")?;
     for l in &report.limits {
@@ -310,6 +310,35 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
             ))
         )?;
     }
+    medians(report, w, s)?;
+    let pos: Vec<String> = report
+        .positions
+        .iter()
+        .filter(|p| p.workload == w.name)
+        .map(|p| {
+            format!(
+                "position {}: {:.3} [{:.3}, {:.3}]",
+                p.position + 1,
+                p.ratio,
+                p.ci_low,
+                p.ci_high
+            )
+        })
+        .collect();
+    if !pos.is_empty() {
+        writeln!(
+            s,
+            "\nOrder diagnostic (mean latency at each position relative to the arm's geometric mean): {}",
+            pos.join("; ")
+        )?;
+    }
+    Ok(())
+}
+
+/// One workload's medians of every statistic per arm, with the statistics
+/// the sample cannot support marked.
+fn medians(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
     writeln!(
         s,
         "\n| statistic | unit | {} |\n|---|---|{}",
@@ -337,27 +366,6 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
             None => st.name.to_owned(),
         };
         writeln!(s, "| {name} | {} | {} |", st.unit, cells.join(" | "))?;
-    }
-    let pos: Vec<String> = report
-        .positions
-        .iter()
-        .filter(|p| p.workload == w.name)
-        .map(|p| {
-            format!(
-                "position {}: {:.3} [{:.3}, {:.3}]",
-                p.position + 1,
-                p.ratio,
-                p.ci_low,
-                p.ci_high
-            )
-        })
-        .collect();
-    if !pos.is_empty() {
-        writeln!(
-            s,
-            "\nOrder diagnostic (mean latency at each position relative to the arm's geometric mean): {}",
-            pos.join("; ")
-        )?;
     }
     Ok(())
 }

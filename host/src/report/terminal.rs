@@ -69,7 +69,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         writeln!(s, "  failed {f}")?;
     }
     if let Some(h) = &report.hosts {
-        s.push_str(&super::hosts::terminal(h));
+        super::hosts::terminal(h, s)?;
     }
     Ok(())
 }

@@ -118,6 +118,38 @@ fn factor(x: f64) -> String {
 /// The verdict an effect gives on its own: direction, words and the
 /// weak-evidence warning.
 pub(super) fn verdict(stat: &Statistic, e: &EffectRow, blocks_planned: usize) -> Verdict {
+    let (direction, text) = sentence(stat, e, blocks_planned);
+    let mut warnings = Vec::new();
+    let weak = e.blocks < WEAK_BLOCKS;
+    if e.blocks <= 1 {
+        warnings.push(format!(
+            "one block: no interval, so no verdict; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)"
+        ));
+    } else if weak {
+        warnings.push(format!(
+            "weak evidence: the interval rests on {} blocks, fewer than {WEAK_BLOCKS}, and may be far narrower than its level says; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)",
+            e.blocks
+        ));
+    }
+    Verdict {
+        workload: e.workload.clone(),
+        arm: e.arm.clone(),
+        baseline: e.baseline.clone(),
+        statistic: e.statistic.clone(),
+        ratio: e.ratio,
+        lo: e.ci_low,
+        hi: e.ci_high,
+        blocks: e.blocks,
+        blocks_planned,
+        direction,
+        text,
+        weak,
+        warnings,
+    }
+}
+
+/// Which way an effect goes and the sentence that says so.
+fn sentence(stat: &Statistic, e: &EffectRow, blocks_planned: usize) -> (Direction, String) {
     // "Worse" as a factor ≥ 1 whichever way the statistic points.
     let (worse, lo, hi) = if stat.lower_is_better {
         (e.ratio, e.ci_low, e.ci_high)
@@ -127,11 +159,7 @@ pub(super) fn verdict(stat: &Statistic, e: &EffectRow, blocks_planned: usize) ->
     let speed = stat.name.contains("latency") || !stat.lower_is_better;
     let (arm, base) = (&e.arm, &e.baseline);
     let blocks = format!("{} of {blocks_planned} blocks", e.blocks);
-    let mut warnings = Vec::new();
-    let (direction, text) = if e.blocks <= 1 {
-        warnings.push(format!(
-            "one block: no interval, so no verdict; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)"
-        ));
+    if e.blocks <= 1 {
         (
             Direction::NoDifference,
             format!(
@@ -175,28 +203,6 @@ pub(super) fn verdict(stat: &Statistic, e: &EffectRow, blocks_planned: usize) ->
                 e.ci_low, e.ci_high
             ),
         )
-    };
-    let weak = e.blocks < WEAK_BLOCKS;
-    if weak && e.blocks > 1 {
-        warnings.push(format!(
-            "weak evidence: the interval rests on {} blocks, fewer than {WEAK_BLOCKS}, and may be far narrower than its level says; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)",
-            e.blocks
-        ));
-    }
-    Verdict {
-        workload: e.workload.clone(),
-        arm: e.arm.clone(),
-        baseline: e.baseline.clone(),
-        statistic: e.statistic.clone(),
-        ratio: e.ratio,
-        lo: e.ci_low,
-        hi: e.ci_high,
-        blocks: e.blocks,
-        blocks_planned,
-        direction,
-        text,
-        weak,
-        warnings,
     }
 }
 

@@ -269,16 +269,7 @@ impl RunResult {
     fn window_lines(&self) -> String {
         let mut s = String::new();
         if let Some(w) = &self.window {
-            s += &format!(
-                "  acked        {:.0} records/s  {:.0} bytes/s  ({} records)\n",
-                w.records_per_s, w.bytes_per_s, w.records
-            );
-            if let Some(a) = &w.ack_latency_us {
-                s += &format!(
-                    "  ack µs       mean {:.1}  p50 {:.1}  p99 {:.1}  max {:.1}\n",
-                    a.mean, a.p50, a.p99, a.max
-                );
-            }
+            s += &window_lines(w);
         }
         s
     }
@@ -287,30 +278,48 @@ impl RunResult {
     fn client_runtime_lines(&self) -> String {
         let mut s = String::new();
         if let Some(r) = &self.client_runtime {
-            s += &format!(
-                "  client rt    {} worker(s) busy {:.2}  parks {}  queue mean {:.2} max {}  connections {}\n",
-                r.workers,
-                r.busy_ratio,
-                r.parks,
-                r.queue_depth_mean,
-                r.queue_depth_max,
-                r.connections
-            );
-            if r.reconnects > 0 {
-                s += &format!("  reconnects   {}\n", r.reconnects);
-            }
-            s += &format!("  http2        {}\n", r.http2_advertised);
-            let per = |bytes: u64, calls: u64| bytes as f64 / calls.max(1) as f64;
-            s += &format!(
-                "  sockets      {} writes ({:.0} B each)  {} reads ({:.0} B each)\n",
-                r.sockets.writes,
-                per(r.sockets.write_bytes, r.sockets.writes),
-                r.sockets.reads,
-                per(r.sockets.read_bytes, r.sockets.reads)
-            );
+            s += &client_runtime_lines(r);
         }
         s
     }
+}
+
+/// The window-mode lines of [`RunResult::summary`].
+fn window_lines(w: &WindowStats) -> String {
+    let mut s = String::new();
+    s += &format!(
+        "  acked        {:.0} records/s  {:.0} bytes/s  ({} records)\n",
+        w.records_per_s, w.bytes_per_s, w.records
+    );
+    if let Some(a) = &w.ack_latency_us {
+        s += &format!(
+            "  ack µs       mean {:.1}  p50 {:.1}  p99 {:.1}  max {:.1}\n",
+            a.mean, a.p50, a.p99, a.max
+        );
+    }
+    s
+}
+
+/// The gRPC client runtime's lines of [`RunResult::summary`].
+fn client_runtime_lines(r: &ClientRuntime) -> String {
+    let mut s = String::new();
+    s += &format!(
+        "  client rt    {} worker(s) busy {:.2}  parks {}  queue mean {:.2} max {}  connections {}\n",
+        r.workers, r.busy_ratio, r.parks, r.queue_depth_mean, r.queue_depth_max, r.connections
+    );
+    if r.reconnects > 0 {
+        s += &format!("  reconnects   {}\n", r.reconnects);
+    }
+    s += &format!("  http2        {}\n", r.http2_advertised);
+    let per = |bytes: u64, calls: u64| bytes as f64 / calls.max(1) as f64;
+    s += &format!(
+        "  sockets      {} writes ({:.0} B each)  {} reads ({:.0} B each)\n",
+        r.sockets.writes,
+        per(r.sockets.write_bytes, r.sockets.writes),
+        r.sockets.reads,
+        per(r.sockets.read_bytes, r.sockets.reads)
+    );
+    s
 }
 
 /// How an attempt ended.

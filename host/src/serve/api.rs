@@ -570,6 +570,113 @@ async fn campaign(
     .await
 }
 
+/// The state a cached answer of campaign `meta` was built from, or `None`
+/// while the campaign can still change (nothing is cached then).
+fn settled_key(meta: &CampaignMeta) -> Option<String> {
+    matches!(
+        meta.status,
+        CampaignStatus::Finished | CampaignStatus::Failed { .. } | CampaignStatus::Cancelled
+    )
+    .then(|| format!("{}/{}", meta.status, meta.finished_runs))
+}
+
+/// The body `build` makes for `what` of campaign `id`, kept while the
+/// campaign is settled: 50 readers of a finished campaign then share one
+/// rendering instead of each serialising it again. `what` names a request
+/// whose parameters were checked by `build` (it is only kept on success),
+/// so the cache holds at most one entry per valid request.
+fn cached_body(
+    state: &AppState,
+    id: CampaignId,
+    what: String,
+    build: impl FnOnce() -> Result<Bytes, AppError>,
+) -> Result<Body, AppError> {
+    let key = settled_key(&state.store().campaign(id)?);
+    let slot = (id, what);
+    if let Some(body) = cache_hit(state, key.as_deref(), &slot) {
+        return Ok(body);
+    }
+    let plain = build()?;
+    let Some(k) = key else {
+        return Ok(Body { plain, gzip: None });
+    };
+    let body = Body {
+        gzip: gzipped(&plain),
+        plain,
+    };
+    lock(&state.0.bodies).insert(slot, (k, body.clone()));
+    Ok(body)
+}
+
+/// The cached answer for `slot` if it was built from state `key`.
+fn cache_hit(state: &AppState, key: Option<&str>, slot: &(CampaignId, String)) -> Option<Body> {
+    let key = key?;
+    lock(&state.0.bodies)
+        .get(slot)
+        .filter(|(built_from, _)| built_from == key)
+        .map(|(_, body)| body.clone())
+}
+
+/// [`cached_body`] answered on the async thread when the answer is cached
+/// (one in-memory store read and a map lookup: no hop to a blocking
+/// thread, which 50 readers would queue for), else on a blocking thread.
+async fn cached_or_blocking(
+    state: AppState,
+    id: CampaignId,
+    what: String,
+    build: impl FnOnce(&AppState) -> Result<Bytes, AppError> + Send + 'static,
+) -> Result<Body, AppError> {
+    if let Ok(meta) = state.store().campaign(id)
+        && let Some(body) = cache_hit(&state, settled_key(&meta).as_deref(), &(id, what.clone()))
+    {
+        return Ok(body);
+    }
+    blocking(move || cached_body(&state, id, what, || build(&state))).await
+}
+
+/// An answer's bytes, and gzipped when it is cached (a 300 KB report is
+/// about a tenth of that gzipped: less for 50 readers to copy and send).
+#[derive(Clone)]
+pub(super) struct Body {
+    plain: Bytes,
+    gzip: Option<Bytes>,
+}
+
+fn gzipped(plain: &[u8]) -> Option<Bytes> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(plain).ok()?;
+    e.finish().ok().map(Bytes::from)
+}
+
+/// `body` as the answer, gzipped when the client takes gzip and a gzipped
+/// copy exists; `headers` come first.
+fn answer<const N: usize>(
+    request: &HeaderMap,
+    headers: [(header::HeaderName, String); N],
+    body: Body,
+) -> Response {
+    let takes_gzip = request
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+    let mut response = match (takes_gzip, body.gzip) {
+        (true, Some(gz)) => ([(header::CONTENT_ENCODING, "gzip".to_owned())], gz).into_response(),
+        _ => body.plain.into_response(),
+    };
+    let h = response.headers_mut();
+    for (name, value) in headers {
+        if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+            h.insert(name, v);
+        }
+    }
+    h.insert(
+        header::VARY,
+        axum::http::HeaderValue::from_static("accept-encoding"),
+    );
+    response
+}
+
 /// The report against `baseline` (the plan's when `None`), cached per
 /// (campaign, baseline) once the campaign no longer changes.
 fn report_of(
@@ -578,11 +685,9 @@ fn report_of(
     baseline: Option<String>,
 ) -> Result<Arc<Report>, AppError> {
     let meta = state.store().campaign(id)?;
-    let settled = matches!(
-        meta.status,
-        CampaignStatus::Finished | CampaignStatus::Failed { .. } | CampaignStatus::Cancelled
-    );
-    let key = format!("{}/{}", meta.status, meta.finished_runs);
+    let key = settled_key(&meta);
+    let settled = key.is_some();
+    let key = key.unwrap_or_default();
     let slot = (id, baseline);
     if settled
         && let Some((k, r)) = lock(&state.0.reports).get(&slot)
@@ -673,6 +778,7 @@ async fn campaign_report(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<ReportQuery>,
+    request: HeaderMap,
 ) -> Result<Response, AppError> {
     let id = parse_id(&id)?;
     let format = q.format.unwrap_or_else(|| "json".into());
@@ -686,24 +792,28 @@ async fn campaign_report(
             )));
         }
     };
-    let body = blocking(move || {
-        let r = report_of(&state, id, q.baseline)?;
-        Ok(match format.as_str() {
+    let what = format!(
+        "report?format={format}&baseline={}",
+        q.baseline.as_deref().unwrap_or("")
+    );
+    let body = cached_or_blocking(state, id, what, move |state| {
+        let r = report_of(state, id, q.baseline)?;
+        Ok(Bytes::from(match format.as_str() {
             "md" => report::markdown(&r),
             "csv" => report::csv(&r),
             _ => serde_json::to_string(&*r).map_err(|e| AppError::Internal(e.into()))?,
-        })
+        }))
     })
     .await?;
     let disposition = format!("inline; filename=\"campaign-{id}.{extension}\"");
-    Ok((
+    Ok(answer(
+        &request,
         [
             (header::CONTENT_TYPE, content_type.to_owned()),
             (header::CONTENT_DISPOSITION, disposition),
         ],
         body,
-    )
-        .into_response())
+    ))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -888,6 +998,12 @@ struct Latency {
 struct LatencyPoint {
     percentile: f64,
     latency_us: f64,
+    /// Whether every merged run has samples enough for this percentile
+    /// (one beyond it: 1/(1 − p)); the maximum never is an estimate.
+    supported: bool,
+    /// Why not, when not supported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
 /// Latency distribution per arm of one workload: the stored HDR histograms of its final successful runs merged, sampled at fixed percentiles
@@ -905,89 +1021,112 @@ async fn latency(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<LatencyQuery>,
-) -> Result<Json<Latency>, AppError> {
+    request: HeaderMap,
+) -> Result<Response, AppError> {
     let id = parse_id(&id)?;
-    blocking(move || {
-        let store = state.store();
-        let plan: SealedPlan = store.sealed_plan(id)?;
-        if !plan.spec.workloads.iter().any(|w| w.name == q.workload) {
-            return Err(AppError::NotFound(format!(
-                "campaign {id} has no workload `{}` (it has {})",
-                q.workload,
-                plan.spec
-                    .workloads
-                    .iter()
-                    .map(|w| w.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+    let what = format!("latency?workload={}", q.workload);
+    let body = cached_or_blocking(state, id, what, move |state| {
+        let latency = latency_of(state, id, q.workload)?;
+        serde_json::to_vec(&latency)
+            .map(Bytes::from)
+            .map_err(|e| AppError::Internal(e.into()))
+    })
+    .await?;
+    Ok(answer(
+        &request,
+        [(header::CONTENT_TYPE, "application/json".to_owned())],
+        body,
+    ))
+}
+
+/// One arm's histograms merged: runs, the fewest samples of one run, and
+/// the merged histogram.
+struct Merged {
+    runs: usize,
+    fewest: u64,
+    total: hdrhistogram::Histogram<u64>,
+}
+
+/// Per arm, the distribution of `workload`'s final successful runs, their
+/// stored histograms merged.
+fn latency_of(state: &AppState, id: CampaignId, workload: String) -> Result<Latency, AppError> {
+    let store = state.store();
+    let plan: SealedPlan = store.sealed_plan(id)?;
+    if !plan.spec.workloads.iter().any(|w| w.name == workload) {
+        return Err(AppError::NotFound(format!(
+            "campaign {id} has no workload `{workload}` (it has {})",
+            plan.spec
+                .workloads
+                .iter()
+                .map(|w| w.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let finals = store.final_attempts(id)?;
+    let mut merged: BTreeMap<String, Merged> = BTreeMap::new();
+    for (key, record) in store.runs::<RunRecord>(id)? {
+        if record.slot.workload != workload
+            || record.status != RunStatus::Ok
+            || finals.get(&key.slot) != Some(&key.attempt)
+        {
+            continue;
         }
-        let finals = store.final_attempts(id)?;
-        let mut merged: BTreeMap<String, (usize, hdrhistogram::Histogram<u64>)> = BTreeMap::new();
-        for (key, record) in store.runs::<RunRecord>(id)? {
-            if record.slot.workload != q.workload
-                || record.status != RunStatus::Ok
-                || finals.get(&key.slot) != Some(&key.attempt)
-            {
-                continue;
-            }
-            let Some(bytes) = store.histogram(key)? else {
-                continue;
-            };
-            let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
-                .deserialize(&mut bytes.as_slice())
-                .map_err(|e| {
-                    AppError::Internal(anyhow::anyhow!(
-                        "the histogram of {key} does not decode: {e:?}"
-                    ))
-                })?;
-            match merged.get_mut(&record.slot.arm) {
-                Some((runs, total)) => {
-                    *runs += 1;
-                    total.add(&h).map_err(|e| {
-                        AppError::Internal(anyhow::anyhow!(
-                            "cannot merge the histogram of {key}: {e:?}"
-                        ))
-                    })?;
-                }
-                None => {
-                    let mut total = hdrhistogram::Histogram::new_from(&h);
-                    total.add(&h).map_err(|e| {
-                        AppError::Internal(anyhow::anyhow!(
-                            "cannot merge the histogram of {key}: {e:?}"
-                        ))
-                    })?;
-                    merged.insert(record.slot.arm.clone(), (1, total));
-                }
-            }
-        }
-        let arms: Vec<ArmLatency> = plan
-            .spec
-            .arms
-            .iter()
-            .filter_map(|a| merged.get(&a.name).map(|m| (a, m)))
-            .map(|(arm, (runs, h))| ArmLatency {
-                arm: arm.name.clone(),
-                runs: *runs,
-                count: h.len(),
-                points: PERCENTILES
-                    .iter()
-                    .map(|&p| LatencyPoint {
+        let Some(bytes) = store.histogram(key)? else {
+            continue;
+        };
+        let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| {
+                AppError::Internal(anyhow::anyhow!(
+                    "the histogram of {key} does not decode: {e:?}"
+                ))
+            })?;
+        let arm = merged
+            .entry(record.slot.arm.clone())
+            .or_insert_with(|| Merged {
+                runs: 0,
+                fewest: u64::MAX,
+                total: hdrhistogram::Histogram::new_from(&h),
+            });
+        arm.runs += 1;
+        arm.fewest = arm.fewest.min(h.len());
+        arm.total.add(&h).map_err(|e| {
+            AppError::Internal(anyhow::anyhow!(
+                "cannot merge the histogram of {key}: {e:?}"
+            ))
+        })?;
+    }
+    let arms: Vec<ArmLatency> = plan
+        .spec
+        .arms
+        .iter()
+        .filter_map(|a| merged.get(&a.name).map(|m| (a, m)))
+        .map(|(arm, m)| ArmLatency {
+            arm: arm.name.clone(),
+            runs: m.runs,
+            count: m.total.len(),
+            points: PERCENTILES
+                .iter()
+                .map(|&p| {
+                    let reason = crate::stats::percentile_unsupported(p, m.fewest);
+                    LatencyPoint {
                         percentile: p,
                         // The worker records nanoseconds.
-                        latency_us: h.value_at_percentile(p) as f64 / 1_000.0,
-                    })
-                    .collect(),
-            })
-            .collect();
-        Ok(Json(Latency {
-            campaign: id,
-            workload: q.workload,
-            unit: "µs",
-            arms,
-        }))
+                        latency_us: m.total.value_at_percentile(p) as f64 / 1_000.0,
+                        supported: reason.is_none(),
+                        reason,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Latency {
+        campaign: id,
+        workload,
+        unit: "µs",
+        arms,
     })
-    .await
 }
 
 /// Cancel a queued campaign, or stop a running one after its run in flight; finished runs are kept

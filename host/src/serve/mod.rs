@@ -124,6 +124,10 @@ struct Shared {
     /// asked for, with the state they were built from (bootstrap intervals
     /// are not free).
     reports: Mutex<HashMap<ReportKey, (String, Arc<Report>)>>,
+    /// Rendered answers (reports in each format, latency distributions) of
+    /// campaigns that no longer change, by campaign and request, with the
+    /// state they were built from.
+    bodies: Mutex<HashMap<(CampaignId, String), (String, api::Body)>>,
 }
 
 /// A cached report: the campaign and the reference arm asked for (`None`:
@@ -179,6 +183,7 @@ impl AppState {
             current: Mutex::new(None),
             reports: Mutex::new(HashMap::new()),
             idempotency: tokio::sync::Mutex::new(idempotency::Keys::default()),
+            bodies: Mutex::new(HashMap::new()),
         }))
     }
 

@@ -1040,3 +1040,75 @@ async fn a_flamegraph_is_served_in_a_sandbox() {
     assert!(csp.contains("frame-ancestors 'self'"), "{csp}");
     assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
 }
+
+/// The latency distribution marks the percentiles its runs cannot support,
+/// and a settled campaign's answers are built once and then shared.
+#[tokio::test]
+async fn latency_marks_unsupported_percentiles_and_settled_answers_are_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let id = finished_campaign(&s, 200);
+    let uri = format!("/api/campaigns/{id}/latency?workload=get100");
+    let (status, latency) = call(&s, get(&uri)).await;
+    assert_eq!(status, StatusCode::OK, "{latency}");
+    let arms = latency["arms"].as_array().unwrap();
+    assert_eq!(arms.len(), 3);
+    let point = |p: f64| {
+        arms[0]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["percentile"] == p)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(point(99.0)["supported"], true);
+    assert_eq!(point(99.5)["supported"], true);
+    assert_eq!(point(99.9)["supported"], false);
+    assert!(
+        point(99.9)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("at least 1000 samples per run, the smallest run has 200"),
+        "{}",
+        point(99.9)
+    );
+    assert_eq!(point(100.0)["supported"], false);
+
+    // Built once: the second answer is the cached body, byte for byte.
+    let (_, again) = call(&s, get(&uri)).await;
+    assert_eq!(again, latency);
+    // A client that takes gzip gets the same answer gzipped.
+    let request = Request::get(&uri)
+        .header(header::ACCEPT_ENCODING, "br, gzip")
+        .body(Body::empty())
+        .unwrap();
+    let response = app(s.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.headers()[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(response.headers()[header::VARY], "accept-encoding");
+    let gz = response.into_body().collect().await.unwrap().to_bytes();
+    let mut plain = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&plain).unwrap(), latency);
+    let (status, _) = call(&s, get(&format!("/api/campaigns/{id}/report"))).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(
+        &s,
+        get(&format!("/api/campaigns/{id}/latency?workload=nope")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let mut keys: Vec<String> = lock(&s.0.bodies).keys().map(|(_, k)| k.clone()).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["latency?workload=get100", "report?format=json&baseline="]
+    );
+    // A campaign that can change again is answered afresh, never from the
+    // cache (here: marked running, so the report becomes provisional).
+    s.store()
+        .set_status(id, blocklab_store::CampaignStatus::Running)
+        .unwrap();
+    let (_, report) = call(&s, get(&format!("/api/campaigns/{id}/report"))).await;
+    assert_eq!(report["provisional"], true);
+}
