@@ -98,6 +98,7 @@ async function route() {
     if (parts[0] === "campaigns" && parts[1]) await campaignPage(parts[1], params.get("baseline"), seq);
     else if (parts[0] === "compare") await comparePage(parts[1], parts[2], seq);
     else if (parts[0] === "submit") submitPage();
+    else if (parts[0] === "history") await historyPage(params); // web/history.js
     else await listPage(seq);
   } catch (e) {
     if (e.name === "AbortError" || stale(seq)) return;
@@ -185,6 +186,8 @@ async function campaignPage(id, chosenBaseline, seq) {
     el("p", { class: "downloads" }, "report: ",
       ["md", "json", "csv"].map((f) => el("a", { href: `/api/campaigns/${c.id}/report?format=${f}${query ? "&" + query.slice(1) : ""}`, download: `campaign-${c.id}.${f}` }, f)),
       el("a", { href: `#/compare/${c.id}` }, "compare with…")),
+    el("p", { class: "history-links" }, "history: ", plan.workloads.flatMap((w) => plan.arms.filter((a) => !a.baseline).map((a) =>
+      el("a", { href: `#/history?workload=${encodeURIComponent(w.name)}&arm=${encodeURIComponent(a.name)}` }, `${w.name} · ${a.name}`)))),
     body);
 
   let finished = c.finished_runs;

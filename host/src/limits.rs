@@ -13,6 +13,8 @@ use std::time::Duration;
 pub const PLAN_BYTES: u64 = 1 << 20;
 /// Most blocks per workload.
 pub const BLOCKS: usize = 10_000;
+/// A plugin component uploaded to a daemon (`POST /api/plugins`).
+pub const PLUGIN_BYTES: usize = 64 << 20;
 /// Most arms in one plan (a Williams square holds arms² entries).
 pub const ARMS: usize = 64;
 /// Most workloads in one plan.
@@ -86,6 +88,11 @@ pub fn table() -> Vec<Row> {
             "plan file / posted plan",
             "-",
             format!("{PLAN_BYTES} bytes"),
+        ),
+        row(
+            "uploaded plugin (`POST /api/plugins`)",
+            "-",
+            format!("{PLUGIN_BYTES} bytes"),
         ),
         row("`blocks`", "-", format!("1 to {BLOCKS}")),
         row("`[[arms]]`", "-", format!("1 to {ARMS}")),

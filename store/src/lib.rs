@@ -8,6 +8,7 @@
 //! updates (a run, its histogram and the campaign's progress) are one sled
 //! transaction. Layout and policies: docs/store.md.
 
+mod archive;
 mod check;
 mod error;
 mod keys;
@@ -24,6 +25,7 @@ use sled::transaction::{
     ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
 };
 
+pub use archive::{ArchiveError, EXPORT_FORMAT, EXPORT_VERSION, Imported};
 pub use check::{CampaignCheck, CheckReport, Recovery, Salvaged};
 pub use error::{BoxError, StoreError};
 use error::{corrupt, malformed};

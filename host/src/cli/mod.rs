@@ -13,7 +13,9 @@ mod calibrate;
 mod campaign;
 mod campaigns;
 mod compare;
+mod export;
 mod gate;
+mod history;
 mod plan;
 mod plugin;
 mod profile;
@@ -23,6 +25,7 @@ mod serve;
 mod simulate;
 mod slurm_block;
 mod store;
+mod submit;
 mod target;
 mod workloads;
 
@@ -99,6 +102,19 @@ enum Command {
     /// Write the CPU profile (flamegraph SVG) stored with a run of a
     /// campaign run with `--profile`.
     Profile(profile::ProfileArgs),
+    /// A series' effect over campaigns (each with its interval, time and
+    /// tags) and its change points (docs/method.md, "Change points").
+    History(history::HistoryArgs),
+    /// Send a plan to a daemon: upload the plugins it names (by sha256),
+    /// post it, and with `--wait` follow it to its end (docs/daemon.md).
+    Submit(submit::SubmitArgs),
+    /// Write stored campaigns (sealed plan, every run with its histogram
+    /// and profile, blobs) to stdout or `--output` in the export format
+    /// (docs/export.md), to archive them or move them to another store.
+    Export(export::ExportArgs),
+    /// Store the campaigns of a file written by `blocklab export`; a
+    /// campaign already in the store is not stored twice.
+    Import(export::ImportArgs),
     /// Check a store for damage, and copy what still reads into a fresh one.
     #[command(subcommand)]
     Store(store::StoreCommand),
@@ -251,6 +267,10 @@ pub fn main() -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::main(args),
         Command::Gate(args) => gate::main(args),
         Command::Profile(args) => profile::main(args),
+        Command::History(args) => history::main(args),
+        Command::Submit(args) => submit::main(args),
+        Command::Export(args) => export::export(args),
+        Command::Import(args) => export::import(args),
         Command::Store(command) => store::main(command),
         Command::Serve(args) => serve::main(args),
         Command::Plugin(command) => plugin::main(command),

@@ -1058,6 +1058,36 @@ impl PlanSpec {
         }
     }
 
+    /// Replaces every `sha256:<hex>` plugin and adapter with its file in
+    /// `dir` (components uploaded to a daemon, plugin::stored); an unknown
+    /// or malformed hash is an error naming the upload endpoint.
+    pub fn resolve_stored_plugins(&mut self, dir: &std::path::Path) -> anyhow::Result<()> {
+        use crate::plugin::stored;
+        let resolve = |text: &mut String| -> anyhow::Result<()> {
+            if stored::is_ref(text) {
+                *text = stored::resolve(dir, text)?.display().to_string();
+            }
+            Ok(())
+        };
+        if let Some(p) = &mut self.plugin {
+            resolve(p)?;
+        }
+        for w in &mut self.workloads {
+            if let Some(p) = &mut w.plugin {
+                resolve(p)?;
+            }
+        }
+        for arm in &mut self.arms {
+            if let Some(p) = &mut arm.plugin {
+                resolve(p)?;
+            }
+            for a in &mut arm.adapters {
+                resolve(a)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The workload source of `workload` in `arm`: the arm's plugin, else the
     /// workload's, else the plan's.
     pub fn plugin_for(

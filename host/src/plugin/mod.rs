@@ -13,6 +13,7 @@ pub mod grants;
 pub mod inspect;
 pub mod scaffold;
 pub mod source;
+pub mod stored;
 pub mod wasm;
 
 use serde::{Deserialize, Serialize};

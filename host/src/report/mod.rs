@@ -16,6 +16,7 @@ pub mod compare;
 mod csv;
 mod format;
 pub mod gate;
+pub mod history;
 pub mod hosts;
 mod markdown;
 mod model;

@@ -40,10 +40,16 @@ fn routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(create_campaign))
         .routes(routes!(cancel_campaign))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    // Components are megabytes: their own cap, checked after the token.
+    let uploads = OpenApiRouter::new()
+        .routes(routes!(upload_plugin))
+        .route_layer(DefaultBodyLimit::max(crate::limits::PLUGIN_BYTES))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(list_campaigns))
         .routes(routes!(campaign))
         .routes(routes!(campaign_report))
+        .routes(routes!(series_history))
         .routes(routes!(compare))
         .routes(routes!(campaign_runs))
         .routes(routes!(latency))
@@ -52,6 +58,7 @@ fn routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(health))
         .routes(routes!(openapi::openapi))
         .merge(mutating)
+        .merge(uploads)
 }
 
 pub fn router(state: AppState) -> axum::Router {
@@ -273,8 +280,9 @@ async fn create_campaign(
     let st = state.clone();
     let cache_dir = state.0.cache_dir.clone();
     let allow_process_arms = state.allows_process_arms();
+    let plugins_dir = state.plugins_dir();
     let created = blocking(move || {
-        let sealed = seal_posted(&body, json, cache_dir, allow_process_arms)?;
+        let sealed = seal_posted(&body, json, cache_dir, allow_process_arms, &plugins_dir)?;
         if let (Some(selection), Some(text)) = (&profile, &q.profile) {
             selection
                 .check_against(text, &sealed.schedule)
@@ -324,6 +332,76 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
     }
 }
 
+#[derive(Serialize, utoipa::ToSchema)]
+struct UploadedPlugin {
+    /// The component's sha256 (hex): name it in a plan as `sha256:<hex>`.
+    sha256: String,
+    /// `sha256:<hex>`, as a plan's `plugin` or `adapters` take it.
+    reference: String,
+    size: usize,
+    /// Whether this upload stored it (false: it was stored already).
+    created: bool,
+}
+
+/// Store a plugin component by its sha256
+///
+/// The body is the `.wasm` component's bytes. Stored in the daemon's data
+/// directory under its sha256; uploading the same bytes again changes
+/// nothing. Plans posted afterwards may name it as `sha256:<hex>` in
+/// `plugin` or `adapters`.
+#[utoipa::path(
+    post,
+    path = "/api/plugins",
+    tag = "plugins",
+    request_body(description = "a WebAssembly component", content((Vec<u8> = "application/wasm"))),
+    responses(
+        (status = 201, description = "stored", body = UploadedPlugin),
+        (status = 200, description = "already stored", body = UploadedPlugin),
+        (status = 400, description = "not a valid WebAssembly component", body = ErrorBody),
+        (status = 401, description = "missing or wrong token; the message names the token file", body = ErrorBody),
+        (status = 413, description = "body over the cap on plugin uploads (docs/limits.md)", body = ErrorBody),
+    ),
+    security(("token" = []))
+)]
+async fn upload_plugin(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<UploadedPlugin>), AppError> {
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            AppError::TooLarge(format!(
+                "the plugin is larger than the daemon's cap of {} bytes on uploads (docs/limits.md)",
+                crate::limits::PLUGIN_BYTES
+            ))
+        } else {
+            AppError::bad_request(format!("cannot read the request body: {rejection}"))
+        }
+    })?;
+    let dir = state.plugins_dir();
+    let size = body.len();
+    let stored = blocking(move || {
+        crate::plugin::stored::store(&dir, &body).map_err(|e| match e {
+            crate::plugin::stored::StoredError::Io { .. } => AppError::Internal(e.into()),
+            e => AppError::bad_request(e.to_string()),
+        })
+    })
+    .await?;
+    let status = if stored.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(UploadedPlugin {
+            reference: format!("{}{}", crate::plugin::stored::REF_PREFIX, stored.sha256),
+            sha256: stored.sha256,
+            size,
+            created: stored.created,
+        }),
+    ))
+}
+
 /// The tags (`tag=KEY=VALUE`, repeatable) and testbed of a posted
 /// campaign, from the raw query: serde's query parsing takes a key once.
 fn posted_identity(query: &str) -> Result<crate::plan::identity::Identity, AppError> {
@@ -346,6 +424,7 @@ fn seal_posted(
     json: bool,
     cache_dir: Option<std::path::PathBuf>,
     allow_process_arms: bool,
+    plugins_dir: &std::path::Path,
 ) -> Result<SealedPlan, AppError> {
     let text = std::str::from_utf8(body)
         .map_err(|e| AppError::bad_request(format!("the plan is not UTF-8 text: {e}")))?;
@@ -362,6 +441,9 @@ fn seal_posted(
     } else {
         PlanSpec::parse(text, &[]).map_err(|e| AppError::bad_request(format!("{e:#}")))?
     };
+    let mut spec = spec;
+    spec.resolve_stored_plugins(plugins_dir)
+        .map_err(|e| AppError::bad_request(format!("{e:#}")))?;
     // A wasm plugin runs sandboxed; a process arm runs any program as the
     // daemon's user, which a token alone must not grant.
     if !allow_process_arms && let Some(arm) = spec.arms.iter().find(|a| a.client.is_some()) {
@@ -637,6 +719,40 @@ struct ReportQuery {
     /// plan's baseline (400 naming the arms when the campaign has no such
     /// arm).
     baseline: Option<String>,
+}
+
+/// A series' history and change points
+///
+/// One testbed, plan family, workload, arm and statistic over finished
+/// campaigns: each campaign's effect with its interval, time and tags, and
+/// the change points of the series (docs/method.md, "Change points"). The
+/// JSON of `blocklab history --json`.
+#[utoipa::path(
+    get,
+    path = "/api/history",
+    tag = "campaigns",
+    params(crate::report::history::Query),
+    responses(
+        (status = 200, description = "the history", body = crate::report::history::History),
+        (status = 400, description = "the query names several series (choose `testbed` or `family`) or a statistic no campaign has", body = ErrorBody),
+        (status = 404, description = "no finished campaign has the workload and arm", body = ErrorBody),
+    )
+)]
+async fn series_history(
+    State(state): State<AppState>,
+    Query(q): Query<crate::report::history::Query>,
+) -> Result<Json<crate::report::history::History>, AppError> {
+    use crate::report::history::{HistoryError, history};
+    let st = state.clone();
+    let h = blocking(move || {
+        history(st.store(), &q).map_err(|e| match e.downcast_ref::<HistoryError>() {
+            Some(HistoryError::Empty { .. }) => AppError::NotFound(e.to_string()),
+            Some(_) => AppError::bad_request(e.to_string()),
+            None => AppError::Internal(e),
+        })
+    })
+    .await?;
+    Ok(Json(h))
 }
 
 /// The campaign's report

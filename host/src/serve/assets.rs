@@ -15,6 +15,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../../web/app.js"),
     ),
     (
+        "history.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../web/history.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../../web/style.css"),

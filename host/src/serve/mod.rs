@@ -10,6 +10,7 @@
 
 mod api;
 mod assets;
+pub mod client;
 mod error;
 mod guard;
 mod idempotency;
@@ -237,6 +238,13 @@ impl AppState {
     }
 
     /// Where the token lives (printed at start, named in 401 answers).
+    /// Where uploaded plugins are stored: `<data>/plugins` beside the
+    /// store (plugin::stored).
+    pub fn plugins_dir(&self) -> PathBuf {
+        let store = self.0.store.path();
+        store.parent().unwrap_or(store).join("plugins")
+    }
+
     pub fn token_path(&self) -> &std::path::Path {
         &self.0.token_path
     }

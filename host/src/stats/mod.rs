@@ -22,6 +22,7 @@
 
 mod bootstrap;
 mod change;
+pub mod changepoint;
 mod effect;
 mod family;
 mod hosts;

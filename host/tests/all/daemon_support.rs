@@ -98,6 +98,17 @@ impl Daemon {
     }
 
     pub fn post(&self, path: &str, content_type: &str, body: &str, token: bool) -> (u16, Value) {
+        self.post_bytes(path, content_type, body.as_bytes(), token)
+    }
+
+    /// [`Daemon::post`] with a binary body.
+    pub fn post_bytes(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+        token: bool,
+    ) -> (u16, Value) {
         let token = token.then_some(self.token.as_str());
         self.request("POST", path, Some((content_type, body)), token)
     }
@@ -106,7 +117,7 @@ impl Daemon {
         &self,
         method: &str,
         path: &str,
-        body: Option<(&str, &str)>,
+        body: Option<(&str, &[u8])>,
         token: Option<&str>,
     ) -> (u16, Value) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
@@ -115,13 +126,13 @@ impl Daemon {
         if let Some(t) = token {
             head += &format!("Authorization: Bearer {t}\r\n");
         }
-        let (content_type, text) = body.unwrap_or(("text/plain", ""));
+        let (content_type, text) = body.unwrap_or(("text/plain", b""));
         head += &format!(
             "Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
             text.len()
         );
         stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(text.as_bytes()).unwrap();
+        stream.write_all(text).unwrap();
         let mut response = String::new();
         stream.read_to_string(&mut response).unwrap();
         let (head, body) = response.split_once("\r\n\r\n").unwrap();

@@ -430,7 +430,9 @@ fn the_cross_sdk_campaign_runs_every_implementation_and_reports_each_ones_ratio(
             "--set",
             "measure.warmup_s=0.1",
             "--set",
-            "measure.measured_s=0.3",
+            // Long enough for a first ack in every run of a debug build on a
+            // loaded machine (0.3 s saw a window with no record in it).
+            "measure.measured_s=0.6",
             "--set",
             "bootstrap.resamples=200",
             "--set",

@@ -7,7 +7,7 @@ use crate::support::{assert_error, blocklab, run};
 use std::path::{Path, PathBuf};
 
 /// A 4-run builtin campaign named `name` stored into `data`.
-fn tiny_campaign(dir: &Path, data: &Path, name: &str) {
+pub(crate) fn tiny_campaign(dir: &Path, data: &Path, name: &str) {
     let text = format!(
         "name = \"{name}\"\nseed = 2\nblocks = 2\nplugin = \"builtin\"\n[measure]\nwarmup = 5\nmeasured = 20\n[gates]\nquiescence_window_ms = 10\nwait_timeout_s = 0.05\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n"
     );

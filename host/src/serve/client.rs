@@ -1,0 +1,393 @@
+//! The daemon's client side: `blocklab submit` (docs/daemon.md,
+//! "Submitting from elsewhere"). It uploads the plugins a plan names
+//! (`POST /api/plugins`), rewrites them to `sha256:` references, posts the
+//! plan (`POST /api/campaigns`) and, with `--wait`, follows `GET
+//! /api/events` until the campaign ends.
+//!
+//! HTTP/1.1 over a plain TCP connection, one request per connection: the
+//! daemon listens on loopback, and a remote one is reached through an SSH
+//! tunnel, so there is no TLS here.
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long connecting and each read may take before the daemon counts as
+/// gone (a campaign's events come at least every keep-alive, 15 s).
+const IO_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `http://HOST:PORT` of a daemon.
+#[derive(Debug, Clone)]
+pub struct Daemon {
+    /// `HOST:PORT`, also sent as `Host`.
+    authority: String,
+    token: Option<String>,
+}
+
+/// A response: status and body.
+struct Response {
+    status: u16,
+    body: Vec<u8>,
+}
+
+impl Daemon {
+    /// Parses `http://HOST[:PORT][/]`.
+    pub fn new(url: &str, token: Option<String>) -> anyhow::Result<Daemon> {
+        let Some(rest) = url.strip_prefix("http://") else {
+            bail!(
+                "`{url}` is not an http:// URL of a daemon; give `--daemon http://127.0.0.1:PORT` (reach a remote daemon through an SSH tunnel: `ssh -L PORT:127.0.0.1:PORT host`)"
+            );
+        };
+        let authority = rest.trim_end_matches('/');
+        if authority.is_empty() || authority.contains('/') {
+            bail!(
+                "`{url}` names a path; give only the daemon's address, e.g. `--daemon http://127.0.0.1:8080`"
+            );
+        }
+        let authority = if authority
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
+            authority.to_owned()
+        } else {
+            format!("{authority}:80")
+        };
+        Ok(Daemon { authority, token })
+    }
+
+    fn connect(&self) -> anyhow::Result<TcpStream> {
+        use std::net::ToSocketAddrs;
+        let addrs: Vec<_> = self
+            .authority
+            .to_socket_addrs()
+            .with_context(|| format!("cannot resolve the daemon's address `{}`", self.authority))?
+            .collect();
+        let stream = addrs
+            .iter()
+            .find_map(|a| TcpStream::connect_timeout(a, IO_TIMEOUT).ok())
+            .with_context(|| {
+                format!(
+                    "cannot connect to the daemon at `http://{}`; is `blocklab serve` running there (or the SSH tunnel to it open)?",
+                    self.authority
+                )
+            })?;
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
+        stream.set_write_timeout(Some(IO_TIMEOUT))?;
+        Ok(stream)
+    }
+
+    /// Sends a request and reads its head; the reader is left at the body.
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> anyhow::Result<(u16, bool, BufReader<TcpStream>)> {
+        let mut stream = self.connect()?;
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAccept: application/json, text/event-stream\r\n",
+            self.authority
+        );
+        if let Some(token) = &self.token {
+            head += &format!("Authorization: Bearer {token}\r\n");
+        }
+        let (content_type, bytes) = body.unwrap_or(("text/plain", b""));
+        head += &format!(
+            "Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+            bytes.len()
+        );
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(bytes)?;
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .with_context(|| {
+                format!(
+                    "`http://{}` did not answer as an HTTP server; is it a blocklab daemon?",
+                    self.authority
+                )
+            })?;
+        let mut chunked = false;
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("transfer-encoding")
+                && value.trim().eq_ignore_ascii_case("chunked")
+            {
+                chunked = true;
+            }
+        }
+        Ok((status, chunked, reader))
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> anyhow::Result<Response> {
+        let (status, chunked, reader) = self.send(method, path, body)?;
+        let mut body = Vec::new();
+        if chunked {
+            Chunked::new(reader).read_to_end(&mut body)?;
+        } else {
+            let mut reader = reader;
+            reader.read_to_end(&mut body)?;
+        }
+        Ok(Response { status, body })
+    }
+
+    /// A JSON answer, or the daemon's `error` as this command's error.
+    fn json(&self, method: &str, path: &str, body: Option<(&str, &[u8])>) -> anyhow::Result<Value> {
+        let r = self.request(method, path, body)?;
+        let value: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+        if !(200..300).contains(&r.status) {
+            let message = value["error"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| String::from_utf8_lossy(&r.body).into_owned());
+            bail!(
+                "the daemon refused `{method} {path}` ({}): {message}",
+                r.status
+            );
+        }
+        Ok(value)
+    }
+
+    /// Uploads a component; returns its `sha256:` reference.
+    pub fn upload_plugin(&self, path: &Path) -> anyhow::Result<String> {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read plugin `{}` the plan names", path.display()))?;
+        let answer = self
+            .json("POST", "/api/plugins", Some(("application/wasm", &bytes)))
+            .with_context(|| format!("cannot upload plugin `{}`", path.display()))?;
+        answer["reference"]
+            .as_str()
+            .map(str::to_owned)
+            .context("the daemon's answer to `POST /api/plugins` has no `reference`")
+    }
+}
+
+/// Reads a chunked body (RFC 9112 §7.1) as a plain stream.
+struct Chunked<R> {
+    inner: R,
+    left: usize,
+    done: bool,
+}
+
+impl<R: BufRead> Chunked<R> {
+    fn new(inner: R) -> Self {
+        Chunked {
+            inner,
+            left: 0,
+            done: false,
+        }
+    }
+}
+
+impl<R: BufRead> Read for Chunked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.done || buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut line = String::new();
+            self.inner.read_line(&mut line)?;
+            if line.trim().is_empty() {
+                // The CRLF after the previous chunk's data.
+                line.clear();
+                self.inner.read_line(&mut line)?;
+            }
+            let size = line.trim().split(';').next().unwrap_or("");
+            self.left = usize::from_str_radix(size, 16).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("bad chunk size `{}`", line.trim()),
+                )
+            })?;
+            if self.left == 0 {
+                self.done = true;
+                return Ok(0);
+            }
+        }
+        let want = buf.len().min(self.left);
+        let n = self.inner.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.left -= n;
+        Ok(n)
+    }
+}
+
+/// What `blocklab submit` does.
+#[derive(Debug)]
+pub struct Submission {
+    pub plan: PathBuf,
+    /// Follow the campaign until it ends.
+    pub wait: bool,
+    /// `KEY=VALUE` labels of the campaign (`?tag=`).
+    pub tags: Vec<String>,
+    /// The testbed it counts for (`?testbed=`); the daemon's machine if none.
+    pub testbed: Option<String>,
+}
+
+/// How a submitted campaign ended (with `--wait`), or that it was queued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Queued { id: u64 },
+    Finished { id: u64 },
+    Failed { id: u64, reason: String },
+    Cancelled { id: u64 },
+}
+
+/// Calls `f` on each of the plan's plugin strings that names a file
+/// (`plugin` at the top, on workloads and arms, and arms' `adapters`; not
+/// `builtin` nor a `sha256:` reference).
+fn each_plugin_file(
+    plan: &mut toml::Table,
+    f: &mut dyn FnMut(&mut String) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut visit = |value: Option<&mut toml::Value>| -> anyhow::Result<()> {
+        match value {
+            Some(toml::Value::String(s)) if s != "builtin" && !crate::plugin::stored::is_ref(s) => {
+                f(s)
+            }
+            _ => Ok(()),
+        }
+    };
+    visit(plan.get_mut("plugin"))?;
+    for key in ["workloads", "arms"] {
+        if let Some(toml::Value::Array(items)) = plan.get_mut(key) {
+            for item in items.iter_mut() {
+                if let toml::Value::Table(t) = item {
+                    visit(t.get_mut("plugin"))?;
+                    if let Some(toml::Value::Array(adapters)) = t.get_mut("adapters") {
+                        for a in adapters.iter_mut() {
+                            visit(Some(a))?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Uploads the plan's plugins, posts it, and with `wait` follows it to its
+/// end, calling `progress` with one line per event of this campaign.
+pub fn submit(
+    daemon: &Daemon,
+    s: &Submission,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Outcome> {
+    let bytes = crate::limits::read_plan(&s.plan)?;
+    let text = String::from_utf8(bytes)
+        .with_context(|| format!("plan `{}` is not UTF-8 text", s.plan.display()))?;
+    let mut plan: toml::Table = text
+        .parse()
+        .with_context(|| format!("plan `{}` is not valid TOML", s.plan.display()))?;
+    let mut uploaded: Vec<(String, String)> = Vec::new();
+    each_plugin_file(&mut plan, &mut |field| {
+        let reference = match uploaded.iter().find(|(path, _)| path == field) {
+            Some((_, r)) => r.clone(),
+            None => {
+                let r = daemon.upload_plugin(Path::new(field.as_str()))?;
+                progress(&format!("uploaded `{field}` as {r}"));
+                uploaded.push((field.clone(), r.clone()));
+                r
+            }
+        };
+        *field = reference;
+        Ok(())
+    })?;
+    let body = toml::to_string(&plan).context("cannot write the rewritten plan as TOML")?;
+    // Subscribed before posting, so no event of the campaign is missed.
+    let mut events = if s.wait {
+        let (status, chunked, reader) = daemon.send("GET", "/api/events", None)?;
+        if status != 200 {
+            bail!(
+                "the daemon refused `GET /api/events` ({status}); `--wait` needs its event stream"
+            );
+        }
+        let stream: Box<dyn BufRead> = if chunked {
+            Box::new(BufReader::new(Chunked::new(reader)))
+        } else {
+            Box::new(reader)
+        };
+        Some(stream)
+    } else {
+        None
+    };
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for tag in &s.tags {
+        query.append_pair("tag", tag);
+    }
+    if let Some(testbed) = &s.testbed {
+        query.append_pair("testbed", testbed);
+    }
+    let path = format!("/api/campaigns?{}", query.finish());
+    let created = daemon.json("POST", &path, Some(("application/toml", body.as_bytes())))?;
+    let id = created["id"]
+        .as_u64()
+        .context("the daemon's answer to `POST /api/campaigns` has no `id`")?;
+    progress(&format!(
+        "queued campaign {id} `{}` ({} runs)",
+        created["name"].as_str().unwrap_or(""),
+        created["total_runs"]
+    ));
+    let Some(events) = events.as_mut() else {
+        return Ok(Outcome::Queued { id });
+    };
+    let (mut name, mut data) = (String::new(), String::new());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if events.read_line(&mut line)? == 0 {
+            bail!(
+                "the daemon closed its event stream before campaign {id} ended; `blocklab report {id}` on the daemon's machine, or GET /api/campaigns/{id}, says where it is"
+            );
+        }
+        let l = line.trim_end_matches(['\r', '\n']);
+        if let Some(v) = l.strip_prefix("event:") {
+            name = v.trim().to_owned();
+        } else if let Some(v) = l.strip_prefix("data:") {
+            data.push_str(v.trim_start());
+        } else if l.is_empty() && !data.is_empty() {
+            let event: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+            data.clear();
+            if event["campaign"].as_u64() != Some(id) {
+                continue;
+            }
+            match name.as_str() {
+                "campaign-finished" => {
+                    let status = event["status"].as_str().unwrap_or("");
+                    return Ok(match status {
+                        "finished" => Outcome::Finished { id },
+                        "cancelled" => Outcome::Cancelled { id },
+                        _ => Outcome::Failed {
+                            id,
+                            reason: event["reason"].as_str().unwrap_or(status).to_owned(),
+                        },
+                    });
+                }
+                "run-finished" => progress(&format!(
+                    "campaign {id}: {} of {} runs",
+                    event["finished_runs"], event["total"]
+                )),
+                "campaign-started" => progress(&format!("campaign {id} started")),
+                _ => {}
+            }
+        }
+    }
+}

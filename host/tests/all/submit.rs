@@ -1,0 +1,173 @@
+//! Submitting from elsewhere (issue 19 point 4) against a real daemon:
+//! `POST /api/plugins` stores components by sha256, plans name them as
+//! `sha256:<hex>`, and `blocklab submit` uploads a plan's plugins, posts it
+//! and follows it to its end.
+
+use crate::daemon_support::{Daemon, builtin_plan, state};
+use crate::support::{blocklab, plugin, run};
+use sha2::Digest;
+
+/// A plan of kv-basic's `get100` with two arms over the plugin at `plugin`.
+fn wasm_plan(plugin: &str) -> String {
+    builtin_plan("submitted", 2, 50)
+        .replace("plugin = \"builtin\"", &format!("plugin = {plugin:?}"))
+}
+
+#[test]
+fn uploads_are_stored_by_sha256_once_and_bad_bytes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("data"));
+    let bytes = std::fs::read(plugin("kv-basic")).unwrap();
+    let sha = hex::encode(sha2::Sha256::digest(&bytes));
+
+    let (status, body) = d.post_bytes("/api/plugins", "application/wasm", b"\0asm", false);
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = d.post_bytes("/api/plugins", "application/wasm", &bytes, true);
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["sha256"], sha.as_str());
+    assert_eq!(body["reference"], format!("sha256:{sha}"));
+    let stored = dir.path().join("data/plugins").join(format!("{sha}.wasm"));
+    assert_eq!(std::fs::read(&stored).unwrap(), bytes);
+    let (status, body) = d.post_bytes("/api/plugins", "application/wasm", &bytes, true);
+    assert_eq!(
+        (status, &body["created"]),
+        (200, &serde_json::json!(false)),
+        "{body}"
+    );
+
+    let core = wat::parse_str("(module)").unwrap();
+    let (status, body) = d.post_bytes("/api/plugins", "application/wasm", &core, true);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("core WebAssembly module"),
+        "{body}"
+    );
+    let (status, body) = d.post_bytes(
+        "/api/plugins",
+        "application/wasm",
+        b"name = \"plan\"\n",
+        true,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a WebAssembly component"),
+        "{body}"
+    );
+    let files = std::fs::read_dir(dir.path().join("data/plugins"))
+        .unwrap()
+        .count();
+    assert_eq!(files, 1, "refused uploads leave nothing behind");
+
+    // A plan naming a hash this daemon does not have.
+    let unknown = format!("sha256:{}", "0".repeat(64));
+    let (status, body) = d.post(
+        "/api/campaigns",
+        "application/toml",
+        &wasm_plan(&unknown),
+        true,
+    );
+    assert_eq!(status, 400, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains(&unknown) && error.contains("POST /api/plugins"),
+        "{body}"
+    );
+
+    // The uploaded one runs.
+    let (status, body) = d.post(
+        "/api/campaigns",
+        "application/toml",
+        &wasm_plan(&format!("sha256:{sha}")),
+        true,
+    );
+    assert_eq!(status, 201, "{body}");
+    let id = body["id"].as_u64().unwrap();
+    let detail = d.wait_for(id, std::time::Duration::from_secs(120), |v| {
+        state(v) != "queued" && state(v) != "running"
+    });
+    assert_eq!(state(&detail), "finished", "{detail}");
+}
+
+#[test]
+fn submit_uploads_the_plans_plugins_posts_it_and_waits_for_its_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("data"));
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{}\n", d.token)).unwrap();
+    let path = plugin("kv-basic");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, wasm_plan(path.to_str().unwrap())).unwrap();
+    let submit = |extra: &[&str]| {
+        run(blocklab()
+            .arg("submit")
+            .arg(&plan)
+            .args(["--daemon", &d.url(), "--token-file"])
+            .arg(&token)
+            .args(extra))
+    };
+
+    let r = submit(&["--wait", "--tag", "commit=abc123", "--testbed", "ci-1"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let sha = hex::encode(sha2::Sha256::digest(std::fs::read(&path).unwrap()));
+    assert!(
+        r.stderr.contains(&format!("as sha256:{sha}")),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("queued campaign 1"), "{}", r.stderr);
+    assert!(r.stderr.contains("campaign 1 finished"), "{}", r.stderr);
+    let (_, detail) = d.get("/api/campaigns/1");
+    assert_eq!(state(&detail), "finished", "{detail}");
+    assert_eq!(detail["campaign"]["tags"]["commit"], "abc123", "{detail}");
+    assert_eq!(detail["campaign"]["testbed"], "ci-1", "{detail}");
+
+    // A bad tag fails before anything is sent.
+    let r = submit(&["--tag", "Commit"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("`--tag commit=abc123`"), "{}", r.stderr);
+
+    // A wrong token is the daemon's refusal, named.
+    std::fs::write(&token, "not-the-token\n").unwrap();
+    let r = submit(&[]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("(401)") && r.stderr.contains("token"),
+        "{}",
+        r.stderr
+    );
+
+    // A process arm stays refused by a daemon without --allow-process-arms.
+    std::fs::write(&token, &d.token).unwrap();
+    let process = r#"
+name = "native"
+seed = 1
+blocks = 2
+plugin = "builtin"
+[measure]
+measured = 10
+[[workloads]]
+name = "unary"
+[[arms]]
+name = "builtin"
+baseline = true
+target = { kind = "grpc", endpoint = "local:grpc-ingest" }
+[[arms]]
+name = "native"
+client = { kind = "process", command = ["/bin/true"] }
+target = { kind = "grpc", endpoint = "local:grpc-ingest" }
+"#;
+    std::fs::write(&plan, process).unwrap();
+    let r = submit(&["--wait"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("(403)") && r.stderr.contains("--allow-process-arms"),
+        "{}",
+        r.stderr
+    );
+}
