@@ -206,18 +206,6 @@ const MAX_FN_LINES: usize = 80;
 /// The stages whose functions the length check reads.
 const SHORT_FN_STAGES: &[&str] = &["run", "plan", "report"];
 
-/// Functions allowed over [`MAX_FN_LINES`] for now, by `module::fn` path.
-/// All three are report/'s, which its own branch is splitting (issue 14,
-/// item 3): `report::hosts::hosts` (~111 lines) and, merged from main on
-/// 2026-11-30, `report::markdown::results` and `report::verdicts::verdict`
-/// (82 each). Remove each entry when its split lands: the check then holds
-/// it too, and fails on an entry that no longer exists.
-const LONG_FN_ALLOWED: &[&str] = &[
-    "report::hosts::hosts",
-    "report::markdown::results",
-    "report::verdicts::verdict",
-];
-
 /// `text` with comments, string and char literals blanked to spaces, so
 /// braces inside them are not counted; newlines are kept so lines stay.
 fn code_only(text: &str) -> String {
@@ -423,7 +411,6 @@ fn module_path(src: &Path, file: &Path) -> String {
 fn layers_no_long_functions_in_run_plan_report() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut problems = Vec::new();
-    let mut allowed_seen = Vec::new();
     for stage in SHORT_FN_STAGES {
         let mut files = Vec::new();
         rust_files(&src.join(stage), &mut files);
@@ -437,10 +424,6 @@ fn layers_no_long_functions_in_run_plan_report() {
             let module = module_path(&src, &file);
             for (name, lines) in function_lengths(&text) {
                 let path = format!("{module}::{name}");
-                if LONG_FN_ALLOWED.contains(&path.as_str()) {
-                    allowed_seen.push(path);
-                    continue;
-                }
                 if lines > MAX_FN_LINES {
                     problems.push(format!(
                         "`{path}` is {lines} lines (host/src/{module_file}); the limit is {MAX_FN_LINES}: name its phases as types or small functions",
@@ -448,13 +431,6 @@ fn layers_no_long_functions_in_run_plan_report() {
                     ));
                 }
             }
-        }
-    }
-    for entry in LONG_FN_ALLOWED {
-        if !allowed_seen.iter().any(|s| s == entry) {
-            problems.push(format!(
-                "LONG_FN_ALLOWED in host/src/layers.rs names `{entry}`, which no longer exists: remove the entry"
-            ));
         }
     }
     assert!(
