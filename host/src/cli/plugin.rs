@@ -22,13 +22,13 @@ pub(super) enum PluginCommand {
 pub(super) struct PluginNewArgs {
     /// The crate name, e.g. `my-workloads`.
     name: String,
-    /// `workload`, `kv-adapter` or `grpc-adapter`.
-    #[arg(long, default_value = "workload")]
-    kind: String,
+    /// What the plugin is.
+    #[arg(long, value_enum, default_value = "workload")]
+    kind: crate::plugin::scaffold::Kind,
     /// `rust` (a crate against plugins/sdk) or `js` (a JavaScript module,
     /// workloads only).
-    #[arg(long, default_value = "rust")]
-    lang: String,
+    #[arg(long, value_enum, default_value = "rust")]
+    lang: crate::plugin::scaffold::Lang,
     /// Where to create the crate directory.
     #[arg(long, default_value = ".")]
     dir: PathBuf,
@@ -64,8 +64,8 @@ pub(super) fn main(command: PluginCommand) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match command {
         PluginCommand::New(args) => {
-            let kind = scaffold::Kind::parse(&args.kind)?;
-            if scaffold::Lang::parse(&args.lang)? == scaffold::Lang::JavaScript {
+            let kind = args.kind;
+            if args.lang == scaffold::Lang::JavaScript {
                 let root = scaffold::new_js_plugin(&args.name, kind, &args.dir)?;
                 writeln!(out, "created {} (JavaScript workload)", root.display())?;
                 writeln!(out, "build it:  blocklab plugin build {}", root.display())?;
@@ -78,7 +78,13 @@ pub(super) fn main(command: PluginCommand) -> anyhow::Result<ExitCode> {
                 ),
             };
             let root = scaffold::new_plugin(&args.name, kind, &args.dir, &sdk)?;
-            writeln!(out, "created {} ({})", root.display(), args.kind)?;
+            writeln!(
+                out,
+                "created {} ({})",
+                root.display(),
+                clap::ValueEnum::to_possible_value(&kind)
+                    .map_or_else(String::new, |v| v.get_name().to_owned())
+            )?;
             writeln!(out, "build it:  blocklab plugin build {}", root.display())?;
             writeln!(
                 out,

@@ -25,14 +25,14 @@ pub(super) struct RunArgs {
     params: Vec<(String, String)>,
     /// What the client calls talk to: `embedded` or `fdb` (ignored with
     /// `--endpoint`).
-    #[arg(long, default_value = "embedded")]
-    target: String,
+    #[arg(long, value_enum, default_value = "embedded")]
+    target: KvTarget,
     /// A gRPC endpoint, `http://HOST:PORT`: the run's target becomes grpc.
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
     /// With `--endpoint`: `shared`, `per-stream` or a number of connections.
     #[arg(long, default_value = "shared")]
-    connections: String,
+    connections: crate::target::grpc::Connections,
     /// With `--endpoint`: worker threads of the client's tokio runtime.
     #[arg(long, default_value_t = 1)]
     client_threads: usize,
@@ -86,6 +86,16 @@ fn parse_param(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// `--target`: the kv targets a run can name without a plan (grpc targets
+/// come with `--endpoint`).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum KvTarget {
+    /// blocklab's in-process engine.
+    Embedded,
+    /// A FoundationDB cluster through its default cluster file (docs/fdb.md).
+    Fdb,
+}
+
 pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     let spec = RunSpec {
         workload: args.workload,
@@ -95,14 +105,15 @@ pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         target: match &args.endpoint {
             Some(url) => {
                 let mut settings = crate::target::grpc::GrpcSettings::new(url.clone());
-                settings.connections = toml::Value::String(args.connections.clone())
-                    .try_into()
-                    .map_err(|e| anyhow::anyhow!("--connections: {e}"))?;
+                settings.connections = args.connections;
                 settings.client_threads = args.client_threads;
                 settings.validate()?;
                 TargetSpec::Grpc(settings)
             }
-            None => TargetSpec::from_flag(&args.target)?,
+            None => match args.target {
+                KvTarget::Embedded => TargetSpec::Embedded,
+                KvTarget::Fdb => TargetSpec::Fdb(Default::default()),
+            },
         },
         measure: match args.measured_s {
             Some(measured_s) => {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What kind of plugin to scaffold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
     Workload,
     KvAdapter,
@@ -15,18 +15,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// `workload`, `kv-adapter` or `grpc-adapter`.
-    pub fn parse(text: &str) -> anyhow::Result<Kind> {
-        match text {
-            "workload" => Ok(Kind::Workload),
-            "kv-adapter" => Ok(Kind::KvAdapter),
-            "grpc-adapter" => Ok(Kind::GrpcAdapter),
-            other => bail!(
-                "plugin kind `{other}` is unknown; use `workload`, `kv-adapter` or `grpc-adapter`"
-            ),
-        }
-    }
-
     fn source(self) -> &'static str {
         match self {
             Kind::Workload => WORKLOAD_RS,
@@ -37,21 +25,11 @@ impl Kind {
 }
 
 /// The language a plugin is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Lang {
     Rust,
+    #[value(name = "js", alias = "javascript")]
     JavaScript,
-}
-
-impl Lang {
-    /// `rust` or `js`.
-    pub fn parse(text: &str) -> anyhow::Result<Lang> {
-        match text {
-            "rust" => Ok(Lang::Rust),
-            "js" | "javascript" => Ok(Lang::JavaScript),
-            other => bail!("plugin language `{other}` is unknown; use `rust` or `js`"),
-        }
-    }
 }
 
 /// The SDK of the blocklab tree this binary was built from, when it is

@@ -33,17 +33,6 @@ impl TargetSpec {
         }
     }
 
-    /// Parses the `--target` flag's value: a kind with no settings.
-    pub fn from_flag(kind: &str) -> anyhow::Result<TargetSpec> {
-        match kind {
-            "embedded" => Ok(TargetSpec::Embedded),
-            "fdb" => Ok(TargetSpec::Fdb(Default::default())),
-            other => anyhow::bail!(
-                "unknown target `{other}`; use `embedded` or `fdb` (grpc targets are set in a plan's arm)"
-            ),
-        }
-    }
-
     /// Connects to the target.
     pub fn open_kv(&self) -> anyhow::Result<kv::SharedDatabase> {
         match self {

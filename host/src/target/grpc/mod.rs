@@ -70,6 +70,18 @@ impl TryFrom<ConnectionsText> for Connections {
     }
 }
 
+/// `shared`, `per-stream` or a number, as `--connections` takes it.
+impl std::str::FromStr for Connections {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Connections::try_from(match text.parse::<u32>() {
+            Ok(n) => ConnectionsText::Count(n),
+            Err(_) => ConnectionsText::Text(text.to_owned()),
+        })
+    }
+}
+
 impl From<Connections> for ConnectionsText {
     fn from(c: Connections) -> Self {
         match c {
