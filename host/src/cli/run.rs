@@ -99,6 +99,7 @@ enum KvTarget {
 pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     let spec = RunSpec {
         workload: args.workload,
+        entry: None,
         params: args.params,
         arm: args.arm,
         plugin: PluginSource::parse(&args.plugin),

@@ -100,6 +100,7 @@ fn round_spec(
 ) -> RunSpec {
     RunSpec {
         workload: name.to_owned(),
+        entry: None,
         params: Vec::new(),
         arm: source.label(),
         plugin: source,

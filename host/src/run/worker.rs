@@ -33,7 +33,12 @@ use std::time::{Duration, Instant};
 /// Everything one run needs; the supervisor sends it to the child as JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSpec {
+    /// The workload the plugin (or builtin) runs.
     pub workload: String,
+    /// The plan's name for it when that differs (a rate sweep's
+    /// `get100@2000`); the result is recorded under this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
     pub params: Vec<(String, String)>,
     pub arm: String,
     pub plugin: PluginSource,
@@ -292,6 +297,9 @@ impl Driver<'_> {
                     self.step(measured)?;
                 }
             }
+            Measure::Rate { .. } => {
+                anyhow::bail!("rate mode is not implemented by this worker yet")
+            }
             Measure::Window { .. } => {
                 let end = Instant::now() + Duration::from_secs_f64(seconds);
                 while Instant::now() < end {
@@ -352,7 +360,7 @@ fn drive(
         },
     };
     let warmup_s = match measure {
-        Measure::Window { warmup_s, .. } => warmup_s,
+        Measure::Window { warmup_s, .. } | Measure::Rate { warmup_s, .. } => warmup_s,
         Measure::Transactions { .. } => 0.0,
     };
     // A panic here must still reach the barriers below, or every other
@@ -418,7 +426,7 @@ fn measure_all(
     let workers = spec.workers;
     let (warmup_total, measured_total) = match spec.measure {
         Measure::Transactions { warmup, measured } => (warmup, measured),
-        Measure::Window { .. } => (0, 0),
+        Measure::Window { .. } | Measure::Rate { .. } => (0, 0),
     };
     let barriers = Barriers {
         warmed: std::sync::Barrier::new(workers as usize + 1),
@@ -692,7 +700,7 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
     });
 
     Ok(RunResult {
-        workload: spec.workload.clone(),
+        workload: spec.entry.clone().unwrap_or_else(|| spec.workload.clone()),
         arm: spec.arm.clone(),
         target: spec.target.kind().to_owned(),
         plugin: spec.plugin.label(),
