@@ -505,6 +505,7 @@ fn result(
         from_cache: false,
         phases_ms,
         window,
+        open_loop: None,
         client_runtime: None,
         histogram: Some(encode_histogram(&checked.latency)?),
         profile: None,

@@ -70,6 +70,39 @@ pub struct Alloc {
     pub allocs_per_txn: f64,
 }
 
+/// Rate mode: the schedule a run was offered and how well it kept it. The
+/// run's `latency_us` counts from each transaction's intended start, so
+/// queueing behind a slow transaction is in it; `service_us` counts from
+/// the actual start (docs/method.md, "Coordinated omission").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    /// The plan's rate, transactions per second over all workers.
+    pub offered_per_s: f64,
+    /// Measured transactions started per second of the measured window.
+    pub achieved_per_s: f64,
+    pub arrival: crate::plan::spec::Arrival,
+    /// Intended starts that fell in the measured window.
+    pub scheduled: u64,
+    /// Starts that began more than [`OpenLoop::LATE_US`] after their
+    /// intended time.
+    pub late: u64,
+    /// How late starts began (actual − intended), µs, over every start.
+    pub start_lag_us: Latency,
+    /// Actual start to end, µs.
+    pub service_us: Latency,
+    /// The achieved rate fell short of the offered one by more than
+    /// [`OpenLoop::SHORT_FRACTION`]: the client (or the harness) could not
+    /// keep up, and the run measured a queue, not the offered load.
+    pub short: bool,
+}
+
+impl OpenLoop {
+    /// A start this much after its intended time counts as late, µs.
+    pub const LATE_US: f64 = 1_000.0;
+    /// The shortfall of achieved against offered rate that marks a run.
+    pub const SHORT_FRACTION: f64 = 0.05;
+}
+
 /// Window mode: what the server acknowledged during the measured window,
 /// from the workload's `acked_records` and `acked_bytes` counters and its
 /// `hdr:ack_latency_ns` histogram (measured window only).
@@ -194,6 +227,9 @@ pub struct RunResult {
     /// Window mode only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<WindowStats>,
+    /// Rate mode only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
     /// grpc targets only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_runtime: Option<ClientRuntime>,

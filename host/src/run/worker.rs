@@ -733,6 +733,7 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         from_cache,
         phases_ms: phases,
         window: stats,
+        open_loop: None,
         client_runtime: window.client_runtime,
         histogram: Some(encode_histogram(&totals.histogram)?),
         profile,
