@@ -101,6 +101,39 @@ impl OpenLoop {
     pub const LATE_US: f64 = 1_000.0;
     /// The shortfall of achieved against offered rate that marks a run.
     pub const SHORT_FRACTION: f64 = 0.05;
+
+    /// The figures of a measured window of `measured_s` seconds in which
+    /// `scheduled` starts were due and `started` began, `late` of them more
+    /// than [`OpenLoop::LATE_US`] after their intended time; the histograms
+    /// are in nanoseconds. The one place worker and process arms get them.
+    pub fn of(
+        offered_per_s: f64,
+        arrival: crate::plan::spec::Arrival,
+        measured_s: f64,
+        counts: OpenLoopCounts,
+        start_lag: &Histogram<u64>,
+        service: &Histogram<u64>,
+    ) -> OpenLoop {
+        let achieved_per_s = counts.started as f64 / measured_s;
+        OpenLoop {
+            offered_per_s,
+            achieved_per_s,
+            arrival,
+            scheduled: counts.scheduled,
+            late: counts.late,
+            start_lag_us: Latency::from_histogram(start_lag),
+            service_us: Latency::from_histogram(service),
+            short: achieved_per_s < offered_per_s * (1.0 - Self::SHORT_FRACTION),
+        }
+    }
+}
+
+/// A rate-mode window's counts of starts (see [`OpenLoop::of`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenLoopCounts {
+    pub scheduled: u64,
+    pub started: u64,
+    pub late: u64,
 }
 
 /// Window mode: what the server acknowledged during the measured window,
