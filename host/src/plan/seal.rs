@@ -278,7 +278,7 @@ fn check_plugins(spec: &PlanSpec, cache_dir: Option<PathBuf>) -> anyhow::Result<
             check_workload(
                 &loaded[index].1,
                 &source.label(),
-                &workload.name,
+                workload.plugin_workload(),
                 &spec.params_for(workload, arm),
             )
             .with_context(|| format!("in arm `{}`", arm.name))?;

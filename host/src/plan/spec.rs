@@ -204,6 +204,70 @@ pub struct MeasureSpec {
     /// Rate mode: how intended start times are spaced.
     #[serde(default, skip_serializing_if = "Arrival::is_constant")]
     pub arrival: Arrival,
+    /// Rate mode with a sweep: the service-level objective the report
+    /// searches the highest sustained rate under (docs/method.md, "SLO
+    /// search"). Absent from plans without one, so their hash is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Slo>,
+}
+
+/// `measure.slo = { statistic = "p99_latency", max_ms = 2.0 }`: a latency
+/// statistic of rate mode and the most it may be, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    pub statistic: SloStatistic,
+    pub max_ms: f64,
+}
+
+/// The rate-mode statistics an SLO may bound: latencies, in µs per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SloStatistic {
+    P50Latency,
+    P99Latency,
+    MeanLatency,
+    ServiceP99Latency,
+}
+
+impl SloStatistic {
+    /// The statistic's name in the report's table.
+    pub fn name(self) -> &'static str {
+        match self {
+            SloStatistic::P50Latency => "p50_latency",
+            SloStatistic::P99Latency => "p99_latency",
+            SloStatistic::MeanLatency => "mean_latency",
+            SloStatistic::ServiceP99Latency => "service_p99_latency",
+        }
+    }
+}
+
+impl Slo {
+    /// The objective in words, e.g. "`p99_latency` ≤ 2 ms".
+    pub fn describe(&self) -> String {
+        format!(
+            "`{}` ≤ {} ms",
+            self.statistic.name(),
+            limits::show(self.max_ms)
+        )
+    }
+
+    /// A usable bound on a swept rate-mode plan (`swept`: whether some
+    /// workload runs at two or more rates).
+    fn validate(&self, swept: bool) -> anyhow::Result<()> {
+        if !(self.max_ms.is_finite() && self.max_ms > 0.0 && self.max_ms <= 3_600_000.0) {
+            bail!(
+                "`measure.slo.max_ms = {}` is not a usable bound: give the most the statistic may be in milliseconds, above 0 and at most 3600000 (an hour), e.g. `max_ms = 2.0`",
+                limits::show(self.max_ms)
+            );
+        }
+        if !swept {
+            bail!(
+                "`measure.slo` searches the highest rate that meets it over a sweep, but this plan runs each workload at one rate; list two or more rates in `measure.rates`, or remove `measure.slo`"
+            );
+        }
+        Ok(())
+    }
 }
 
 /// `measure.mode`: what a run counts.
@@ -259,6 +323,7 @@ impl MeasureSpec {
                 ("rate", self.rate.is_some() || rate.is_some()),
                 ("rates", !self.rates.is_empty()),
                 ("arrival", !self.arrival.is_constant()),
+                ("slo", self.slo.is_some()),
             ];
             if let Some((key, _)) = stray.iter().find(|(_, set)| *set) {
                 bail!(
@@ -375,8 +440,8 @@ pub struct SequentialSpec {
     #[serde(default)]
     pub spending: Spending,
     /// The primary statistics; empty means the mode's headline ones
-    /// (`mean_latency` and `cpu_process`, or `records_per_s` and
-    /// `ack_p99_latency` in window mode).
+    /// (`mean_latency` and `cpu_process`, `records_per_s` and
+    /// `ack_p99_latency` in window mode, `p99_latency` in rate mode).
     #[serde(default)]
     pub statistics: Vec<String>,
 }
@@ -933,6 +998,9 @@ impl PlanSpec {
         for w in &self.workloads {
             self.measure_for(w)?;
         }
+        if let Some(slo) = &self.measure.slo {
+            slo.validate(self.swept())?;
+        }
         self.gates.validate()?;
         self.limits.validate()?;
         self.executor.validate()?;
@@ -1168,6 +1236,18 @@ impl PlanSpec {
     /// report's tables hold their definitions and a test keeps the two in
     /// step; a plan cannot look them up there without importing the report).
     pub fn statistic_names(&self) -> &'static [&'static str] {
+        if self.measure.mode == MeasureMode::Rate {
+            return &[
+                "mean_latency",
+                "p50_latency",
+                "p99_latency",
+                "service_mean_latency",
+                "service_p99_latency",
+                "achieved_rate",
+                "late_starts",
+                "cpu_measured",
+            ];
+        }
         if self.measure.mode == MeasureMode::Window {
             &[
                 "records_per_s",
@@ -1190,6 +1270,18 @@ impl PlanSpec {
         }
     }
 
+    /// Whether some plugin workload runs at two or more rates (a sweep,
+    /// from `measure.rates` or per-workload `rate`s).
+    pub fn swept(&self) -> bool {
+        let mut rates: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for w in &self.workloads {
+            if let Some(r) = w.rate {
+                rates.entry(w.plugin_workload()).or_default().push(r);
+            }
+        }
+        rates.values().any(|r| r.iter().any(|x| *x != r[0]))
+    }
+
     /// The primary statistics of a sequential plan: the ones it names, or
     /// the mode's headline statistics.
     pub fn primary_statistics(&self) -> Vec<String> {
@@ -1198,6 +1290,9 @@ impl PlanSpec {
             _ if self.measure.mode == MeasureMode::Window => {
                 vec!["records_per_s".into(), "ack_p99_latency".into()]
             }
+            // Open loop answers "what latency at this load": the tail,
+            // counted from each intended start.
+            _ if self.measure.mode == MeasureMode::Rate => vec!["p99_latency".into()],
             _ => vec!["mean_latency".into(), "cpu_process".into()],
         }
     }
@@ -1518,6 +1613,54 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn an_slo_needs_a_swept_rate_plan_a_latency_statistic_and_a_positive_bound() {
+        let slo = "measure.slo={ statistic = \"p99_latency\", max_ms = 2.0 }";
+        let plan = rate_plan(&["measure.rates=[1000, 2000]", slo]).unwrap();
+        let got = plan.measure.slo.unwrap();
+        assert_eq!((got.statistic, got.max_ms), (SloStatistic::P99Latency, 2.0));
+        assert!(plan.swept());
+        // Sealed and parsed back: the same objective, no second sweep.
+        let text = toml::to_string(&plan).unwrap();
+        assert_eq!(PlanSpec::parse(&text, &[]).unwrap().measure, plan.measure);
+        // A plan without one serialises as before (its hash is unchanged).
+        let plain = rate_plan(&["measure.rates=[1000, 2000]"]).unwrap();
+        assert!(!toml::to_string(&plain).unwrap().contains("slo"));
+        let e = format!("{:#}", quick_with(&[slo]).unwrap_err());
+        assert!(
+            e.contains("`slo` is set") && e.contains("measure.mode = \"rate\""),
+            "{e}"
+        );
+        let e = format!("{:#}", rate_plan(&["measure.rate=1000", slo]).unwrap_err());
+        assert!(
+            e.contains("`measure.slo` searches") && e.contains("measure.rates"),
+            "{e}"
+        );
+        for bad in ["0", "-1", "1e9"] {
+            let e = format!(
+                "{:#}",
+                rate_plan(&[
+                    "measure.rates=[1000, 2000]",
+                    &format!("measure.slo={{ statistic = \"p99_latency\", max_ms = {bad} }}"),
+                ])
+                .unwrap_err()
+            );
+            assert!(
+                e.contains("`measure.slo.max_ms") && e.contains("max_ms = 2.0"),
+                "{bad}: {e}"
+            );
+        }
+        let e = format!(
+            "{:#}",
+            rate_plan(&[
+                "measure.rates=[1000, 2000]",
+                "measure.slo={ statistic = \"throughput\", max_ms = 2 }",
+            ])
+            .unwrap_err()
+        );
+        assert!(e.contains("throughput") && e.contains("p99_latency"), "{e}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use blocklab_store::{CampaignId, CampaignMeta};
 use std::collections::BTreeMap;
 
 /// The final attempt of each slot (earlier ones are reruns).
-fn finals(records: &[RunRecord]) -> BTreeMap<u32, &RunRecord> {
+pub(super) fn finals(records: &[RunRecord]) -> BTreeMap<u32, &RunRecord> {
     let mut finals: BTreeMap<u32, &RunRecord> = BTreeMap::new();
     for r in records {
         let keep = finals
@@ -34,7 +34,7 @@ fn finals(records: &[RunRecord]) -> BTreeMap<u32, &RunRecord> {
 }
 
 /// The successful final runs of `workload`: arm → block → result.
-fn ok_runs<'a>(
+pub(super) fn ok_runs<'a>(
     finals: &BTreeMap<u32, &'a RunRecord>,
     workload: &str,
 ) -> BTreeMap<&'a str, BTreeMap<u32, &'a RunResult>> {
@@ -229,7 +229,11 @@ pub fn analyse(
     let links = link_rows(spec, &finals);
     let statistics = super::verdicts::statistic_rows(spec, &runs);
     let verdicts = super::verdicts::verdicts(spec, &campaign, &rows.effects, &runs, &statistics);
+    let curves = super::curves::curves(spec, &finals, &rows.effects);
+    let slo = super::curves::slo_rows(spec, &finals);
     Report {
+        curves,
+        slo,
         hosts,
         provisional: super::verdicts::provisional(&campaign),
         sealed_baseline: None,
@@ -614,6 +618,9 @@ fn limits(
         "No outliers were removed. Latency is closed-loop per transaction, including retries.".into(),
         "CPU through shutdown (E−A) includes startup, fixture, warmup and teardown; host heap figures count the blocklab process's Rust heap only (not plugin linear memory, not native libraries).".into(),
     ];
+    if spec.measure.mode == crate::plan::spec::MeasureMode::Rate {
+        out[1] = "No outliers were removed. Open loop: transactions start on a schedule at the offered rate, latency counts from each one's intended start (queueing behind a slow one included) and service latency from its actual start; a run whose achieved rate fell short of the offered one measured a queue, not the offered load.".into();
+    }
     if spec.measure.mode == crate::plan::spec::MeasureMode::Window {
         out.push("Window mode: throughput counts the records the server acknowledged during the measured window (acks of records sent in warmup included, records in flight at its end excluded); ack latency runs from a batch's send to the first ack covering it, as the workload saw it.".into());
     }

@@ -2,7 +2,7 @@
 //! their intervals, and the sentences for sequential stops and calibrations.
 
 use super::calibration::{self, Calibration};
-use super::model::{EffectRow, Verdict};
+use super::model::{EffectRow, Estimate, Verdict};
 use super::verdicts::WEAK_BLOCKS;
 use crate::run::supervisor::SequentialStop;
 
@@ -96,6 +96,16 @@ pub(super) fn fmt_interval(e: &EffectRow) -> String {
     } else {
         format!("[{:.3}, {:.3}]", e.ci_low, e.ci_high)
     }
+}
+
+/// A median over blocks with its interval, e.g. "812.0 [790.5, 840.1]".
+pub(super) fn fmt_estimate(e: &Estimate) -> String {
+    format!(
+        "{} [{}, {}]",
+        fmt_value(e.median),
+        fmt_value(e.lo),
+        fmt_value(e.hi)
+    )
 }
 
 /// A verdict as one line: the workload and statistic, the sentence, and

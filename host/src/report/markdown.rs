@@ -1,10 +1,12 @@
 //! The markdown rendering: the full report in the method's order (arms and
 //! inputs, environment, design, gates, sequential stops, calibration,
-//! results per workload, effects not computed, limits).
+//! rate sweeps' curves and SLO search, results per workload, effects not
+//! computed, limits).
 
 use super::calibration;
 use super::format::{
-    calibration_sentence, fmt_interval, fmt_value, md, md_quoted, noise_floor, pct, stop_sentence,
+    calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_quoted, noise_floor, pct,
+    stop_sentence,
 };
 use super::model::{EffectRow, Report};
 use crate::machine::netns::NetPlacement;
@@ -34,6 +36,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     environment(report, s)?;
     design(report, s)?;
     gates(report, s)?;
+    curves(report, s)?;
     writeln!(s, "\n## Results")?;
     for w in &spec.workloads {
         results(report, w, s)?;
@@ -270,6 +273,58 @@ fn gates(report: &Report, s: &mut String) -> fmt::Result {
             calibration_sentence(c),
             calibration::render(c)
         )?;
+    }
+    Ok(())
+}
+
+/// Rate sweeps: each plugin workload's curves as one table, and the SLO
+/// search's answers.
+fn curves(report: &Report, s: &mut String) -> fmt::Result {
+    if report.curves.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        s,
+        "\n## Latency–throughput curves\n\nPer swept rate and arm: latency from each transaction's intended start, µs, the median over blocks of each run's percentile with its {} bootstrap interval over blocks; the p99 ratio is the paired effect against the arm's reference at that rate (below 1: a shorter tail).",
+        pct(report.plan.spec.bootstrap.level)
+    )?;
+    let mut bases: Vec<&str> = report.curves.iter().map(|c| c.workload.as_str()).collect();
+    bases.dedup();
+    for base in bases {
+        writeln!(
+            s,
+            "\n### {}\n\n| arm | offered/s | achieved/s | p50 µs | p99 µs | p99 ratio | runs | short runs |\n|---|---|---|---|---|---|---|---|",
+            md(base)
+        )?;
+        for c in report.curves.iter().filter(|c| c.workload == base) {
+            for p in &c.points {
+                writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                    md(&c.arm),
+                    crate::limits::show(p.offered_per_s),
+                    fmt_value(p.achieved_per_s),
+                    fmt_estimate(&p.p50_latency_us),
+                    fmt_estimate(&p.p99_latency_us),
+                    p.p99_ratio.as_ref().map_or("—".into(), |e| format!(
+                        "{:.3} {}",
+                        e.ratio,
+                        fmt_interval(e)
+                    )),
+                    p.runs,
+                    p.short_runs
+                )?;
+            }
+        }
+    }
+    if !report.slo.is_empty() {
+        writeln!(
+            s,
+            "\n### SLO search\n\nThe highest swept rate at which the upper end of the statistic's interval met the objective, no run fell short of the offered rate, and every lower rate met it too (docs/method.md, \"SLO search\").\n"
+        )?;
+        for row in &report.slo {
+            writeln!(s, "- {}", md_quoted(&row.text))?;
+        }
     }
     Ok(())
 }

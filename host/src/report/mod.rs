@@ -6,7 +6,8 @@
 //! `format` (shared words and numbers), `verdicts` (the answer per workload
 //! and arm in words, and what weakens it), `compare` (campaign against
 //! campaign) and `gate` (the regression gate), `hosts` (which node ran each
-//! block and whether nodes agree), and one file per rendering. The JSON
+//! block and whether nodes agree), `curves` (rate sweeps' latency–throughput
+//! curves and the SLO search), and one file per rendering. The JSON
 //! rendering is the model's serde form; its field names are a stable
 //! interface.
 
@@ -14,6 +15,7 @@ mod analysis;
 pub mod calibration;
 pub mod compare;
 mod csv;
+mod curves;
 mod format;
 pub mod gate;
 pub mod history;

@@ -282,6 +282,74 @@ pub struct Report {
     /// Each arm's link and its counters summed over the arm's final runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkRow>,
+    /// Rate sweeps: per base workload and arm, the latency–throughput
+    /// curve over the swept rates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curves: Vec<Curve>,
+    /// With `measure.slo`: per base workload and arm, the highest swept
+    /// rate that met it (docs/method.md, "SLO search").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo: Vec<SloRow>,
+}
+
+/// A median over blocks and its bootstrap interval over blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub median: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// One arm's latency against offered load on one plugin workload: a point
+/// per swept rate, in ascending order of rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    /// The plugin's workload the sweep runs (`get100` of `get100@2000`).
+    pub workload: String,
+    pub arm: String,
+    pub points: Vec<CurvePoint>,
+}
+
+/// One rate of a curve, over the arm's successful final runs at it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// The plan's workload at this rate (`get100@2000`).
+    pub workload: String,
+    pub offered_per_s: f64,
+    /// Median over blocks of the achieved rate, txn/s.
+    pub achieved_per_s: f64,
+    /// Latency from the intended start, µs: median over blocks of each
+    /// run's percentile, with its interval.
+    pub p50_latency_us: Estimate,
+    pub p99_latency_us: Estimate,
+    pub runs: usize,
+    /// Runs whose achieved rate fell short of the offered one.
+    pub short_runs: usize,
+    /// The paired ratio of `p99_latency` against the arm's reference at
+    /// this rate (the workload's effect); absent for the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ratio: Option<EffectRow>,
+}
+
+/// The SLO search's answer for one base workload and arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloRow {
+    pub workload: String,
+    pub arm: String,
+    pub statistic: String,
+    pub max_ms: f64,
+    /// The highest swept rate at which this and every lower rate met the
+    /// SLO; absent when the lowest did not.
+    pub sustained_per_s: Option<f64>,
+    /// The statistic's interval upper bound there, ms.
+    pub sustained_upper_ms: Option<f64>,
+    /// The next swept rate, which did not meet it; absent when every swept
+    /// rate did (the highest sustained rate may then be higher).
+    pub failed_per_s: Option<f64>,
+    /// Why that rate did not meet it.
+    pub failed_reason: Option<String>,
+    /// The answer in one sentence, for every rendering.
+    pub text: String,
 }
 
 /// One arm's link over the campaign.

@@ -3,7 +3,7 @@
 //! renderings show them. Terminal, markdown, CSV, JSON and the web UI all
 //! take them from here (the JSON carries the table and each run's values).
 
-use crate::plan::spec::PlanSpec;
+use crate::plan::spec::{MeasureMode, PlanSpec};
 use crate::run::RunResult;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -163,6 +163,90 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
     },
 ];
 
+/// The statistics every rate-mode (open-loop) campaign compares. Latency
+/// counts from each transaction's intended start, so queueing behind a slow
+/// one is in it; service latency from its actual start. A run without
+/// open-loop figures has 0 for those, which the effects report as missing.
+pub const RATE_STATISTICS: &[Statistic] = &[
+    Statistic {
+        name: "mean_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: false,
+        column: Some("mean µs"),
+        percentile: None,
+        of: |r| r.latency_us.mean,
+    },
+    Statistic {
+        name: "p50_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: false,
+        column: Some("p50 µs"),
+        percentile: Some(50.0),
+        of: |r| r.latency_us.p50,
+    },
+    Statistic {
+        name: "p99_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: true,
+        column: Some("p99 µs"),
+        percentile: Some(99.0),
+        of: |r| r.latency_us.p99,
+    },
+    Statistic {
+        name: "service_mean_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: false,
+        column: None,
+        percentile: None,
+        of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.service_us.mean),
+    },
+    Statistic {
+        name: "service_p99_latency",
+        unit: "µs",
+        lower_is_better: true,
+        headline: false,
+        column: Some("svc p99 µs"),
+        percentile: Some(99.0),
+        of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.service_us.p99),
+    },
+    Statistic {
+        name: "achieved_rate",
+        unit: "txn/s",
+        lower_is_better: false,
+        headline: false,
+        column: Some("achieved/s"),
+        percentile: None,
+        of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.achieved_per_s),
+    },
+    Statistic {
+        name: "late_starts",
+        unit: "fraction",
+        lower_is_better: true,
+        headline: false,
+        column: Some("late"),
+        percentile: None,
+        of: |r| {
+            r.open_loop
+                .as_ref()
+                .filter(|o| o.scheduled > 0)
+                .map_or(0.0, |o| o.late as f64 / o.scheduled as f64)
+        },
+    },
+    Statistic {
+        name: "cpu_measured",
+        unit: "µs/txn",
+        lower_is_better: true,
+        headline: false,
+        column: Some("cpu µs/txn"),
+        percentile: None,
+        of: |r| r.cpu.measured_us_per_txn,
+    },
+];
+
 /// `total` over the records acknowledged in the window; 0 (an effect
 /// reported as missing) for a run with none.
 fn per_record(r: &RunResult, total: f64) -> f64 {
@@ -174,10 +258,10 @@ fn per_record(r: &RunResult, total: f64) -> f64 {
 
 /// The statistics a plan's measure mode compares.
 pub fn statistics(spec: &PlanSpec) -> &'static [Statistic] {
-    if spec.measure.mode == crate::plan::spec::MeasureMode::Window {
-        WINDOW_STATISTICS
-    } else {
-        STATISTICS
+    match spec.measure.mode {
+        MeasureMode::Window => WINDOW_STATISTICS,
+        MeasureMode::Rate => RATE_STATISTICS,
+        MeasureMode::Transactions => STATISTICS,
     }
 }
 

@@ -3,7 +3,8 @@
 //! (`headline`, `column`), so they follow the plan's measure mode.
 
 use super::format::{
-    calibration_sentence, fmt_ratio, fmt_value, noise_floor, pct, stop_sentence, verdict_line,
+    calibration_sentence, fmt_estimate, fmt_ratio, fmt_value, noise_floor, pct, stop_sentence,
+    verdict_line,
 };
 use super::model::Report;
 use super::statistics::Statistic;
@@ -38,6 +39,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         writeln!(s, "\n{}", calibration_sentence(c))?;
     }
     medians(report, s)?;
+    curves(report, s)?;
     if !report.links.is_empty() {
         writeln!(
             s,
@@ -149,6 +151,43 @@ fn headline(report: &Report, stat: &Statistic, s: &mut String) -> fmt::Result {
             write!(s, " {:>14}", noise_floor(c, &w.name, stat.name))?;
         }
         writeln!(s)?;
+    }
+    Ok(())
+}
+
+/// Rate sweeps: each curve's points and the SLO search's answers.
+fn curves(report: &Report, s: &mut String) -> fmt::Result {
+    if report.curves.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        s,
+        "\nlatency–throughput curves (latency from the intended start, µs: median over blocks [{} interval])",
+        pct(report.plan.spec.bootstrap.level)
+    )?;
+    writeln!(
+        s,
+        "{:<14} {:<18} {:>10} {:>10} {:>28} {:>28} {:>24} {:>6}",
+        "workload", "arm", "offered/s", "achieved/s", "p50 µs", "p99 µs", "p99 ratio", "short"
+    )?;
+    for c in &report.curves {
+        for p in &c.points {
+            writeln!(
+                s,
+                "{:<14} {:<18} {:>10} {:>10} {:>28} {:>28} {:>24} {:>6}",
+                c.workload,
+                c.arm,
+                crate::limits::show(p.offered_per_s),
+                fmt_value(p.achieved_per_s),
+                fmt_estimate(&p.p50_latency_us),
+                fmt_estimate(&p.p99_latency_us),
+                p.p99_ratio.as_ref().map_or("—".into(), fmt_ratio),
+                format!("{}/{}", p.short_runs, p.runs)
+            )?;
+        }
+    }
+    for row in &report.slo {
+        writeln!(s, "slo: {}", row.text)?;
     }
     Ok(())
 }

@@ -25,9 +25,12 @@ fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
 #[test]
 fn the_plan_names_exactly_the_statistics_the_report_compares() {
     let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\nmeasured_s = 1.0\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n";
-    for mode in ["transactions", "window"] {
-        let spec = crate::plan::spec::PlanSpec::parse(text, &[format!("measure.mode=\"{mode}\"")])
-            .unwrap();
+    for mode in ["transactions", "window", "rate"] {
+        let mut overrides = vec![format!("measure.mode=\"{mode}\"")];
+        if mode == "rate" {
+            overrides.push("measure.rate=100".into());
+        }
+        let spec = crate::plan::spec::PlanSpec::parse(text, &overrides).unwrap();
         let ours: Vec<&str> = statistics(&spec).iter().map(|s| s.name).collect();
         assert_eq!(ours, spec.statistic_names(), "{mode}");
         for primary in spec.primary_statistics() {
@@ -292,4 +295,209 @@ fn markdown_escapes_names_and_a_single_block_never_shows_an_interval() {
     assert!(md.contains("\\<img src=x onerror=alert(1)\\>\\|\\[x\\](javascript:y)"));
     assert!(md.contains("(one block: no interval)"), "{md}");
     assert!(terminal(&report).contains("(one block: no interval)"));
+}
+
+/// A finished rate sweep of `get100` at 1000, 2000 and 4000/s, arms `a`
+/// (baseline) and `b`, 4 blocks, SLO p99 ≤ 2 ms. Arm a's p99 is 0.5, 0.9
+/// and 3 ms (plus 10 µs per block); arm b's 1.5 and 2.5 ms, and at 4000/s
+/// it achieves 3000/s only (short).
+fn sweep_fixture() -> Report {
+    let text = "name = \"sweep\"\nseed = 7\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmode = \"rate\"\nmeasured_s = 0.2\nrates = [1000, 2000, 4000]\nslo = { statistic = \"p99_latency\", max_ms = 2.0 }\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n";
+    let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
+    let plan = crate::plan::seal::seal(spec, vec![], "sweep.toml", text.as_bytes(), None).unwrap();
+    let records: Vec<RunRecord> = plan
+        .schedule
+        .iter()
+        .map(|slot| {
+            let rate: f64 = slot.workload["get100@".len()..].parse().unwrap();
+            let p99_ms = match (slot.arm.as_str(), rate as u32) {
+                ("a", 1000) => 0.5,
+                ("a", 2000) => 0.9,
+                ("a", _) => 3.0,
+                (_, 1000) => 1.5,
+                _ => 2.5,
+            };
+            let p99 = p99_ms * 1e3 + 10.0 * f64::from(slot.block);
+            let short = slot.arm == "b" && rate == 4000.0;
+            let achieved = if short { 3000.0 } else { rate };
+            let open_loop = crate::run::result::OpenLoop {
+                offered_per_s: rate,
+                achieved_per_s: achieved,
+                arrival: crate::plan::spec::Arrival::Constant,
+                scheduled: (rate * 0.2) as u64,
+                late: if short { (rate * 0.1) as u64 } else { 0 },
+                start_lag_us: Default::default(),
+                service_us: crate::run::result::Latency {
+                    mean: p99 / 4.0,
+                    p99: p99 / 2.0,
+                    ..Default::default()
+                },
+                short,
+            };
+            let result = RunResult {
+                measured: (achieved * 0.2) as u64,
+                measured_s: 0.2,
+                latency_us: crate::run::result::Latency {
+                    mean: p99 / 3.0,
+                    p50: p99 / 5.0,
+                    p99,
+                    ..Default::default()
+                },
+                throughput_per_s: achieved,
+                open_loop: Some(open_loop),
+                ..Default::default()
+            };
+            RunRecord {
+                slot: slot.clone(),
+                attempt: 0,
+                status: RunStatus::Ok,
+                reason: None,
+                rerun_reason: None,
+                result: Some(result),
+                quiescence: Quiescence {
+                    passed: true,
+                    ..Default::default()
+                },
+                gate_flagged: false,
+                telemetry: Telemetry::default(),
+                health: None,
+                link: None,
+                pinned: vec![1],
+                started_unix_ms: 0,
+                wall_s: 0.5,
+                host: None,
+                server_host: None,
+            }
+        })
+        .collect();
+    let campaign = CampaignMeta {
+        id: 4,
+        name: "sweep".into(),
+        plan_hash: plan.hash.clone(),
+        created_unix_ms: 0,
+        status: CampaignStatus::Finished,
+        total_runs: plan.schedule.len() as u32,
+        finished_runs: plan.schedule.len() as u32,
+        tags: Default::default(),
+        testbed: None,
+    };
+    analyse(campaign, plan, &records, None, None, vec![])
+}
+
+#[test]
+fn a_rate_sweep_has_a_curve_per_arm_with_intervals_and_the_paired_ratio_at_each_rate() {
+    let report = sweep_fixture();
+    let names: Vec<&str> = report.statistics.iter().map(|s| s.name).collect();
+    assert!(names.contains(&"service_p99_latency") && names.contains(&"achieved_rate"));
+    assert_eq!(report.curves.len(), 2);
+    let (a, b) = (&report.curves[0], &report.curves[1]);
+    assert_eq!((a.workload.as_str(), a.arm.as_str()), ("get100", "a"));
+    assert_eq!(b.arm, "b");
+    let offered: Vec<f64> = b.points.iter().map(|p| p.offered_per_s).collect();
+    assert_eq!(offered, [1000.0, 2000.0, 4000.0]);
+    // Blocks add 0, 10, 20, 30 µs: the median is 15 µs above the base,
+    // and the interval lies within the blocks' range around it.
+    let p = &a.points[1];
+    assert_eq!(p.workload, "get100@2000");
+    assert_eq!(p.p99_latency_us.median, 915.0);
+    assert!(
+        p.p99_latency_us.lo >= 900.0 && p.p99_latency_us.lo <= 915.0,
+        "{p:?}"
+    );
+    assert!(
+        p.p99_latency_us.hi >= 915.0 && p.p99_latency_us.hi <= 930.0,
+        "{p:?}"
+    );
+    assert_eq!(p.p50_latency_us.median, 183.0);
+    assert_eq!((p.runs, p.short_runs, p.achieved_per_s), (4, 0, 2000.0));
+    // The baseline has no ratio; b's is the workload's paired effect.
+    assert!(a.points.iter().all(|p| p.p99_ratio.is_none()));
+    let r = b.points[0].p99_ratio.as_ref().unwrap();
+    assert_eq!(
+        (r.workload.as_str(), r.statistic.as_str()),
+        ("get100@1000", "p99_latency")
+    );
+    assert!((r.ratio - 1515.0 / 515.0).abs() < 0.01, "{r:?}");
+    assert_eq!(
+        (b.points[2].short_runs, b.points[2].achieved_per_s),
+        (4, 3000.0)
+    );
+    // The headline verdict in rate mode is p99, warned about the short runs.
+    let v = report
+        .verdicts
+        .iter()
+        .find(|v| v.workload == "get100@4000")
+        .unwrap();
+    assert_eq!(v.statistic, "p99_latency");
+    assert!(
+        v.warnings.iter().any(|w| w
+            .starts_with("4 of 8 runs fell short of the offered rate (worst: 3000/s of 4000/s")),
+        "{v:?}"
+    );
+    assert!(
+        v.warnings.iter().any(|w| w
+            .contains("started more than 1% of their transactions over 1 ms late (at most 50.0%)")),
+        "{v:?}"
+    );
+    let ok = report
+        .verdicts
+        .iter()
+        .find(|v| v.workload == "get100@1000")
+        .unwrap();
+    assert!(
+        !ok.warnings
+            .iter()
+            .any(|w| w.contains("short") || w.contains("late")),
+        "{ok:?}"
+    );
+}
+
+#[test]
+fn the_slo_search_gives_each_arm_its_highest_sustained_rate_and_the_next_that_failed() {
+    let report = sweep_fixture();
+    assert_eq!(report.slo.len(), 2);
+    let (a, b) = (&report.slo[0], &report.slo[1]);
+    assert_eq!(
+        (a.arm.as_str(), a.statistic.as_str(), a.max_ms),
+        ("a", "p99_latency", 2.0)
+    );
+    assert_eq!(
+        (a.sustained_per_s, a.failed_per_s),
+        (Some(2000.0), Some(4000.0))
+    );
+    assert!(a.sustained_upper_ms.unwrap() <= 0.93, "{a:?}");
+    assert!(
+        a.failed_reason.as_deref().unwrap().contains("reaches 3.0"),
+        "{a:?}"
+    );
+    assert_eq!(
+        (b.sustained_per_s, b.failed_per_s),
+        (Some(1000.0), Some(2000.0))
+    );
+    assert!(
+        b.text.starts_with(
+            "b sustains 1000/s on get100 within `p99_latency` ≤ 2 ms (upper bound 1.5"
+        ),
+        "{}",
+        b.text
+    );
+    // Monotone: a rate that fails stops the search, whatever lies above it.
+    let md = markdown(&report);
+    assert!(md.contains("## Latency–throughput curves"), "{md}");
+    assert!(md.contains("| b | 4000 | 3000 |"), "{md}");
+    assert!(md.contains("### SLO search"), "{md}");
+    assert!(
+        md.contains(&format!("- {}", a.text.replace('`', "\\`")))
+            || md.contains("- a sustains 2000/s"),
+        "{md}"
+    );
+    let text = terminal(&report);
+    assert!(text.contains("latency–throughput curves"), "{text}");
+    assert!(text.contains(&format!("slo: {}", b.text)), "{text}");
+    // A closed-loop report has neither, and its JSON no such keys.
+    let json = serde_json::to_value(fixture()).unwrap();
+    assert!(json.get("curves").is_none() && json.get("slo").is_none());
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["curves"][1]["points"][2]["short_runs"], 4);
+    assert_eq!(json["slo"][0]["sustained_per_s"], 2000.0);
 }

@@ -8,6 +8,7 @@ use super::model::{Direction, EffectRow, RunRow, StatisticRow, Verdict};
 use super::statistics::{Statistic, statistics};
 use crate::plan::spec::PlanSpec;
 use crate::run::RunStatus;
+use crate::run::result::OpenLoop;
 use crate::stats;
 use blocklab_store::{CampaignMeta, CampaignStatus};
 use std::collections::BTreeMap;
@@ -257,6 +258,7 @@ pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
             stolen.len()
         ));
     }
+    out.extend(open_loop_warnings(&ok));
     let resumed = all
         .iter()
         .filter(|r| {
@@ -278,6 +280,49 @@ pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
     if reruns > 0 {
         out.push(format!(
             "{reruns} runs were rerun after a failed attempt; the kept attempts ran later than the rest of their blocks"
+        ));
+    }
+    out
+}
+
+/// Late starts, as a share of a run's scheduled starts, from which a
+/// verdict says the schedule slipped.
+const LATE_WARN_FRACTION: f64 = 0.01;
+
+/// Rate mode: runs that fell short of the offered rate, and runs that
+/// started many transactions late.
+fn open_loop_warnings(ok: &[&&RunRow]) -> Vec<String> {
+    let open: Vec<&OpenLoop> = ok
+        .iter()
+        .filter_map(|r| r.result.open_loop.as_ref())
+        .collect();
+    let mut out = Vec::new();
+    let short: Vec<&&OpenLoop> = open.iter().filter(|o| o.short).collect();
+    if let Some(worst) = short.iter().min_by(|a, b| {
+        (a.achieved_per_s / a.offered_per_s).total_cmp(&(b.achieved_per_s / b.offered_per_s))
+    }) {
+        out.push(format!(
+            "{} of {} runs fell short of the offered rate (worst: {:.0}/s of {}/s offered): they measured a queue, not the offered load; lower the rate (`measure.rates`) or add workers",
+            short.len(),
+            open.len(),
+            worst.achieved_per_s,
+            crate::limits::show(worst.offered_per_s)
+        ));
+    }
+    let late = |o: &OpenLoop| o.late as f64 / o.scheduled.max(1) as f64;
+    let slipped: Vec<f64> = open
+        .iter()
+        .map(|o| late(o))
+        .filter(|f| *f > LATE_WARN_FRACTION)
+        .collect();
+    if !slipped.is_empty() {
+        out.push(format!(
+            "{} of {} runs started more than {}% of their transactions over {} ms late (at most {:.1}%): the schedule slipped, and latency from the intended start includes that wait",
+            slipped.len(),
+            open.len(),
+            LATE_WARN_FRACTION * 100.0,
+            OpenLoop::LATE_US / 1e3,
+            100.0 * slipped.iter().copied().fold(0.0, f64::max)
         ));
     }
     out

@@ -100,6 +100,39 @@ pub(super) fn mean_resamples(logs: &[f64], resamples: u32, seed: u64) -> Vec<f64
     out
 }
 
+/// The median of `values` (one per block) and a percentile bootstrap
+/// interval for it at coverage `level`: `resamples` resamples of the blocks
+/// with replacement, seeded by `seed`, each giving its median. Absolute
+/// values per arm (a latency–throughput curve's points) are medians over
+/// blocks (docs/method.md, "Effects"), so their interval resamples the same
+/// thing. `None` for no blocks; with one block the interval is that block.
+pub fn median_interval(
+    values: &[f64],
+    resamples: u32,
+    seed: u64,
+    level: f64,
+) -> Option<(f64, f64, f64)> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let estimate = super::median(values);
+    let mut draws = Draws::new(seed);
+    let mut sample = vec![0.0; n];
+    let mut medians: Vec<f64> = (0..resamples.max(1))
+        .map(|_| {
+            for x in sample.iter_mut() {
+                *x = values[draws.index(n)];
+            }
+            sample.sort_unstable_by(f64::total_cmp);
+            quantile_sorted(&sample, 0.5)
+        })
+        .collect();
+    medians.sort_unstable_by(f64::total_cmp);
+    let (lo, hi) = percentile(&medians, level);
+    Some((estimate, lo, hi))
+}
+
 /// The percentile interval at coverage `level`: the type-7 quantiles of the
 /// sorted bootstrap values at (1 − level)/2 and (1 + level)/2.
 pub(super) fn percentile(sorted: &[f64], level: f64) -> (f64, f64) {
@@ -212,6 +245,24 @@ mod tests {
         assert!((1_800..2_200).contains(&halves), "{halves}");
         assert_eq!(percentile(&t, 0.95), (0.0, 1.0));
         assert_eq!(percentile(&t, 0.4), (0.5, 0.5));
+    }
+
+    #[test]
+    fn the_median_interval_spans_the_blocks_medians_and_is_reproducible() {
+        assert_eq!(median_interval(&[], 100, 1, 0.95), None);
+        assert_eq!(median_interval(&[4.0], 100, 1, 0.95), Some((4.0, 4.0, 4.0)));
+        let blocks = [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 50.0];
+        let (m, lo, hi) = median_interval(&blocks, 2_000, 3, 0.95).unwrap();
+        assert_eq!(m, 14.0);
+        // A resample's median is one of the values (odd count): the interval
+        // sits on them around the median, and the outlier (the median of a
+        // resample only if 5 of its 9 draws hit it) does not drag it.
+        assert!(blocks.contains(&lo) && blocks.contains(&hi), "{lo} {hi}");
+        assert!(
+            (10.0..14.0).contains(&lo) && (14.0..=17.0).contains(&hi),
+            "{lo} {hi}"
+        );
+        assert_eq!(median_interval(&blocks, 2_000, 3, 0.95), Some((m, lo, hi)));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! simulation that chose the default interval, as the measurement method
 //! (docs/method.md, "Effects" and "Intervals") specifies.
 //!
-//! - [`median`], [`geometric_mean`]: absolute values per arm.
+//! - [`median`], [`geometric_mean`]: absolute values per arm;
+//!   [`median_interval`]: a median over blocks with its bootstrap interval.
 //! - [`paired_effect`]: geometric mean over blocks of arm/baseline, with a
 //!   Student-t (default), percentile or BCa bootstrap interval over blocks
 //!   and the blocks won.
@@ -32,7 +33,7 @@ pub mod simulate;
 mod student;
 mod summary;
 
-pub use bootstrap::{DEFAULT_LEVEL, DEFAULT_RESAMPLES, Method};
+pub use bootstrap::{DEFAULT_LEVEL, DEFAULT_RESAMPLES, Method, median_interval};
 pub use change::{CHANGE_RESAMPLES, Change, unpaired_change};
 pub use effect::{Effect, StatsError, paired_effect, position_effects, student_t_interval};
 pub use family::Simultaneous;

@@ -1,0 +1,249 @@
+//! Rate sweeps (issue 20): each arm's latency–throughput curve per plugin
+//! workload, from the workloads a sweep made (`get100@1000`, `get100@2000`,
+//! …; plan/spec.rs), and the SLO search over them (docs/method.md, "SLO
+//! search"). A point is a median over blocks with a bootstrap interval
+//! over blocks; the paired ratio at a rate is that workload's effect, which
+//! the analysis already computed.
+
+use super::analysis::ok_runs;
+use super::format::fmt_value;
+use super::model::{Curve, CurvePoint, EffectRow, Estimate, SloRow};
+use super::statistics::statistics;
+use crate::limits::show;
+use crate::plan::spec::{PlanSpec, Slo, WorkloadSpec};
+use crate::run::{RunRecord, RunResult};
+use crate::stats;
+use std::collections::BTreeMap;
+
+/// The successful final runs of each arm at one rate, by block.
+type ArmRuns<'a> = BTreeMap<&'a str, BTreeMap<u32, &'a RunResult>>;
+
+/// One sweep: a plugin workload and its entries, ascending by rate.
+struct Sweep<'a> {
+    base: &'a str,
+    points: Vec<(&'a WorkloadSpec, f64)>,
+}
+
+/// The plan's sweeps, in the order their first entry appears: plugin
+/// workloads that run at two or more rates.
+fn sweeps(spec: &PlanSpec) -> Vec<Sweep<'_>> {
+    let mut out: Vec<Sweep> = Vec::new();
+    for w in &spec.workloads {
+        let Some(rate) = w.rate else { continue };
+        let base = w.plugin_workload();
+        match out.iter_mut().find(|s| s.base == base) {
+            Some(s) => s.points.push((w, rate)),
+            None => out.push(Sweep {
+                base,
+                points: vec![(w, rate)],
+            }),
+        }
+    }
+    out.retain(|s| s.points.iter().any(|(_, r)| *r != s.points[0].1));
+    for s in &mut out {
+        s.points.sort_by(|a, b| a.1.total_cmp(&b.1));
+    }
+    out
+}
+
+/// The median over blocks of `of` and its interval at the plan's level;
+/// `None` without runs.
+fn estimate(
+    spec: &PlanSpec,
+    runs: &BTreeMap<u32, &RunResult>,
+    of: fn(&RunResult) -> f64,
+) -> Option<Estimate> {
+    let values: Vec<f64> = runs.values().map(|r| of(r)).collect();
+    let boot = &spec.bootstrap;
+    let (median, lo, hi) = stats::median_interval(
+        &values,
+        boot.resamples,
+        boot.seed.unwrap_or(spec.seed),
+        boot.level,
+    )?;
+    Some(Estimate { median, lo, hi })
+}
+
+/// Runs whose achieved rate fell short of the offered one.
+fn short_runs(runs: &BTreeMap<u32, &RunResult>) -> usize {
+    runs.values()
+        .filter(|r| r.open_loop.as_ref().is_some_and(|o| o.short))
+        .count()
+}
+
+/// Every sweep's curve per arm, from the final attempt of each slot;
+/// `effects` are the analysis's.
+pub(super) fn curves(
+    spec: &PlanSpec,
+    finals: &BTreeMap<u32, &RunRecord>,
+    effects: &[EffectRow],
+) -> Vec<Curve> {
+    let mut out = Vec::new();
+    for sweep in sweeps(spec) {
+        let at: Vec<(&WorkloadSpec, f64, ArmRuns)> = sweep
+            .points
+            .iter()
+            .map(|(w, rate)| (*w, *rate, ok_runs(finals, &w.name)))
+            .collect();
+        for arm in &spec.arms {
+            let points = at
+                .iter()
+                .filter_map(|(w, rate, by_arm)| {
+                    point(
+                        spec,
+                        w,
+                        *rate,
+                        by_arm.get(arm.name.as_str())?,
+                        &arm.name,
+                        effects,
+                    )
+                })
+                .collect();
+            out.push(Curve {
+                workload: sweep.base.to_owned(),
+                arm: arm.name.clone(),
+                points,
+            });
+        }
+    }
+    out
+}
+
+/// One arm's point at one rate, from its successful final runs there.
+fn point(
+    spec: &PlanSpec,
+    w: &WorkloadSpec,
+    rate: f64,
+    runs: &BTreeMap<u32, &RunResult>,
+    arm: &str,
+    effects: &[EffectRow],
+) -> Option<CurvePoint> {
+    let achieved: Vec<f64> = runs
+        .values()
+        .map(|r| r.open_loop.as_ref().map_or(0.0, |o| o.achieved_per_s))
+        .collect();
+    Some(CurvePoint {
+        workload: w.name.clone(),
+        offered_per_s: rate,
+        achieved_per_s: stats::median(&achieved),
+        p50_latency_us: estimate(spec, runs, |r| r.latency_us.p50)?,
+        p99_latency_us: estimate(spec, runs, |r| r.latency_us.p99)?,
+        runs: runs.len(),
+        short_runs: short_runs(runs),
+        p99_ratio: effects
+            .iter()
+            .find(|e| e.workload == w.name && e.arm == arm && e.statistic == "p99_latency")
+            .cloned(),
+    })
+}
+
+/// The SLO search of every sweep and arm (docs/method.md, "SLO search").
+pub(super) fn slo_rows(spec: &PlanSpec, finals: &BTreeMap<u32, &RunRecord>) -> Vec<SloRow> {
+    let Some(slo) = spec.measure.slo else {
+        return Vec::new();
+    };
+    let Some(stat) = statistics(spec)
+        .iter()
+        .find(|s| s.name == slo.statistic.name())
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for sweep in sweeps(spec) {
+        let at: Vec<(f64, ArmRuns)> = sweep
+            .points
+            .iter()
+            .map(|(w, rate)| (*rate, ok_runs(finals, &w.name)))
+            .collect();
+        for arm in &spec.arms {
+            let checks = at.iter().map(|(rate, by_arm)| {
+                let runs = by_arm.get(arm.name.as_str());
+                (*rate, check(spec, &slo, stat.of, runs))
+            });
+            out.push(search(&slo, sweep.base, &arm.name, checks));
+        }
+    }
+    out
+}
+
+/// Whether one rate met the SLO: the statistic's interval upper bound in
+/// ms, or why not.
+fn check(
+    spec: &PlanSpec,
+    slo: &Slo,
+    of: fn(&RunResult) -> f64,
+    runs: Option<&BTreeMap<u32, &RunResult>>,
+) -> Result<f64, String> {
+    let Some(runs) = runs.filter(|r| !r.is_empty()) else {
+        return Err("no successful runs at this rate".into());
+    };
+    let short = short_runs(runs);
+    if short > 0 {
+        return Err(format!(
+            "{short} of {} runs fell short of the offered rate: the client did not sustain it",
+            runs.len()
+        ));
+    }
+    let e = estimate(spec, runs, of).ok_or("no successful runs at this rate")?;
+    let (upper, median) = (e.hi / 1e3, e.median / 1e3);
+    if upper > slo.max_ms {
+        return Err(format!(
+            "the interval of `{}` reaches {} ms (median {} ms), above {} ms",
+            slo.statistic.name(),
+            fmt_value(upper),
+            fmt_value(median),
+            show(slo.max_ms)
+        ));
+    }
+    Ok(upper)
+}
+
+/// The monotone search: the highest rate before the first that failed.
+fn search(
+    slo: &Slo,
+    workload: &str,
+    arm: &str,
+    checks: impl Iterator<Item = (f64, Result<f64, String>)>,
+) -> SloRow {
+    let mut sustained: Option<(f64, f64)> = None;
+    let mut failed: Option<(f64, String)> = None;
+    for (rate, result) in checks {
+        match result {
+            Ok(upper) => sustained = Some((rate, upper)),
+            Err(why) => {
+                failed = Some((rate, why));
+                break;
+            }
+        }
+    }
+    let objective = slo.describe();
+    let text = match (&sustained, &failed) {
+        (Some((rate, upper)), Some((next, why))) => format!(
+            "{arm} sustains {}/s on {workload} within {objective} (upper bound {} ms); at {}/s {why}",
+            show(*rate),
+            fmt_value(*upper),
+            show(*next)
+        ),
+        (Some((rate, upper)), None) => format!(
+            "{arm} met {objective} on {workload} at every swept rate, up to {}/s (upper bound {} ms): the highest rate it sustains lies above the sweep; sweep higher rates",
+            show(*rate),
+            fmt_value(*upper)
+        ),
+        (None, Some((next, why))) => format!(
+            "{arm} did not meet {objective} on {workload} even at the lowest swept rate, {}/s: {why}; sweep lower rates",
+            show(*next)
+        ),
+        (None, None) => format!("{arm} has no swept rates on {workload}"),
+    };
+    SloRow {
+        workload: workload.to_owned(),
+        arm: arm.to_owned(),
+        statistic: slo.statistic.name().to_owned(),
+        max_ms: slo.max_ms,
+        sustained_per_s: sustained.map(|s| s.0),
+        sustained_upper_ms: sustained.map(|s| s.1),
+        failed_per_s: failed.as_ref().map(|f| f.0),
+        failed_reason: failed.map(|f| f.1),
+        text,
+    }
+}
