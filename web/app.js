@@ -326,6 +326,8 @@ async function renderReport(id, statistics, into, baseline, seq, query) {
     el("h2", {}, "Runs by block and latency"), blockSection,
     el("h2", {}, "Gates and provenance"), provenance(report));
   if (report.hosts) into.append(el("h2", {}, "Hosts"), hostsSection(report.hosts));
+  const sweep = curvesSection(report); // web/curves.js: rate sweeps, after the verdicts
+  if (sweep) into.firstChild.after(sweep);
   drawBlocks();
   drawLatency();
 }

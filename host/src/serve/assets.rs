@@ -20,6 +20,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../../web/history.js"),
     ),
     (
+        "curves.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../web/curves.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../../web/style.css"),

@@ -22,6 +22,7 @@ mod network;
 mod peers;
 mod plugins;
 mod process_arms;
+mod rate_sweep;
 mod slurm;
 mod slurm_cluster;
 mod store_damage;
