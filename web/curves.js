@@ -25,7 +25,7 @@ function curvesSection(report) {
     const ofBase = curves.filter((c) => c.workload === base);
     // el() skips a missing ratio table (a sweep with one arm).
     box.append(el("div", { class: "curve-workload" }, el("h3", {}, `${base}: p99 latency against offered rate`),
-      curveChart(base, ofBase), curveLegend(ofBase), curveRatios(base, ofBase)));
+      curveChart(base, ofBase), curveLegend(base, ofBase), curveRatios(base, ofBase)));
   }
   if ((report.slo || []).length) {
     box.append(el("h3", {}, "SLO search"),
@@ -101,9 +101,9 @@ function curveSeries(c, i, x, y) {
   return g;
 }
 
-function curveLegend(curves) {
+function curveLegend(base, curves) {
   const item = (cls, text) => el("span", { class: "legend-item" }, el("span", { class: `swatch ${cls}`, "aria-hidden": "true" }), text);
-  return el("p", { class: "legend curve-legend" }, "Arms: ",
+  return el("p", { class: "legend curve-legend", "data-workload": base }, "Arms: ",
     curves.map((c, i) => item(`series-${i % CURVE_SERIES}`, c.arm)));
 }
 

@@ -68,7 +68,7 @@ test("a swept campaign's page draws one curve per arm per workload with the repo
     const series = await page.$$eval(`${sel} .curve-series`, (gs) => gs.map((g) => g.dataset.arm));
     assert.deepEqual(series, curves.map((c) => c.arm));
     assert.deepEqual(series, report.plan.arms.map((a) => a.name));
-    const legend = await page.$$eval(`#curves .curve-workload:has(${sel}) .curve-legend .legend-item`, (is) => is.map((i) => i.textContent));
+    const legend = await page.$$eval(`#curves .curve-legend[data-workload="${base}"] .legend-item`, (is) => is.map((i) => i.textContent));
     assert.deepEqual(legend, series);
     for (const c of curves) {
       const marks = await page.$$eval(`${sel} .curve-series[data-arm="${c.arm}"] .curve-point`, (ms) => ms.map((m) => ({
