@@ -72,7 +72,7 @@ function curveChart(base, curves) {
   }
   for (const t of niceTicks(0, yhi, 5)) {
     s.append(svg("line", { class: "grid", x1: left, x2: width - right, y1: y(t), y2: y(t) }));
-    s.append(svg("text", { class: "tick", x: left - 6, y: y(t) + 4, "text-anchor": "end" }, fmt(t)));
+    s.append(svg("text", { class: "tick", x: left - 6, y: y(t) + 4, "text-anchor": "end" }, t === 0 ? "0" : fmt(t)));
   }
   s.append(svg("text", { class: "axis-title", x: left + (width - left - right) / 2, y: height - 14, "text-anchor": "middle" },
     `offered rate (txn/s${log ? ", log scale" : ""})`));

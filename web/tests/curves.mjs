@@ -39,8 +39,9 @@ async function open(width) {
   await page.setViewportSize({ width, height: 900 });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
-  // CSP refusals are console errors, not page errors.
-  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  // CSP refusals (an inline style, say) are console errors, not page errors.
+  page.on("console", (m) => { if (m.type() === "error" && m.text().includes("Content Security Policy")) errors.push(m.text()); });
+  page.on("response", (r) => { if (r.status() === 404 && !r.url().endsWith("/favicon.ico")) errors.push(`404: ${r.url()}`); });
   await page.goto(`${url}/#/campaigns/${sweep}`);
   await page.waitForSelector("#curves svg.curve .curve-point");
   return { page, errors };
