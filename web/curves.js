@@ -120,7 +120,8 @@ function curveRatios(base, curves) {
     const e = (c.points.find((p) => p.offered_per_s === r) || {}).p99_ratio;
     if (!e) return el("td", { class: "num", "data-arm": c.arm }, "—");
     return el("td", { class: "num", "data-arm": c.arm, "data-ratio": e.ratio, "data-ci-low": e.ci_low, "data-ci-high": e.ci_high },
-      `${fmtRatio(e.ratio)} [${fmtRatio(e.ci_low)}, ${fmtRatio(e.ci_high)}]`);
+      // Fewer than 5 blocks: the interval is not to be trusted (report/verdicts.rs, WEAK_BLOCKS).
+      `${fmtRatio(e.ratio)} [${fmtRatio(e.ci_low)}, ${fmtRatio(e.ci_high)}]${e.blocks < 5 ? " weak" : ""}`);
   })));
   return scroll(`paired p99 ratio at each rate on ${base}`,
     el("table", { class: "curve-ratios", "data-workload": base }, el("thead", {}, head), el("tbody", {}, rows)));

@@ -2,7 +2,8 @@
 //! the plan's primary statistic, marked weak when too few blocks back its
 //! interval, with the warnings the stored runs give (quiescence gate,
 //! short windows, steal, reruns, a resume after a kill, an interim
-//! report); and which statistics the sample supports at all.
+//! report, and in rate mode runs short of the offered rate or starting
+//! late); and which statistics the sample supports at all.
 
 use super::model::{Direction, EffectRow, RunRow, StatisticRow, Verdict};
 use super::statistics::{Statistic, statistics};
