@@ -247,3 +247,57 @@ fn search(
         text,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::spec::SloStatistic;
+
+    const SLO: Slo = Slo {
+        statistic: SloStatistic::P99Latency,
+        max_ms: 2.0,
+    };
+
+    fn row(checks: Vec<(f64, Result<f64, String>)>) -> SloRow {
+        search(&SLO, "get100", "wasm", checks.into_iter())
+    }
+
+    #[test]
+    fn the_search_is_monotone_a_rate_above_a_failure_does_not_count() {
+        let r = row(vec![
+            (1000.0, Ok(1.2)),
+            (2000.0, Err("too slow".into())),
+            (4000.0, Ok(0.8)),
+        ]);
+        assert_eq!(
+            (r.sustained_per_s, r.sustained_upper_ms, r.failed_per_s),
+            (Some(1000.0), Some(1.2), Some(2000.0))
+        );
+        assert_eq!(r.failed_reason.as_deref(), Some("too slow"));
+        assert_eq!(
+            r.text,
+            "wasm sustains 1000/s on get100 within `p99_latency` ≤ 2 ms (upper bound 1.200 ms); at 2000/s too slow"
+        );
+    }
+
+    #[test]
+    fn the_search_says_when_the_sweep_was_too_low_or_too_high() {
+        let all = row(vec![(1000.0, Ok(0.5)), (2000.0, Ok(0.9))]);
+        assert_eq!(
+            (all.sustained_per_s, all.failed_per_s),
+            (Some(2000.0), None)
+        );
+        assert!(all.text.ends_with("sweep higher rates"), "{}", all.text);
+        let none = row(vec![(1000.0, Err("short".into())), (2000.0, Ok(0.9))]);
+        assert_eq!(
+            (none.sustained_per_s, none.failed_per_s),
+            (None, Some(1000.0))
+        );
+        assert!(
+            none.text
+                .contains("even at the lowest swept rate, 1000/s: short; sweep lower rates"),
+            "{}",
+            none.text
+        );
+    }
+}
