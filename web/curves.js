@@ -25,7 +25,7 @@ function curvesSection(report) {
     const ofBase = curves.filter((c) => c.workload === base);
     // el() skips a missing ratio table (a sweep with one arm).
     box.append(el("div", { class: "curve-workload" }, el("h3", {}, `${base}: p99 latency against offered rate`),
-      curveChart(base, ofBase), curveLegend(base, ofBase), curveRatios(base, ofBase)));
+      curveChart(base, ofBase, report.plan.measure.slo), curveLegend(base, ofBase), curveRatios(base, ofBase)));
   }
   if ((report.slo || []).length) {
     box.append(el("h3", {}, "SLO search"),
@@ -46,7 +46,9 @@ function niceTicks(lo, hi, n) {
   return out;
 }
 
-function curveChart(base, curves) {
+// slo: the plan's `measure.slo`; a p99 bound is drawn as a dashed line.
+function curveChart(base, curves, slo) {
+  const bound = slo && slo.statistic === "p99_latency" ? slo.max_ms * 1000 : null;
   const points = curves.flatMap((c) => c.points);
   const rates = [...new Set(points.map((p) => p.offered_per_s))].sort((a, b) => a - b);
   const log = rates[rates.length - 1] / rates[0] > 10;
@@ -54,7 +56,7 @@ function curveChart(base, curves) {
   let [a, b] = [fx(rates[0]), fx(rates[rates.length - 1])];
   if (a === b) { a -= 1; b += 1; }
   const pad = (b - a) * 0.06;
-  const yhi = Math.max(...points.map((p) => p.p99_latency_us.hi), ...points.map((p) => p.p99_latency_us.median), 1) * 1.08;
+  const yhi = Math.max(...points.map((p) => p.p99_latency_us.hi), ...points.map((p) => p.p99_latency_us.median), bound || 1, 1) * 1.08;
   const width = chartWidth(), height = 300, left = 62, right = 14, top = 12, bottom = 52;
   const x = (v) => left + ((fx(v) - a + pad) / (b - a + 2 * pad)) * (width - left - right);
   const y = (v) => top + (1 - v / yhi) * (height - top - bottom);
@@ -79,6 +81,10 @@ function curveChart(base, curves) {
   const my = top + (height - top - bottom) / 2;
   s.append(svg("text", { class: "axis-title", x: 12, y: my, "text-anchor": "middle", transform: `rotate(-90 12 ${my})` },
     "p99 latency (µs)"));
+  if (bound) {
+    s.append(svg("line", { class: "slo-line", x1: left, x2: width - right, y1: y(bound), y2: y(bound), "data-max-us": bound }));
+    s.append(svg("text", { class: "slo-label", x: width - right - 4, y: y(bound) - 4, "text-anchor": "end" }, `SLO: p99 ≤ ${slo.max_ms} ms`));
+  }
   curves.forEach((c, i) => s.append(curveSeries(c, i, x, y)));
   return el("div", { class: "forest-box" }, s);
 }

@@ -65,6 +65,10 @@ test("a swept campaign's page draws one curve per arm per workload with the repo
     assert.ok(chart.titles.some((t) => t.startsWith("offered rate (txn/s")), chart.titles.join(" | "));
     assert.ok(chart.titles.includes("p99 latency (µs)"), chart.titles.join(" | "));
     const sel = `#curves svg.curve[data-workload="${base}"]`;
+    // The plan's p99 bound as a dashed line, labelled.
+    const bound = await page.$eval(`${sel} .slo-line`, (l) => +l.dataset.maxUs);
+    assert.equal(bound, report.plan.measure.slo.max_ms * 1000);
+    assert.equal(await page.$eval(`${sel} .slo-label`, (t) => t.textContent), `SLO: p99 ≤ ${report.plan.measure.slo.max_ms} ms`);
     // One series per arm, in the plan's order, each with its legend entry.
     const series = await page.$$eval(`${sel} .curve-series`, (gs) => gs.map((g) => g.dataset.arm));
     assert.deepEqual(series, curves.map((c) => c.arm));
