@@ -9,12 +9,14 @@
 use super::child::{self, Containment, Ended, Finished, kill_group};
 use super::executor::Halt;
 use super::interrupt::Interrupt;
-use super::result::{Cpu, Latency, RunResult, WindowStats, encode_histogram, new_histogram};
+use super::result::{
+    Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats, encode_histogram, new_histogram,
+};
 use super::worker::HashedFile;
 use crate::limits;
 use crate::plan::inputs::{check_input, process_files};
 use crate::plan::seal::{SealedPlan, Slot};
-use crate::plan::spec::{Measure, ParamValue, ProcessSpec};
+use crate::plan::spec::{Arrival, Measure, ParamValue, ProcessSpec};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
@@ -109,7 +111,79 @@ impl ProcessJob {
             workers: self.workers,
             measure: self.measure,
             call_deadline_ms: self.call_deadline_ms,
+            schedule: Schedule::of(self),
         }
+    }
+}
+
+/// Rate mode's schedule as the run request carries it (docs/process-arms.md,
+/// "Rate mode"): the run's rate over all workers and each worker's share.
+#[derive(Debug, Clone, Serialize)]
+struct Schedule {
+    rate_per_s: f64,
+    arrival: Arrival,
+    seed: u64,
+    workers: Vec<Share>,
+}
+
+/// One worker's part of a [`Schedule`]: its own stream of intended starts.
+#[derive(Debug, Clone, Serialize)]
+struct Share {
+    /// Intended starts per second of this worker (the run's rate / workers).
+    rate_per_s: f64,
+    /// Its first intended start, seconds after the `warmup` mark.
+    phase_s: f64,
+    /// Its Poisson generator's seed.
+    seed: u64,
+}
+
+impl Schedule {
+    /// The schedule of a rate-mode job; none in the other modes, whose
+    /// requests stay as they were.
+    fn of(job: &ProcessJob) -> Option<Schedule> {
+        let Measure::Rate {
+            rate_per_s,
+            arrival,
+            ..
+        } = job.measure
+        else {
+            return None;
+        };
+        let workers = job.workers.max(1);
+        let workers = (0..workers)
+            .map(|i| Share {
+                rate_per_s: rate_per_s / f64::from(workers),
+                // Constant arrivals: worker i starts i/rate after worker 0,
+                // so the merged schedule is evenly spaced at 1/rate. Poisson
+                // streams need no offset: their sum is a Poisson process at
+                // the run's rate.
+                phase_s: match arrival {
+                    Arrival::Constant => f64::from(i) / rate_per_s,
+                    Arrival::Poisson => 0.0,
+                },
+                seed: job.seed.wrapping_add(u64::from(i)) & SEED_MASK,
+            })
+            .collect();
+        Some(Schedule {
+            rate_per_s,
+            arrival,
+            seed: job.seed,
+            workers,
+        })
+    }
+
+    /// Bounds on the intended starts a measured window of `measured_s`
+    /// seconds holds: exact up to one per worker for constant arrivals,
+    /// within six standard deviations for Poisson ones.
+    fn scheduled_bounds(&self, measured_s: f64) -> (f64, f64) {
+        let expected = self.rate_per_s * measured_s;
+        let slack = self.workers.len() as f64
+            + 1.0
+            + match self.arrival {
+                Arrival::Constant => 0.0,
+                Arrival::Poisson => 6.0 * expected.sqrt(),
+            };
+        ((expected - slack).max(0.0), expected + slack)
     }
 }
 
@@ -125,6 +199,8 @@ struct Request<'a> {
     workers: u32,
     measure: Measure,
     call_deadline_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule: Option<Schedule>,
 }
 
 /// One line of the program's stdout.
@@ -141,6 +217,20 @@ struct Hello {
     protocol: serde_json::Value,
     #[serde(default)]
     client: Option<String>,
+    /// The measure modes the program runs; without it, `transactions` and
+    /// `window` (docs/process-arms.md, "Rate mode").
+    #[serde(default)]
+    modes: Option<Vec<serde_json::Value>>,
+}
+
+impl Hello {
+    /// Its `modes` list `"rate"`.
+    fn declares_rate(&self) -> bool {
+        self.modes
+            .iter()
+            .flatten()
+            .any(|m| m.as_str() == Some("rate"))
+    }
 }
 
 /// The points the program marks, in the order it must mark them.
@@ -182,6 +272,19 @@ struct Reported {
     latency_ns: Vec<(i64, i64)>,
     #[serde(default)]
     histograms: BTreeMap<String, Vec<(i64, i64)>>,
+    /// Rate mode's account of the schedule.
+    #[serde(default)]
+    open_loop: Option<ReportedOpenLoop>,
+}
+
+/// A rate-mode result's `open_loop` as the program wrote it.
+#[derive(Debug, Deserialize)]
+struct ReportedOpenLoop {
+    scheduled: i64,
+    started: i64,
+    late: i64,
+    start_lag_ns: Vec<(i64, i64)>,
+    service_ns: Vec<(i64, i64)>,
 }
 
 /// What the host saw at one mark: when, and the program's CPU time then.
@@ -198,6 +301,8 @@ struct Events {
     hello: Option<Instant>,
     marks: Vec<Seen>,
     result: Option<Reported>,
+    /// The run is in rate mode: the `hello` must declare `rate`.
+    needs_rate: bool,
 }
 
 /// User plus system CPU time of every thread of `pid`, microseconds, from
@@ -292,6 +397,7 @@ fn run_checked(
     let timeout = limits::seconds("gates.run_timeout_s", timeout_s, true, limits::TIMEOUT_S)?;
     let inputs = hash_inputs(job, binary)?;
     let program = PathBuf::from(&job.process.command[0]);
+    let needs_rate = matches!(job.measure, Measure::Rate { .. });
     let dir = program.parent().unwrap_or(Path::new("/")).to_owned();
     let mut command = Command::new(&program);
     command
@@ -315,7 +421,7 @@ fn run_checked(
                 program.display()
             )
         },
-        read_events,
+        move |stdout, pid| read_events(stdout, pid, needs_rate),
         stderr_tail,
     )?;
     let exit = Exit::judge(finished, timeout_s)?;
@@ -327,6 +433,10 @@ fn run_checked(
         // its end is acknowledged later), but not after the program.
         measured_to_exit_s: exit.exited_at.duration_since(run.start.at).as_secs_f64(),
         lifetime_s: exit.exited_at.duration_since(exit.spawned).as_secs_f64(),
+        schedule: Schedule::of(job).zip(match job.measure {
+            Measure::Rate { measured_s, .. } => Some(measured_s),
+            _ => None,
+        }),
     };
     let checked = check(&run.reported, &bounds)?;
     let phases_ms = run.phases_ms(exit.spawned, exit.exited_at);
@@ -469,7 +579,9 @@ fn result(
     let window_us = run.end.cpu_us.saturating_sub(run.start.cpu_us);
     let measured = checked.measured;
     let per_txn = |x: u64| x as f64 / measured.max(1) as f64;
-    let window = matches!(job.measure, Measure::Window { .. }).then(|| {
+    // Rate mode keeps window mode's acknowledged records (ingest's
+    // offered records per second against the acknowledged ones).
+    let window = matches!(job.measure, Measure::Window { .. } | Measure::Rate { .. }).then(|| {
         WindowStats::of_window(reported.measured_s, &checked.counters, &checked.histograms)
     });
     Ok(RunResult {
@@ -505,7 +617,24 @@ fn result(
         from_cache: false,
         phases_ms,
         window,
-        open_loop: None,
+        open_loop: match (job.measure, checked.open_loop) {
+            (
+                Measure::Rate {
+                    rate_per_s,
+                    arrival,
+                    ..
+                },
+                Some(o),
+            ) => Some(OpenLoop::of(
+                rate_per_s,
+                arrival,
+                reported.measured_s,
+                o.counts,
+                &o.start_lag,
+                &o.service,
+            )),
+            _ => None,
+        },
         client_runtime: None,
         histogram: Some(encode_histogram(&checked.latency)?),
         profile: None,
@@ -568,8 +697,12 @@ fn stderr_tail(stderr: std::process::ChildStderr) -> String {
 
 /// Reads events until EOF, checking their order; the first violation kills
 /// the program's group and is returned.
-fn read_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, String> {
-    let outcome = collect_events(stdout, pid);
+fn read_events(
+    stdout: std::process::ChildStdout,
+    pid: i32,
+    needs_rate: bool,
+) -> Result<Events, String> {
+    let outcome = collect_events(stdout, pid, needs_rate);
     if outcome.is_err() {
         kill_group(pid);
     }
@@ -578,8 +711,15 @@ fn read_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, St
 
 /// The program's events up to EOF; the first violation of the protocol
 /// (or of the cap on a line) is the error.
-fn collect_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, String> {
-    let mut events = Events::default();
+fn collect_events(
+    stdout: std::process::ChildStdout,
+    pid: i32,
+    needs_rate: bool,
+) -> Result<Events, String> {
+    let mut events = Events {
+        needs_rate,
+        ..Events::default()
+    };
     let mut reader = BufReader::new(stdout);
     let mut buf = Vec::new();
     for number in 1.. {
@@ -637,6 +777,16 @@ impl Events {
                         limits::clip(&hello.protocol.to_string())
                     ));
                 }
+                if self.needs_rate && !hello.declares_rate() {
+                    return Err(format!(
+                        "its `hello` declares no `\"rate\"` in `modes` ({}), so it cannot keep the schedule of `measure.mode = \"rate\"`; use a client whose `hello` lists `\"rate\"` in `modes` (docs/process-arms.md, \"Rate mode\"), or run this arm with `measure.mode = \"window\"`",
+                        match &hello.modes {
+                            Some(m) => limits::clip(&serde_json::to_string(m).unwrap_or_default())
+                                .into_owned(),
+                            None => "it gives none".to_owned(),
+                        }
+                    ));
+                }
                 self.hello = Some(at);
                 self.client = hello.client.map(|c| limits::clip(&c).into_owned());
             }
@@ -684,6 +834,14 @@ struct Checked {
     counters: BTreeMap<String, i64>,
     latency: Histogram<u64>,
     histograms: BTreeMap<String, Histogram<u64>>,
+    open_loop: Option<CheckedOpenLoop>,
+}
+
+/// Rate mode's figures once checked.
+struct CheckedOpenLoop {
+    counts: OpenLoopCounts,
+    start_lag: Histogram<u64>,
+    service: Histogram<u64>,
 }
 
 /// A count the program reported, refused when negative.
@@ -727,6 +885,8 @@ struct Bounds {
     measured_to_exit_s: f64,
     /// Spawn to exit, seconds.
     lifetime_s: f64,
+    /// Rate mode: the schedule sent and the measured window it asked for.
+    schedule: Option<(Schedule, f64)>,
 }
 
 /// Checks the result against itself and the host's clock:
@@ -785,12 +945,29 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
             bounds.lifetime_s
         );
     }
+    let open_loop = match &bounds.schedule {
+        Some((schedule, window_s)) => Some(check_open_loop(
+            r,
+            (measured, errors),
+            (&latency, total_ns),
+            schedule,
+            *window_s,
+        )?),
+        None => None,
+    };
+    // Rate mode's latency counts queueing from the intended start, which a
+    // client that falls behind piles up without limit: the time bound holds
+    // for the service time, when a transaction really was in flight.
+    let (what, total_ns) = match &open_loop {
+        Some(o) => ("service times", o.1),
+        None => ("latencies", total_ns),
+    };
     let span_s = bounds.measured_to_exit_s;
     let allowed_s = bounds.in_flight * span_s * 1.1 + 1.0;
     let total_s = total_ns as f64 / 1e9;
     if total_s > allowed_s {
         bail!(
-            "its latencies add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
+            "its {what} add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
             bounds.in_flight
         );
     }
@@ -808,7 +985,83 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         counters: r.counters.clone(),
         latency,
         histograms,
+        open_loop: open_loop.map(|o| o.0),
     })
+}
+
+/// Checks a rate-mode result's `open_loop` against its other figures and
+/// the schedule sent (docs/process-arms.md, "Rate mode"); returns it with
+/// its service times' total, ns. `window_s` is the requested window.
+fn check_open_loop(
+    r: &Reported,
+    (measured, errors): (u64, u64),
+    (latency, latency_ns): (&Histogram<u64>, u128),
+    schedule: &Schedule,
+    window_s: f64,
+) -> anyhow::Result<(CheckedOpenLoop, u128)> {
+    let o = r.open_loop.as_ref().context(
+        "its result has no `open_loop`, which a rate-mode result must give (scheduled, started and late counts, start_lag_ns and service_ns); see docs/process-arms.md, \"Rate mode\"",
+    )?;
+    let scheduled = count("open_loop.scheduled", o.scheduled)?;
+    let started = count("open_loop.started", o.started)?;
+    let late = count("open_loop.late", o.late)?;
+    let (low, high) = schedule.scheduled_bounds(window_s);
+    if (scheduled as f64) < low || scheduled as f64 > high {
+        bail!(
+            "its result gives `open_loop.scheduled = {scheduled}`, but the schedule sent holds {low:.0} to {high:.0} intended starts in a {} s window at {} per second; count the intended starts that fall in the measured window",
+            limits::show(window_s),
+            limits::show(schedule.rate_per_s)
+        );
+    }
+    if started > scheduled || late > started || measured != started {
+        bail!(
+            "its result gives `open_loop` scheduled = {scheduled}, started = {started}, late = {late} with measured = {measured}; a client reports late ≤ started ≤ scheduled and measures every transaction it started"
+        );
+    }
+    let (start_lag, _) = histogram("open_loop.start_lag_ns", &o.start_lag_ns)?;
+    if start_lag.len() != started {
+        bail!(
+            "its result's `open_loop.start_lag_ns` counts {} starts, but it reports {started} started (one lag per start)",
+            start_lag.len()
+        );
+    }
+    // Rounded to 3 digits, a lag near the threshold may land either side.
+    let late_ns = OpenLoop::LATE_US as u64 * 1_000;
+    let surely_late = start_lag.count_between(late_ns + late_ns / 500, u64::MAX);
+    let maybe_late = start_lag.count_between(late_ns - late_ns / 500, u64::MAX);
+    if late < surely_late || late > maybe_late {
+        bail!(
+            "its result gives `open_loop.late = {late}`, but its `start_lag_ns` holds {surely_late} starts later than {} µs; count as late the starts that began more than that after their intended time",
+            OpenLoop::LATE_US
+        );
+    }
+    let (service, service_ns) = histogram("open_loop.service_ns", &o.service_ns)?;
+    if service.len() != measured - errors {
+        bail!(
+            "its result's `open_loop.service_ns` counts {} transactions, but it reports {measured} measured with {errors} errors (the counts must sum to measured minus errors)",
+            service.len()
+        );
+    }
+    // Latency from the intended start is the start lag plus the service
+    // time, never less (up to the 3-digit rounding of both).
+    if (latency_ns as f64) < service_ns as f64 * 0.998 || latency.max() < service.max() * 998 / 1000
+    {
+        bail!(
+            "its `latency_ns` adds up to less than its `open_loop.service_ns`; in rate mode latency counts from each transaction's intended start, service time from its actual start"
+        );
+    }
+    Ok((
+        CheckedOpenLoop {
+            counts: OpenLoopCounts {
+                scheduled,
+                started,
+                late,
+            },
+            start_lag,
+            service,
+        },
+        service_ns,
+    ))
 }
 
 #[cfg(test)]
@@ -825,6 +1078,7 @@ mod tests {
             window_s: 1.0,
             measured_to_exit_s: 1.0,
             lifetime_s: 2.0,
+            schedule: None,
         }
     }
 
