@@ -580,3 +580,70 @@ fn go_and_python_process_arms_keep_a_rate_schedule() {
         assert!(o["service_us"]["p50"].as_f64().unwrap() >= 20.0, "{run}");
     }
 }
+
+/// The ingest peers in rate mode: grpc-go and grpcio streaming clients
+/// offer batches at the rate (records/s = rate × batch_records) against the
+/// local ingest server, keep it, and count latency from the intended start.
+#[test]
+fn the_ingest_peers_keep_a_rate_schedule_of_batches() {
+    let go = match crate::peers::go_peers() {
+        Ok(peers) => peers.dir.join("go-ingest"),
+        Err(why) => return println!("skipped: {why}"),
+    };
+    if let Err(why) = crate::peers::grpcio() {
+        return println!("skipped: {why}");
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let arm = |name: &str, baseline: bool, command: String| {
+        format!(
+            "[[arms]]\nname = \"{name}\"\nbaseline = {baseline}\nclient = {{ kind = \"process\", command = {command} }}\ntarget = {{ kind = \"grpc\", endpoint = \"local:grpc-ingest\" }}\n"
+        )
+    };
+    let arms = arm("grpc-go", true, format!("[\"{}\"]", go.display()))
+        + &arm(
+            "grpcio",
+            false,
+            format!(
+                "[\"python3\", \"{}\"]",
+                repo.join("peers/py-ingest/ingest.py").display()
+            ),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let measure = "mode = \"rate\"\nwarmup_s = 0.1\nmeasured_s = 0.5\nrate = 200";
+    let p = plan_measuring(dir.path(), "ingest-rate", 60.0, measure, &arms);
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "name = \"noop\"",
+        "name = \"ingest\"\nparams = { batch_records = 64, record_bytes = 256, max_in_flight = 4096 }",
+    );
+    std::fs::write(&p, text).unwrap();
+    let r = campaign(&data, &p, &["--set", "workers=2"]);
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        assert_eq!(run["status"], "ok", "{run}");
+        assert_eq!(run["errors"], 0, "{run}");
+        let o = &run["open_loop"];
+        let scheduled = o["scheduled"].as_u64().unwrap();
+        assert!((99..=101).contains(&scheduled), "{run}");
+        assert_eq!(o["short"], false, "{run}");
+        // Acks are read as they arrive, not only at the drain: the window
+        // saw most of its batches acknowledged (64 records each).
+        let acked = run["counters"]["acked_records"].as_u64().unwrap();
+        let sent = 64 * run["measured"].as_u64().unwrap();
+        assert!(acked >= sent / 2, "{run}");
+        // At 100 batches/s per worker against an idle local server, an ack
+        // takes well under a 100 ms, not the window's length.
+        assert!(
+            o["service_us"]["p50"].as_f64().unwrap() < 100_000.0,
+            "{run}"
+        );
+        for p in ["p50", "p99", "max"] {
+            let latency = run["latency_us"][p].as_f64().unwrap();
+            let service = o["service_us"][p].as_f64().unwrap();
+            assert!(latency >= service * 0.999, "{p}: {run}");
+        }
+    }
+}
