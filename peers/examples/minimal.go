@@ -78,6 +78,8 @@ func waitUntil(deadline time.Time) {
 		}
 		if left > 2*lateNs {
 			time.Sleep(left - lateNs)
+		} else {
+			runtime.Gosched()
 		}
 	}
 }

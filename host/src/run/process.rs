@@ -111,7 +111,7 @@ impl ProcessJob {
             workers: self.workers,
             measure: self.measure,
             call_deadline_ms: self.call_deadline_ms,
-            schedule: Schedule::of(self),
+            schedule: Schedule::of(self.measure, self.seed, self.workers),
         }
     }
 }
@@ -140,16 +140,16 @@ struct Share {
 impl Schedule {
     /// The schedule of a rate-mode job; none in the other modes, whose
     /// requests stay as they were.
-    fn of(job: &ProcessJob) -> Option<Schedule> {
+    fn of(measure: Measure, seed: u64, workers: u32) -> Option<Schedule> {
         let Measure::Rate {
             rate_per_s,
             arrival,
             ..
-        } = job.measure
+        } = measure
         else {
             return None;
         };
-        let workers = job.workers.max(1);
+        let workers = workers.max(1);
         let workers = (0..workers)
             .map(|i| Share {
                 rate_per_s: rate_per_s / f64::from(workers),
@@ -161,13 +161,13 @@ impl Schedule {
                     Arrival::Constant => f64::from(i) / rate_per_s,
                     Arrival::Poisson => 0.0,
                 },
-                seed: job.seed.wrapping_add(u64::from(i)) & SEED_MASK,
+                seed: seed.wrapping_add(u64::from(i)) & SEED_MASK,
             })
             .collect();
         Some(Schedule {
             rate_per_s,
             arrival,
-            seed: job.seed,
+            seed,
             workers,
         })
     }
@@ -424,7 +424,7 @@ fn run_checked(
         move |stdout, pid| read_events(stdout, pid, needs_rate),
         stderr_tail,
     )?;
-    let exit = Exit::judge(finished, timeout_s)?;
+    let exit = Exit::judge(finished, timeout_s, needs_rate)?;
     let run = Marked::of(exit.events)?;
     let bounds = Bounds {
         in_flight: job.workers.max(1) as f64 * job.in_flight_per_worker(),
@@ -433,7 +433,7 @@ fn run_checked(
         // its end is acknowledged later), but not after the program.
         measured_to_exit_s: exit.exited_at.duration_since(run.start.at).as_secs_f64(),
         lifetime_s: exit.exited_at.duration_since(exit.spawned).as_secs_f64(),
-        schedule: Schedule::of(job).zip(match job.measure {
+        schedule: Schedule::of(job.measure, job.seed, job.workers).zip(match job.measure {
             Measure::Rate { measured_s, .. } => Some(measured_s),
             _ => None,
         }),
@@ -455,7 +455,11 @@ impl Exit {
     /// How the program ended, judged before its figures are: an interrupt,
     /// a timeout, a protocol violation, processes left behind, a signal or
     /// a non-zero exit each fail the run, with its stderr's last lines.
-    fn judge(finished: Finished<Result<Events, String>>, timeout_s: f64) -> anyhow::Result<Exit> {
+    fn judge(
+        finished: Finished<Result<Events, String>>,
+        timeout_s: f64,
+        needs_rate: bool,
+    ) -> anyhow::Result<Exit> {
         let Finished {
             ended,
             stdout: events,
@@ -499,10 +503,14 @@ impl Exit {
         }
         let code = libc::WEXITSTATUS(status);
         if code != 0 {
-            let hint = if code == 2 {
-                "; exit status 2 means the program does not know the workload or the request"
-            } else {
-                ""
+            let hint = match (code, needs_rate) {
+                (2, false) => {
+                    "; exit status 2 means the program does not know the workload or the request"
+                }
+                (2, true) => {
+                    "; exit status 2 means the program does not know the workload or the request, here perhaps rate mode: use a client whose `hello` lists `\"rate\"` in `modes` (docs/process-arms.md, \"Rate mode\"), or run this arm with `measure.mode = \"window\"`"
+                }
+                _ => "",
             };
             return Err(said(format!("it exited with status {code}{hint}")));
         }
@@ -1101,6 +1109,84 @@ mod tests {
         );
         let e = check(&r, &bounds(64.0)).err().unwrap().to_string();
         assert!(e.contains("cannot outlast the program"), "{e}");
+    }
+
+    fn rate(arrival: Arrival) -> Measure {
+        Measure::Rate {
+            warmup_s: 0.0,
+            measured_s: 1.0,
+            rate_per_s: 200.0,
+            arrival,
+        }
+    }
+
+    #[test]
+    fn a_constant_schedule_spreads_the_rate_evenly_over_the_workers() {
+        let s = Schedule::of(rate(Arrival::Constant), 7, 4).unwrap();
+        let shares: Vec<(f64, f64, u64)> = s
+            .workers
+            .iter()
+            .map(|w| (w.rate_per_s, w.phase_s, w.seed))
+            .collect();
+        assert_eq!(
+            shares,
+            [
+                (50.0, 0.0, 7),
+                (50.0, 0.005, 8),
+                (50.0, 0.01, 9),
+                (50.0, 0.015, 10)
+            ]
+        );
+        // Merged, the workers' starts are 1/200 s apart.
+        let mut starts: Vec<f64> = s
+            .workers
+            .iter()
+            .flat_map(|w| (0..50).map(move |k| w.phase_s + k as f64 / w.rate_per_s))
+            .collect();
+        starts.sort_by(f64::total_cmp);
+        for pair in starts.windows(2) {
+            assert!((pair[1] - pair[0] - 0.005).abs() < 1e-9, "{pair:?}");
+        }
+        assert_eq!(s.scheduled_bounds(1.0), (195.0, 205.0));
+        let poisson = Schedule::of(rate(Arrival::Poisson), 7, 4).unwrap();
+        assert!(poisson.workers.iter().all(|w| w.phase_s == 0.0));
+        assert!(
+            Schedule::of(
+                Measure::Transactions {
+                    warmup: 0,
+                    measured: 1
+                },
+                7,
+                4
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_rate_result_is_bounded_by_its_service_time_not_its_queueing() {
+        let mut b = bounds(1.0);
+        b.schedule = Some((Schedule::of(rate(Arrival::Constant), 7, 1).unwrap(), 1.0));
+        // 200 transactions of 1 ms service, queued up to 400 ms behind
+        // schedule: latencies add up to 40 s in a 1 s window, service to
+        // 0.2 s, which one worker can spend.
+        let r = reported(
+            r#"{"warmup":0,"measured":200,"measured_s":1.0,"errors":0,"latency_ns":[[200000000,200]],
+                "open_loop":{"scheduled":200,"started":200,"late":199,
+                  "start_lag_ns":[[0,1],[199000000,199]],"service_ns":[[1000000,200]]}}"#,
+        );
+        let c = check(&r, &b).unwrap().open_loop.unwrap();
+        assert_eq!(
+            c.counts,
+            OpenLoopCounts {
+                scheduled: 200,
+                started: 200,
+                late: 199
+            }
+        );
+        // Without the schedule (another mode) the same latencies are refused.
+        let e = check(&r, &bounds(1.0)).err().unwrap().to_string();
+        assert!(e.contains("more transactions than time allows"), "{e}");
     }
 
     #[test]
