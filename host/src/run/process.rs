@@ -946,13 +946,6 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
             latency.len()
         );
     }
-    let longest_s = latency.max() as f64 / 1e9;
-    if longest_s > bounds.lifetime_s + 1.0 {
-        bail!(
-            "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
-            bounds.lifetime_s
-        );
-    }
     let open_loop = match &bounds.schedule {
         Some((schedule, window_s)) => Some(check_open_loop(
             r,
@@ -963,22 +956,7 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         )?),
         None => None,
     };
-    // Rate mode's latency counts queueing from the intended start, which a
-    // client that falls behind piles up without limit: the time bound holds
-    // for the service time, when a transaction really was in flight.
-    let (what, total_ns) = match &open_loop {
-        Some(o) => ("service times", o.1),
-        None => ("latencies", total_ns),
-    };
-    let span_s = bounds.measured_to_exit_s;
-    let allowed_s = bounds.in_flight * span_s * 1.1 + 1.0;
-    let total_s = total_ns as f64 / 1e9;
-    if total_s > allowed_s {
-        bail!(
-            "its {what} add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
-            bounds.in_flight
-        );
-    }
+    check_time(bounds, &latency, total_ns, open_loop.as_ref().map(|o| o.1))?;
     let mut histograms = BTreeMap::new();
     for (name, pairs) in &r.histograms {
         limits::name("a histogram's name", name)?;
@@ -995,6 +973,41 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         histograms,
         open_loop: open_loop.map(|o| o.0),
     })
+}
+
+/// Checks the result's times against the host's clock: no transaction
+/// outlasts the program, and no more time was spent in transactions than
+/// the in-flight ones had (`service_ns`: rate mode's service times total).
+fn check_time(
+    bounds: &Bounds,
+    latency: &Histogram<u64>,
+    total_ns: u128,
+    service_ns: Option<u128>,
+) -> anyhow::Result<()> {
+    let longest_s = latency.max() as f64 / 1e9;
+    if longest_s > bounds.lifetime_s + 1.0 {
+        bail!(
+            "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
+            bounds.lifetime_s
+        );
+    }
+    // Rate mode's latency counts queueing from the intended start, which a
+    // client that falls behind piles up without limit: the time bound holds
+    // for the service time, when a transaction really was in flight.
+    let (what, total_ns) = match service_ns {
+        Some(service_ns) => ("service times", service_ns),
+        None => ("latencies", total_ns),
+    };
+    let span_s = bounds.measured_to_exit_s;
+    let allowed_s = bounds.in_flight * span_s * 1.1 + 1.0;
+    let total_s = total_ns as f64 / 1e9;
+    if total_s > allowed_s {
+        bail!(
+            "its {what} add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
+            bounds.in_flight
+        );
+    }
+    Ok(())
 }
 
 /// Checks a rate-mode result's `open_loop` against its other figures and
