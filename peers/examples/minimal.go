@@ -105,7 +105,9 @@ func runRate(req *request, one func()) (int64, float64, map[string]interface{}, 
 	markMeasured := func() {
 		waitUntil(warmEnd)
 		emit(map[string]interface{}{"mark": "measured"})
-		start = time.Now()
+		// The window is the schedule's, even when a worker still busy with
+		// warmup marks it late.
+		start = warmEnd
 	}
 	for len(streams) > 0 {
 		s := streams[0]

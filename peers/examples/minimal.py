@@ -88,7 +88,9 @@ def run_rate(measure, schedule, one):
         if measured and start is None:
             wait_until(warm_end)
             emit({"mark": "measured"})
-            start = time.perf_counter_ns()
+            # The window is the schedule's, even when a worker still busy
+            # with warmup marks it late.
+            start = warm_end
         scheduled += measured
         # Never skipped while behind; a start the window's end overtook is
         # scheduled but not started.
@@ -109,7 +111,7 @@ def run_rate(measure, schedule, one):
     if start is None:
         wait_until(warm_end)
         emit({"mark": "measured"})
-        start = time.perf_counter_ns()
+        start = warm_end
     wait_until(end)
     open_loop = {
         "scheduled": scheduled, "started": started, "late": late,
