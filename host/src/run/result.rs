@@ -298,6 +298,9 @@ impl RunResult {
             l.mean, l.p50, l.p90, l.p99, l.p999, l.max
         );
         s += &format!("  throughput   {:.0} txn/s\n", self.throughput_per_s);
+        if let Some(o) = &self.open_loop {
+            s += &open_loop_lines(o);
+        }
         s += &format!(
             "  cpu µs/txn   measured {:.2}  process (E−A) {:.2}\n",
             self.cpu.measured_us_per_txn, self.cpu.process_us_per_txn
@@ -366,6 +369,33 @@ fn window_lines(w: &WindowStats) -> String {
             a.mean, a.p50, a.p99, a.max
         );
     }
+    s
+}
+
+/// The rate-mode lines of [`RunResult::summary`].
+fn open_loop_lines(o: &OpenLoop) -> String {
+    let (lag, service) = (&o.start_lag_us, &o.service_us);
+    let mut s = format!(
+        "  open loop    offered {:.0}/s ({:?})  achieved {:.0}/s  scheduled {}  late {}{}\n",
+        o.offered_per_s,
+        o.arrival,
+        o.achieved_per_s,
+        o.scheduled,
+        o.late,
+        if o.short {
+            "  SHORT: the client fell behind the schedule"
+        } else {
+            ""
+        }
+    );
+    s += &format!(
+        "  start lag µs p50 {:.2}  p99 {:.2}  max {:.2}\n",
+        lag.p50, lag.p99, lag.max
+    );
+    s += &format!(
+        "  service µs   mean {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}\n",
+        service.mean, service.p50, service.p99, service.max
+    );
     s
 }
 
