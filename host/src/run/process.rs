@@ -153,14 +153,10 @@ impl Schedule {
         let workers = (0..workers)
             .map(|i| Share {
                 rate_per_s: rate_per_s / f64::from(workers),
-                // Constant arrivals: worker i starts i/rate after worker 0,
-                // so the merged schedule is evenly spaced at 1/rate. Poisson
-                // streams need no offset: their sum is a Poisson process at
-                // the run's rate.
-                phase_s: match arrival {
-                    Arrival::Constant => f64::from(i) / rate_per_s,
-                    Arrival::Poisson => 0.0,
-                },
+                // Worker i starts i/rate after worker 0, so constant
+                // arrivals merge into one stream evenly spaced at 1/rate
+                // (the in-process worker's offsets, run/schedule.rs).
+                phase_s: f64::from(i) / rate_per_s,
                 seed: seed.wrapping_add(u64::from(i)) & SEED_MASK,
             })
             .collect();
@@ -1162,7 +1158,8 @@ mod tests {
         }
         assert_eq!(s.scheduled_bounds(1.0), (195.0, 205.0));
         let poisson = Schedule::of(rate(Arrival::Poisson), 7, 4).unwrap();
-        assert!(poisson.workers.iter().all(|w| w.phase_s == 0.0));
+        assert_eq!(poisson.workers[3].phase_s, 0.015);
+        assert_eq!(poisson.scheduled_bounds(1.0).0, 195.0 - 6.0 * 200f64.sqrt());
         assert!(
             Schedule::of(
                 Measure::Transactions {
