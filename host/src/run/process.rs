@@ -214,7 +214,9 @@ struct Hello {
     #[serde(default)]
     client: Option<String>,
     /// The measure modes the program runs; without it, `transactions` and
-    /// `window` (docs/process-arms.md, "Rate mode").
+    /// `window` (docs/process-arms.md, "Rate mode"). JSON values, not
+    /// [`crate::plan::spec::MeasureMode`]: a mode this blocklab does not know
+    /// is no reason to refuse the program.
     #[serde(default)]
     modes: Option<Vec<serde_json::Value>>,
 }
