@@ -63,37 +63,37 @@ use bindings::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
 /// one version's kv bindings (the same cases in every version).
 macro_rules! kv_error_conversions {
     ($wit_kv:ident) => {
-fn to_wit(error: KvError) -> $wit_kv::Error {
-    match error {
-        KvError::NotCommitted => $wit_kv::Error::NotCommitted,
-        KvError::TransactionTooOld => $wit_kv::Error::TransactionTooOld,
-        KvError::FutureVersion => $wit_kv::Error::FutureVersion,
-        KvError::KeyTooLarge => $wit_kv::Error::KeyTooLarge,
-        KvError::ValueTooLarge => $wit_kv::Error::ValueTooLarge,
-        KvError::TransactionTooLarge => $wit_kv::Error::TransactionTooLarge,
-        KvError::TimedOut => $wit_kv::Error::TimedOut,
-        KvError::Cancelled => $wit_kv::Error::Cancelled,
-        KvError::Other { code, message } => {
-            $wit_kv::Error::Other($wit_kv::ErrorDetail { code, message })
+        fn to_wit(error: KvError) -> $wit_kv::Error {
+            match error {
+                KvError::NotCommitted => $wit_kv::Error::NotCommitted,
+                KvError::TransactionTooOld => $wit_kv::Error::TransactionTooOld,
+                KvError::FutureVersion => $wit_kv::Error::FutureVersion,
+                KvError::KeyTooLarge => $wit_kv::Error::KeyTooLarge,
+                KvError::ValueTooLarge => $wit_kv::Error::ValueTooLarge,
+                KvError::TransactionTooLarge => $wit_kv::Error::TransactionTooLarge,
+                KvError::TimedOut => $wit_kv::Error::TimedOut,
+                KvError::Cancelled => $wit_kv::Error::Cancelled,
+                KvError::Other { code, message } => {
+                    $wit_kv::Error::Other($wit_kv::ErrorDetail { code, message })
+                }
+            }
         }
-    }
-}
 
-fn from_wit(error: $wit_kv::Error) -> KvError {
-    match error {
-        $wit_kv::Error::NotCommitted => KvError::NotCommitted,
-        $wit_kv::Error::TransactionTooOld => KvError::TransactionTooOld,
-        $wit_kv::Error::FutureVersion => KvError::FutureVersion,
-        $wit_kv::Error::KeyTooLarge => KvError::KeyTooLarge,
-        $wit_kv::Error::ValueTooLarge => KvError::ValueTooLarge,
-        $wit_kv::Error::TransactionTooLarge => KvError::TransactionTooLarge,
-        $wit_kv::Error::TimedOut => KvError::TimedOut,
-        $wit_kv::Error::Cancelled => KvError::Cancelled,
-        // A code with a case of its own (a plugin may build `other(1020)`)
-        // maps to that case, so the host treats it alike.
-        $wit_kv::Error::Other(d) => KvError::from_fdb_code(d.code, &d.message),
-    }
-}
+        fn from_wit(error: $wit_kv::Error) -> KvError {
+            match error {
+                $wit_kv::Error::NotCommitted => KvError::NotCommitted,
+                $wit_kv::Error::TransactionTooOld => KvError::TransactionTooOld,
+                $wit_kv::Error::FutureVersion => KvError::FutureVersion,
+                $wit_kv::Error::KeyTooLarge => KvError::KeyTooLarge,
+                $wit_kv::Error::ValueTooLarge => KvError::ValueTooLarge,
+                $wit_kv::Error::TransactionTooLarge => KvError::TransactionTooLarge,
+                $wit_kv::Error::TimedOut => KvError::TimedOut,
+                $wit_kv::Error::Cancelled => KvError::Cancelled,
+                // A code with a case of its own (a plugin may build `other(1020)`)
+                // maps to that case, so the host treats it alike.
+                $wit_kv::Error::Other(d) => KvError::from_fdb_code(d.code, &d.message),
+            }
+        }
     };
 }
 
@@ -366,7 +366,9 @@ impl Runtime {
             message: format!("{e:#}"),
         };
         let pre = match version {
-            WitVersion::V1 => Pre::V1(bindings::WorkloadPluginPre::new(pre).map_err(compile_error)?),
+            WitVersion::V1 => {
+                Pre::V1(bindings::WorkloadPluginPre::new(pre).map_err(compile_error)?)
+            }
             WitVersion::V2 => {
                 Pre::V2(bindings_v2::WorkloadPluginPre::new(pre).map_err(compile_error)?)
             }
@@ -707,27 +709,25 @@ impl Instance for WasmInstance {
         // The two versions' `info` records are alike but distinct types.
         macro_rules! infos {
             ($exports:expr) => {
-                $exports
-                    .call_list(&mut self.store)
-                    .map(|infos| {
-                        infos
-                            .into_iter()
-                            .map(|i| WorkloadInfo {
-                                name: i.name,
-                                description: i.description,
-                                params: i
-                                    .params
-                                    .into_iter()
-                                    .map(|p| ParamSpec {
-                                        name: p.name,
-                                        default: p.default,
-                                        help: p.help,
-                                    })
-                                    .collect(),
-                                uses: i.uses,
-                            })
-                            .collect()
-                    })
+                $exports.call_list(&mut self.store).map(|infos| {
+                    infos
+                        .into_iter()
+                        .map(|i| WorkloadInfo {
+                            name: i.name,
+                            description: i.description,
+                            params: i
+                                .params
+                                .into_iter()
+                                .map(|p| ParamSpec {
+                                    name: p.name,
+                                    default: p.default,
+                                    help: p.help,
+                                })
+                                .collect(),
+                            uses: i.uses,
+                        })
+                        .collect()
+                })
             };
         }
         let infos = match &self.bindings {
@@ -741,12 +741,14 @@ impl Instance for WasmInstance {
         self.workload = Some(name.to_owned());
         self.begin_call();
         let result = match &self.bindings {
-            Bindings::V1(b) => b
-                .blocklab_bench_workload()
-                .call_setup(&mut self.store, name, params),
-            Bindings::V2(b) => b
-                .blocklab_bench_workload()
-                .call_setup(&mut self.store, name, params),
+            Bindings::V1(b) => {
+                b.blocklab_bench_workload()
+                    .call_setup(&mut self.store, name, params)
+            }
+            Bindings::V2(b) => {
+                b.blocklab_bench_workload()
+                    .call_setup(&mut self.store, name, params)
+            }
         }
         .map_err(|e| self.fail("setup", e.into()))?;
         result.map_err(|message| {

@@ -10,7 +10,14 @@ fn run_json(plugin: &Path, workload: &str, extra: &[&str]) -> serde_json::Value 
     let r = run(blocklab()
         .args(["run", "--plugin"])
         .arg(plugin)
-        .args(["--workload", workload, "--warmup", "10", "--measured", "100"])
+        .args([
+            "--workload",
+            workload,
+            "--warmup",
+            "10",
+            "--measured",
+            "100",
+        ])
         .args(extra)
         .arg("--json"));
     assert!(r.ok, "blocklab run failed:\n{}", r.stderr);
@@ -43,7 +50,10 @@ fn a_plugin_built_against_wit_0_1_0_still_loads_and_runs() {
 #[test]
 fn sdk_plugins_reuse_reset_transactions_without_reporting_them_as_leaked() {
     let kv_basic = plugin("kv-basic");
-    assert_eq!(world_of(&kv_basic), "workload-plugin (blocklab:bench@0.2.0)");
+    assert_eq!(
+        world_of(&kv_basic),
+        "workload-plugin (blocklab:bench@0.2.0)"
+    );
     // The SDK keeps each dropped transaction, reset, for the next one: the
     // host sees it live but idle at the end, which is not a leak.
     for workload in ["ryw", "range10", "set100"] {

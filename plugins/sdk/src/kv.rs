@@ -81,9 +81,7 @@ impl Rows {
 
     /// The rows in the order read.
     pub fn iter(&self) -> RowIter<'_> {
-        RowIter {
-            rest: &self.packed,
-        }
+        RowIter { rest: &self.packed }
     }
 
     /// The rows copied out, one [`KeyValue`] each.
