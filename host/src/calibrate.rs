@@ -199,11 +199,7 @@ pub fn summarise(
         plan: spec.name.clone(),
         campaigns: reports.iter().map(|r| r.campaign.id).collect(),
         blocks,
-        measure: spec
-            .measure
-            .measure()
-            .map(|m| format!("{m:?}"))
-            .unwrap_or_default(),
+        measure: spec.measure.describe(),
         method: spec.bootstrap.method,
         level,
         target_half_width,

@@ -62,6 +62,10 @@ pub const PROCESS_LINE_BYTES: u64 = 4 << 20;
 pub const PROCESS_STDERR_LINES: usize = 20;
 /// Longest warmup or measured window of window mode, seconds (one day).
 pub const MEASURE_S: f64 = 86_400.0;
+/// Highest offered rate of rate mode, transactions per second per run.
+pub const RATE_PER_S: f64 = 10_000_000.0;
+/// Most rates one sweep (`measure.rates`) lists.
+pub const RATES: usize = 64;
 
 /// Fastest link rate a plan may ask for, Mbit/s (100 Gbit/s).
 pub const LINK_RATE_MBIT: f64 = 100_000.0;
@@ -160,6 +164,11 @@ pub fn table() -> Vec<Row> {
             "`measure.measured_s`, `--measured-s`",
             "-",
             format!("more than 0, at most {MEASURE_S}"),
+        ),
+        row(
+            "`measure.rate`, `measure.rates`, a workload's `rate`",
+            "-",
+            format!("more than 0, at most {RATE_PER_S} per second; at most {RATES} rates"),
         ),
         row(
             "`link.rate_mbit`",
@@ -262,6 +271,17 @@ pub fn seconds(key: &str, value: f64, positive: bool, cap: f64) -> anyhow::Resul
         );
     }
     Ok(Duration::from_secs_f64(value))
+}
+
+/// Checks an offered rate (transactions per second) given as `key`.
+pub fn rate(key: &str, value: f64) -> anyhow::Result<()> {
+    if !value.is_finite() || value <= 0.0 || value > RATE_PER_S {
+        bail!(
+            "`{key} = {}` is out of range: give more than 0 to {RATE_PER_S} transactions per second (the cap on `{key}`, docs/limits.md)",
+            show(value)
+        );
+    }
+    Ok(())
 }
 
 /// Checks a name's length, naming what it names.

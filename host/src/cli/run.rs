@@ -2,7 +2,7 @@
 //! `blocklab worker` a campaign spawns for each run.
 
 use super::{ErrorRateArg, GrantArgs, LimitArgs, ProfileHzArg, exit, say};
-use crate::plan::spec::Measure;
+use crate::plan::spec::{Arrival, Measure};
 use crate::plugin::source::PluginSource;
 use crate::run::worker::{self, RunSpec};
 use crate::target::TargetSpec;
@@ -36,12 +36,21 @@ pub(super) struct RunArgs {
     /// With `--endpoint`: worker threads of the client's tokio runtime.
     #[arg(long, default_value_t = 1)]
     client_threads: usize,
-    /// Window mode: seconds measured (instead of `--measured` transactions).
+    /// Window (or, with `--rate`, rate) mode: seconds measured (instead of
+    /// `--measured` transactions).
     #[arg(long, value_name = "S")]
     measured_s: Option<f64>,
     /// Window mode: seconds of warmup before the window.
     #[arg(long, value_name = "S", default_value_t = 0.5)]
     warmup_s: f64,
+    /// Rate mode (open loop): start transactions on a schedule at this many
+    /// per second over all workers for `--measured-s` seconds, latency
+    /// counted from each intended start.
+    #[arg(long, value_name = "PER_S", requires = "measured_s")]
+    rate: Option<f64>,
+    /// With `--rate`: how intended starts are spaced.
+    #[arg(long, value_enum, default_value = "constant", requires = "rate")]
+    arrival: ArrivalArg,
     /// Transactions before measuring.
     #[arg(long, default_value_t = 200)]
     warmup: u64,
@@ -96,9 +105,54 @@ enum KvTarget {
     Fdb,
 }
 
+/// `--arrival`: the plan's [`Arrival`] on the command line.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ArrivalArg {
+    /// Evenly spaced starts, 1/rate apart.
+    Constant,
+    /// Exponential gaps drawn from `--seed`.
+    Poisson,
+}
+
+impl From<ArrivalArg> for Arrival {
+    fn from(a: ArrivalArg) -> Arrival {
+        match a {
+            ArrivalArg::Constant => Arrival::Constant,
+            ArrivalArg::Poisson => Arrival::Poisson,
+        }
+    }
+}
+
+/// The run's measure from `--measured-s`, `--warmup-s`, `--rate` and
+/// `--arrival` (window or rate mode), or `--warmup`/`--measured`.
+fn measure(args: &RunArgs) -> anyhow::Result<Measure> {
+    let Some(measured_s) = args.measured_s else {
+        return Ok(Measure::Transactions {
+            warmup: args.warmup,
+            measured: args.measured,
+        });
+    };
+    let measure = match args.rate {
+        Some(rate_per_s) => Measure::Rate {
+            warmup_s: args.warmup_s,
+            measured_s,
+            rate_per_s,
+            arrival: args.arrival.into(),
+        },
+        None => Measure::Window {
+            warmup_s: args.warmup_s,
+            measured_s,
+        },
+    };
+    measure.check(("--warmup-s", "--measured-s"))?;
+    Ok(measure)
+}
+
 pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let measure = measure(&args)?;
     let spec = RunSpec {
         workload: args.workload,
+        entry: None,
         params: args.params,
         arm: args.arm,
         plugin: PluginSource::parse(&args.plugin),
@@ -115,20 +169,7 @@ pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
                 KvTarget::Fdb => TargetSpec::Fdb(Default::default()),
             },
         },
-        measure: match args.measured_s {
-            Some(measured_s) => {
-                let measure = Measure::Window {
-                    warmup_s: args.warmup_s,
-                    measured_s,
-                };
-                measure.check(("--warmup-s", "--measured-s"))?;
-                measure
-            }
-            None => Measure::Transactions {
-                warmup: args.warmup,
-                measured: args.measured,
-            },
-        },
+        measure,
         workers: args.workers,
         seed: args.seed,
         call_deadline_ms: args.limits.call_deadline_ms,

@@ -177,8 +177,9 @@ fn one() -> u32 {
     1
 }
 
-/// `[measure]`: transaction mode (`warmup`, `measured`) or window mode
-/// (`warmup_s`, `measured_s`).
+/// `[measure]`: transaction mode (`warmup`, `measured`), window mode
+/// (`warmup_s`, `measured_s`) or rate mode (a window at an offered `rate`,
+/// or a sweep over `rates`; docs/plans.md, "Open-loop load").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasureSpec {
@@ -192,6 +193,17 @@ pub struct MeasureSpec {
     pub warmup_s: Option<f64>,
     #[serde(default)]
     pub measured_s: Option<f64>,
+    /// Rate mode: transactions offered per second per run, over all
+    /// workers, for every workload that sets no `rate` of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Rate mode: a sweep. Each workload without a `rate` of its own runs
+    /// once per rate, as workload `NAME@RATE` (a factor crossed with arms).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rates: Vec<f64>,
+    /// Rate mode: how intended start times are spaced.
+    #[serde(default, skip_serializing_if = "Arrival::is_constant")]
+    pub arrival: Arrival,
 }
 
 /// `measure.mode`: what a run counts.
@@ -204,6 +216,9 @@ pub enum MeasureMode {
     /// `warmup_s` then `measured_s` seconds, counting what the server
     /// acknowledged.
     Window,
+    /// Open loop: transactions start on a schedule at an offered rate for
+    /// `measured_s` seconds, latency counted from each intended start.
+    Rate,
 }
 
 impl MeasureMode {
@@ -212,13 +227,46 @@ impl MeasureMode {
         match self {
             MeasureMode::Transactions => "transactions",
             MeasureMode::Window => "window",
+            MeasureMode::Rate => "rate",
         }
     }
 }
 
+/// `measure.arrival`: the spacing of a rate-mode run's intended starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Evenly spaced, 1/rate apart (wrk2, k6's constant-arrival-rate).
+    #[default]
+    Constant,
+    /// A Poisson process at the rate: exponential gaps drawn from the
+    /// run's seed, so the same plan gives the same schedule.
+    Poisson,
+}
+
+impl Arrival {
+    fn is_constant(&self) -> bool {
+        *self == Arrival::Constant
+    }
+}
+
 impl MeasureSpec {
-    /// The run-level measure, or what is missing.
-    pub fn measure(&self) -> anyhow::Result<Measure> {
+    /// The run-level measure of a workload: `rate` is the workload's own
+    /// offered rate (rate mode), or what is missing.
+    pub fn measure(&self, rate: Option<f64>) -> anyhow::Result<Measure> {
+        if self.mode != MeasureMode::Rate {
+            let stray = [
+                ("rate", self.rate.is_some() || rate.is_some()),
+                ("rates", !self.rates.is_empty()),
+                ("arrival", !self.arrival.is_constant()),
+            ];
+            if let Some((key, _)) = stray.iter().find(|(_, set)| *set) {
+                bail!(
+                    "`{key}` is set but `measure.mode = \"{}\"` runs closed loop; set `measure.mode = \"rate\"` for open-loop load, or remove `{key}`",
+                    self.mode.key()
+                );
+            }
+        }
         match self.mode {
             MeasureMode::Transactions => {
                 let measured = self.measured.context(
@@ -233,18 +281,54 @@ impl MeasureSpec {
                 })
             }
             MeasureMode::Window => {
-                let measured_s = self
-                    .measured_s
-                    .context("`measure.measured_s` is missing: the measured window in seconds")?;
-                let warmup_s = self.warmup_s.unwrap_or(0.0);
-                let measure = Measure::Window {
+                let (warmup_s, measured_s) = self.window()?;
+                Ok(Measure::Window {
                     warmup_s,
                     measured_s,
+                })
+            }
+            MeasureMode::Rate => {
+                let (warmup_s, measured_s) = self.window()?;
+                let (key, rate) = match (rate, self.rate) {
+                    (Some(own), _) => ("rate", own),
+                    (None, Some(plan)) => ("measure.rate", plan),
+                    (None, None) => bail!(
+                        "rate mode needs an offered rate: set `measure.rate` (transactions per second per run), `measure.rates` for a sweep, or `rate` on each workload"
+                    ),
                 };
-                measure.check(("measure.warmup_s", "measure.measured_s"))?;
-                Ok(measure)
+                limits::rate(key, rate)?;
+                Ok(Measure::Rate {
+                    warmup_s,
+                    measured_s,
+                    rate_per_s: rate,
+                    arrival: self.arrival,
+                })
             }
         }
+    }
+
+    /// The measure as reports print it; a sweep lists its rates.
+    pub fn describe(&self) -> String {
+        let rate = self.rate.or(self.rates.first().copied());
+        match self.measure(rate) {
+            Ok(m) if self.rates.len() > 1 => {
+                let rates: Vec<String> = self.rates.iter().map(|r| limits::show(*r)).collect();
+                format!("{m:?} (swept over rates {})", rates.join(", "))
+            }
+            Ok(m) => format!("{m:?}"),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Window and rate mode's warmup and measured seconds, range-checked.
+    fn window(&self) -> anyhow::Result<(f64, f64)> {
+        let measured_s = self
+            .measured_s
+            .context("`measure.measured_s` is missing: the measured window in seconds")?;
+        let warmup_s = self.warmup_s.unwrap_or(0.0);
+        limits::seconds("measure.warmup_s", warmup_s, false, limits::MEASURE_S)?;
+        limits::seconds("measure.measured_s", measured_s, true, limits::MEASURE_S)?;
+        Ok((warmup_s, measured_s))
     }
 }
 
@@ -503,6 +587,21 @@ pub struct WorkloadSpec {
     pub plugin: Option<String>,
     #[serde(default)]
     pub params: BTreeMap<String, ParamValue>,
+    /// The plugin's workload this entry runs, when the entry's name differs
+    /// (a rate sweep's `get100@2000` runs `get100`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_workload: Option<String>,
+    /// Rate mode: this workload's offered rate, transactions per second
+    /// per run (a sweep sets it on each entry it makes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+}
+
+impl WorkloadSpec {
+    /// The workload name the plugin is asked to run.
+    pub fn plugin_workload(&self) -> &str {
+        self.plugin_workload.as_deref().unwrap_or(&self.name)
+    }
 }
 
 /// `[[arms]]`: one way of serving the workloads.
@@ -720,8 +819,58 @@ impl PlanSpec {
                 )
             })?
         };
+        let mut spec = spec;
+        spec.expand_rates()?;
         spec.validate()?;
         Ok(spec)
+    }
+
+    /// A rate sweep as workloads: each workload without a `rate` of its own
+    /// becomes one entry per `measure.rates`, named `NAME@RATE`, in the
+    /// order written. Entries that have a rate are kept, so expanding twice
+    /// changes nothing.
+    fn expand_rates(&mut self) -> anyhow::Result<()> {
+        if self.measure.rates.is_empty() || self.measure.mode != MeasureMode::Rate {
+            return Ok(());
+        }
+        if self.measure.rates.len() > limits::RATES {
+            bail!(
+                "`measure.rates` lists {} rates; the cap is {} (docs/limits.md)",
+                self.measure.rates.len(),
+                limits::RATES
+            );
+        }
+        for &rate in &self.measure.rates {
+            limits::rate("measure.rates", rate)?;
+        }
+        let mut expanded = Vec::new();
+        for w in std::mem::take(&mut self.workloads) {
+            if w.rate.is_some() {
+                expanded.push(w);
+                continue;
+            }
+            for &rate in &self.measure.rates {
+                expanded.push(WorkloadSpec {
+                    name: format!("{}@{}", w.name, limits::show(rate)),
+                    plugin_workload: Some(w.plugin_workload().to_owned()),
+                    rate: Some(rate),
+                    ..w.clone()
+                });
+            }
+        }
+        self.workloads = expanded;
+        Ok(())
+    }
+
+    /// The run-level measure of `workload`, with its offered rate in rate
+    /// mode.
+    pub fn measure_for(&self, workload: &WorkloadSpec) -> anyhow::Result<Measure> {
+        let measure = self.measure.measure(workload.rate);
+        // Only the workload's own `rate` makes an error the workload's.
+        match workload.rate {
+            Some(_) => measure.with_context(|| format!("in workload `{}`", workload.name)),
+            None => measure,
+        }
     }
 
     /// Checks everything that can be checked without plugin files: sizes
@@ -788,7 +937,9 @@ impl PlanSpec {
 
     /// The measure, gates, limits, executor and bootstrap settings.
     fn validate_settings(&self) -> anyhow::Result<()> {
-        self.measure.measure()?;
+        for w in &self.workloads {
+            self.measure_for(w)?;
+        }
         self.gates.validate()?;
         self.limits.validate()?;
         self.executor.validate()?;
@@ -1241,21 +1392,41 @@ pub enum Measure {
     Transactions { warmup: u64, measured: u64 },
     /// Fixed wall-clock windows.
     Window { warmup_s: f64, measured_s: f64 },
+    /// Open loop: fixed windows in which transactions start on a schedule
+    /// at `rate_per_s` over all workers, latency counted from each intended
+    /// start (docs/method.md, "Coordinated omission").
+    Rate {
+        warmup_s: f64,
+        measured_s: f64,
+        rate_per_s: f64,
+        arrival: Arrival,
+    },
 }
 
 impl Measure {
-    /// Range-checks window mode's durations (`names`: the warmup and
-    /// measured keys or flags, for the message), so they convert to a
-    /// [`Duration`] and end within [`limits::MEASURE_S`].
+    /// Range-checks the durations and rate of a measure given on the
+    /// command line (`names`: the warmup and measured flags, for the
+    /// message), so they convert to a [`Duration`] and end within
+    /// [`limits::MEASURE_S`].
     pub fn check(&self, names: (&str, &str)) -> anyhow::Result<()> {
-        if let Measure::Window {
-            warmup_s,
-            measured_s,
-        } = *self
-        {
-            limits::seconds(names.0, warmup_s, false, limits::MEASURE_S)?;
-            limits::seconds(names.1, measured_s, true, limits::MEASURE_S)?;
-        }
+        let (warmup_s, measured_s) = match *self {
+            Measure::Transactions { .. } => return Ok(()),
+            Measure::Window {
+                warmup_s,
+                measured_s,
+            } => (warmup_s, measured_s),
+            Measure::Rate {
+                warmup_s,
+                measured_s,
+                rate_per_s,
+                ..
+            } => {
+                limits::rate("--rate", rate_per_s)?;
+                (warmup_s, measured_s)
+            }
+        };
+        limits::seconds(names.0, warmup_s, false, limits::MEASURE_S)?;
+        limits::seconds(names.1, measured_s, true, limits::MEASURE_S)?;
         Ok(())
     }
 
@@ -1263,6 +1434,7 @@ impl Measure {
         match self {
             Measure::Transactions { .. } => MeasureMode::Transactions,
             Measure::Window { .. } => MeasureMode::Window,
+            Measure::Rate { .. } => MeasureMode::Rate,
         }
     }
 }
@@ -1275,6 +1447,84 @@ mod tests {
         let quick = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quick.toml");
         let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
         PlanSpec::load(&quick, &overrides)
+    }
+
+    /// quick.toml in rate mode: a 0.2 s window at `rate`, or swept.
+    fn rate_plan(extra: &[&str]) -> anyhow::Result<PlanSpec> {
+        let mut o = vec!["measure.mode=\"rate\"", "measure.measured_s=0.2"];
+        o.extend_from_slice(extra);
+        quick_with(&o)
+    }
+
+    #[test]
+    fn a_rate_sweep_is_a_factor_crossed_with_arms_under_names_that_say_the_rate() {
+        let plan = rate_plan(&["measure.rates=[1000, 2500.5]"]).unwrap();
+        let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names.len(), 22, "{names:?}");
+        assert_eq!(&names[..2], ["grv@1000", "grv@2500.5"]);
+        let w = &plan.workloads[1];
+        assert_eq!((w.plugin_workload(), w.rate), ("grv", Some(2500.5)));
+        match plan.measure_for(w).unwrap() {
+            Measure::Rate {
+                rate_per_s,
+                arrival,
+                measured_s,
+                ..
+            } => assert_eq!(
+                (rate_per_s, arrival, measured_s),
+                (2500.5, Arrival::Constant, 0.2)
+            ),
+            other => panic!("{other:?}"),
+        }
+        // The sealed spec parses back to the same workloads: no second sweep.
+        let text = toml::to_string(&plan).unwrap();
+        assert_eq!(
+            PlanSpec::parse(&text, &[]).unwrap().workloads,
+            plan.workloads
+        );
+    }
+
+    #[test]
+    fn rate_mode_refuses_a_missing_or_impossible_rate_and_stray_rate_keys() {
+        let e = format!("{:#}", rate_plan(&[]).unwrap_err());
+        assert!(e.contains("set `measure.rate`"), "{e}");
+        let own = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmode = \"rate\"\nmeasured_s = 0.1\n[[workloads]]\nname = \"grv\"\nrate = -1.0\n[[arms]]\nname = \"a\"\nbaseline = true\n";
+        let e = format!("{:#}", PlanSpec::parse(own, &[]).unwrap_err());
+        assert!(e.contains("in workload `grv`: `rate = -1`"), "{e}");
+        for bad in ["measure.rate=0", "measure.rate=-5", "measure.rate=1e12"] {
+            let e = format!("{:#}", rate_plan(&[bad]).unwrap_err());
+            assert!(
+                e.contains("out of range") && e.contains("10000000"),
+                "{bad}: {e}"
+            );
+        }
+        let e = format!("{:#}", rate_plan(&["measure.rates=[100, 0]"]).unwrap_err());
+        assert!(e.contains("`measure.rates = 0` is out of range"), "{e}");
+        let e = format!("{:#}", quick_with(&["measure.rate=100"]).unwrap_err());
+        assert!(
+            e.contains("`rate` is set") && e.contains("measure.mode = \"rate\""),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            quick_with(&["measure.arrival=\"poisson\""]).unwrap_err()
+        );
+        assert!(e.contains("`arrival` is set"), "{e}");
+        let e = format!(
+            "{:#}",
+            rate_plan(&["measure.rate=100", "measure.arrival=\"bursty\""]).unwrap_err()
+        );
+        assert!(e.contains("bursty") && e.contains("poisson"), "{e}");
+        let plan = rate_plan(&["measure.rate=100", "measure.arrival=\"poisson\""]).unwrap();
+        assert_eq!(plan.workloads.len(), 11);
+        assert!(matches!(
+            plan.measure_for(&plan.workloads[0]).unwrap(),
+            Measure::Rate {
+                rate_per_s: 100.0,
+                arrival: Arrival::Poisson,
+                ..
+            }
+        ));
     }
 
     #[test]

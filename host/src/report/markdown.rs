@@ -222,11 +222,7 @@ fn environment(report: &Report, s: &mut String) -> fmt::Result {
 /// The design: seed, blocks, measure, intervals, overrides.
 fn design(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
-    let m = spec
-        .measure
-        .measure()
-        .map(|m| format!("{m:?}"))
-        .unwrap_or_default();
+    let m = spec.measure.describe();
     writeln!(
         s,
         "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- intervals: {} (`method = \"{}\"`)",

@@ -119,6 +119,7 @@ fn round_spec(name: &str, source: PluginSource, bench: &Bench, round: u32) -> Ru
     let (warmup, measured, limits) = (bench.warmup, bench.measured, bench.limits);
     RunSpec {
         workload: name.to_owned(),
+        entry: None,
         params: Vec::new(),
         arm: source.label(),
         plugin: source,

@@ -419,11 +419,12 @@ fn changed_inputs(plan: &SealedPlan) -> Vec<String> {
 pub fn run_spec(plan: &SealedPlan, slot: &Slot, settings: &Settings) -> anyhow::Result<RunSpec> {
     let (workload, arm) = plan.workload_and_arm(slot)?;
     let spec = &plan.spec;
-    let measure: Measure = spec.measure.measure()?;
+    let measure: Measure = spec.measure_for(workload)?;
     // Each run's generator differs by slot, reproducibly from the plan seed.
     let seed = crate::plan::seal::run_seed(spec.seed, slot);
     Ok(RunSpec {
-        workload: workload.name.clone(),
+        workload: workload.plugin_workload().to_owned(),
+        entry: (workload.plugin_workload() != workload.name).then(|| workload.name.clone()),
         params: spec.params_for(workload, arm),
         arm: arm.name.clone(),
         plugin: spec.plugin_for(workload, arm)?,

@@ -14,6 +14,7 @@ pub mod process;
 pub mod profile;
 pub mod progress;
 pub mod result;
+pub mod schedule;
 pub mod slurm;
 pub mod supervisor;
 pub mod verdict;

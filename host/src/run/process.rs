@@ -36,7 +36,11 @@ const SEED_MASK: u64 = (1 << 53) - 1;
 #[derive(Debug, Clone)]
 pub struct ProcessJob {
     pub process: ProcessSpec,
+    /// The workload the program runs.
     pub workload: String,
+    /// The plan's name for it, under which the result is recorded (a rate
+    /// sweep's `get100@2000`).
+    pub entry: String,
     pub arm: String,
     /// Resolved by the caller (`local:` endpoints become addresses).
     pub target: TargetSpec,
@@ -61,7 +65,8 @@ impl ProcessJob {
         params.extend(arm.params.clone());
         Ok(Some(ProcessJob {
             process: process.clone(),
-            workload: workload.name.clone(),
+            workload: workload.plugin_workload().to_owned(),
+            entry: workload.name.clone(),
             arm: arm.name.clone(),
             target: arm.target.clone(),
             params,
@@ -69,7 +74,7 @@ impl ProcessJob {
             // numbers, Go's int64), and it stays reproducible from the plan.
             seed: crate::plan::seal::run_seed(spec.seed, slot) & SEED_MASK,
             workers: spec.workers,
-            measure: spec.measure.measure()?,
+            measure: spec.measure_for(workload)?,
             call_deadline_ms: spec.limits.call_deadline_ms,
             expected_inputs: plan.inputs_of(slot)?,
         }))
@@ -468,7 +473,7 @@ fn result(
         WindowStats::of_window(reported.measured_s, &checked.counters, &checked.histograms)
     });
     Ok(RunResult {
-        workload: job.workload.clone(),
+        workload: job.entry.clone(),
         arm: job.arm.clone(),
         target: job.target.kind().to_owned(),
         plugin: job.process.label(),
@@ -500,6 +505,7 @@ fn result(
         from_cache: false,
         phases_ms,
         window,
+        open_loop: None,
         client_runtime: None,
         histogram: Some(encode_histogram(&checked.latency)?),
         profile: None,

@@ -70,6 +70,72 @@ pub struct Alloc {
     pub allocs_per_txn: f64,
 }
 
+/// Rate mode: the schedule a run was offered and how well it kept it. The
+/// run's `latency_us` counts from each transaction's intended start, so
+/// queueing behind a slow transaction is in it; `service_us` counts from
+/// the actual start (docs/method.md, "Coordinated omission").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    /// The plan's rate, transactions per second over all workers.
+    pub offered_per_s: f64,
+    /// Measured transactions started per second of the measured window.
+    pub achieved_per_s: f64,
+    pub arrival: crate::plan::spec::Arrival,
+    /// Intended starts that fell in the measured window.
+    pub scheduled: u64,
+    /// Starts that began more than [`OpenLoop::LATE_US`] after their
+    /// intended time.
+    pub late: u64,
+    /// How late starts began (actual − intended), µs, over every start.
+    pub start_lag_us: Latency,
+    /// Actual start to end, µs.
+    pub service_us: Latency,
+    /// The achieved rate fell short of the offered one by more than
+    /// [`OpenLoop::SHORT_FRACTION`]: the client (or the harness) could not
+    /// keep up, and the run measured a queue, not the offered load.
+    pub short: bool,
+}
+
+impl OpenLoop {
+    /// A start this much after its intended time counts as late, µs.
+    pub const LATE_US: f64 = 1_000.0;
+    /// The shortfall of achieved against offered rate that marks a run.
+    pub const SHORT_FRACTION: f64 = 0.05;
+
+    /// The figures of a measured window of `measured_s` seconds in which
+    /// `scheduled` starts were due and `started` began, `late` of them more
+    /// than [`OpenLoop::LATE_US`] after their intended time; the histograms
+    /// are in nanoseconds. The one place worker and process arms get them.
+    pub fn of(
+        offered_per_s: f64,
+        arrival: crate::plan::spec::Arrival,
+        measured_s: f64,
+        counts: OpenLoopCounts,
+        start_lag: &Histogram<u64>,
+        service: &Histogram<u64>,
+    ) -> OpenLoop {
+        let achieved_per_s = counts.started as f64 / measured_s;
+        OpenLoop {
+            offered_per_s,
+            achieved_per_s,
+            arrival,
+            scheduled: counts.scheduled,
+            late: counts.late,
+            start_lag_us: Latency::from_histogram(start_lag),
+            service_us: Latency::from_histogram(service),
+            short: achieved_per_s < offered_per_s * (1.0 - Self::SHORT_FRACTION),
+        }
+    }
+}
+
+/// A rate-mode window's counts of starts (see [`OpenLoop::of`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenLoopCounts {
+    pub scheduled: u64,
+    pub started: u64,
+    pub late: u64,
+}
+
 /// Window mode: what the server acknowledged during the measured window,
 /// from the workload's `acked_records` and `acked_bytes` counters and its
 /// `hdr:ack_latency_ns` histogram (measured window only).
@@ -194,6 +260,9 @@ pub struct RunResult {
     /// Window mode only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<WindowStats>,
+    /// Rate mode only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
     /// grpc targets only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_runtime: Option<ClientRuntime>,
@@ -229,6 +298,9 @@ impl RunResult {
             l.mean, l.p50, l.p90, l.p99, l.p999, l.max
         );
         s += &format!("  throughput   {:.0} txn/s\n", self.throughput_per_s);
+        if let Some(o) = &self.open_loop {
+            s += &open_loop_lines(o);
+        }
         s += &format!(
             "  cpu µs/txn   measured {:.2}  process (E−A) {:.2}\n",
             self.cpu.measured_us_per_txn, self.cpu.process_us_per_txn
@@ -297,6 +369,33 @@ fn window_lines(w: &WindowStats) -> String {
             a.mean, a.p50, a.p99, a.max
         );
     }
+    s
+}
+
+/// The rate-mode lines of [`RunResult::summary`].
+fn open_loop_lines(o: &OpenLoop) -> String {
+    let (lag, service) = (&o.start_lag_us, &o.service_us);
+    let mut s = format!(
+        "  open loop    offered {:.0}/s ({:?})  achieved {:.0}/s  scheduled {}  late {}{}\n",
+        o.offered_per_s,
+        o.arrival,
+        o.achieved_per_s,
+        o.scheduled,
+        o.late,
+        if o.short {
+            "  SHORT: the client fell behind the schedule"
+        } else {
+            ""
+        }
+    );
+    s += &format!(
+        "  start lag µs p50 {:.2}  p99 {:.2}  max {:.2}\n",
+        lag.p50, lag.p99, lag.max
+    );
+    s += &format!(
+        "  service µs   mean {:.2}  p50 {:.2}  p99 {:.2}  max {:.2}\n",
+        service.mean, service.p50, service.p99, service.max
+    );
     s
 }
 

@@ -5,8 +5,10 @@
 
 use super::profile::Sampler;
 use super::result::{
-    Alloc, ClientRuntime, Cpu, Latency, RunResult, WindowStats, encode_histogram, new_histogram,
+    Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
+    encode_histogram, new_histogram,
 };
+use super::schedule::{self, Schedule};
 use crate::limits;
 use crate::machine::alloc::AllocCount;
 use crate::machine::cpu::{self, Usage};
@@ -33,7 +35,12 @@ use std::time::{Duration, Instant};
 /// Everything one run needs; the supervisor sends it to the child as JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSpec {
+    /// The workload the plugin (or builtin) runs.
     pub workload: String,
+    /// The plan's name for it when that differs (a rate sweep's
+    /// `get100@2000`); the result is recorded under this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
     pub params: Vec<(String, String)>,
     pub arm: String,
     pub plugin: PluginSource,
@@ -228,6 +235,39 @@ struct WorkerOutcome {
     warmup: u64,
     retries: u64,
     errors: BTreeMap<String, u64>,
+    /// Rate mode: how the measured window kept its schedule.
+    open: OpenTally,
+}
+
+/// Rate mode: the measured window's intended starts and how they went.
+struct OpenTally {
+    /// Intended starts in the window, begun or not.
+    scheduled: u64,
+    /// Starts more than [`OpenLoop::LATE_US`] after their intended time.
+    late: u64,
+    /// Actual − intended start, ns.
+    start_lag: Histogram<u64>,
+    /// Actual start to end, ns.
+    service: Histogram<u64>,
+}
+
+impl OpenTally {
+    fn new() -> anyhow::Result<OpenTally> {
+        Ok(OpenTally {
+            scheduled: 0,
+            late: 0,
+            start_lag: new_histogram()?,
+            service: new_histogram()?,
+        })
+    }
+
+    fn add(&mut self, other: &OpenTally) -> anyhow::Result<()> {
+        self.scheduled += other.scheduled;
+        self.late += other.late;
+        self.start_lag.add(&other.start_lag)?;
+        self.service.add(&other.service)?;
+        Ok(())
+    }
 }
 
 /// How many transactions one worker warms up and measures (transaction
@@ -245,16 +285,29 @@ struct Driver<'a> {
     inject_busy_ns: u64,
     iteration: u64,
     outcome: WorkerOutcome,
+    /// Rate mode: this worker's intended starts.
+    schedule: Option<Schedule>,
 }
 
 impl Driver<'_> {
     /// Runs one transaction; measured ones are recorded in the histogram
     /// and their workload failures counted, a warmup's failure ends the run.
-    fn step(&mut self, measured: bool) -> anyhow::Result<()> {
+    /// A scheduled transaction (rate mode) counts its latency from its
+    /// `intended` start, so time spent queued behind a slow one is in it.
+    fn step(&mut self, measured: bool, intended: Option<Instant>) -> anyhow::Result<()> {
         let t0 = Instant::now();
         spin(self.inject_busy_ns);
         let result = self.instance.run(self.iteration);
-        let elapsed = t0.elapsed().as_nanos() as u64;
+        let end = Instant::now();
+        let elapsed = end.duration_since(intended.unwrap_or(t0)).as_nanos() as u64;
+        if let (true, Some(at)) = (measured, intended) {
+            let open = &mut self.outcome.open;
+            let lag = t0.saturating_duration_since(at);
+            open.late += u64::from(lag.as_secs_f64() * 1e6 > OpenLoop::LATE_US);
+            open.start_lag.saturating_record(lag.as_nanos() as u64);
+            open.service
+                .saturating_record((end - t0).as_nanos().max(1) as u64);
+        }
         self.iteration += 1;
         let outcome = &mut self.outcome;
         match result {
@@ -289,24 +342,58 @@ impl Driver<'_> {
         match measure {
             Measure::Transactions { .. } => {
                 for _ in 0..n {
-                    self.step(measured)?;
+                    self.step(measured, None)?;
                 }
             }
+            Measure::Rate { .. } => self.paced(seconds, measured)?,
             Measure::Window { .. } => {
                 let end = Instant::now() + Duration::from_secs_f64(seconds);
                 while Instant::now() < end {
-                    self.step(measured)?;
+                    self.step(measured, None)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// The measured phase; in window mode, the counters and histograms the
+    /// Rate mode: `seconds` of transactions started on the schedule. A
+    /// worker that is behind starts the next one at once and skips none, so
+    /// the queue shows in the latency; intended starts it had not begun when
+    /// the window closed count as scheduled and not started.
+    fn paced(&mut self, seconds: f64, measured: bool) -> anyhow::Result<()> {
+        let mut schedule = self
+            .schedule
+            .take()
+            .context("a rate-mode worker has no schedule; this is a bug in blocklab")?;
+        schedule.restart();
+        let origin = Instant::now();
+        let end = origin + Duration::from_secs_f64(seconds);
+        let mut result = Ok(());
+        loop {
+            let intended = origin + schedule.next_start();
+            if intended >= end {
+                break;
+            }
+            self.outcome.open.scheduled += u64::from(measured);
+            if Instant::now() >= end {
+                continue;
+            }
+            schedule::wait_until(intended);
+            result = self.step(measured, Some(intended));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.schedule = Some(schedule);
+        result
+    }
+
+    /// The measured phase; in window and rate mode, the counters and histograms the
     /// workload kept are taken as their change over the window.
     fn measure(&mut self, measure: Measure, share: Share) -> anyhow::Result<()> {
-        let Measure::Window { measured_s, .. } = measure else {
-            return self.phase(measure, share.measured, 0.0, true);
+        let measured_s = match measure {
+            Measure::Window { measured_s, .. } | Measure::Rate { measured_s, .. } => measured_s,
+            Measure::Transactions { .. } => return self.phase(measure, share.measured, 0.0, true),
         };
         let counters = self.instance.env().counters().clone();
         let histograms = self.instance.env().histograms().clone();
@@ -335,11 +422,13 @@ fn drive(
     measure: Measure,
     share: Share,
     inject_busy_ns: u64,
+    schedule: Option<Schedule>,
     barriers: &Barriers,
 ) -> anyhow::Result<WorkerOutcome> {
     let mut driver = Driver {
         instance,
         inject_busy_ns,
+        schedule,
         iteration: 0,
         outcome: WorkerOutcome {
             histogram: new_histogram()?,
@@ -349,10 +438,11 @@ fn drive(
             warmup: 0,
             retries: 0,
             errors: BTreeMap::new(),
+            open: OpenTally::new()?,
         },
     };
     let warmup_s = match measure {
-        Measure::Window { warmup_s, .. } => warmup_s,
+        Measure::Window { warmup_s, .. } | Measure::Rate { warmup_s, .. } => warmup_s,
         Measure::Transactions { .. } => 0.0,
     };
     // A panic here must still reach the barriers below, or every other
@@ -418,7 +508,7 @@ fn measure_all(
     let workers = spec.workers;
     let (warmup_total, measured_total) = match spec.measure {
         Measure::Transactions { warmup, measured } => (warmup, measured),
-        Measure::Window { .. } => (0, 0),
+        Measure::Window { .. } | Measure::Rate { .. } => (0, 0),
     };
     let barriers = Barriers {
         warmed: std::sync::Barrier::new(workers as usize + 1),
@@ -437,7 +527,10 @@ fn measure_all(
                 };
                 let barriers = &barriers;
                 let (measure, busy) = (spec.measure, spec.inject_busy_ns);
-                scope.spawn(move || drive(instance.as_mut(), measure, share, busy, barriers))
+                let schedule = worker_schedule(spec, i as u32);
+                scope.spawn(move || {
+                    drive(instance.as_mut(), measure, share, busy, schedule, barriers)
+                })
             })
             .collect();
         barriers.warmed.wait();
@@ -480,6 +573,24 @@ fn measure_all(
     })
 }
 
+/// Rate mode: worker `worker`'s share of the run's schedule.
+fn worker_schedule(spec: &RunSpec, worker: u32) -> Option<Schedule> {
+    match spec.measure {
+        Measure::Rate {
+            rate_per_s,
+            arrival,
+            ..
+        } => Some(Schedule::new(
+            rate_per_s,
+            arrival,
+            spec.workers,
+            worker,
+            spec.seed,
+        )),
+        Measure::Transactions { .. } | Measure::Window { .. } => None,
+    }
+}
+
 /// The client runtime's figures over the measured window.
 fn client_runtime(
     client: &GrpcClient,
@@ -512,6 +623,7 @@ struct Totals {
     errors_by_kind: BTreeMap<String, u64>,
     window_counters: BTreeMap<String, i64>,
     window_histograms: BTreeMap<String, Histogram<u64>>,
+    open: OpenTally,
 }
 
 impl Totals {
@@ -525,10 +637,12 @@ impl Totals {
             errors_by_kind: BTreeMap::new(),
             window_counters: BTreeMap::new(),
             window_histograms: BTreeMap::new(),
+            open: OpenTally::new()?,
         };
         for outcome in outcomes {
             let outcome = outcome?;
             t.histogram.add(&outcome.histogram)?;
+            t.open.add(&outcome.open)?;
             for (name, value) in outcome.window_counters {
                 *t.window_counters.entry(name).or_insert(0) += value;
             }
@@ -683,7 +797,8 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
     }
     let per_txn = |x: u64| x as f64 / measured as f64;
     let measured_wall = window.wall;
-    let stats = matches!(spec.measure, Measure::Window { .. }).then(|| {
+    let open_loop = open_loop(spec.measure, &totals);
+    let stats = matches!(spec.measure, Measure::Window { .. } | Measure::Rate { .. }).then(|| {
         WindowStats::of_window(
             measured_wall.as_secs_f64(),
             &totals.window_counters,
@@ -692,7 +807,7 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
     });
 
     Ok(RunResult {
-        workload: spec.workload.clone(),
+        workload: spec.entry.clone().unwrap_or_else(|| spec.workload.clone()),
         arm: spec.arm.clone(),
         target: spec.target.kind().to_owned(),
         plugin: spec.plugin.label(),
@@ -707,7 +822,9 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         errors_by_kind: totals.errors_by_kind,
         retries: totals.retries,
         latency_us: Latency::from_histogram(&totals.histogram),
-        throughput_per_s: measured as f64 / measured_wall.as_secs_f64(),
+        throughput_per_s: open_loop.map_or(measured as f64 / measured_wall.as_secs_f64(), |o| {
+            o.achieved_per_s
+        }),
         cpu: Cpu {
             measured_us_per_txn: per_txn(window.usage.cpu_us()),
             process_us_per_txn: per_txn(usage_e.cpu_us()),
@@ -725,11 +842,39 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         from_cache,
         phases_ms: phases,
         window: stats,
+        open_loop,
         client_runtime: window.client_runtime,
         histogram: Some(encode_histogram(&totals.histogram)?),
         profile,
         profile_svg,
     })
+}
+
+/// Rate mode: the window's offered and achieved rate, late starts, start
+/// lag and service time.
+fn open_loop(measure: Measure, totals: &Totals) -> Option<OpenLoop> {
+    let Measure::Rate {
+        measured_s,
+        rate_per_s,
+        arrival,
+        ..
+    } = measure
+    else {
+        return None;
+    };
+    let counts = OpenLoopCounts {
+        scheduled: totals.open.scheduled,
+        started: totals.measured,
+        late: totals.open.late,
+    };
+    Some(OpenLoop::of(
+        rate_per_s,
+        arrival,
+        measured_s,
+        counts,
+        &totals.open.start_lag,
+        &totals.open.service,
+    ))
 }
 
 /// Samples the client runtime's global queue every 10 ms while `running`;
@@ -798,7 +943,7 @@ mod tests {
                         warmup: 1,
                         measured: 1,
                     };
-                    drive(&mut instance, measure, share, 0, &barriers)
+                    drive(&mut instance, measure, share, 0, None, &barriers)
                 });
                 barriers.warmed.wait();
                 barriers.start.wait();
