@@ -7,6 +7,7 @@
 //! (plugin mean − builtin mean) within a round; the ratio is the geometric
 //! mean of the within-round ratios, as campaigns compute effects.
 
+use super::result::Latency;
 use super::worker::{RunSpec, execute};
 use crate::plan::spec::Measure;
 use crate::plugin::Instance;
@@ -36,7 +37,9 @@ pub struct Bench {
     pub cache_dir: Option<PathBuf>,
 }
 
-/// Runs the benchmark and prints its tables to stdout.
+/// Runs the benchmark and prints its tables to stdout: means (the figure
+/// the goals are stated in) as each workload finishes, then medians, which
+/// a busy machine's preemptions move far less.
 pub fn measure(bench: &Bench) -> anyhow::Result<ExitCode> {
     load_costs(&bench.plugin, bench.limits)?;
     if let Some(baseline) = &bench.baseline {
@@ -48,6 +51,28 @@ pub fn measure(bench: &Bench) -> anyhow::Result<ExitCode> {
         "\nmean latency per transaction, {rounds} alternating rounds of {} measured (median over rounds)",
         bench.measured
     );
+    println!("{}", header(bench));
+    let mut p50_rows = Vec::new();
+    for name in &names {
+        let sides = round_latencies(bench, name)?;
+        let pick = |f: fn(&Latency) -> f64| -> Vec<Vec<f64>> {
+            sides
+                .iter()
+                .map(|side| side.iter().map(f).collect())
+                .collect()
+        };
+        println!("{}", row(name, &pick(|l| l.mean)));
+        p50_rows.push(row(name, &pick(|l| l.p50)));
+    }
+    println!("\nmedian (p50) latency per transaction, the same runs (median over rounds)");
+    println!("{}", header(bench));
+    for line in p50_rows {
+        println!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn header(bench: &Bench) -> String {
     let mut header = format!(
         "{:<18} {:>12} {:>12} {:>12} {:>8}",
         "workload", "builtin µs", "plugin µs", "added ns", "ratio"
@@ -58,28 +83,30 @@ pub fn measure(bench: &Bench) -> anyhow::Result<ExitCode> {
             "baseline µs", "b. added ns", "b. ratio"
         );
     }
-    println!("{header}");
-    for name in &names {
-        let means = round_means(bench, name)?;
-        let builtin = &means[0];
-        let mut row = format!("{:<18} {:>12.3}", name, median(builtin));
-        for side in &means[1..] {
-            let added: Vec<f64> = side
-                .iter()
-                .zip(builtin)
-                .map(|(w, b)| (w - b) * 1_000.0)
-                .collect();
-            let ratios: Vec<f64> = side.iter().zip(builtin).map(|(w, b)| w / b).collect();
-            row += &format!(
-                " {:>12.3} {:>12.0} {:>8.3}",
-                median(side),
-                median(&added),
-                geometric_mean(&ratios)
-            );
-        }
-        println!("{row}");
+    header
+}
+
+/// One workload's line: the builtin's figure, then for each other side its
+/// figure, the median of its within-round differences from the builtin
+/// and the geometric mean of its within-round ratios.
+fn row(name: &str, sides: &[Vec<f64>]) -> String {
+    let builtin = &sides[0];
+    let mut row = format!("{:<18} {:>12.3}", name, median(builtin));
+    for side in &sides[1..] {
+        let added: Vec<f64> = side
+            .iter()
+            .zip(builtin)
+            .map(|(w, b)| (w - b) * 1_000.0)
+            .collect();
+        let ratios: Vec<f64> = side.iter().zip(builtin).map(|(w, b)| w / b).collect();
+        row += &format!(
+            " {:>12.3} {:>12.0} {:>8.3}",
+            median(side),
+            median(&added),
+            geometric_mean(&ratios)
+        );
     }
-    Ok(ExitCode::SUCCESS)
+    row
 }
 
 fn workload_names(bench: &Bench) -> anyhow::Result<Vec<String>> {
@@ -92,25 +119,25 @@ fn workload_names(bench: &Bench) -> anyhow::Result<Vec<String>> {
     Ok(instance.list()?.into_iter().map(|i| i.name).collect())
 }
 
-/// The mean latency of each side (builtin, plugin, then the baseline if
-/// any) in each round, in µs.
-fn round_means(bench: &Bench, name: &str) -> anyhow::Result<Vec<Vec<f64>>> {
+/// The latency of each side (builtin, plugin, then the baseline if any) in
+/// each round.
+fn round_latencies(bench: &Bench, name: &str) -> anyhow::Result<Vec<Vec<Latency>>> {
     let mut sources = vec![
         PluginSource::Builtin,
         PluginSource::Wasm(bench.plugin.clone()),
     ];
     sources.extend(bench.baseline.clone().map(PluginSource::Wasm));
-    let mut means = vec![Vec::new(); sources.len()];
+    let mut latencies = vec![Vec::new(); sources.len()];
     for round in 0..bench.rounds {
         // Rotate which side goes first, so none always runs warm.
         for k in 0..sources.len() {
             let side = (k + round as usize) % sources.len();
             let spec = round_spec(name, sources[side].clone(), bench, round);
             let result = execute(&spec).with_context(|| format!("workload `{name}`"))?;
-            means[side].push(result.latency_us.mean);
+            latencies[side].push(result.latency_us);
         }
     }
-    Ok(means)
+    Ok(latencies)
 }
 
 /// One side of one round: workload `name` from `source` on the embedded
