@@ -3,15 +3,23 @@
 docs/process-arms.md), standard library only.
 
 Workload `noop`: each transaction busy-waits `busy_ns` nanoseconds (param,
-default 0). Both measure modes: `transactions` (warmup, then measured
-transactions, totals over all workers) and `window` (warmup_s, then
-measured_s seconds). It runs its transactions on one thread whatever
-`workers` says. Run: `python3 peers/examples/minimal.py < request.json`.
+default 0). Every measure mode: `transactions` (warmup, then measured
+transactions, totals over all workers), `window` (warmup_s, then
+measured_s seconds) and `rate` (the request's `schedule`: each transaction
+starts at its intended time, latency counts from that time). It runs its
+transactions on one thread whatever `workers` says (in rate mode: every
+worker's share of the schedule, merged). Run:
+`python3 peers/examples/minimal.py < request.json`.
 """
+import heapq
 import json
+import random
 import sys
 import time
 from collections import Counter
+
+# A start this much after its intended time is late (docs/process-arms.md).
+LATE_NS = 1_000_000
 
 
 def emit(event):
@@ -24,6 +32,93 @@ def round3(v):
     while v // m >= 1000:
         m *= 10
     return (v + m // 2) // m * m
+
+
+def intended_starts(schedule):
+    """Every worker's intended starts, merged in time order: seconds after
+    the `warmup` mark. Poisson gaps come from Python's own seeded generator
+    (the same seed gives the same schedule here, not in other languages)."""
+    heap = []
+    for i, share in enumerate(schedule["workers"]):
+        rng, rate = random.Random(share["seed"]), share["rate_per_s"]
+        if schedule["arrival"] == "poisson":
+            def stream(rng=rng, rate=rate, t=share["phase_s"]):
+                while True:
+                    t += rng.expovariate(rate)
+                    yield t
+        else:
+            def stream(rate=rate, phase=share["phase_s"]):
+                k = 0
+                while True:
+                    yield phase + k / rate  # no accumulated rounding
+                    k += 1
+        it = stream()
+        heap.append((next(it), i, it))
+    heapq.heapify(heap)
+    while heap:
+        t, i, it = heap[0]
+        yield t
+        heapq.heapreplace(heap, (next(it), i, it))
+
+
+def wait_until(deadline_ns):
+    """Sleeps for the bulk, then spins the last millisecond: a sleep may
+    wake late by its timer slack, a spin does not."""
+    while True:
+        left = deadline_ns - time.perf_counter_ns()
+        if left <= 0:
+            return
+        if left > 2 * LATE_NS:
+            time.sleep((left - LATE_NS) / 1e9)
+
+
+def run_rate(measure, schedule, one):
+    """Rate mode: returns (warmup, measured_s, open_loop, latency)."""
+    t0 = time.perf_counter_ns()
+    warm_end = t0 + int(measure["warmup_s"] * 1e9)
+    end = warm_end + int(measure["measured_s"] * 1e9)
+    latency, lag, service = Counter(), Counter(), Counter()
+    warmup = scheduled = started = late = 0
+    start = None
+    for t in intended_starts(schedule):
+        intended = t0 + int(t * 1e9)
+        if intended >= end:
+            break
+        measured = intended >= warm_end
+        if measured and start is None:
+            wait_until(warm_end)
+            emit({"mark": "measured"})
+            # The window is the schedule's, even when a worker still busy
+            # with warmup marks it late.
+            start = warm_end
+        scheduled += measured
+        # Never skipped while behind; a start the window's end overtook is
+        # scheduled but not started.
+        if time.perf_counter_ns() >= end:
+            continue
+        wait_until(intended)
+        began = time.perf_counter_ns()
+        one(False)
+        done = time.perf_counter_ns()
+        if not measured:
+            warmup += 1
+            continue
+        started += 1
+        late += began - intended > LATE_NS
+        lag[round3(began - intended)] += 1
+        service[round3(done - began)] += 1
+        latency[round3(done - intended)] += 1
+    if start is None:
+        wait_until(warm_end)
+        emit({"mark": "measured"})
+        start = warm_end
+    wait_until(end)
+    open_loop = {
+        "scheduled": scheduled, "started": started, "late": late,
+        "start_lag_ns": [[v, n] for v, n in lag.items()],
+        "service_ns": [[v, n] for v, n in service.items()],
+    }
+    return warmup, (time.perf_counter_ns() - start) / 1e9, open_loop, latency
 
 
 def main():
@@ -40,7 +135,8 @@ def main():
         sys.exit(2)
     busy = int(req.get("params", {}).get("busy_ns", 0))
     measure = req["measure"]
-    emit({"hello": {"protocol": 1, "client": f"minimal.py / python {sys.version.split()[0]}"}})
+    emit({"hello": {"protocol": 1, "client": f"minimal.py / python {sys.version.split()[0]}",
+                    "modes": ["transactions", "window", "rate"]}})
 
     latency = Counter()
 
@@ -52,8 +148,12 @@ def main():
             latency[round3(time.perf_counter_ns() - t0)] += 1
 
     warmup = measured = 0
+    extra = {}
     emit({"mark": "warmup"})
-    if measure["mode"] == "transactions":
+    if measure["mode"] == "rate":
+        warmup, elapsed, extra["open_loop"], latency = run_rate(measure, req["schedule"], one)
+        measured = sum(latency.values())
+    elif measure["mode"] == "transactions":
         for warmup in range(1, measure["warmup"] + 1):
             one(False)
         emit({"mark": "measured"})
@@ -74,12 +174,13 @@ def main():
     else:
         print(f"minimal.py: unknown measure mode `{measure['mode']}`", file=sys.stderr)
         sys.exit(2)
-    elapsed = time.perf_counter() - start
+    if measure["mode"] != "rate":
+        elapsed = time.perf_counter() - start
     emit({"mark": "measured-end"})
     emit({"result": {
         "warmup": warmup, "measured": measured, "measured_s": elapsed,
         "errors": 0, "errors_by_kind": {}, "retries": 0, "counters": {},
-        "latency_ns": [[v, n] for v, n in latency.items()],
+        "latency_ns": [[v, n] for v, n in latency.items()], **extra,
     }})
 
 

@@ -26,7 +26,12 @@
 //     batch has a latency or an error, as the protocol's counts require.
 //   - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
 //
-// Both measure modes. Connection policies (`target.connections`): "shared" =
+// Every measure mode. In `rate` mode each worker keeps its share of the
+// request's `schedule` (docs/process-arms.md, "Rate mode"): it starts each
+// transaction (`ingest`: a batch, so records/s = rate × batch_records) at
+// its intended time, or as soon as it is free when behind, never skipping
+// one; latency counts from the intended start to the ack (or the reply),
+// service time from the actual start. Connection policies (`target.connections`): "shared" =
 // one ClientConn for all workers, "per-stream" = one ClientConn per stream
 // (per worker; unary calls share one, as blocklab's own client does), N = a
 // pool of N ClientConns, workers round-robin. Each grpc.Dial is its own
@@ -84,6 +89,119 @@ type request struct {
 	Workers        int                    `json:"workers"`
 	Measure        measure                `json:"measure"`
 	CallDeadlineMs uint64                 `json:"call_deadline_ms"`
+	Schedule       schedule               `json:"schedule"`
+}
+
+// --- rate mode ---
+
+// lateNs: a start this much after its intended time is late.
+const lateNs = 1000000
+
+// schedule is rate mode's: each worker's share of the run's rate.
+type schedule struct {
+	Arrival string `json:"arrival"`
+	Workers []struct {
+		RatePerS float64 `json:"rate_per_s"`
+		PhaseS   float64 `json:"phase_s"`
+		Seed     int64   `json:"seed"`
+	} `json:"workers"`
+}
+
+// stream is one worker's intended starts, seconds after the warmup mark.
+type stream struct {
+	next, k float64
+	share   int
+	rng     *rand.Rand
+}
+
+func newStream(sch *schedule, share int) *stream {
+	w := sch.Workers[share]
+	s := &stream{next: w.PhaseS, share: share, rng: rand.New(rand.NewSource(w.Seed))}
+	s.advance(sch)
+	return s
+}
+
+// advance moves to the next intended start. Poisson gaps come from Go's
+// own seeded generator: the same seed gives the same schedule here, not in
+// other languages.
+func (s *stream) advance(sch *schedule) {
+	w := sch.Workers[s.share]
+	if sch.Arrival == "poisson" {
+		s.next += s.rng.ExpFloat64() / w.RatePerS
+		return
+	}
+	s.next = w.PhaseS + s.k/w.RatePerS // no accumulated rounding
+	s.k++
+}
+
+// waitUntil sleeps for the bulk, then spins the last millisecond: a sleep
+// may wake late by its timer slack, a spin does not.
+func waitUntil(deadline time.Time) {
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		if left > 2*lateNs {
+			time.Sleep(left - lateNs)
+		} else {
+			runtime.Gosched()
+		}
+	}
+}
+
+// at is a rate-mode transaction's intended and actual start.
+type at struct{ intended, began time.Time }
+
+// rateLoop keeps worker w's share of the schedule from t0 (the warmup
+// mark) to end; a start the window's end overtook is scheduled but not
+// started. It returns the worker's counters when its measured part began.
+func rateLoop(w worker, t *tally, s *stream, sch *schedule, t0, warmEnd, end time.Time) map[string]uint64 {
+	var before map[string]uint64
+	for {
+		intended := t0.Add(time.Duration(s.next * 1e9))
+		s.advance(sch)
+		if !intended.Before(end) {
+			break
+		}
+		measured := !intended.Before(warmEnd)
+		if measured && before == nil {
+			waitUntil(warmEnd)
+			before = w.counters()
+		}
+		if measured {
+			t.scheduled++
+		}
+		if !time.Now().Before(end) {
+			continue
+		}
+		waitUntil(intended)
+		began := time.Now()
+		err := w.run(t, measured, &at{intended, began})
+		if !measured {
+			if err != nil {
+				fatal("warmup failed: %v", err)
+			}
+			t.warmup++
+			continue
+		}
+		lag := began.Sub(intended)
+		if lag > lateNs {
+			t.late++
+		}
+		t.lag[round3(uint64(lag.Nanoseconds()))]++
+		t.started++
+		t.measured++
+		if err != nil {
+			t.fail(err, 1)
+		}
+	}
+	if before == nil {
+		waitUntil(warmEnd)
+		before = w.counters()
+	}
+	waitUntil(end)
+	return before
 }
 
 // usage exits 2: the request asks for something this client does not do.
@@ -274,10 +392,26 @@ type tally struct {
 	errorsByKind             map[string]uint64
 	latency                  map[uint64]uint64
 	counters                 map[string]uint64
+	// Rate mode only.
+	scheduled, started, late uint64
+	lag, service             map[uint64]uint64
 }
 
 func newTally() *tally {
-	return &tally{errorsByKind: map[string]uint64{}, latency: map[uint64]uint64{}, counters: map[string]uint64{}}
+	return &tally{errorsByKind: map[string]uint64{}, latency: map[uint64]uint64{}, counters: map[string]uint64{},
+		lag: map[uint64]uint64{}, service: map[uint64]uint64{}}
+}
+
+// done records a measured transaction that ended at now: latency from its
+// intended start in rate mode (and service time from its actual start),
+// else from sent.
+func (t *tally) done(now, sent time.Time, a *at) {
+	if a == nil {
+		t.latency[round3(uint64(now.Sub(sent).Nanoseconds()))]++
+		return
+	}
+	t.latency[round3(uint64(now.Sub(a.intended).Nanoseconds()))]++
+	t.service[round3(uint64(now.Sub(a.began).Nanoseconds()))]++
 }
 
 func (t *tally) fail(err error, n uint64) {
@@ -299,7 +433,8 @@ func pairs(m map[uint64]uint64) [][2]uint64 {
 // transaction is one workload step on one worker.
 type worker interface {
 	// run performs one transaction; measured ones record latency into t.
-	run(t *tally, measured bool) error
+	// a is its schedule in rate mode, else nil.
+	run(t *tally, measured bool, a *at) error
 	// counters reads the worker's cumulative counters.
 	counters() map[string]uint64
 	// drain waits for what measured transactions still have in flight.
@@ -310,6 +445,7 @@ type inFlight struct {
 	end      uint64
 	sent     time.Time
 	measured bool
+	at       *at
 }
 
 type ingest struct {
@@ -321,6 +457,19 @@ type ingest struct {
 	next, acked                            uint64
 	inFlight                               []inFlight
 	ackedRecords, ackedBytes               uint64
+	// Rate mode: a goroutine per stream reads acks as they arrive and
+	// stamps them, since a worker waiting for its next intended start is
+	// not reading (closed loop reads only when the in-flight limit makes it
+	// wait, as the plugin does).
+	rate bool
+	acks chan ack
+}
+
+// ack is one message (or the end) read from a stream, and when.
+type ack struct {
+	msg []byte
+	err error
+	at  time.Time
 }
 
 func (w *ingest) open() error {
@@ -332,6 +481,20 @@ func (w *ingest) open() error {
 	}
 	w.stream, w.cancel = s, cancel
 	w.next, w.acked, w.inFlight = 0, 0, w.inFlight[:0]
+	if w.rate {
+		acks := make(chan ack, 4096)
+		w.acks = acks
+		go func() {
+			for {
+				var msg []byte
+				err := s.RecvMsg(&msg)
+				acks <- ack{msg, err, time.Now()}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
 	return nil
 }
 
@@ -354,7 +517,16 @@ func (w *ingest) broken(t *tally, err error) {
 
 func (w *ingest) awaitAck(t *tally) error {
 	var msg []byte
-	if err := w.stream.RecvMsg(&msg); err == io.EOF {
+	var err error
+	now := time.Now()
+	if w.acks != nil {
+		a := <-w.acks
+		msg, err, now = a.msg, a.err, a.at
+	} else {
+		err = w.stream.RecvMsg(&msg)
+		now = time.Now()
+	}
+	if err == io.EOF {
 		return fmt.Errorf("the server ended the ingest stream with records unacknowledged\n%d sent, %d acknowledged", w.next, w.acked)
 	} else if err != nil {
 		return fmt.Errorf("ingest stream failed: %v", err)
@@ -372,23 +544,22 @@ func (w *ingest) awaitAck(t *tally) error {
 	w.ackedRecords += next - w.acked
 	w.ackedBytes += (next - w.acked) * w.recordBytes
 	w.acked = next
-	now := time.Now()
 	for len(w.inFlight) > 0 && w.inFlight[0].end <= next {
 		if b := w.inFlight[0]; b.measured {
-			t.latency[round3(uint64(now.Sub(b.sent).Nanoseconds()))]++
+			t.done(now, b.sent, b.at)
 		}
 		w.inFlight = w.inFlight[1:]
 	}
 	return nil
 }
 
-func (w *ingest) run(t *tally, measured bool) error {
+func (w *ingest) run(t *tally, measured bool, a *at) error {
 	if w.stream == nil {
 		if err := w.open(); err != nil {
 			return err
 		}
 	}
-	for w.next+w.batchRecords-w.acked > w.maxInFlight {
+	for w.next+w.batchRecords-w.acked > w.maxInFlight || len(w.acks) > 0 {
 		if err := w.awaitAck(t); err != nil {
 			w.broken(t, err)
 			return err
@@ -409,7 +580,7 @@ func (w *ingest) run(t *tally, measured bool) error {
 		return err
 	}
 	w.next += w.batchRecords
-	w.inFlight = append(w.inFlight, inFlight{end: w.next, sent: time.Now(), measured: measured})
+	w.inFlight = append(w.inFlight, inFlight{end: w.next, sent: time.Now(), measured: measured, at: a})
 	return nil
 }
 
@@ -445,7 +616,7 @@ type echo struct {
 	deadline time.Duration
 }
 
-func (w *echo) run(t *tally, measured bool) error {
+func (w *echo) run(t *tally, measured bool, a *at) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.deadline)
 	defer cancel()
 	t0 := time.Now()
@@ -453,7 +624,7 @@ func (w *echo) run(t *tally, measured bool) error {
 	if err := w.conn.Invoke(ctx, echoMethod, &w.request, &resp, grpc.ForceCodec(rawCodec{})); err != nil {
 		return fmt.Errorf("echo failed: %v", err)
 	}
-	elapsed := time.Since(t0)
+	now := time.Now()
 	n, err := decodeEchoLen(resp)
 	if err != nil {
 		return err
@@ -462,7 +633,7 @@ func (w *echo) run(t *tally, measured bool) error {
 		return fmt.Errorf("echo returned %d bytes for %d sent", n, w.size)
 	}
 	if measured {
-		t.latency[round3(uint64(elapsed.Nanoseconds()))]++
+		t.done(now, t0, a)
 	}
 	return nil
 }
@@ -572,10 +743,15 @@ func main() {
 	}
 	switch req.Measure.Mode {
 	case "transactions", "window":
+	case "rate":
+		if len(req.Schedule.Workers) != req.Workers {
+			usage("rate mode needs the request's `schedule` with one share per worker (%d workers, %d shares)", req.Workers, len(req.Schedule.Workers))
+		}
 	default:
-		usage("unknown measure mode `%s`; use `transactions` or `window`", req.Measure.Mode)
+		usage("unknown measure mode `%s`; use `transactions`, `window` or `rate`", req.Measure.Mode)
 	}
-	emit(map[string]interface{}{"hello": map[string]interface{}{"protocol": 1, "client": "grpc-go " + grpc.Version + " / " + runtime.Version()}})
+	emit(map[string]interface{}{"hello": map[string]interface{}{"protocol": 1, "client": "grpc-go " + grpc.Version + " / " + runtime.Version(),
+		"modes": []string{"transactions", "window", "rate"}}})
 
 	rng := rand.New(rand.NewSource(int64(req.Seed))) // seeds are u64; wrapping is fine
 	conns := connections(&req)
@@ -586,7 +762,7 @@ func main() {
 		case "ingest":
 			payload := make([]byte, p["record_bytes"])
 			rng.Read(payload)
-			w := &ingest{conn: conn, recordBytes: p["record_bytes"], batchRecords: p["batch_records"], maxInFlight: p["max_in_flight"], payload: payload}
+			w := &ingest{conn: conn, recordBytes: p["record_bytes"], batchRecords: p["batch_records"], maxInFlight: p["max_in_flight"], payload: payload, rate: req.Measure.Mode == "rate"}
 			if err := w.open(); err != nil {
 				fatal("%v", err)
 			}
@@ -606,6 +782,10 @@ func main() {
 	tallies := make([]*tally, len(workers))
 	var warmed, windowed, drained sync.WaitGroup
 	start := make(chan struct{})
+	// Rate mode: the schedule's origin (the warmup mark), set before begin
+	// is closed.
+	begin := make(chan struct{})
+	var t0, warmEnd, end time.Time
 	warmed.Add(len(workers))
 	windowed.Add(len(workers))
 	drained.Add(len(workers))
@@ -624,13 +804,23 @@ func main() {
 			m := req.Measure
 			if m.Mode == "transactions" {
 				for n := split(m.Warmup, i); t.warmup < n; t.warmup++ {
-					if err := w.run(t, false); err != nil {
+					if err := w.run(t, false, nil); err != nil {
 						fatal("warmup failed: %v", err)
 					}
 				}
+			} else if m.Mode == "rate" {
+				<-begin
+				before := rateLoop(w, t, newStream(&req.Schedule, i), &req.Schedule, t0, warmEnd, end)
+				for k, v := range w.counters() {
+					t.counters[k] = v - before[k]
+				}
+				windowed.Done()
+				w.drain(t)
+				drained.Done()
+				return
 			} else {
 				for end := time.Now().Add(time.Duration(m.WarmupS * 1e9)); time.Now().Before(end); t.warmup++ {
-					if err := w.run(t, false); err != nil {
+					if err := w.run(t, false, nil); err != nil {
 						fatal("warmup failed: %v", err)
 					}
 				}
@@ -639,7 +829,7 @@ func main() {
 			<-start
 			before := w.counters()
 			one := func() {
-				if err := w.run(t, true); err != nil {
+				if err := w.run(t, true, nil); err != nil {
 					t.fail(err, 1)
 				}
 				t.measured++
@@ -661,13 +851,27 @@ func main() {
 			drained.Done()
 		}(i, w, t)
 	}
-	emit(map[string]interface{}{"mark": "warmup"})
-	warmed.Wait()
-	emit(map[string]interface{}{"mark": "measured"})
-	t0 := time.Now()
-	close(start)
-	windowed.Wait()
-	elapsed := time.Since(t0).Seconds()
+	var elapsed float64
+	if req.Measure.Mode == "rate" {
+		t0 = time.Now()
+		warmEnd = t0.Add(time.Duration(req.Measure.WarmupS * 1e9))
+		end = warmEnd.Add(time.Duration(req.Measure.MeasuredS * 1e9))
+		emit(map[string]interface{}{"mark": "warmup"})
+		close(begin)
+		waitUntil(warmEnd)
+		emit(map[string]interface{}{"mark": "measured"})
+		started := time.Now()
+		windowed.Wait()
+		elapsed = time.Since(started).Seconds()
+	} else {
+		emit(map[string]interface{}{"mark": "warmup"})
+		warmed.Wait()
+		emit(map[string]interface{}{"mark": "measured"})
+		started := time.Now()
+		close(start)
+		windowed.Wait()
+		elapsed = time.Since(started).Seconds()
+	}
 	emit(map[string]interface{}{"mark": "measured-end"})
 	drained.Wait()
 
@@ -685,6 +889,15 @@ func main() {
 		for k, v := range t.counters {
 			total.counters[k] += v
 		}
+		total.scheduled += t.scheduled
+		total.started += t.started
+		total.late += t.late
+		for k, v := range t.lag {
+			total.lag[k] += v
+		}
+		for k, v := range t.service {
+			total.service[k] += v
+		}
 	}
 	result := map[string]interface{}{
 		"warmup": total.warmup, "measured": total.measured, "measured_s": elapsed,
@@ -693,6 +906,12 @@ func main() {
 	}
 	if req.Workload == "ingest" {
 		result["histograms"] = map[string]interface{}{"ack_latency_ns": pairs(total.latency)}
+	}
+	if req.Measure.Mode == "rate" {
+		result["open_loop"] = map[string]interface{}{
+			"scheduled": total.scheduled, "started": total.started, "late": total.late,
+			"start_lag_ns": pairs(total.lag), "service_ns": pairs(total.service),
+		}
 	}
 	emit(map[string]interface{}{"result": result})
 	for _, c := range conns {

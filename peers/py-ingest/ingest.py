@@ -28,7 +28,12 @@ Workloads, the same as the grpc-ingest plugin's
     batch has a latency or an error, as the protocol's counts require.
   - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
 
-Both measure modes. Connection policies (`target.connections`): "shared" =
+Every measure mode. In `rate` mode each worker keeps its share of the
+request's `schedule` (docs/process-arms.md, "Rate mode"): it starts each
+transaction (`ingest`: a batch, so records/s = rate x batch_records) at its
+intended time, or as soon as it is free when behind, never skipping one;
+latency counts from the intended start to the ack (or the reply), service
+time from the actual start. Connection policies (`target.connections`): "shared" =
 one channel, "per-stream" = one channel per stream (per worker; unary calls
 share one, as blocklab's own client does), N = a pool of N channels,
 workers round-robin. Every channel has its own subchannel pool
@@ -149,6 +154,77 @@ def decode_echo_len(b):
     return next((len(v) for num, v in fields(b) if num == 1), 0)
 
 
+# --- rate mode ---
+
+# A start this much after its intended time is late (docs/process-arms.md).
+LATE_NS = 1_000_000
+
+
+def intended_starts(schedule, share):
+    """Worker `share`'s intended starts, seconds after the warmup mark.
+    Poisson gaps come from Python's own seeded generator: the same seed gives
+    the same schedule here, not in other languages."""
+    w = schedule["workers"][share]
+    rate, t = w["rate_per_s"], w["phase_s"]
+    if schedule["arrival"] == "poisson":
+        rng = random.Random(w["seed"])
+        while True:
+            t += rng.expovariate(rate)
+            yield t
+    k = 0
+    while True:
+        yield t + k / rate  # no accumulated rounding
+        k += 1
+
+
+def wait_until(deadline_ns):
+    """Sleeps for the bulk, then spins the last millisecond: a sleep may
+    wake late by its timer slack, a spin does not."""
+    while True:
+        left = deadline_ns - time.perf_counter_ns()
+        if left <= 0:
+            return
+        time.sleep((left - LATE_NS) / 1e9 if left > 2 * LATE_NS else 0)
+
+
+def rate_loop(w, t, starts, t0, warm_end, end):
+    """Keeps one worker's schedule from t0 (the warmup mark, ns) to end; a
+    start the window's end overtook is scheduled but not started. Returns
+    the worker's counters when its measured part began."""
+    before = None
+    for s in starts:
+        intended = t0 + int(s * 1e9)
+        if intended >= end:
+            break
+        measured = intended >= warm_end
+        if measured and before is None:
+            wait_until(warm_end)
+            before = w.counters()
+        t.scheduled += measured
+        if time.perf_counter_ns() >= end:
+            continue
+        wait_until(intended)
+        began = time.perf_counter_ns()
+        try:
+            w.run(t, measured, (intended, began))
+        except Failed as e:
+            if not measured:
+                fatal(f"warmup failed: {e}")
+            t.fail(str(e))
+        if not measured:
+            t.warmup += 1
+            continue
+        t.started += 1
+        t.measured += 1
+        t.late += began - intended > LATE_NS
+        t.lag[round3(began - intended)] += 1
+    if before is None:
+        wait_until(warm_end)
+        before = w.counters()
+    wait_until(end)
+    return before
+
+
 # --- results ---
 
 def round3(v):
@@ -173,6 +249,19 @@ class Tally:
         self.errors_by_kind = Counter()
         self.latency = Counter()
         self.counters = {}
+        # Rate mode only.
+        self.scheduled = self.started = self.late = 0
+        self.lag, self.service = Counter(), Counter()
+
+    def done(self, now, sent, at):
+        """A measured transaction ended at `now`: latency from its intended
+        start in rate mode (`at` = (intended, began), and service time from
+        its actual start), else from `sent`."""
+        if at is None:
+            self.latency[round3(now - sent)] += 1
+        else:
+            self.latency[round3(now - at[0])] += 1
+            self.service[round3(now - at[1])] += 1
 
     def fail(self, message, n=1):
         self.errors += n
@@ -186,7 +275,7 @@ class Failed(Exception):
 # --- workloads ---
 
 class Ingest:
-    def __init__(self, channel, p, payload):
+    def __init__(self, channel, p, payload, rate=False):
         self.call = channel.stream_stream(STREAM_METHOD, request_serializer=None,
                                           response_deserializer=None)
         self.record_bytes = p["record_bytes"]
@@ -195,6 +284,12 @@ class Ingest:
         self.payload = payload
         self.acked_records = self.acked_bytes = 0
         self.responses = None
+        # Rate mode: a thread per stream reads acks as they arrive and
+        # stamps them, since a worker waiting for its next intended start is
+        # not reading (closed loop reads only when the in-flight limit makes
+        # it wait, as the plugin does).
+        self.rate = rate
+        self.acks = None
         self.open()
 
     def open(self):
@@ -207,8 +302,21 @@ class Ingest:
 
         self.responses = self.call(feed())
         self.next = self.acked = 0
-        self.in_flight = []  # (end offset, send time ns, measured)
+        self.in_flight = []  # (end offset, send time ns, measured, rate mode's at)
         self.head = 0  # in_flight[head:] are unacknowledged
+        if self.rate:
+            acks = self.acks = queue.SimpleQueue()
+            responses = self.responses
+
+            def read():
+                try:
+                    for message in responses:
+                        acks.put((message, None, time.perf_counter_ns()))
+                    acks.put((None, StopIteration(), time.perf_counter_ns()))
+                except Exception as e:  # grpc.RpcError
+                    acks.put((None, e, time.perf_counter_ns()))
+
+            threading.Thread(target=read, daemon=True).start()
 
     def broken(self, tally, message):
         """Drops the stream; its unacknowledged measured batches are errors."""
@@ -219,9 +327,19 @@ class Ingest:
         self.responses.cancel()
         self.responses = None
 
+    def next_ack(self):
+        """The next message from the stream and when it arrived."""
+        if self.acks is None:
+            message = next(self.responses)
+            return message, time.perf_counter_ns()
+        message, error, at = self.acks.get()
+        if error is not None:
+            raise error
+        return message, at
+
     def await_ack(self, tally):
         try:
-            message = next(self.responses)
+            message, now = self.next_ack()
         except StopIteration:
             raise Failed(f"the server ended the ingest stream with records unacknowledged\n"
                          f"{self.next} sent, {self.acked} acknowledged") from None
@@ -240,21 +358,21 @@ class Ingest:
         self.acked_records += ack - self.acked
         self.acked_bytes += (ack - self.acked) * self.record_bytes
         self.acked = ack
-        now = time.perf_counter_ns()
         while self.head < len(self.in_flight) and self.in_flight[self.head][0] <= ack:
-            _, sent, measured = self.in_flight[self.head]
+            _, sent, measured, at = self.in_flight[self.head]
             if measured:
-                tally.latency[round3(now - sent)] += 1
+                tally.done(now, sent, at)
             self.head += 1
         if self.head > 1024:
             del self.in_flight[:self.head]
             self.head = 0
 
-    def run(self, tally, measured):
+    def run(self, tally, measured, at=None):
         if self.responses is None:
             self.open()
         try:
-            while self.next + self.batch_records - self.acked > self.max_in_flight:
+            while (self.next + self.batch_records - self.acked > self.max_in_flight
+                   or (self.acks is not None and not self.acks.empty())):
                 self.await_ack(tally)
             if self.responses.done():
                 # The server ended the call: read the acks it sent before,
@@ -267,7 +385,7 @@ class Ingest:
         batch = encode_batch(self.next, self.batch_records, self.payload)
         self.requests.put(batch)
         self.next += self.batch_records
-        self.in_flight.append((self.next, time.perf_counter_ns(), measured))
+        self.in_flight.append((self.next, time.perf_counter_ns(), measured, at))
 
     def counters(self):
         return {"acked_records": self.acked_records, "acked_bytes": self.acked_bytes}
@@ -296,18 +414,18 @@ class Echo:
         self.size = len(payload)
         self.deadline_s = deadline_s
 
-    def run(self, tally, measured):
+    def run(self, tally, measured, at=None):
         t0 = time.perf_counter_ns()
         try:
             response = self.call(self.request, timeout=self.deadline_s)
         except Exception as e:  # grpc.RpcError
             raise Failed(f"echo failed: {describe(e)}") from None
-        elapsed = time.perf_counter_ns() - t0
+        now = time.perf_counter_ns()
         n = decode_echo_len(response)
         if n != self.size:
             raise Failed(f"echo returned {n} bytes for {self.size} sent")
         if measured:
-            tally.latency[round3(elapsed)] += 1
+            tally.done(now, t0, at)
 
     def counters(self):
         return {}
@@ -392,15 +510,19 @@ def main():
         if p["max_in_flight"] < p["batch_records"]:
             usage(f"`max_in_flight` ({p['max_in_flight']}) must be at least `batch_records` ({p['batch_records']})")
     measure = req.get("measure", {})
-    if measure.get("mode") not in ("transactions", "window"):
-        usage(f"unknown measure mode `{measure.get('mode')}`; use `transactions` or `window`")
+    if measure.get("mode") not in ("transactions", "window", "rate"):
+        usage(f"unknown measure mode `{measure.get('mode')}`; use `transactions`, `window` or `rate`")
     workers_n = req.get("workers", 1)
     if not isinstance(workers_n, int) or workers_n < 1:
         usage("`workers` must be at least 1")
+    rate = measure["mode"] == "rate"
+    if rate and len(req.get("schedule", {}).get("workers", [])) != workers_n:
+        usage("rate mode needs the request's `schedule` with one share per worker")
 
     import grpc  # after the checks: a bad request is refused even without grpcio
     emit({"hello": {"protocol": 1,
-                    "client": f"grpcio {grpc.__version__} / python {sys.version.split()[0]}"}})
+                    "client": f"grpcio {grpc.__version__} / python {sys.version.split()[0]}",
+                    "modes": ["transactions", "window", "rate"]}})
 
     rng = random.Random(req.get("seed", 0))
     chans = channels(req, grpc)
@@ -409,7 +531,7 @@ def main():
     for i in range(workers_n):
         channel = chans[i % len(chans)]
         if workload == "ingest":
-            workers.append(Ingest(channel, p, rng.randbytes(p["record_bytes"])))
+            workers.append(Ingest(channel, p, rng.randbytes(p["record_bytes"]), rate))
         else:
             workers.append(Echo(channel, rng.randbytes(p["payload_bytes"]), deadline_s))
 
@@ -420,6 +542,13 @@ def main():
     warmed = threading.Barrier(workers_n + 1)
     start = threading.Event()
     windowed = threading.Barrier(workers_n + 1)
+
+    def drive_rate(i, w, t):
+        starts = intended_starts(req["schedule"], i)
+        before = rate_loop(w, t, starts, t0, warm_end, end)
+        t.counters = {k: v - before.get(k, 0) for k, v in w.counters().items()}
+        windowed.wait()
+        w.drain(t)
 
     def drive(i, w, t):
         try:
@@ -456,17 +585,26 @@ def main():
         windowed.wait()
         w.drain(t)
 
-    threads = [threading.Thread(target=drive, args=(i, w, t), daemon=True)
+    threads = [threading.Thread(target=drive_rate if rate else drive, args=(i, w, t), daemon=True)
                for i, (w, t) in enumerate(zip(workers, tallies))]
+    if rate:
+        # The schedule's origin (the warmup mark) and window, ns; read by
+        # drive_rate once its thread starts.
+        t0 = time.perf_counter_ns()
+        warm_end = t0 + int(measure["warmup_s"] * 1e9)
+        end = warm_end + int(measure["measured_s"] * 1e9)
     emit({"mark": "warmup"})
     for th in threads:
         th.start()
-    warmed.wait()
+    if rate:
+        wait_until(warm_end)
+    else:
+        warmed.wait()
     emit({"mark": "measured"})
-    t0 = time.perf_counter()
+    started = time.perf_counter()
     start.set()
     windowed.wait()
-    elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - started
     emit({"mark": "measured-end"})
     for th in threads:
         th.join()
@@ -489,6 +627,18 @@ def main():
     }
     if workload == "ingest":
         result["histograms"] = {"ack_latency_ns": pairs}
+    if rate:
+        lag, service = Counter(), Counter()
+        for t in tallies:
+            lag.update(t.lag)
+            service.update(t.service)
+        result["open_loop"] = {
+            "scheduled": sum(t.scheduled for t in tallies),
+            "started": sum(t.started for t in tallies),
+            "late": sum(t.late for t in tallies),
+            "start_lag_ns": [[v, n] for v, n in lag.items()],
+            "service_ns": [[v, n] for v, n in service.items()],
+        }
     emit({"result": result})
     for channel in chans:
         channel.close()

@@ -6,7 +6,7 @@
 
 use super::Report;
 use super::compare::{Comparison, md_cell};
-use super::statistics::statistics;
+use super::statistics::{Worse, statistics};
 use anyhow::Context as _;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -98,24 +98,18 @@ pub enum GateError {
 }
 
 /// The verdict on an interval for a statistic where `lower_is_better`:
-/// with t = 1 + `max_change`, a lower-is-better ratio fails when its
-/// interval's low end is above t and passes when its high end is at most
-/// t; a higher-is-better ratio fails when its high end is below 1/t and
-/// passes when its low end is at least 1/t (the same change on the log
-/// scale). Anything else is inconclusive.
+/// with t = 1 + `max_change` and the interval as a factor of worse
+/// ([`Worse`]), it fails when even its better end is worse than t and
+/// passes when its worse end is at most t. For a higher-is-better ratio
+/// that is: fails when its high end is below 1/t, passes when its low end
+/// is at least 1/t (the same change on the log scale). Anything else is
+/// inconclusive.
 pub fn judge(lower_is_better: bool, ci_low: f64, ci_high: f64, max_change: f64) -> Verdict {
     let t = 1.0 + max_change;
-    if lower_is_better {
-        if ci_low > t {
-            Verdict::Fail
-        } else if ci_high <= t {
-            Verdict::Pass
-        } else {
-            Verdict::Inconclusive
-        }
-    } else if ci_high < 1.0 / t {
+    let w = Worse::of(lower_is_better, 1.0, ci_low, ci_high);
+    if w.lo > t {
         Verdict::Fail
-    } else if ci_low >= 1.0 / t {
+    } else if w.hi <= t {
         Verdict::Pass
     } else {
         Verdict::Inconclusive
@@ -614,6 +608,21 @@ mod tests {
         assert_eq!(judge(false, 0.8, 0.95, 0.05), Verdict::Fail);
         assert_eq!(judge(false, 0.9, 0.96, 0.05), Verdict::Inconclusive);
         assert_eq!(judge(false, 0.96, 1.5, 0.05), Verdict::Pass);
+        // The threshold itself passes in both directions; a hair beyond it
+        // does not.
+        assert_eq!(judge(true, 0.9, 1.05, 0.05), Verdict::Pass);
+        assert_eq!(judge(true, 0.9, 1.0501, 0.05), Verdict::Inconclusive);
+        assert_eq!(judge(false, 1.0 / 1.05, 1.1, 0.05), Verdict::Pass);
+        assert_eq!(judge(false, 0.9523, 1.1, 0.05), Verdict::Inconclusive);
+        assert_eq!(judge(false, 0.9, 0.9523, 0.05), Verdict::Fail);
+    }
+
+    #[test]
+    fn worse_is_above_one_whichever_way_a_statistic_points() {
+        let w = Worse::of(false, 0.8, 0.5, 0.9);
+        assert_eq!((w.ratio, w.lo, w.hi), (1.25, 1.0 / 0.9, 2.0));
+        let w = Worse::of(true, 0.8, 0.5, 0.9);
+        assert_eq!((w.ratio, w.lo, w.hi), (0.8, 0.5, 0.9));
     }
 
     #[test]

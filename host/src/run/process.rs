@@ -9,12 +9,14 @@
 use super::child::{self, Containment, Ended, Finished, kill_group};
 use super::executor::Halt;
 use super::interrupt::Interrupt;
-use super::result::{Cpu, Latency, RunResult, WindowStats, encode_histogram, new_histogram};
+use super::result::{
+    Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats, encode_histogram, new_histogram,
+};
 use super::worker::HashedFile;
 use crate::limits;
 use crate::plan::inputs::{check_input, process_files};
 use crate::plan::seal::{SealedPlan, Slot};
-use crate::plan::spec::{Measure, ParamValue, ProcessSpec};
+use crate::plan::spec::{Arrival, Measure, ParamValue, ProcessSpec};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
@@ -109,7 +111,75 @@ impl ProcessJob {
             workers: self.workers,
             measure: self.measure,
             call_deadline_ms: self.call_deadline_ms,
+            schedule: Schedule::of(self.measure, self.seed, self.workers),
         }
+    }
+}
+
+/// Rate mode's schedule as the run request carries it (docs/process-arms.md,
+/// "Rate mode"): the run's rate over all workers and each worker's share.
+#[derive(Debug, Clone, Serialize)]
+struct Schedule {
+    rate_per_s: f64,
+    arrival: Arrival,
+    seed: u64,
+    workers: Vec<Share>,
+}
+
+/// One worker's part of a [`Schedule`]: its own stream of intended starts.
+#[derive(Debug, Clone, Serialize)]
+struct Share {
+    /// Intended starts per second of this worker (the run's rate / workers).
+    rate_per_s: f64,
+    /// Its first intended start, seconds after the `warmup` mark.
+    phase_s: f64,
+    /// Its Poisson generator's seed.
+    seed: u64,
+}
+
+impl Schedule {
+    /// The schedule of a rate-mode job; none in the other modes, whose
+    /// requests stay as they were.
+    fn of(measure: Measure, seed: u64, workers: u32) -> Option<Schedule> {
+        let Measure::Rate {
+            rate_per_s,
+            arrival,
+            ..
+        } = measure
+        else {
+            return None;
+        };
+        let workers = workers.max(1);
+        let workers = (0..workers)
+            .map(|i| Share {
+                rate_per_s: rate_per_s / f64::from(workers),
+                // Worker i starts i/rate after worker 0, so constant
+                // arrivals merge into one stream evenly spaced at 1/rate
+                // (the in-process worker's offsets, run/schedule.rs).
+                phase_s: f64::from(i) / rate_per_s,
+                seed: seed.wrapping_add(u64::from(i)) & SEED_MASK,
+            })
+            .collect();
+        Some(Schedule {
+            rate_per_s,
+            arrival,
+            seed,
+            workers,
+        })
+    }
+
+    /// Bounds on the intended starts a measured window of `measured_s`
+    /// seconds holds: exact up to one per worker for constant arrivals,
+    /// within six standard deviations for Poisson ones.
+    fn scheduled_bounds(&self, measured_s: f64) -> (f64, f64) {
+        let expected = self.rate_per_s * measured_s;
+        let slack = self.workers.len() as f64
+            + 1.0
+            + match self.arrival {
+                Arrival::Constant => 0.0,
+                Arrival::Poisson => 6.0 * expected.sqrt(),
+            };
+        ((expected - slack).max(0.0), expected + slack)
     }
 }
 
@@ -125,6 +195,8 @@ struct Request<'a> {
     workers: u32,
     measure: Measure,
     call_deadline_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule: Option<Schedule>,
 }
 
 /// One line of the program's stdout.
@@ -141,6 +213,22 @@ struct Hello {
     protocol: serde_json::Value,
     #[serde(default)]
     client: Option<String>,
+    /// The measure modes the program runs; without it, `transactions` and
+    /// `window` (docs/process-arms.md, "Rate mode"). JSON values, not
+    /// [`crate::plan::spec::MeasureMode`]: a mode this blocklab does not know
+    /// is no reason to refuse the program.
+    #[serde(default)]
+    modes: Option<Vec<serde_json::Value>>,
+}
+
+impl Hello {
+    /// Its `modes` list `"rate"`.
+    fn declares_rate(&self) -> bool {
+        self.modes
+            .iter()
+            .flatten()
+            .any(|m| m.as_str() == Some("rate"))
+    }
 }
 
 /// The points the program marks, in the order it must mark them.
@@ -182,6 +270,19 @@ struct Reported {
     latency_ns: Vec<(i64, i64)>,
     #[serde(default)]
     histograms: BTreeMap<String, Vec<(i64, i64)>>,
+    /// Rate mode's account of the schedule.
+    #[serde(default)]
+    open_loop: Option<ReportedOpenLoop>,
+}
+
+/// A rate-mode result's `open_loop` as the program wrote it.
+#[derive(Debug, Deserialize)]
+struct ReportedOpenLoop {
+    scheduled: i64,
+    started: i64,
+    late: i64,
+    start_lag_ns: Vec<(i64, i64)>,
+    service_ns: Vec<(i64, i64)>,
 }
 
 /// What the host saw at one mark: when, and the program's CPU time then.
@@ -198,6 +299,8 @@ struct Events {
     hello: Option<Instant>,
     marks: Vec<Seen>,
     result: Option<Reported>,
+    /// The run is in rate mode: the `hello` must declare `rate`.
+    needs_rate: bool,
 }
 
 /// User plus system CPU time of every thread of `pid`, microseconds, from
@@ -292,6 +395,7 @@ fn run_checked(
     let timeout = limits::seconds("gates.run_timeout_s", timeout_s, true, limits::TIMEOUT_S)?;
     let inputs = hash_inputs(job, binary)?;
     let program = PathBuf::from(&job.process.command[0]);
+    let needs_rate = matches!(job.measure, Measure::Rate { .. });
     let dir = program.parent().unwrap_or(Path::new("/")).to_owned();
     let mut command = Command::new(&program);
     command
@@ -315,10 +419,10 @@ fn run_checked(
                 program.display()
             )
         },
-        read_events,
+        move |stdout, pid| read_events(stdout, pid, needs_rate),
         stderr_tail,
     )?;
-    let exit = Exit::judge(finished, timeout_s)?;
+    let exit = Exit::judge(finished, timeout_s, needs_rate)?;
     let run = Marked::of(exit.events)?;
     let bounds = Bounds {
         in_flight: job.workers.max(1) as f64 * job.in_flight_per_worker(),
@@ -327,6 +431,10 @@ fn run_checked(
         // its end is acknowledged later), but not after the program.
         measured_to_exit_s: exit.exited_at.duration_since(run.start.at).as_secs_f64(),
         lifetime_s: exit.exited_at.duration_since(exit.spawned).as_secs_f64(),
+        schedule: Schedule::of(job.measure, job.seed, job.workers).zip(match job.measure {
+            Measure::Rate { measured_s, .. } => Some(measured_s),
+            _ => None,
+        }),
     };
     let checked = check(&run.reported, &bounds)?;
     let phases_ms = run.phases_ms(exit.spawned, exit.exited_at);
@@ -345,7 +453,11 @@ impl Exit {
     /// How the program ended, judged before its figures are: an interrupt,
     /// a timeout, a protocol violation, processes left behind, a signal or
     /// a non-zero exit each fail the run, with its stderr's last lines.
-    fn judge(finished: Finished<Result<Events, String>>, timeout_s: f64) -> anyhow::Result<Exit> {
+    fn judge(
+        finished: Finished<Result<Events, String>>,
+        timeout_s: f64,
+        needs_rate: bool,
+    ) -> anyhow::Result<Exit> {
         let Finished {
             ended,
             stdout: events,
@@ -389,10 +501,14 @@ impl Exit {
         }
         let code = libc::WEXITSTATUS(status);
         if code != 0 {
-            let hint = if code == 2 {
-                "; exit status 2 means the program does not know the workload or the request"
-            } else {
-                ""
+            let hint = match (code, needs_rate) {
+                (2, false) => {
+                    "; exit status 2 means the program does not know the workload or the request"
+                }
+                (2, true) => {
+                    "; exit status 2 means the program does not know the workload or the request, here perhaps rate mode: use a client whose `hello` lists `\"rate\"` in `modes` (docs/process-arms.md, \"Rate mode\"), or run this arm with `measure.mode = \"window\"`"
+                }
+                _ => "",
             };
             return Err(said(format!("it exited with status {code}{hint}")));
         }
@@ -469,7 +585,9 @@ fn result(
     let window_us = run.end.cpu_us.saturating_sub(run.start.cpu_us);
     let measured = checked.measured;
     let per_txn = |x: u64| x as f64 / measured.max(1) as f64;
-    let window = matches!(job.measure, Measure::Window { .. }).then(|| {
+    // Rate mode keeps window mode's acknowledged records (ingest's
+    // offered records per second against the acknowledged ones).
+    let window = matches!(job.measure, Measure::Window { .. } | Measure::Rate { .. }).then(|| {
         WindowStats::of_window(reported.measured_s, &checked.counters, &checked.histograms)
     });
     Ok(RunResult {
@@ -505,7 +623,24 @@ fn result(
         from_cache: false,
         phases_ms,
         window,
-        open_loop: None,
+        open_loop: match (job.measure, checked.open_loop) {
+            (
+                Measure::Rate {
+                    rate_per_s,
+                    arrival,
+                    ..
+                },
+                Some(o),
+            ) => Some(OpenLoop::of(
+                rate_per_s,
+                arrival,
+                reported.measured_s,
+                o.counts,
+                &o.start_lag,
+                &o.service,
+            )),
+            _ => None,
+        },
         client_runtime: None,
         histogram: Some(encode_histogram(&checked.latency)?),
         profile: None,
@@ -568,8 +703,12 @@ fn stderr_tail(stderr: std::process::ChildStderr) -> String {
 
 /// Reads events until EOF, checking their order; the first violation kills
 /// the program's group and is returned.
-fn read_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, String> {
-    let outcome = collect_events(stdout, pid);
+fn read_events(
+    stdout: std::process::ChildStdout,
+    pid: i32,
+    needs_rate: bool,
+) -> Result<Events, String> {
+    let outcome = collect_events(stdout, pid, needs_rate);
     if outcome.is_err() {
         kill_group(pid);
     }
@@ -578,8 +717,15 @@ fn read_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, St
 
 /// The program's events up to EOF; the first violation of the protocol
 /// (or of the cap on a line) is the error.
-fn collect_events(stdout: std::process::ChildStdout, pid: i32) -> Result<Events, String> {
-    let mut events = Events::default();
+fn collect_events(
+    stdout: std::process::ChildStdout,
+    pid: i32,
+    needs_rate: bool,
+) -> Result<Events, String> {
+    let mut events = Events {
+        needs_rate,
+        ..Events::default()
+    };
     let mut reader = BufReader::new(stdout);
     let mut buf = Vec::new();
     for number in 1.. {
@@ -637,6 +783,16 @@ impl Events {
                         limits::clip(&hello.protocol.to_string())
                     ));
                 }
+                if self.needs_rate && !hello.declares_rate() {
+                    return Err(format!(
+                        "its `hello` declares no `\"rate\"` in `modes` ({}), so it cannot keep the schedule of `measure.mode = \"rate\"`; use a client whose `hello` lists `\"rate\"` in `modes` (docs/process-arms.md, \"Rate mode\"), or run this arm with `measure.mode = \"window\"`",
+                        match &hello.modes {
+                            Some(m) => limits::clip(&serde_json::to_string(m).unwrap_or_default())
+                                .into_owned(),
+                            None => "it gives none".to_owned(),
+                        }
+                    ));
+                }
                 self.hello = Some(at);
                 self.client = hello.client.map(|c| limits::clip(&c).into_owned());
             }
@@ -684,6 +840,14 @@ struct Checked {
     counters: BTreeMap<String, i64>,
     latency: Histogram<u64>,
     histograms: BTreeMap<String, Histogram<u64>>,
+    open_loop: Option<CheckedOpenLoop>,
+}
+
+/// Rate mode's figures once checked.
+struct CheckedOpenLoop {
+    counts: OpenLoopCounts,
+    start_lag: Histogram<u64>,
+    service: Histogram<u64>,
 }
 
 /// A count the program reported, refused when negative.
@@ -727,6 +891,8 @@ struct Bounds {
     measured_to_exit_s: f64,
     /// Spawn to exit, seconds.
     lifetime_s: f64,
+    /// Rate mode: the schedule sent and the measured window it asked for.
+    schedule: Option<(Schedule, f64)>,
 }
 
 /// Checks the result against itself and the host's clock:
@@ -778,22 +944,17 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
             latency.len()
         );
     }
-    let longest_s = latency.max() as f64 / 1e9;
-    if longest_s > bounds.lifetime_s + 1.0 {
-        bail!(
-            "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
-            bounds.lifetime_s
-        );
-    }
-    let span_s = bounds.measured_to_exit_s;
-    let allowed_s = bounds.in_flight * span_s * 1.1 + 1.0;
-    let total_s = total_ns as f64 / 1e9;
-    if total_s > allowed_s {
-        bail!(
-            "its latencies add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
-            bounds.in_flight
-        );
-    }
+    let open_loop = match &bounds.schedule {
+        Some((schedule, window_s)) => Some(check_open_loop(
+            r,
+            (measured, errors),
+            (&latency, total_ns),
+            schedule,
+            *window_s,
+        )?),
+        None => None,
+    };
+    check_time(bounds, &latency, total_ns, open_loop.as_ref().map(|o| o.1))?;
     let mut histograms = BTreeMap::new();
     for (name, pairs) in &r.histograms {
         limits::name("a histogram's name", name)?;
@@ -808,7 +969,118 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         counters: r.counters.clone(),
         latency,
         histograms,
+        open_loop: open_loop.map(|o| o.0),
     })
+}
+
+/// Checks the result's times against the host's clock: no transaction
+/// outlasts the program, and no more time was spent in transactions than
+/// the in-flight ones had (`service_ns`: rate mode's service times total).
+fn check_time(
+    bounds: &Bounds,
+    latency: &Histogram<u64>,
+    total_ns: u128,
+    service_ns: Option<u128>,
+) -> anyhow::Result<()> {
+    let longest_s = latency.max() as f64 / 1e9;
+    if longest_s > bounds.lifetime_s + 1.0 {
+        bail!(
+            "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
+            bounds.lifetime_s
+        );
+    }
+    // Rate mode's latency counts queueing from the intended start, which a
+    // client that falls behind piles up without limit: the time bound holds
+    // for the service time, when a transaction really was in flight.
+    let (what, total_ns) = match service_ns {
+        Some(service_ns) => ("service times", service_ns),
+        None => ("latencies", total_ns),
+    };
+    let span_s = bounds.measured_to_exit_s;
+    let allowed_s = bounds.in_flight * span_s * 1.1 + 1.0;
+    let total_s = total_ns as f64 / 1e9;
+    if total_s > allowed_s {
+        bail!(
+            "its {what} add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
+            bounds.in_flight
+        );
+    }
+    Ok(())
+}
+
+/// Checks a rate-mode result's `open_loop` against its other figures and
+/// the schedule sent (docs/process-arms.md, "Rate mode"); returns it with
+/// its service times' total, ns. `window_s` is the requested window.
+fn check_open_loop(
+    r: &Reported,
+    (measured, errors): (u64, u64),
+    (latency, latency_ns): (&Histogram<u64>, u128),
+    schedule: &Schedule,
+    window_s: f64,
+) -> anyhow::Result<(CheckedOpenLoop, u128)> {
+    let o = r.open_loop.as_ref().context(
+        "its result has no `open_loop`, which a rate-mode result must give (scheduled, started and late counts, start_lag_ns and service_ns); see docs/process-arms.md, \"Rate mode\"",
+    )?;
+    let scheduled = count("open_loop.scheduled", o.scheduled)?;
+    let started = count("open_loop.started", o.started)?;
+    let late = count("open_loop.late", o.late)?;
+    let (low, high) = schedule.scheduled_bounds(window_s);
+    if (scheduled as f64) < low || scheduled as f64 > high {
+        bail!(
+            "its result gives `open_loop.scheduled = {scheduled}`, but the schedule sent holds {low:.0} to {high:.0} intended starts in a {} s window at {} per second; count the intended starts that fall in the measured window",
+            limits::show(window_s),
+            limits::show(schedule.rate_per_s)
+        );
+    }
+    if started > scheduled || late > started || measured != started {
+        bail!(
+            "its result gives `open_loop` scheduled = {scheduled}, started = {started}, late = {late} with measured = {measured}; a client reports late ≤ started ≤ scheduled and measures every transaction it started"
+        );
+    }
+    let (start_lag, _) = histogram("open_loop.start_lag_ns", &o.start_lag_ns)?;
+    if start_lag.len() != started {
+        bail!(
+            "its result's `open_loop.start_lag_ns` counts {} starts, but it reports {started} started (one lag per start)",
+            start_lag.len()
+        );
+    }
+    // Rounded to 3 digits, a lag near the threshold may land either side.
+    let late_ns = OpenLoop::LATE_US as u64 * 1_000;
+    let surely_late = start_lag.count_between(late_ns + late_ns / 500, u64::MAX);
+    let maybe_late = start_lag.count_between(late_ns - late_ns / 500, u64::MAX);
+    if late < surely_late || late > maybe_late {
+        bail!(
+            "its result gives `open_loop.late = {late}`, but its `start_lag_ns` holds {surely_late} starts later than {} µs; count as late the starts that began more than that after their intended time",
+            OpenLoop::LATE_US
+        );
+    }
+    let (service, service_ns) = histogram("open_loop.service_ns", &o.service_ns)?;
+    if service.len() != measured - errors {
+        bail!(
+            "its result's `open_loop.service_ns` counts {} transactions, but it reports {measured} measured with {errors} errors (the counts must sum to measured minus errors)",
+            service.len()
+        );
+    }
+    // Latency from the intended start is the start lag plus the service
+    // time, never less (up to the 3-digit rounding of both).
+    if (latency_ns as f64) < service_ns as f64 * 0.998 || latency.max() < service.max() * 998 / 1000
+    {
+        bail!(
+            "its `latency_ns` adds up to less than its `open_loop.service_ns`; in rate mode latency counts from each transaction's intended start, service time from its actual start"
+        );
+    }
+    Ok((
+        CheckedOpenLoop {
+            counts: OpenLoopCounts {
+                scheduled,
+                started,
+                late,
+            },
+            start_lag,
+            service,
+        },
+        service_ns,
+    ))
 }
 
 #[cfg(test)]
@@ -825,6 +1097,7 @@ mod tests {
             window_s: 1.0,
             measured_to_exit_s: 1.0,
             lifetime_s: 2.0,
+            schedule: None,
         }
     }
 
@@ -847,6 +1120,85 @@ mod tests {
         );
         let e = check(&r, &bounds(64.0)).err().unwrap().to_string();
         assert!(e.contains("cannot outlast the program"), "{e}");
+    }
+
+    fn rate(arrival: Arrival) -> Measure {
+        Measure::Rate {
+            warmup_s: 0.0,
+            measured_s: 1.0,
+            rate_per_s: 200.0,
+            arrival,
+        }
+    }
+
+    #[test]
+    fn a_constant_schedule_spreads_the_rate_evenly_over_the_workers() {
+        let s = Schedule::of(rate(Arrival::Constant), 7, 4).unwrap();
+        let shares: Vec<(f64, f64, u64)> = s
+            .workers
+            .iter()
+            .map(|w| (w.rate_per_s, w.phase_s, w.seed))
+            .collect();
+        assert_eq!(
+            shares,
+            [
+                (50.0, 0.0, 7),
+                (50.0, 0.005, 8),
+                (50.0, 0.01, 9),
+                (50.0, 0.015, 10)
+            ]
+        );
+        // Merged, the workers' starts are 1/200 s apart.
+        let mut starts: Vec<f64> = s
+            .workers
+            .iter()
+            .flat_map(|w| (0..50).map(move |k| w.phase_s + k as f64 / w.rate_per_s))
+            .collect();
+        starts.sort_by(f64::total_cmp);
+        for pair in starts.windows(2) {
+            assert!((pair[1] - pair[0] - 0.005).abs() < 1e-9, "{pair:?}");
+        }
+        assert_eq!(s.scheduled_bounds(1.0), (195.0, 205.0));
+        let poisson = Schedule::of(rate(Arrival::Poisson), 7, 4).unwrap();
+        assert_eq!(poisson.workers[3].phase_s, 0.015);
+        assert_eq!(poisson.scheduled_bounds(1.0).0, 195.0 - 6.0 * 200f64.sqrt());
+        assert!(
+            Schedule::of(
+                Measure::Transactions {
+                    warmup: 0,
+                    measured: 1
+                },
+                7,
+                4
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_rate_result_is_bounded_by_its_service_time_not_its_queueing() {
+        let mut b = bounds(1.0);
+        b.schedule = Some((Schedule::of(rate(Arrival::Constant), 7, 1).unwrap(), 1.0));
+        // 200 transactions of 1 ms service, queued up to 400 ms behind
+        // schedule: latencies add up to 40 s in a 1 s window, service to
+        // 0.2 s, which one worker can spend.
+        let r = reported(
+            r#"{"warmup":0,"measured":200,"measured_s":1.0,"errors":0,"latency_ns":[[200000000,200]],
+                "open_loop":{"scheduled":200,"started":200,"late":199,
+                  "start_lag_ns":[[0,1],[199000000,199]],"service_ns":[[1000000,200]]}}"#,
+        );
+        let c = check(&r, &b).unwrap().open_loop.unwrap();
+        assert_eq!(
+            c.counts,
+            OpenLoopCounts {
+                scheduled: 200,
+                started: 200,
+                late: 199
+            }
+        );
+        // Without the schedule (another mode) the same latencies are refused.
+        let e = check(&r, &bounds(1.0)).err().unwrap().to_string();
+        assert!(e.contains("more transactions than time allows"), "{e}");
     }
 
     #[test]

@@ -578,3 +578,57 @@ fn minimal_clients_run_noop_in_both_measure_modes() {
         );
     }
 }
+
+/// Rate mode in the minimal clients (docs/process-arms.md, "Rate mode"):
+/// they declare it, keep a Poisson schedule that the seed fixes (the same
+/// seed, the same intended starts in the window), and account for every
+/// start.
+#[test]
+fn minimal_clients_keep_a_seeded_poisson_schedule() {
+    let mut clients = vec![vec![
+        python(),
+        repo()
+            .join("peers/examples/minimal.py")
+            .display()
+            .to_string(),
+    ]];
+    match go_peers() {
+        Ok(p) => clients.push(vec![p.dir.join("minimal-go").display().to_string()]),
+        Err(why) => println!("minimal-go skipped: {why}"),
+    }
+    let request = |seed: u64| {
+        json!({"protocol": 1, "workload": "noop", "arm": "noop", "target": {},
+            "params": {}, "seed": seed, "workers": 2,
+            "measure": {"mode": "rate", "warmup_s": 0.05, "measured_s": 0.3,
+                        "rate_per_s": 400.0, "arrival": "poisson"},
+            "call_deadline_ms": 1000,
+            "schedule": {"rate_per_s": 400.0, "arrival": "poisson", "seed": seed, "workers": [
+                {"rate_per_s": 200.0, "phase_s": 0.0, "seed": seed},
+                {"rate_per_s": 200.0, "phase_s": 0.0, "seed": seed + 1}]}})
+    };
+    for argv in &clients {
+        let mut counts = Vec::new();
+        for seed in [11, 11] {
+            let o = run_peer(argv, &request(seed), None);
+            assert_protocol(argv, &o);
+            let hello = &o.events[0]["hello"];
+            assert!(
+                hello["modes"]
+                    .as_array()
+                    .is_some_and(|m| m.contains(&json!("rate"))),
+                "{argv:?}: {hello}"
+            );
+            let r = o.result();
+            let open = &r["open_loop"];
+            let started = open["started"].as_u64().unwrap();
+            assert_eq!(r["measured"].as_u64(), Some(started), "{argv:?}: {r}");
+            assert_eq!(histogram_count(&open["start_lag_ns"]), started);
+            assert_eq!(histogram_count(&open["service_ns"]), started);
+            assert_eq!(histogram_count(&r["latency_ns"]), started);
+            counts.push(open["scheduled"].as_u64().unwrap());
+        }
+        // 120 expected; the seed fixes the draw.
+        assert_eq!(counts[0], counts[1], "{argv:?}");
+        assert!((60..=180).contains(&counts[0]), "{argv:?}: {counts:?}");
+    }
+}

@@ -14,14 +14,18 @@ fn misbehave() -> PathBuf {
 /// A transactions-mode plan of workload `noop` against the local ingest
 /// server with `arms`, each run allowed `timeout_s`.
 fn plan(dir: &Path, name: &str, timeout_s: f64, arms: &str) -> PathBuf {
+    plan_measuring(dir, name, timeout_s, "warmup = 0\nmeasured = 10", arms)
+}
+
+/// [`plan`] with `measure` as the `[measure]` table's body.
+fn plan_measuring(dir: &Path, name: &str, timeout_s: f64, measure: &str, arms: &str) -> PathBuf {
     let text = format!(
         r#"
 name = "{name}"
 seed = 15
 blocks = 2
 [measure]
-warmup = 0
-measured = 10
+{measure}
 [bootstrap]
 resamples = 200
 [gates]
@@ -49,10 +53,20 @@ fn arm(name: &str, baseline: bool, mode: &str) -> String {
 /// Runs a campaign of a behaving arm and one in `mode`; asserts the
 /// behaving arm's runs are clean and returns the failed arm's reasons.
 fn contained(mode: &str, timeout_s: f64) -> Vec<String> {
+    contained_measuring(TRANSACTIONS, "ok", mode, timeout_s)
+}
+
+/// The `[measure]` body of [`plan`].
+const TRANSACTIONS: &str = "warmup = 0\nmeasured = 10";
+/// A rate-mode `[measure]` body: 10 intended starts in the measured window.
+const RATE: &str = "mode = \"rate\"\nmeasured_s = 0.2\nrate = 50";
+
+/// [`contained`] under `measure`, the behaving arm in `good`.
+fn contained_measuring(measure: &str, good: &str, mode: &str, timeout_s: f64) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let arms = arm("good", true, "ok") + &arm("bad", false, mode);
-    let p = plan(dir.path(), mode, timeout_s, &arms);
+    let arms = arm("good", true, good) + &arm("bad", false, mode);
+    let p = plan_measuring(dir.path(), mode, timeout_s, measure, &arms);
     let r = campaign(&data, &p, &[]);
     // Finished with failed runs: exit code 3 (docs/cli.md).
     assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
@@ -457,4 +471,182 @@ fn the_cross_sdk_campaign_runs_every_implementation_and_reports_each_ones_ratio(
     }
     let e = crate::support::effect(&rep, "grpc-go-per-stream", "records_per_s");
     assert_eq!(e["baseline"], "tonic-per-stream", "{e}");
+}
+
+/// Rate mode (docs/process-arms.md, "Rate mode"): a program whose `hello`
+/// does not declare `rate` is refused, naming the arm and what to do.
+#[test]
+fn a_rate_run_of_a_program_that_does_not_declare_rate_is_refused() {
+    let reasons = contained_measuring(RATE, "rate-ok", "ok", 60.0);
+    assert_all(
+        &reasons,
+        &[
+            "its `hello` declares no `\"rate\"` in `modes` (it gives none)",
+            "use a client whose `hello` lists `\"rate\"` in `modes`",
+            "measure.mode = \"window\"",
+        ],
+    );
+}
+
+/// A rate-mode result whose open-loop account contradicts itself or the
+/// schedule sent fails the run, saying what is wrong.
+#[test]
+fn a_malformed_open_loop_report_fails_the_run() {
+    for (mode, needles) in [
+        (
+            "rate-no-open-loop",
+            &["its result has no `open_loop`", "Rate mode"][..],
+        ),
+        (
+            "rate-started-over",
+            &["started = 15", "late ≤ started ≤ scheduled"][..],
+        ),
+        (
+            "rate-scheduled-off",
+            &[
+                "`open_loop.scheduled = 30`",
+                "holds 8 to 12 intended starts",
+            ][..],
+        ),
+        (
+            "rate-late-lies",
+            &["`open_loop.late = 0`", "holds 10 starts later than 1000 µs"][..],
+        ),
+        (
+            "rate-latency-below-service",
+            &["`latency_ns` adds up to less than its `open_loop.service_ns`"][..],
+        ),
+        (
+            "rate-bad-histogram",
+            &[
+                "`open_loop.service_ns` count of `1000 = -1`",
+                "negative count",
+            ][..],
+        ),
+    ] {
+        let reasons = contained_measuring(RATE, "rate-ok", mode, 60.0);
+        assert_all(&reasons, needles);
+    }
+}
+
+/// Issue 20 point 2 for process arms: a rate-mode campaign of the minimal
+/// Go and Python clients keeps the offered rate (not short at 200/s), and
+/// latency from the intended start is at least the service time.
+#[test]
+fn go_and_python_process_arms_keep_a_rate_schedule() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = format!(
+        "[\"python3\", \"{}\"]",
+        repo.join("peers/examples/minimal.py").display()
+    );
+    let go = match crate::peers::go_peers() {
+        Ok(peers) => format!("[\"{}\"]", peers.dir.join("minimal-go").display()),
+        Err(why) => return println!("skipped: {why}"),
+    };
+    let arm = |name: &str, baseline: bool, command: &str| {
+        format!(
+            "[[arms]]\nname = \"{name}\"\nbaseline = {baseline}\nparams = {{ busy_ns = 20000 }}\nclient = {{ kind = \"process\", command = {command} }}\ntarget = {{ kind = \"grpc\", endpoint = \"local:grpc-ingest\" }}\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let measure = "mode = \"rate\"\nwarmup_s = 0.1\nmeasured_s = 0.5\nrate = 200";
+    let arms = arm("go", true, &go) + &arm("py", false, &python);
+    let p = plan_measuring(dir.path(), "rate", 60.0, measure, &arms);
+    let r = campaign(&data, &p, &["--set", "workers=2"]);
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        assert_eq!(run["status"], "ok", "{run}");
+        let o = &run["open_loop"];
+        assert_eq!(o["offered_per_s"], 200.0, "{run}");
+        assert_eq!(o["arrival"], "constant", "{run}");
+        // 0.5 s at 200/s: 100 intended starts, each started.
+        let scheduled = o["scheduled"].as_u64().unwrap();
+        assert!((99..=101).contains(&scheduled), "{run}");
+        assert_eq!(run["measured"].as_u64(), Some(scheduled), "{run}");
+        assert_eq!(o["short"], false, "{run}");
+        let achieved = o["achieved_per_s"].as_f64().unwrap();
+        assert!(achieved >= 200.0 * 0.95, "{run}");
+        // Latency counts from the intended start: lag plus service time.
+        for p in ["p50", "p99", "max"] {
+            let latency = run["latency_us"][p].as_f64().unwrap();
+            let service = o["service_us"][p].as_f64().unwrap();
+            assert!(latency >= service * 0.999, "{p}: {run}");
+        }
+        // Each transaction busy-waits 20 µs.
+        assert!(o["service_us"]["p50"].as_f64().unwrap() >= 20.0, "{run}");
+    }
+}
+
+/// The ingest peers in rate mode: grpc-go and grpcio streaming clients
+/// offer batches at the rate (records/s = rate × batch_records) against the
+/// local ingest server, and unary calls at the rate, keep it, and count
+/// latency from the intended start.
+#[test]
+fn the_ingest_peers_keep_a_rate_schedule_of_batches_and_calls() {
+    let go = match crate::peers::go_peers() {
+        Ok(peers) => peers.dir.join("go-ingest"),
+        Err(why) => return println!("skipped: {why}"),
+    };
+    if let Err(why) = crate::peers::grpcio() {
+        return println!("skipped: {why}");
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let arm = |name: &str, baseline: bool, command: String| {
+        format!(
+            "[[arms]]\nname = \"{name}\"\nbaseline = {baseline}\nclient = {{ kind = \"process\", command = {command} }}\ntarget = {{ kind = \"grpc\", endpoint = \"local:grpc-ingest\" }}\n"
+        )
+    };
+    let arms = arm("grpc-go", true, format!("[\"{}\"]", go.display()))
+        + &arm(
+            "grpcio",
+            false,
+            format!(
+                "[\"python3\", \"{}\"]",
+                repo.join("peers/py-ingest/ingest.py").display()
+            ),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let measure = "mode = \"rate\"\nwarmup_s = 0.1\nmeasured_s = 0.5\nrate = 200";
+    let p = plan_measuring(dir.path(), "ingest-rate", 60.0, measure, &arms);
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "name = \"noop\"",
+        "name = \"unary\"\n[[workloads]]\nname = \"ingest\"\nparams = { batch_records = 64, record_bytes = 256, max_in_flight = 4096 }",
+    );
+    std::fs::write(&p, text).unwrap();
+    let r = campaign(&data, &p, &["--set", "workers=2"]);
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let rep = report(&data);
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8);
+    for run in runs {
+        assert_eq!(run["status"], "ok", "{run}");
+        assert_eq!(run["errors"], 0, "{run}");
+        let o = &run["open_loop"];
+        let scheduled = o["scheduled"].as_u64().unwrap();
+        assert!((99..=101).contains(&scheduled), "{run}");
+        assert_eq!(o["short"], false, "{run}");
+        // Acks are read as they arrive, not only at the drain: the window
+        // saw most of its batches acknowledged (64 records each).
+        if run["workload"] == "ingest" {
+            let acked = run["counters"]["acked_records"].as_u64().unwrap();
+            let sent = 64 * run["measured"].as_u64().unwrap();
+            assert!(acked >= sent / 2, "{run}");
+        }
+        // At 100 batches/s per worker against an idle local server, an ack
+        // takes well under a 100 ms, not the window's length.
+        assert!(
+            o["service_us"]["p50"].as_f64().unwrap() < 100_000.0,
+            "{run}"
+        );
+        for p in ["p50", "p99", "max"] {
+            let latency = run["latency_us"][p].as_f64().unwrap();
+            let service = o["service_us"][p].as_f64().unwrap();
+            assert!(latency >= service * 0.999, "{p}: {run}");
+        }
+    }
 }
