@@ -160,6 +160,7 @@ pub fn cases() -> Vec<Case> {
         commit_versions_increase,
         read_only_commit_returns_read_version,
         cancel_fails_later_calls,
+        a_new_transaction_starts_fresh,
         use_after_commit_fails,
         transact_counts_retries,
     ]
@@ -1122,6 +1123,43 @@ fn cancel_fails_later_calls(h: &dyn Harness, prefix: &[u8]) -> Outcome {
         None,
         "k written by the cancelled transaction",
     )
+}
+
+/// Whatever an ended transaction did (wrote and was cancelled, committed,
+/// gave up in `on_error`), the next one starts clean: no writes, not
+/// cancelled, not committed. A client that reuses one resource per
+/// instance (the Rust SDK resets it, WIT 0.2.0) must keep this.
+fn a_new_transaction_starts_fresh(h: &dyn Harness, prefix: &[u8]) -> Outcome {
+    let (k, done) = (key(prefix, "k"), key(prefix, "done"));
+    let mut t = h.begin();
+    t.set(&k, b"cancelled");
+    t.cancel();
+    drop(t);
+    let mut t = h.begin();
+    check_value(
+        t.get(&k, false).step("get after a cancelled one")?,
+        None,
+        "k in a new transaction after a cancelled one wrote it",
+    )?;
+    t.set(&done, b"1");
+    t.commit().step("commit after a cancelled one")?;
+    drop(t);
+    let mut t = h.begin();
+    check_value(
+        t.get(&done, false).step("get after a committed one")?,
+        Some(b"1"),
+        "the committed write, read by the next transaction",
+    )?;
+    expect_error(
+        t.on_error(Error::new(KEY_TOO_LARGE)),
+        KEY_TOO_LARGE,
+        "on_error(key_too_large) gives up",
+    )?;
+    drop(t);
+    let mut t = h.begin();
+    t.get_read_version()
+        .step("get_read_version after one that gave up")?;
+    t.commit().step("commit after one that gave up").map(drop)
 }
 
 fn use_after_commit_fails(h: &dyn Harness, prefix: &[u8]) -> Outcome {

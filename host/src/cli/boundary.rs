@@ -10,6 +10,10 @@ pub(super) struct BoundaryArgs {
     /// The workload component to compare with the builtin workloads.
     #[arg(long, default_value = "target/plugins/kv-basic.wasm")]
     plugin: PathBuf,
+    /// Another build of the plugin's workloads to measure in the same rounds
+    /// (e.g. one built against an older WIT): before and after side by side.
+    #[arg(long, value_name = "PLUGIN.wasm")]
+    baseline: Option<PathBuf>,
     /// Workloads to measure [default: all the plugin offers].
     #[arg(long = "workload")]
     workloads: Vec<String>,
@@ -27,13 +31,14 @@ pub(super) struct BoundaryArgs {
 }
 
 pub(super) fn main(args: BoundaryArgs) -> anyhow::Result<ExitCode> {
-    crate::run::boundary::measure(
-        &args.plugin,
-        &args.workloads,
-        args.warmup,
-        args.measured,
-        args.rounds,
-        args.limits.limits(),
-        args.limits.cache_dir(),
-    )
+    crate::run::boundary::measure(&crate::run::boundary::Bench {
+        plugin: args.plugin,
+        baseline: args.baseline,
+        workloads: args.workloads,
+        warmup: args.warmup,
+        measured: args.measured,
+        rounds: args.rounds,
+        limits: args.limits.limits(),
+        cache_dir: args.limits.cache_dir(),
+    })
 }

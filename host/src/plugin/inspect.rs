@@ -77,7 +77,7 @@ pub fn inspect(
     let mut warnings = Vec::new();
     if world_name == "unknown" {
         warnings.push(
-            "exports no blocklab:bench interface: not a workload plugin or adapter (build it against a world of wit/worlds.wit)"
+            "exports no blocklab:bench interface: not a workload plugin or adapter (build it against a world of wit/v0.2.0/worlds.wit)"
                 .to_owned(),
         );
     }
@@ -85,7 +85,7 @@ pub fn inspect(
         && !wit_version_supported(v)
     {
         warnings.push(format!(
-            "built against blocklab:bench@{v}, this host speaks {} (rebuild it against wit/ of this release)",
+            "built against blocklab:bench@{v}, this host speaks {} (rebuild it against wit/v0.2.0/ of this release)",
             SUPPORTED_WIT_VERSIONS.join(", ")
         ));
     }

@@ -415,7 +415,7 @@ const KV_ADAPTER_RS: &str = r#"//! A blocklab kv adapter: composed between a wor
 //! override forwards unchanged.
 
 use blocklab_sdk::adapter::KvAdapter;
-use blocklab_sdk::kv::{self, Error, KeyValue, RangeOptions};
+use blocklab_sdk::kv::{self, Error, RangeOptions, Rows};
 
 const PREFIX: &[u8] = b"example/";
 
@@ -444,19 +444,18 @@ impl KvAdapter for Prefixed {
         begin: Vec<u8>,
         end: Vec<u8>,
         options: RangeOptions,
-    ) -> Result<Vec<KeyValue>, Error> {
+    ) -> Result<Rows, Error> {
         let rows = self
             .0
             .get_range_with(&prefixed(&begin), &prefixed(&end), options)?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|row| {
-                Some(KeyValue {
-                    key: unprefixed(&row.key)?.to_vec(),
-                    value: row.value,
-                })
-            })
-            .collect())
+        // Rows come packed in one buffer; build the answer the same way.
+        let mut unprefixed_rows = Rows::new();
+        for row in &rows {
+            if let Some(key) = unprefixed(row.key) {
+                unprefixed_rows.push(key, row.value);
+            }
+        }
+        Ok(unprefixed_rows)
     }
 
     fn set(&self, key: Vec<u8>, value: Vec<u8>) {

@@ -26,6 +26,8 @@ use wasmtime::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+/// `blocklab:bench@0.1.0` (wit/): what Python and JavaScript plugins, and
+/// Rust plugins built before 0.2.0, import and export.
 mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
@@ -39,25 +41,81 @@ mod bindings {
     });
 }
 
+/// `blocklab:bench@0.2.0` (wit/v0.2.0/): packed range rows and a
+/// transaction `reset`; the Rust SDK's version. Linked beside 0.1.0, so a
+/// host loads plugins of either.
+mod bindings_v2 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.2.0",
+        world: "workload-plugin",
+        imports: { default: trappable },
+        with: {
+            "blocklab:bench/kv.transaction": super::TransactionHandle,
+            "blocklab:bench/grpc.stream": super::StreamHandle,
+        },
+        anyhow: true,
+    });
+}
+
 use bindings::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
 
+/// `to_wit` and `from_wit` between [`KvError`] and the `error` variant of
+/// one version's kv bindings (the same cases in every version).
+macro_rules! kv_error_conversions {
+    ($wit_kv:ident) => {
+        fn to_wit(error: KvError) -> $wit_kv::Error {
+            match error {
+                KvError::NotCommitted => $wit_kv::Error::NotCommitted,
+                KvError::TransactionTooOld => $wit_kv::Error::TransactionTooOld,
+                KvError::FutureVersion => $wit_kv::Error::FutureVersion,
+                KvError::KeyTooLarge => $wit_kv::Error::KeyTooLarge,
+                KvError::ValueTooLarge => $wit_kv::Error::ValueTooLarge,
+                KvError::TransactionTooLarge => $wit_kv::Error::TransactionTooLarge,
+                KvError::TimedOut => $wit_kv::Error::TimedOut,
+                KvError::Cancelled => $wit_kv::Error::Cancelled,
+                KvError::Other { code, message } => {
+                    $wit_kv::Error::Other($wit_kv::ErrorDetail { code, message })
+                }
+            }
+        }
+
+        fn from_wit(error: $wit_kv::Error) -> KvError {
+            match error {
+                $wit_kv::Error::NotCommitted => KvError::NotCommitted,
+                $wit_kv::Error::TransactionTooOld => KvError::TransactionTooOld,
+                $wit_kv::Error::FutureVersion => KvError::FutureVersion,
+                $wit_kv::Error::KeyTooLarge => KvError::KeyTooLarge,
+                $wit_kv::Error::ValueTooLarge => KvError::ValueTooLarge,
+                $wit_kv::Error::TransactionTooLarge => KvError::TransactionTooLarge,
+                $wit_kv::Error::TimedOut => KvError::TimedOut,
+                $wit_kv::Error::Cancelled => KvError::Cancelled,
+                // A code with a case of its own (a plugin may build `other(1020)`)
+                // maps to that case, so the host treats it alike.
+                $wit_kv::Error::Other(d) => KvError::from_fdb_code(d.code, &d.message),
+            }
+        }
+    };
+}
+
 mod grpc_host;
+mod v2;
 
 /// The WIT package version this host's bindings are generated from: the
 /// newest it speaks, and the one new plugins should be built against.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 /// Every version of `blocklab:bench` this host loads plugins of. The
 /// promise (docs/plugins.md): a 0.x.y host loads every 0.x.z plugin, since
 /// patch releases only add docs; minor and major releases may break and are
 /// listed here only once the host carries bindings for them.
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION];
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION, "0.1.0"];
 
 /// Whether plugins built against `blocklab:bench@version` load here.
 pub fn wit_version_supported(version: &str) -> bool {
     SUPPORTED_WIT_VERSIONS.contains(&version)
 }
-/// The interface a workload plugin must export.
-const WORKLOAD_EXPORT: &str = "blocklab:bench/workload@0.1.0";
+/// The interface a workload plugin must export (or its 0.1.0 twin).
+const WORKLOAD_EXPORT: &str = "blocklab:bench/workload@0.2.0";
+const WORKLOAD_EXPORT_V1: &str = "blocklab:bench/workload@0.1.0";
 /// How often the epoch advances; deadlines are whole ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
@@ -98,11 +156,11 @@ pub enum PluginError {
     )]
     CoreModule(String),
     #[error(
-        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
+        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/v0.2.0/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
     )]
     WitVersion { name: String, found: String },
     #[error(
-        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/worlds.wit"
+        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/v0.2.0/worlds.wit"
     )]
     NotWorkload { name: String, exports: String },
     #[error(
@@ -214,6 +272,11 @@ impl Runtime {
             |state| state,
         )
         .map_err(anyhow::Error::from)?;
+        bindings_v2::WorkloadPlugin::add_to_linker::<HostState, HasSelf<HostState>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(anyhow::Error::from)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let (ticker_engine, stop) = (engine.clone(), ticker_stop.clone());
@@ -277,7 +340,7 @@ impl Runtime {
         check_header(name, bytes)?;
         let sha256 = hex::encode(Sha256::digest(bytes));
         let (component, cached) = self.compile(name, bytes, &sha256)?;
-        check_world(&self.engine, name, &component)?;
+        let version = check_world(&self.engine, name, &component)?;
         let ty = component.component_type();
         let imports: Vec<String> = ty
             .imports(&self.engine)
@@ -298,10 +361,18 @@ impl Runtime {
                 },
             }
         })?;
-        let pre = bindings::WorkloadPluginPre::new(pre).map_err(|e| PluginError::Compile {
+        let compile_error = |e: wasmtime::Error| PluginError::Compile {
             name: name.to_owned(),
             message: format!("{e:#}"),
-        })?;
+        };
+        let pre = match version {
+            WitVersion::V1 => {
+                Pre::V1(bindings::WorkloadPluginPre::new(pre).map_err(compile_error)?)
+            }
+            WitVersion::V2 => {
+                Pre::V2(bindings_v2::WorkloadPluginPre::new(pre).map_err(compile_error)?)
+            }
+        };
         Ok(Plugin {
             name: name.to_owned(),
             sha256,
@@ -411,11 +482,25 @@ pub(crate) fn check_header(name: &str, bytes: &[u8]) -> Result<(), PluginError> 
     Ok(())
 }
 
-fn check_world(engine: &Engine, name: &str, component: &Component) -> Result<(), PluginError> {
+/// The versions of the workload world this host has bindings for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WitVersion {
+    V1,
+    V2,
+}
+
+fn check_world(
+    engine: &Engine,
+    name: &str,
+    component: &Component,
+) -> Result<WitVersion, PluginError> {
     let ty = component.component_type();
     let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
     if exports.iter().any(|e| e == WORKLOAD_EXPORT) {
-        return Ok(());
+        return Ok(WitVersion::V2);
+    }
+    if exports.iter().any(|e| e == WORKLOAD_EXPORT_V1) {
+        return Ok(WitVersion::V1);
     }
     // A blocklab:bench interface of another version, exported or imported,
     // means the plugin was built against another release's wit/.
@@ -442,12 +527,24 @@ fn check_world(engine: &Engine, name: &str, component: &Component) -> Result<(),
     })
 }
 
+/// A pre-instantiated component of one of the WIT versions.
+enum Pre {
+    V1(bindings::WorkloadPluginPre<HostState>),
+    V2(bindings_v2::WorkloadPluginPre<HostState>),
+}
+
+/// An instance's exports, of the version its component was built against.
+enum Bindings {
+    V1(bindings::WorkloadPlugin),
+    V2(bindings_v2::WorkloadPlugin),
+}
+
 /// A loaded, checked, pre-instantiated workload component.
 pub struct Plugin {
     name: String,
     sha256: String,
     cached: bool,
-    pre: bindings::WorkloadPluginPre<HostState>,
+    pre: Pre,
     grants: Grants,
     limits: Limits,
     ticker: Arc<Ticker>,
@@ -498,16 +595,22 @@ impl Plugin {
                 refused: false,
             },
             live_resources: 0,
+            idle_transactions: 0,
         };
-        let mut store = Store::new(self.pre.engine(), state);
+        let engine = match &self.pre {
+            Pre::V1(pre) => pre.engine(),
+            Pre::V2(pre) => pre.engine(),
+        };
+        let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
         let ticks = deadline_ticks(self.limits.call_deadline);
         store.set_epoch_deadline(ticks);
         store.epoch_deadline_trap();
-        let bindings = self
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| self.call_error(&store, "instantiate", None, e.into()))?;
+        let bindings = match &self.pre {
+            Pre::V1(pre) => pre.instantiate(&mut store).map(Bindings::V1),
+            Pre::V2(pre) => pre.instantiate(&mut store).map(Bindings::V2),
+        }
+        .map_err(|e| self.call_error(&store, "instantiate", None, e.into()))?;
         Ok(WasmInstance {
             store,
             bindings,
@@ -573,7 +676,7 @@ fn describe_trap(
 /// A live plugin instance, used by one worker thread.
 pub struct WasmInstance {
     store: Store<HostState>,
-    bindings: bindings::WorkloadPlugin,
+    bindings: Bindings,
     plugin: String,
     limits: Limits,
     ticks: u64,
@@ -603,38 +706,51 @@ impl WasmInstance {
 impl Instance for WasmInstance {
     fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
         self.begin_call();
-        let infos = self
-            .bindings
-            .blocklab_bench_workload()
-            .call_list(&mut self.store)
-            .map_err(|e| self.fail("list", e.into()))?;
-        Ok(infos
-            .into_iter()
-            .map(|i| WorkloadInfo {
-                name: i.name,
-                description: i.description,
-                params: i
-                    .params
-                    .into_iter()
-                    .map(|p| ParamSpec {
-                        name: p.name,
-                        default: p.default,
-                        help: p.help,
-                    })
-                    .collect(),
-                uses: i.uses,
-            })
-            .collect())
+        // The two versions' `info` records are alike but distinct types.
+        macro_rules! infos {
+            ($exports:expr) => {
+                $exports.call_list(&mut self.store).map(|infos| {
+                    infos
+                        .into_iter()
+                        .map(|i| WorkloadInfo {
+                            name: i.name,
+                            description: i.description,
+                            params: i
+                                .params
+                                .into_iter()
+                                .map(|p| ParamSpec {
+                                    name: p.name,
+                                    default: p.default,
+                                    help: p.help,
+                                })
+                                .collect(),
+                            uses: i.uses,
+                        })
+                        .collect()
+                })
+            };
+        }
+        let infos = match &self.bindings {
+            Bindings::V1(b) => infos!(b.blocklab_bench_workload()),
+            Bindings::V2(b) => infos!(b.blocklab_bench_workload()),
+        };
+        infos.map_err(|e| self.fail("list", e.into()))
     }
 
     fn setup(&mut self, name: &str, params: &[(String, String)]) -> anyhow::Result<()> {
         self.workload = Some(name.to_owned());
         self.begin_call();
-        let result = self
-            .bindings
-            .blocklab_bench_workload()
-            .call_setup(&mut self.store, name, params)
-            .map_err(|e| self.fail("setup", e.into()))?;
+        let result = match &self.bindings {
+            Bindings::V1(b) => {
+                b.blocklab_bench_workload()
+                    .call_setup(&mut self.store, name, params)
+            }
+            Bindings::V2(b) => {
+                b.blocklab_bench_workload()
+                    .call_setup(&mut self.store, name, params)
+            }
+        }
+        .map_err(|e| self.fail("setup", e.into()))?;
         result.map_err(|message| {
             anyhow!(
                 "plugin `{}` refused to set up workload `{name}`: {message}",
@@ -645,11 +761,15 @@ impl Instance for WasmInstance {
 
     fn run(&mut self, iteration: u64) -> anyhow::Result<u32> {
         self.begin_call();
-        match self
-            .bindings
-            .blocklab_bench_workload()
-            .call_run(&mut self.store, iteration)
-        {
+        let result = match &self.bindings {
+            Bindings::V1(b) => b
+                .blocklab_bench_workload()
+                .call_run(&mut self.store, iteration),
+            Bindings::V2(b) => b
+                .blocklab_bench_workload()
+                .call_run(&mut self.store, iteration),
+        };
+        match result {
             Ok(Ok(retries)) => Ok(retries),
             Ok(Err(message)) => Err(anyhow!(WorkloadFailed(message))),
             Err(e) => Err(self.fail("run", e.into())),
@@ -665,7 +785,10 @@ impl Instance for WasmInstance {
     }
 
     fn live_resources(&self) -> u64 {
-        self.store.data().live_resources
+        let state = self.store.data();
+        // An idle transaction (reset, unused since) is a client's pooled
+        // one, not a leak.
+        state.live_resources.saturating_sub(state.idle_transactions)
     }
 }
 
@@ -718,6 +841,8 @@ struct HostState {
     /// Transactions and streams the guest holds: made minus dropped. What
     /// is still live when the run ends is reported as leaked.
     live_resources: u64,
+    /// Of those, transactions reset and not used since (0.2.0's `reset`).
+    idle_transactions: u64,
 }
 
 impl WasiView for HostState {
@@ -730,48 +855,47 @@ impl WasiView for HostState {
 }
 
 /// The host side of a `kv.transaction` resource.
-pub struct TransactionHandle(Box<dyn Transaction>);
+pub struct TransactionHandle {
+    tr: Box<dyn Transaction>,
+    /// Reset and not used since: not counted as leaked.
+    idle: bool,
+}
 
 pub use grpc_host::StreamHandle;
 
-fn to_wit(error: KvError) -> wit_kv::Error {
-    match error {
-        KvError::NotCommitted => wit_kv::Error::NotCommitted,
-        KvError::TransactionTooOld => wit_kv::Error::TransactionTooOld,
-        KvError::FutureVersion => wit_kv::Error::FutureVersion,
-        KvError::KeyTooLarge => wit_kv::Error::KeyTooLarge,
-        KvError::ValueTooLarge => wit_kv::Error::ValueTooLarge,
-        KvError::TransactionTooLarge => wit_kv::Error::TransactionTooLarge,
-        KvError::TimedOut => wit_kv::Error::TimedOut,
-        KvError::Cancelled => wit_kv::Error::Cancelled,
-        KvError::Other { code, message } => {
-            wit_kv::Error::Other(wit_kv::ErrorDetail { code, message })
-        }
-    }
-}
-
-fn from_wit(error: wit_kv::Error) -> KvError {
-    match error {
-        wit_kv::Error::NotCommitted => KvError::NotCommitted,
-        wit_kv::Error::TransactionTooOld => KvError::TransactionTooOld,
-        wit_kv::Error::FutureVersion => KvError::FutureVersion,
-        wit_kv::Error::KeyTooLarge => KvError::KeyTooLarge,
-        wit_kv::Error::ValueTooLarge => KvError::ValueTooLarge,
-        wit_kv::Error::TransactionTooLarge => KvError::TransactionTooLarge,
-        wit_kv::Error::TimedOut => KvError::TimedOut,
-        wit_kv::Error::Cancelled => KvError::Cancelled,
-        // A code with a case of its own (a plugin may build `other(1020)`)
-        // maps to that case, so the host treats it alike.
-        wit_kv::Error::Other(d) => KvError::from_fdb_code(d.code, &d.message),
-    }
-}
+kv_error_conversions!(wit_kv);
 
 impl HostState {
     fn transaction(
         &mut self,
         handle: &Resource<TransactionHandle>,
     ) -> anyhow::Result<&mut dyn Transaction> {
-        Ok(self.table.get_mut(handle)?.0.as_mut())
+        let handle = self.table.get_mut(handle)?;
+        if handle.idle {
+            handle.idle = false;
+            self.idle_transactions -= 1;
+        }
+        Ok(handle.tr.as_mut())
+    }
+
+    fn begin_transaction(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
+        let Some(db) = &self.kv else {
+            bail!(
+                "the workload opened a kv transaction but this arm has no kv target; set `target = {{ kind = \"embedded\" }}` on the arm"
+            );
+        };
+        let tr = db.begin();
+        let handle = self.table.push(TransactionHandle { tr, idle: false })?;
+        self.live_resources += 1;
+        Ok(handle)
+    }
+
+    fn drop_transaction(&mut self, handle: Resource<TransactionHandle>) -> anyhow::Result<()> {
+        if self.table.delete(handle)?.idle {
+            self.idle_transactions -= 1;
+        }
+        self.live_resources = self.live_resources.saturating_sub(1);
+        Ok(())
     }
 }
 
@@ -781,15 +905,7 @@ impl wit_kv::Host for HostState {}
 
 impl wit_kv::HostTransaction for HostState {
     fn new(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
-        let Some(db) = &self.kv else {
-            bail!(
-                "the workload opened a kv transaction but this arm has no kv target; set `target = {{ kind = \"embedded\" }}` on the arm"
-            );
-        };
-        let tr = db.begin();
-        let handle = self.table.push(TransactionHandle(tr))?;
-        self.live_resources += 1;
-        Ok(handle)
+        self.begin_transaction()
     }
 
     fn get_read_version(&mut self, tr: Resource<TransactionHandle>) -> KvResult<u64> {
@@ -872,9 +988,7 @@ impl wit_kv::HostTransaction for HostState {
     }
 
     fn drop(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
-        self.table.delete(tr)?;
-        self.live_resources = self.live_resources.saturating_sub(1);
-        Ok(())
+        self.drop_transaction(tr)
     }
 }
 

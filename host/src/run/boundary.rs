@@ -7,6 +7,7 @@
 //! (plugin mean − builtin mean) within a round; the ratio is the geometric
 //! mean of the within-round ratios, as campaigns compute effects.
 
+use super::result::Latency;
 use super::worker::{RunSpec, execute};
 use crate::plan::spec::Measure;
 use crate::plugin::Instance;
@@ -20,84 +21,129 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// Runs the benchmark and prints its tables to stdout.
-pub fn measure(
-    plugin: &Path,
-    workloads: &[String],
-    warmup: u64,
-    measured: u64,
-    rounds: u32,
-    limits: Limits,
-    cache_dir: Option<PathBuf>,
-) -> anyhow::Result<ExitCode> {
-    load_costs(plugin, limits)?;
+/// What `blocklab boundary` compares, and for how long.
+pub struct Bench {
+    /// The workload component compared with the builtin twins.
+    pub plugin: PathBuf,
+    /// Another build of the same workloads (e.g. against an older WIT),
+    /// measured in the same rounds, so before and after share the machine.
+    pub baseline: Option<PathBuf>,
+    /// Workloads to measure; empty: every one the plugin offers.
+    pub workloads: Vec<String>,
+    pub warmup: u64,
+    pub measured: u64,
+    pub rounds: u32,
+    pub limits: Limits,
+    pub cache_dir: Option<PathBuf>,
+}
 
-    let runtime = Runtime::new(limits, cache_dir.clone())?;
-    let names: Vec<String> = if workloads.is_empty() {
-        let loaded = runtime.load(plugin)?;
-        let mut instance = loaded.instantiate(None, None, Env::new(loaded.name(), 0, 0), 0)?;
-        instance.list()?.into_iter().map(|i| i.name).collect()
-    } else {
-        workloads.to_vec()
-    };
+/// Runs the benchmark and prints its tables to stdout: means (the figure
+/// the goals are stated in) as each workload finishes, then medians, which
+/// a busy machine's preemptions move far less.
+pub fn measure(bench: &Bench) -> anyhow::Result<ExitCode> {
+    load_costs(&bench.plugin, bench.limits)?;
+    if let Some(baseline) = &bench.baseline {
+        load_costs(baseline, bench.limits)?;
+    }
+    let names = workload_names(bench)?;
+    let rounds = bench.rounds;
     println!(
-        "\nmean latency per transaction, {rounds} alternating rounds of {measured} measured (median over rounds)"
+        "\nmean latency per transaction, {rounds} alternating rounds of {} measured (median over rounds)",
+        bench.measured
     );
-    println!(
-        "{:<18} {:>12} {:>12} {:>12} {:>8}",
-        "workload", "builtin µs", "plugin µs", "added ns", "ratio"
-    );
+    println!("{}", header(bench));
+    let mut p50_rows = Vec::new();
     for name in &names {
-        let mut builtin = Vec::new();
-        let mut wasm = Vec::new();
-        for round in 0..rounds {
-            // Alternate which side goes first, so neither always runs warm.
-            let order = if round % 2 == 0 {
-                [true, false]
-            } else {
-                [false, true]
-            };
-            for is_builtin in order {
-                let source = if is_builtin {
-                    PluginSource::Builtin
-                } else {
-                    PluginSource::Wasm(plugin.to_path_buf())
-                };
-                let spec = round_spec(name, source, warmup, measured, round, limits, &cache_dir);
-                let result = execute(&spec).with_context(|| format!("workload `{name}`"))?;
-                let mean = result.latency_us.mean;
-                if is_builtin { &mut builtin } else { &mut wasm }.push(mean);
-            }
-        }
-        let added: Vec<f64> = wasm
-            .iter()
-            .zip(&builtin)
-            .map(|(w, b)| (w - b) * 1_000.0)
-            .collect();
-        let ratios: Vec<f64> = wasm.iter().zip(&builtin).map(|(w, b)| w / b).collect();
-        println!(
-            "{:<18} {:>12.3} {:>12.3} {:>12.0} {:>8.3}",
-            name,
-            median(&builtin),
-            median(&wasm),
-            median(&added),
-            geometric_mean(&ratios)
-        );
+        let sides = round_latencies(bench, name)?;
+        let pick = |f: fn(&Latency) -> f64| -> Vec<Vec<f64>> {
+            sides
+                .iter()
+                .map(|side| side.iter().map(f).collect())
+                .collect()
+        };
+        println!("{}", row(name, &pick(|l| l.mean)));
+        p50_rows.push(row(name, &pick(|l| l.p50)));
+    }
+    println!("\nmedian (p50) latency per transaction, the same runs (median over rounds)");
+    println!("{}", header(bench));
+    for line in p50_rows {
+        println!("{line}");
     }
     Ok(ExitCode::SUCCESS)
 }
 
+fn header(bench: &Bench) -> String {
+    let mut header = format!(
+        "{:<18} {:>12} {:>12} {:>12} {:>8}",
+        "workload", "builtin µs", "plugin µs", "added ns", "ratio"
+    );
+    if bench.baseline.is_some() {
+        header += &format!(
+            " {:>12} {:>12} {:>8}",
+            "baseline µs", "b. added ns", "b. ratio"
+        );
+    }
+    header
+}
+
+/// One workload's line: the builtin's figure, then for each other side its
+/// figure, the median of its within-round differences from the builtin
+/// and the geometric mean of its within-round ratios.
+fn row(name: &str, sides: &[Vec<f64>]) -> String {
+    let builtin = &sides[0];
+    let mut row = format!("{:<18} {:>12.3}", name, median(builtin));
+    for side in &sides[1..] {
+        let added: Vec<f64> = side
+            .iter()
+            .zip(builtin)
+            .map(|(w, b)| (w - b) * 1_000.0)
+            .collect();
+        let ratios: Vec<f64> = side.iter().zip(builtin).map(|(w, b)| w / b).collect();
+        row += &format!(
+            " {:>12.3} {:>12.0} {:>8.3}",
+            median(side),
+            median(&added),
+            geometric_mean(&ratios)
+        );
+    }
+    row
+}
+
+fn workload_names(bench: &Bench) -> anyhow::Result<Vec<String>> {
+    if !bench.workloads.is_empty() {
+        return Ok(bench.workloads.clone());
+    }
+    let runtime = Runtime::new(bench.limits, bench.cache_dir.clone())?;
+    let loaded = runtime.load(&bench.plugin)?;
+    let mut instance = loaded.instantiate(None, None, Env::new(loaded.name(), 0, 0), 0)?;
+    Ok(instance.list()?.into_iter().map(|i| i.name).collect())
+}
+
+/// The latency of each side (builtin, plugin, then the baseline if any) in
+/// each round.
+fn round_latencies(bench: &Bench, name: &str) -> anyhow::Result<Vec<Vec<Latency>>> {
+    let mut sources = vec![
+        PluginSource::Builtin,
+        PluginSource::Wasm(bench.plugin.clone()),
+    ];
+    sources.extend(bench.baseline.clone().map(PluginSource::Wasm));
+    let mut latencies = vec![Vec::new(); sources.len()];
+    for round in 0..bench.rounds {
+        // Rotate which side goes first, so none always runs warm.
+        for k in 0..sources.len() {
+            let side = (k + round as usize) % sources.len();
+            let spec = round_spec(name, sources[side].clone(), bench, round);
+            let result = execute(&spec).with_context(|| format!("workload `{name}`"))?;
+            latencies[side].push(result.latency_us);
+        }
+    }
+    Ok(latencies)
+}
+
 /// One side of one round: workload `name` from `source` on the embedded
 /// store, one worker, seeded by the round.
-fn round_spec(
-    name: &str,
-    source: PluginSource,
-    warmup: u64,
-    measured: u64,
-    round: u32,
-    limits: Limits,
-    cache_dir: &Option<PathBuf>,
-) -> RunSpec {
+fn round_spec(name: &str, source: PluginSource, bench: &Bench, round: u32) -> RunSpec {
+    let (warmup, measured, limits) = (bench.warmup, bench.measured, bench.limits);
     RunSpec {
         workload: name.to_owned(),
         entry: None,
@@ -110,7 +156,7 @@ fn round_spec(
         seed: u64::from(round) + 1,
         call_deadline_ms: limits.call_deadline.as_millis() as u64,
         memory_bytes: limits.memory_bytes,
-        cache_dir: cache_dir.clone(),
+        cache_dir: bench.cache_dir.clone(),
         expected_inputs: Default::default(),
         inject_busy_ns: 0,
         binary: None,

@@ -29,3 +29,4 @@ mod store_damage;
 mod submit;
 mod support;
 mod web;
+mod wit_versions;

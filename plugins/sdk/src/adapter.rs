@@ -28,20 +28,20 @@
 //! [...]` on an arm, `blocklab run --adapter`); calls between them never
 //! leave wasm.
 
-use crate::kv::{self, Error, KeyValue, RangeOptions};
+use crate::kv::{self, Error, RangeOptions, Rows};
 
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
         world: "kv-adapter",
-        path: "../../wit",
+        path: "../../wit/v0.2.0",
         pub_export_macro: true,
         default_bindings_module: "blocklab_sdk::adapter::bindings",
         // The imported kv and env are the workload world's: one set of
         // import glue, and `kv::Transaction` is the adapter's next hop.
         with: {
-            "blocklab:bench/kv@0.1.0": crate::bindings::blocklab::bench::kv,
-            "blocklab:bench/env@0.1.0": crate::bindings::blocklab::bench::env,
+            "blocklab:bench/kv@0.2.0": crate::bindings::blocklab::bench::kv,
+            "blocklab:bench/env@0.2.0": crate::bindings::blocklab::bench::env,
         },
     });
 }
@@ -73,7 +73,7 @@ pub trait KvAdapter: Sized + 'static {
         begin: Vec<u8>,
         end: Vec<u8>,
         options: RangeOptions,
-    ) -> Result<Vec<KeyValue>, Error> {
+    ) -> Result<Rows, Error> {
         self.next().get_range_with(&begin, &end, options)
     }
 
@@ -100,6 +100,13 @@ pub trait KvAdapter: Sized + 'static {
     fn cancel(&self) {
         self.next().cancel();
     }
+
+    /// Makes the transaction fresh for reuse (the workload's SDK calls it
+    /// instead of dropping one); an adapter with per-transaction state
+    /// clears it here too.
+    fn reset(&self) {
+        self.next().reset();
+    }
 }
 
 /// Exports a [`KvAdapter`] as the component's `kv` interface. Use it once,
@@ -121,7 +128,7 @@ pub mod __private {
     //! What `export_kv_adapter!` expands to; not part of the SDK's API.
 
     use super::KvAdapter;
-    use crate::kv::{Error, RangeOptions};
+    use crate::kv::{Error, RangeOptions, Rows};
     use std::marker::PhantomData;
 
     pub use super::bindings::export;
@@ -188,7 +195,7 @@ pub mod __private {
             limit: u32,
             reverse: bool,
             snapshot: bool,
-        ) -> Result<Vec<wit::KeyValue>, wit::Error> {
+        ) -> Result<Vec<u8>, wit::Error> {
             let options = RangeOptions {
                 limit,
                 reverse,
@@ -196,14 +203,7 @@ pub mod __private {
             };
             self.0
                 .get_range(begin, end, options)
-                .map(|rows| {
-                    rows.into_iter()
-                        .map(|row| wit::KeyValue {
-                            key: row.key,
-                            value: row.value,
-                        })
-                        .collect()
-                })
+                .map(Rows::into_packed)
                 .map_err(to_wit)
         }
 
@@ -230,6 +230,10 @@ pub mod __private {
         fn cancel(&self) {
             self.0.cancel();
         }
+
+        fn reset(&self) {
+            self.0.reset();
+        }
     }
 }
 
@@ -246,12 +250,12 @@ pub mod grpc {
     pub mod bindings {
         wit_bindgen::generate!({
             world: "grpc-adapter",
-            path: "../../wit",
+            path: "../../wit/v0.2.0",
             pub_export_macro: true,
             default_bindings_module: "blocklab_sdk::adapter::grpc::bindings",
             with: {
-                "blocklab:bench/grpc@0.1.0": crate::bindings::blocklab::bench::grpc,
-                "blocklab:bench/env@0.1.0": crate::bindings::blocklab::bench::env,
+                "blocklab:bench/grpc@0.2.0": crate::bindings::blocklab::bench::grpc,
+                "blocklab:bench/env@0.2.0": crate::bindings::blocklab::bench::env,
             },
         });
     }

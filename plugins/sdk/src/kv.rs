@@ -6,9 +6,136 @@
 //! whether it is a plugin or a builtin.
 
 use crate::bindings::blocklab::bench::kv as raw;
+use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 
-/// One row of a range read.
-pub use raw::KeyValue;
+/// One row of a range read, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+/// One row of [`Rows`], borrowed from its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row<'a> {
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+/// The rows of a range read as they crossed the boundary: one buffer
+/// (`packed-rows` in wit/v0.2.0/kv.wit: per row the key's length as a
+/// little-endian u32, the key, the value's length, the value), read in place
+/// instead of two allocations per row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rows {
+    packed: Vec<u8>,
+    len: usize,
+}
+
+impl Rows {
+    /// No rows; add some with [`Rows::push`].
+    pub fn new() -> Rows {
+        Rows::default()
+    }
+
+    /// Checks a `packed-rows` buffer once, so iterating it cannot fail.
+    pub fn from_packed(packed: Vec<u8>) -> Result<Rows, Error> {
+        let mut len = 0;
+        let mut rest = packed.as_slice();
+        while !rest.is_empty() {
+            let (_, after_key) = split_field(rest).ok_or_else(malformed)?;
+            let (_, after_value) = split_field(after_key).ok_or_else(malformed)?;
+            rest = after_value;
+            len += 1;
+        }
+        Ok(Rows { packed, len })
+    }
+
+    /// The buffer, to return from an adapter's `get-range`.
+    pub fn into_packed(self) -> Vec<u8> {
+        self.packed
+    }
+
+    /// Appends a row.
+    pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        // Keys are at most 10,000 bytes and values 100,000 (kv.wit), so
+        // their lengths fit the u32 prefix.
+        self.packed
+            .extend_from_slice(&(key.len() as u32).to_le_bytes());
+        self.packed.extend_from_slice(key);
+        self.packed
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.packed.extend_from_slice(value);
+        self.len += 1;
+    }
+
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rows in the order read.
+    pub fn iter(&self) -> RowIter<'_> {
+        RowIter { rest: &self.packed }
+    }
+
+    /// The rows copied out, one [`KeyValue`] each.
+    pub fn to_vec(&self) -> Vec<KeyValue> {
+        self.iter()
+            .map(|row| KeyValue {
+                key: row.key.to_vec(),
+                value: row.value.to_vec(),
+            })
+            .collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a Rows {
+    type Item = Row<'a>;
+    type IntoIter = RowIter<'a>;
+
+    fn into_iter(self) -> RowIter<'a> {
+        self.iter()
+    }
+}
+
+/// The rows of [`Rows::iter`].
+#[derive(Debug, Clone)]
+pub struct RowIter<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for RowIter<'a> {
+    type Item = Row<'a>;
+
+    fn next(&mut self) -> Option<Row<'a>> {
+        // `Rows` checked the buffer, so a short field only means the end.
+        let (key, after_key) = split_field(self.rest)?;
+        let (value, rest) = split_field(after_key)?;
+        self.rest = rest;
+        Some(Row { key, value })
+    }
+}
+
+/// One length-prefixed field off the front of `bytes`, and what follows.
+fn split_field(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = bytes.split_first_chunk::<4>()?;
+    let len = u32::from_le_bytes(*len) as usize;
+    (rest.len() >= len).then(|| rest.split_at(len))
+}
+
+fn malformed() -> Error {
+    // FoundationDB's internal_error: the host broke the packing contract.
+    Error::Other {
+        code: 4100,
+        message: "internal_error (4100): a range read's packed rows are malformed".to_owned(),
+    }
+}
 
 /// A client-visible error, one case per FoundationDB error code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,19 +290,57 @@ pub struct RangeOptions {
 
 /// One transaction. Dropping it without `commit` discards its writes.
 ///
-/// See `wit/kv.wit` for the contract of each call.
+/// See `wit/v0.2.0/kv.wit` for the contract of each call. Dropping one
+/// resets its host resource and keeps it for the next [`Transaction::new`],
+/// so a transaction costs one crossing (`reset`) instead of a constructor
+/// and a drop, and is as fresh as a new one (new read version, no writes).
 #[derive(Debug)]
 pub struct Transaction {
-    raw: raw::Transaction,
+    /// Taken back into [`IDLE`] by `Drop`, never used after.
+    raw: ManuallyDrop<raw::Transaction>,
+}
+
+/// Most reset transactions an instance keeps for reuse: enough for a
+/// workload holding a few at once; beyond it they are dropped.
+const IDLE_MAX: usize = 4;
+
+std::thread_local! {
+    // Components are single-threaded: one list is the instance's.
+    static IDLE: RefCell<Vec<raw::Transaction>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is taken once, here, and `self` is not used after.
+        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+        IDLE.with_borrow_mut(|idle| {
+            if idle.len() < IDLE_MAX {
+                raw.reset();
+                idle.push(raw);
+            }
+            // else: dropping `raw` drops the host resource.
+        });
+    }
 }
 
 impl Transaction {
-    /// Starts a transaction against the arm's target.
+    /// Starts a transaction against the arm's target: a reset one kept by
+    /// an earlier drop, else a new host resource.
     #[allow(clippy::new_without_default)] // starting one is a host call, not a default value
     pub fn new() -> Transaction {
+        let raw = IDLE
+            .with_borrow_mut(|idle| idle.pop())
+            .unwrap_or_else(raw::Transaction::new);
         Transaction {
-            raw: raw::Transaction::new(),
+            raw: ManuallyDrop::new(raw),
         }
+    }
+
+    /// Makes this a fresh transaction, as [`Transaction::new`] would give:
+    /// the next read fetches a new read version; writes, conflict ranges and
+    /// a cancellation are gone.
+    pub fn reset(&self) {
+        self.raw.reset();
     }
 
     /// The version this transaction reads at.
@@ -194,7 +359,7 @@ impl Transaction {
     }
 
     /// Reads at most `limit` rows (0: all) of [begin, end) in key order.
-    pub fn get_range(&self, begin: &[u8], end: &[u8], limit: u32) -> Result<Vec<KeyValue>, Error> {
+    pub fn get_range(&self, begin: &[u8], end: &[u8], limit: u32) -> Result<Rows, Error> {
         self.get_range_with(
             begin,
             end,
@@ -211,10 +376,11 @@ impl Transaction {
         begin: &[u8],
         end: &[u8],
         options: RangeOptions,
-    ) -> Result<Vec<KeyValue>, Error> {
-        Ok(self
-            .raw
-            .get_range(begin, end, options.limit, options.reverse, options.snapshot)?)
+    ) -> Result<Rows, Error> {
+        let packed =
+            self.raw
+                .get_range(begin, end, options.limit, options.reverse, options.snapshot)?;
+        Rows::from_packed(packed)
     }
 
     /// Buffers a write of `value` at `key`.
@@ -284,5 +450,25 @@ pub fn read_transact<T>(
                 retries += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_read_back_what_was_pushed_and_a_short_buffer_is_refused() {
+        let mut rows = Rows::new();
+        rows.push(b"a", b"xyz");
+        rows.push(b"bc", b"");
+        let packed = rows.clone().into_packed();
+        let read = Rows::from_packed(packed.clone()).expect("well formed");
+        assert_eq!(read, rows);
+        assert_eq!(read.len(), 2);
+        let got: Vec<_> = read.iter().map(|r| (r.key, r.value)).collect();
+        assert_eq!(got, [(&b"a"[..], &b"xyz"[..]), (&b"bc"[..], &b""[..])]);
+        let short = packed[..packed.len() - 1].to_vec();
+        assert_eq!(Rows::from_packed(short).unwrap_err().code(), 4100);
     }
 }

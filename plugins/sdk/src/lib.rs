@@ -30,7 +30,8 @@
 //! blocklab_sdk::export_plugin!(Hello);
 //! ```
 //!
-//! The WIT bindings (world `workload-plugin` of `wit/`) are generated here
+//! The WIT bindings (world `workload-plugin` of `wit/v0.2.0/`, package
+//! `blocklab:bench@0.2.0`) are generated here
 //! and stay private; [`kv`], [`grpc`] and [`env`] wrap the imports and
 //! [`export_plugin!`] the export.
 
@@ -46,7 +47,7 @@ pub use blocklab_catalog::Params;
 pub mod bindings {
     wit_bindgen::generate!({
         world: "workload-plugin",
-        path: "../../wit",
+        path: "../../wit/v0.2.0",
         pub_export_macro: true,
         default_bindings_module: "blocklab_sdk::bindings",
     });

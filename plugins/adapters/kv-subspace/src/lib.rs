@@ -8,7 +8,7 @@
 //! another [`SUBSPACE`] for another prefix.
 
 use blocklab_sdk::adapter::KvAdapter;
-use blocklab_sdk::kv::{self, Error, KeyValue, RangeOptions};
+use blocklab_sdk::kv::{self, Error, RangeOptions, Rows};
 
 /// The tuple whose encoding prefixes every key.
 const SUBSPACE: &[&str] = &["blocklab", "subspace"];
@@ -51,9 +51,8 @@ impl Subspace {
     }
 
     /// The workload's key of a database key; `None` outside the subspace.
-    fn unpack(&self, key: Vec<u8>) -> Option<Vec<u8>> {
-        key.starts_with(&self.prefix)
-            .then(|| key[self.prefix.len()..].to_vec())
+    fn unpack<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        key.strip_prefix(self.prefix.as_slice())
     }
 }
 
@@ -88,18 +87,16 @@ impl KvAdapter for SubspaceTransaction {
         begin: Vec<u8>,
         end: Vec<u8>,
         options: RangeOptions,
-    ) -> Result<Vec<KeyValue>, Error> {
+    ) -> Result<Rows, Error> {
         let (begin, end) = (self.subspace.pack(&begin), self.subspace.pack(&end));
         let rows = self.next.get_range_with(&begin, &end, options)?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|row| {
-                Some(KeyValue {
-                    key: self.subspace.unpack(row.key)?,
-                    value: row.value,
-                })
-            })
-            .collect())
+        let mut unpacked = Rows::new();
+        for row in &rows {
+            if let Some(key) = self.subspace.unpack(row.key) {
+                unpacked.push(key, row.value);
+            }
+        }
+        Ok(unpacked)
     }
 
     fn set(&self, key: Vec<u8>, value: Vec<u8>) {
@@ -135,7 +132,7 @@ mod tests {
     fn keys_round_trip_and_outsiders_are_dropped() {
         let s = Subspace::new(&["s"]);
         assert_eq!(s.pack(b"k"), b"\x02s\x00k".to_vec());
-        assert_eq!(s.unpack(b"\x02s\x00k".to_vec()), Some(b"k".to_vec()));
-        assert_eq!(s.unpack(b"\x02t\x00k".to_vec()), None);
+        assert_eq!(s.unpack(b"\x02s\x00k"), Some(&b"k"[..]));
+        assert_eq!(s.unpack(b"\x02t\x00k"), None);
     }
 }

@@ -167,7 +167,10 @@ impl<T: Borrow<kv::Transaction>> contract::Transaction for GuestTx<T> {
             .borrow()
             .get_range_with(begin, end, options)
             .map_err(to_contract)?;
-        Ok(rows.into_iter().map(|kv| (kv.key, kv.value)).collect())
+        Ok(rows
+            .iter()
+            .map(|row| (row.key.to_vec(), row.value.to_vec()))
+            .collect())
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) {

@@ -96,7 +96,7 @@ impl Workload for KvWorkload {
                     return Err(catalog::wrong_rows(keys.key(), found.len(), rows));
                 }
                 for row in &found {
-                    keys.check_value(&row.key, Some(&row.value))?;
+                    keys.check_value(row.key, Some(row.value))?;
                 }
                 Ok(retries)
             }
