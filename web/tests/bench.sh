@@ -23,11 +23,12 @@ URL=$(sed -n 's#.*listening on \(http://[0-9.:]*\)/#\1#p' "$WORK/serve.out")
 TOKEN=$(cat "$WORK/data/token")
 echo "== first report request (builds the report: bootstrap of every effect)"
 curl -s -o /dev/null -w '%{time_total} s, %{size_download} bytes\n' "$URL/api/campaigns/1/report"
-echo "== 50 concurrent readers x 40 requests"
-node web/tests/load.mjs "$URL" /api/campaigns/1/report 50 40
-node web/tests/load.mjs "$URL" /api/campaigns/1 50 40
-node web/tests/load.mjs "$URL" /api/campaigns 50 40
-node web/tests/load.mjs "$URL" "/api/campaigns/1/latency?workload=get100" 50 40
+echo "== 50 concurrent readers x 40 requests (node's client, then curl's: node saturates its own core on the report)"
+for path in /api/health /api/campaigns/1/report /api/campaigns/1 /api/campaigns "/api/campaigns/1/latency?workload=get100"; do
+  node web/tests/load.mjs "$URL" "$path" 50 40
+  web/tests/load-curl.sh "$URL" "$path" 50 2000
+  ACCEPT_ENCODING=gzip web/tests/load-curl.sh "$URL" "$path" 50 2000
+done
 echo "== campaign page load in Chromium"
 node web/tests/pageload.mjs "$URL" 1 5
 aa() {
