@@ -104,7 +104,7 @@ fn round_spec(
         params: Vec::new(),
         arm: source.label(),
         plugin: source,
-        target: TargetSpec::Embedded,
+        target: TargetSpec::default(),
         measure: Measure::Transactions { warmup, measured },
         workers: 1,
         seed: u64::from(round) + 1,
