@@ -273,11 +273,11 @@ pub fn seconds(key: &str, value: f64, positive: bool, cap: f64) -> anyhow::Resul
     Ok(Duration::from_secs_f64(value))
 }
 
-/// Checks an offered rate (transactions per second), naming what it is.
-pub fn rate(what: &str, value: f64) -> anyhow::Result<()> {
+/// Checks an offered rate (transactions per second) given as `key`.
+pub fn rate(key: &str, value: f64) -> anyhow::Result<()> {
     if !value.is_finite() || value <= 0.0 || value > RATE_PER_S {
         bail!(
-            "{what} `{}` is out of range: give more than 0 to {RATE_PER_S} transactions per second (docs/limits.md)",
+            "`{key} = {}` is out of range: give more than 0 to {RATE_PER_S} transactions per second (the cap on `{key}`, docs/limits.md)",
             show(value)
         );
     }

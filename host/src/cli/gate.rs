@@ -29,7 +29,7 @@ pub(super) struct GateArgs {
     baseline: Option<String>,
     /// The largest change tolerated, as a percentage (`5%`) or a fraction
     /// (`0.05`).
-    #[arg(long, value_name = "PERCENT", value_parser = parse_change)]
+    #[arg(long, value_name = "PERCENT", value_parser = crate::report::gate::parse_change)]
     max_change: f64,
     /// The statistic to judge (repeatable; default the headline statistic,
     /// `mean_latency` for transaction campaigns).
@@ -46,24 +46,6 @@ pub(super) struct GateArgs {
     data: DataArgs,
 }
 
-/// `5%` or `0.05` → 0.05; refuses what is not a change between 0 and 1000%.
-fn parse_change(text: &str) -> Result<f64, String> {
-    let (number, scale) = match text.trim().strip_suffix('%') {
-        Some(n) => (n, 100.0),
-        None => (text.trim(), 1.0),
-    };
-    let value: f64 = number.trim().parse().map_err(|_| {
-        format!("`{text}` is not a change; give a percentage like `5%` or a fraction like `0.05`")
-    })?;
-    let fraction = value / scale;
-    if !(fraction > 0.0 && fraction <= 10.0) {
-        return Err(format!(
-            "`{text}` is not a change above 0 and at most 1000%; give e.g. `5%`"
-        ));
-    }
-    Ok(fraction)
-}
-
 pub(super) fn main(args: GateArgs) -> anyhow::Result<ExitCode> {
     match judge(&args) {
         Ok(failed) => Ok(ExitCode::from(if failed { REGRESSION } else { PASS })),
@@ -76,67 +58,46 @@ pub(super) fn main(args: GateArgs) -> anyhow::Result<ExitCode> {
 
 /// Judges, prints and writes the files; true when the gate fails.
 fn judge(args: &GateArgs) -> anyhow::Result<bool> {
-    use crate::report::gate;
+    use crate::report::gate::{self, Against, Question};
     let store = open_store_for_reading(&args.data)?;
     let id = campaign_id(&store, &args.campaign)?;
-    let report = crate::report::build(&store, id)?;
-    anyhow::ensure!(
-        report.campaign.status == blocklab_store::CampaignStatus::Finished,
-        "campaign {id} is {}, not finished: gate a finished campaign (resume it with `blocklab campaign --resume {id}`)",
-        report.campaign.status
-    );
-    let result = match &args.baseline {
-        None => gate::paired(&report, &args.statistics, args.max_change)?,
-        Some(text) => {
-            let base_id = match text.strip_prefix("tag=") {
-                Some(tag) => {
-                    let (key, value) = crate::plan::identity::parse_tag(tag)?;
-                    gate::baseline_by_tag(&store, &report, &key, &value)?.with_context(|| {
-                        format!(
-                            "no finished campaign other than {id} has tag `{key}={value}` with the same plan family ({}) and testbed ({}); run the baseline first with `blocklab campaign --tag {key}={value}`, or give `--baseline ID`",
-                            crate::plan::identity::PlanFamily::of(&report.plan.spec),
-                            report.campaign.testbed.as_deref().unwrap_or("unknown")
-                        )
-                    })?
-                }
-                None => campaign_id(&store, text)?,
-            };
-            anyhow::ensure!(
-                base_id != id,
-                "`--baseline {text}` is campaign {id} itself; give another campaign"
-            );
-            let base = crate::report::build(&store, base_id)?;
-            anyhow::ensure!(
-                base.campaign.status == blocklab_store::CampaignStatus::Finished,
-                "the baseline campaign {base_id} is {}, not finished: give a finished one",
-                base.campaign.status
-            );
-            let comparison = crate::report::compare::compare(&base, &report);
-            gate::against_campaign(&report, &comparison, &args.statistics, args.max_change)?
-        }
+    let against = match args.baseline.as_deref() {
+        None => Against::Arms,
+        Some("latest") => Against::Campaign(campaign_id(&store, "latest")?),
+        Some(text) => text.parse()?,
     };
-    if let Some(path) = &args.markdown {
-        std::fs::write(path, gate::markdown(&result))
-            .with_context(|| format!("cannot write `--markdown {}`", path.display()))?;
-    }
-    if let Some(path) = &args.junit {
-        std::fs::write(path, gate::junit(&result))
-            .with_context(|| format!("cannot write `--junit {}`", path.display()))?;
-    }
+    let question = Question {
+        against,
+        statistics: args.statistics.clone(),
+        max_change: args.max_change,
+    };
+    let result = gate::evaluate(&store, id, &question)?;
+    write_verdict(
+        args.markdown.as_deref(),
+        args.junit.as_deref(),
+        [&gate::markdown(&result), &gate::junit(&result)],
+    )?;
     crate::run::progress::write_line(&mut std::io::stdout(), gate::terminal(&result).trim_end());
     let _ = std::io::stdout().flush();
     Ok(result.failed())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::parse_change;
-
-    #[test]
-    fn max_change_takes_a_percentage_or_a_fraction() {
-        assert_eq!(parse_change("5%"), Ok(0.05));
-        assert_eq!(parse_change("0.05"), Ok(0.05));
-        assert!(parse_change("-5%").is_err());
-        assert!(parse_change("five").unwrap_err().contains("`5%`"));
+/// Writes the verdict's markdown and JUnit XML (`texts`) where asked:
+/// `blocklab gate` and `blocklab submit` take the same `--markdown` and
+/// `--junit`.
+pub(super) fn write_verdict(
+    markdown: Option<&std::path::Path>,
+    junit: Option<&std::path::Path>,
+    texts: [&str; 2],
+) -> anyhow::Result<()> {
+    for ((path, flag), text) in [(markdown, "--markdown"), (junit, "--junit")]
+        .into_iter()
+        .zip(texts)
+    {
+        if let Some(path) = path {
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write `{flag} {}`", path.display()))?;
+        }
     }
+    Ok(())
 }

@@ -449,6 +449,9 @@ mod tests {
             link: Some(link.clone()),
         });
         spec.arms[0].link = Some(link);
+        spec.measure.rate = Some(1.0);
+        spec.measure.rates = vec![1.0];
+        spec.measure.arrival = crate::plan::spec::Arrival::Poisson;
         let mut known_keys = BTreeSet::new();
         keys(&serde_json::to_value(&spec).unwrap(), "", &mut known_keys);
         let sections = [

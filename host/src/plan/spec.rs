@@ -289,10 +289,14 @@ impl MeasureSpec {
             }
             MeasureMode::Rate => {
                 let (warmup_s, measured_s) = self.window()?;
-                let rate = rate.or(self.rate).context(
-                    "rate mode needs an offered rate: set `measure.rate` (transactions per second per run), `measure.rates` for a sweep, or `rate` on each workload",
-                )?;
-                limits::rate("the offered rate", rate)?;
+                let (key, rate) = match (rate, self.rate) {
+                    (Some(own), _) => ("rate", own),
+                    (None, Some(plan)) => ("measure.rate", plan),
+                    (None, None) => bail!(
+                        "rate mode needs an offered rate: set `measure.rate` (transactions per second per run), `measure.rates` for a sweep, or `rate` on each workload"
+                    ),
+                };
+                limits::rate(key, rate)?;
                 Ok(Measure::Rate {
                     warmup_s,
                     measured_s,
@@ -837,7 +841,7 @@ impl PlanSpec {
             );
         }
         for &rate in &self.measure.rates {
-            limits::rate("a rate of `measure.rates`", rate)?;
+            limits::rate("measure.rates", rate)?;
         }
         let mut expanded = Vec::new();
         for w in std::mem::take(&mut self.workloads) {
@@ -861,9 +865,12 @@ impl PlanSpec {
     /// The run-level measure of `workload`, with its offered rate in rate
     /// mode.
     pub fn measure_for(&self, workload: &WorkloadSpec) -> anyhow::Result<Measure> {
-        self.measure
-            .measure(workload.rate)
-            .with_context(|| format!("in workload `{}`", workload.name))
+        let measure = self.measure.measure(workload.rate);
+        // Only the workload's own `rate` makes an error the workload's.
+        match workload.rate {
+            Some(_) => measure.with_context(|| format!("in workload `{}`", workload.name)),
+            None => measure,
+        }
     }
 
     /// Checks everything that can be checked without plugin files: sizes
@@ -1419,7 +1426,7 @@ impl Measure {
                 rate_per_s,
                 ..
             } => {
-                limits::rate("the offered rate", rate_per_s)?;
+                limits::rate("--rate", rate_per_s)?;
                 (warmup_s, measured_s)
             }
         };
@@ -1485,10 +1492,10 @@ mod tests {
     #[test]
     fn rate_mode_refuses_a_missing_or_impossible_rate_and_stray_rate_keys() {
         let e = format!("{:#}", rate_plan(&[]).unwrap_err());
-        assert!(
-            e.contains("measure.rate") && e.contains("in workload `grv`"),
-            "{e}"
-        );
+        assert!(e.contains("set `measure.rate`"), "{e}");
+        let own = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmode = \"rate\"\nmeasured_s = 0.1\n[[workloads]]\nname = \"grv\"\nrate = -1.0\n[[arms]]\nname = \"a\"\nbaseline = true\n";
+        let e = format!("{:#}", PlanSpec::parse(own, &[]).unwrap_err());
+        assert!(e.contains("in workload `grv`: `rate = -1`"), "{e}");
         for bad in ["measure.rate=0", "measure.rate=-5", "measure.rate=1e12"] {
             let e = format!("{:#}", rate_plan(&[bad]).unwrap_err());
             assert!(
@@ -1497,7 +1504,7 @@ mod tests {
             );
         }
         let e = format!("{:#}", rate_plan(&["measure.rates=[100, 0]"]).unwrap_err());
-        assert!(e.contains("measure.rates") && e.contains("`0`"), "{e}");
+        assert!(e.contains("`measure.rates = 0` is out of range"), "{e}");
         let e = format!("{:#}", quick_with(&["measure.rate=100"]).unwrap_err());
         assert!(
             e.contains("`rate` is set") && e.contains("measure.mode = \"rate\""),

@@ -7,7 +7,7 @@
 //! serde form.
 
 use super::Report;
-use super::statistics::statistics;
+use super::statistics::{Worse, statistics};
 use crate::plan::identity::PlanFamily;
 use crate::plan::seal::SealedPlan;
 use crate::plan::spec::ArmSpec;
@@ -278,18 +278,11 @@ fn change_rows(
                 CHANGE_LEVEL,
             ) {
                 Ok(c) => {
-                    let direction = if c.ci_low > 1.0 {
-                        if s.lower_is_better {
-                            Direction::Worse
-                        } else {
-                            Direction::Better
-                        }
-                    } else if c.ci_high < 1.0 {
-                        if s.lower_is_better {
-                            Direction::Better
-                        } else {
-                            Direction::Worse
-                        }
+                    let w = Worse::of(s.lower_is_better, c.ratio, c.ci_low, c.ci_high);
+                    let direction = if w.lo > 1.0 {
+                        Direction::Worse
+                    } else if w.hi < 1.0 {
+                        Direction::Better
                     } else {
                         Direction::NoDetectableChange
                     };

@@ -6,12 +6,13 @@
 
 use super::Report;
 use super::compare::{Comparison, md_cell};
-use super::statistics::statistics;
+use super::statistics::{Worse, statistics};
+use anyhow::Context as _;
 use serde::Serialize;
 use std::fmt::Write as _;
 
 /// One judged effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Even the interval's worse end is within the threshold.
@@ -36,7 +37,7 @@ impl Verdict {
 /// One row of the gate: an arm's effect on a statistic against what it is
 /// judged against (its baseline arm, or the same arm in the baseline
 /// campaign).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct GateRow {
     pub workload: String,
     pub arm: String,
@@ -53,7 +54,7 @@ pub struct GateRow {
 }
 
 /// The gate's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Gate {
     pub campaign: u64,
     /// The baseline campaign, when judged against one.
@@ -97,24 +98,18 @@ pub enum GateError {
 }
 
 /// The verdict on an interval for a statistic where `lower_is_better`:
-/// with t = 1 + `max_change`, a lower-is-better ratio fails when its
-/// interval's low end is above t and passes when its high end is at most
-/// t; a higher-is-better ratio fails when its high end is below 1/t and
-/// passes when its low end is at least 1/t (the same change on the log
-/// scale). Anything else is inconclusive.
+/// with t = 1 + `max_change` and the interval as a factor of worse
+/// ([`Worse`]), it fails when even its better end is worse than t and
+/// passes when its worse end is at most t. For a higher-is-better ratio
+/// that is: fails when its high end is below 1/t, passes when its low end
+/// is at least 1/t (the same change on the log scale). Anything else is
+/// inconclusive.
 pub fn judge(lower_is_better: bool, ci_low: f64, ci_high: f64, max_change: f64) -> Verdict {
     let t = 1.0 + max_change;
-    if lower_is_better {
-        if ci_low > t {
-            Verdict::Fail
-        } else if ci_high <= t {
-            Verdict::Pass
-        } else {
-            Verdict::Inconclusive
-        }
-    } else if ci_high < 1.0 / t {
+    let w = Worse::of(lower_is_better, 1.0, ci_low, ci_high);
+    if w.lo > t {
         Verdict::Fail
-    } else if ci_low >= 1.0 / t {
+    } else if w.hi <= t {
         Verdict::Pass
     } else {
         Verdict::Inconclusive
@@ -464,6 +459,111 @@ pub fn junit(gate: &Gate) -> String {
     out
 }
 
+/// What a campaign is judged against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Against {
+    /// Its own arms against its baseline arm (paired effects).
+    Arms,
+    /// Another campaign, by id.
+    Campaign(blocklab_store::CampaignId),
+    /// The newest finished campaign with tag `key=value`, the same plan
+    /// family and the same testbed.
+    Tag { key: String, value: String },
+}
+
+impl std::str::FromStr for Against {
+    type Err = anyhow::Error;
+
+    /// `ID` or `tag=KEY=VALUE`, as `--baseline` and `?baseline=` take it.
+    fn from_str(text: &str) -> anyhow::Result<Against> {
+        if let Some(tag) = text.strip_prefix("tag=") {
+            let (key, value) = crate::plan::identity::parse_tag(tag)?;
+            return Ok(Against::Tag { key, value });
+        }
+        let id = text.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "`{}` is not a baseline: give a campaign id (a number) or `tag=KEY=VALUE`",
+                crate::limits::clip(text)
+            )
+        })?;
+        Ok(Against::Campaign(id))
+    }
+}
+
+/// One gate's question: against what, on which statistics (empty: the
+/// headline ones), with which threshold (a fraction).
+#[derive(Debug, Clone)]
+pub struct Question {
+    pub against: Against,
+    pub statistics: Vec<String>,
+    pub max_change: f64,
+}
+
+/// `5%` or `0.05` → 0.05; refuses what is not a change above 0 and at most
+/// 1000%.
+pub fn parse_change(text: &str) -> Result<f64, String> {
+    let (number, scale) = match text.trim().strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (text.trim(), 1.0),
+    };
+    let value: f64 = number.trim().parse().map_err(|_| {
+        format!(
+            "`{}` is not a change; give a percentage like `5%` or a fraction like `0.05`",
+            crate::limits::clip(text)
+        )
+    })?;
+    let fraction = value / scale;
+    if !(fraction > 0.0 && fraction <= 10.0) {
+        return Err(format!(
+            "`{}` is not a change above 0 and at most 1000%; give e.g. `5%`",
+            crate::limits::clip(text)
+        ));
+    }
+    Ok(fraction)
+}
+
+/// Judges finished campaign `id` as `question` asks: the one home of the
+/// gate for `blocklab gate`, the daemon's gate endpoint and `submit
+/// --gate-max-change`. An error means the gate cannot judge (exit 2).
+pub fn evaluate(
+    store: &blocklab_store::Store,
+    id: blocklab_store::CampaignId,
+    question: &Question,
+) -> anyhow::Result<Gate> {
+    use blocklab_store::CampaignStatus;
+    let report = super::build(store, id)?;
+    anyhow::ensure!(
+        report.campaign.status == CampaignStatus::Finished,
+        "campaign {id} is {}, not finished: gate a finished campaign (resume it with `blocklab campaign --resume {id}`)",
+        report.campaign.status
+    );
+    let (stats, max) = (&question.statistics, question.max_change);
+    let base_id = match &question.against {
+        Against::Arms => return Ok(paired(&report, stats, max)?),
+        Against::Campaign(base) => *base,
+        Against::Tag { key, value } => baseline_by_tag(store, &report, key, value)?
+            .with_context(|| {
+                format!(
+                    "no finished campaign other than {id} has tag `{key}={value}` with the same plan family ({}) and testbed ({}); run the baseline first with `blocklab campaign --tag {key}={value}`, or give `--baseline ID`",
+                    crate::plan::identity::PlanFamily::of(&report.plan.spec),
+                    report.campaign.testbed.as_deref().unwrap_or("unknown")
+                )
+            })?,
+    };
+    anyhow::ensure!(
+        base_id != id,
+        "the baseline is campaign {id} itself; give another campaign"
+    );
+    let base = super::build(store, base_id)?;
+    anyhow::ensure!(
+        base.campaign.status == CampaignStatus::Finished,
+        "the baseline campaign {base_id} is {}, not finished: give a finished one",
+        base.campaign.status
+    );
+    let comparison = super::compare::compare(&base, &report);
+    Ok(against_campaign(&report, &comparison, stats, max)?)
+}
+
 /// The newest finished campaign other than `of` with tag `key=value`, the
 /// same plan family and the same testbed: what `--baseline tag=KEY=VALUE`
 /// names.
@@ -508,6 +608,39 @@ mod tests {
         assert_eq!(judge(false, 0.8, 0.95, 0.05), Verdict::Fail);
         assert_eq!(judge(false, 0.9, 0.96, 0.05), Verdict::Inconclusive);
         assert_eq!(judge(false, 0.96, 1.5, 0.05), Verdict::Pass);
+        // The threshold itself passes in both directions; a hair beyond it
+        // does not.
+        assert_eq!(judge(true, 0.9, 1.05, 0.05), Verdict::Pass);
+        assert_eq!(judge(true, 0.9, 1.0501, 0.05), Verdict::Inconclusive);
+        assert_eq!(judge(false, 1.0 / 1.05, 1.1, 0.05), Verdict::Pass);
+        assert_eq!(judge(false, 0.9523, 1.1, 0.05), Verdict::Inconclusive);
+        assert_eq!(judge(false, 0.9, 0.9523, 0.05), Verdict::Fail);
+    }
+
+    #[test]
+    fn worse_is_above_one_whichever_way_a_statistic_points() {
+        let w = Worse::of(false, 0.8, 0.5, 0.9);
+        assert_eq!((w.ratio, w.lo, w.hi), (1.25, 1.0 / 0.9, 2.0));
+        let w = Worse::of(true, 0.8, 0.5, 0.9);
+        assert_eq!((w.ratio, w.lo, w.hi), (0.8, 0.5, 0.9));
+    }
+
+    #[test]
+    fn max_change_takes_a_percentage_or_a_fraction_and_baselines_an_id_or_a_tag() {
+        assert_eq!(parse_change("5%"), Ok(0.05));
+        assert_eq!(parse_change("0.05"), Ok(0.05));
+        assert!(parse_change("-5%").is_err());
+        assert!(parse_change("five").unwrap_err().contains("`5%`"));
+        assert_eq!("7".parse::<Against>().unwrap(), Against::Campaign(7));
+        assert_eq!(
+            "tag=branch=main".parse::<Against>().unwrap(),
+            Against::Tag {
+                key: "branch".into(),
+                value: "main".into()
+            }
+        );
+        let e = "main".parse::<Against>().unwrap_err().to_string();
+        assert!(e.contains("`tag=KEY=VALUE`"), "{e}");
     }
 
     #[test]

@@ -26,6 +26,34 @@ pub struct Statistic {
     pub of: fn(&RunResult) -> f64,
 }
 
+/// An effect as a factor of "worse": above 1 is worse whichever way the
+/// statistic points (a throughput ratio of 0.8 is 1.25× worse). The one
+/// place verdicts, campaign comparison and the gate orient an interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Worse {
+    pub ratio: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Worse {
+    pub fn of(lower_is_better: bool, ratio: f64, ci_low: f64, ci_high: f64) -> Worse {
+        if lower_is_better {
+            Worse {
+                ratio,
+                lo: ci_low,
+                hi: ci_high,
+            }
+        } else {
+            Worse {
+                ratio: 1.0 / ratio,
+                lo: 1.0 / ci_high,
+                hi: 1.0 / ci_low,
+            }
+        }
+    }
+}
+
 /// The statistics every transaction-mode campaign compares.
 pub const STATISTICS: &[Statistic] = &[
     Statistic {

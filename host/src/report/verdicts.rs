@@ -150,12 +150,11 @@ pub(super) fn verdict(stat: &Statistic, e: &EffectRow, blocks_planned: usize) ->
 
 /// Which way an effect goes and the sentence that says so.
 fn sentence(stat: &Statistic, e: &EffectRow, blocks_planned: usize) -> (Direction, String) {
-    // "Worse" as a factor ≥ 1 whichever way the statistic points.
-    let (worse, lo, hi) = if stat.lower_is_better {
-        (e.ratio, e.ci_low, e.ci_high)
-    } else {
-        (1.0 / e.ratio, 1.0 / e.ci_high, 1.0 / e.ci_low)
-    };
+    let super::statistics::Worse {
+        ratio: worse,
+        lo,
+        hi,
+    } = super::statistics::Worse::of(stat.lower_is_better, e.ratio, e.ci_low, e.ci_high);
     let speed = stat.name.contains("latency") || !stat.lower_is_better;
     let (arm, base) = (&e.arm, &e.baseline);
     let blocks = format!("{} of {blocks_planned} blocks", e.blocks);

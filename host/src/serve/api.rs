@@ -51,6 +51,7 @@ fn routes(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(campaign_report))
         .routes(routes!(series_history))
         .routes(routes!(compare))
+        .routes(routes!(campaign_gate))
         .routes(routes!(campaign_runs))
         .routes(routes!(latency))
         .routes(routes!(run_profile))
@@ -851,6 +852,102 @@ async fn compare(
     blocking(move || {
         let (ra, rb) = (report_of(&state, a, None)?, report_of(&state, b, None)?);
         Ok(Json(report::compare::compare(&ra, &rb)))
+    })
+    .await
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct GateQuery {
+    /// The largest change tolerated: `5%` or `0.05`.
+    max_change: String,
+    /// The statistics judged, comma-separated (default: the headline ones).
+    statistics: Option<String>,
+    /// Judge against another campaign (`ID` or `tag=KEY=VALUE`); absent:
+    /// the campaign's arms against its baseline arm.
+    baseline: Option<String>,
+}
+
+/// The gate's verdict with its renderings, as `blocklab submit
+/// --gate-max-change` reads it.
+#[derive(Serialize, utoipa::ToSchema)]
+struct GateAnswer {
+    /// Whether an effect lies beyond the threshold in the worse direction
+    /// (`blocklab gate` exits 1).
+    failed: bool,
+    gate: report::gate::Gate,
+    /// For a pull-request comment.
+    markdown: String,
+    /// JUnit XML, one testcase per workload × arm × statistic.
+    junit: String,
+    /// What `blocklab gate` prints.
+    terminal: String,
+}
+
+/// The regression gate on a finished campaign
+///
+/// What `blocklab gate` judges (docs/ci.md): each effect against
+/// `max_change`, with the verdict as markdown and JUnit XML.
+#[utoipa::path(
+    get,
+    path = "/api/campaigns/{id}/gate",
+    tag = "campaigns",
+    params(("id" = u64, Path, description = "campaign id"), GateQuery),
+    responses(
+        (status = 200, description = "the verdict", body = GateAnswer),
+        (status = 400, description = "a bad parameter, or nothing the gate can judge (the message says why)", body = ErrorBody),
+        (status = 404, description = "no such campaign", body = ErrorBody),
+        (status = 409, description = "the campaign has not finished", body = ErrorBody),
+    )
+)]
+async fn campaign_gate(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<GateQuery>,
+) -> Result<Json<GateAnswer>, AppError> {
+    use report::gate::{self, Against, Question};
+    let id = parse_id(&id)?;
+    let max_change = gate::parse_change(&q.max_change)
+        .map_err(|e| AppError::bad_request(format!("`max_change`: {e}")))?;
+    let against = match q.baseline.as_deref().filter(|b| !b.is_empty()) {
+        None => Against::Arms,
+        Some(text) => text
+            .parse()
+            .map_err(|e| AppError::bad_request(format!("`baseline`: {e:#}")))?,
+    };
+    let statistics = q.statistics.unwrap_or_default();
+    let question = Question {
+        against,
+        statistics: statistics
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        max_change,
+    };
+    blocking(move || {
+        let status = state.store().campaign(id)?.status;
+        if status != blocklab_store::CampaignStatus::Finished {
+            return Err(AppError::Conflict(format!(
+                "campaign {id} is {status}, not finished: ask for its gate once it has finished (GET /api/campaigns/{id} shows its state)"
+            )));
+        }
+        let g = gate::evaluate(state.store(), id, &question).map_err(|e| {
+            match e.downcast_ref::<blocklab_store::StoreError>() {
+                Some(blocklab_store::StoreError::NotFound { .. }) | None => {
+                    AppError::bad_request(format!("the gate cannot judge: {e:#}"))
+                }
+                Some(_) => AppError::from(e),
+            }
+        })?;
+        Ok(Json(GateAnswer {
+            failed: g.failed(),
+            markdown: gate::markdown(&g),
+            junit: gate::junit(&g),
+            terminal: gate::terminal(&g),
+            gate: g,
+        }))
     })
     .await
 }

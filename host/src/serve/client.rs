@@ -164,6 +164,23 @@ impl Daemon {
         Ok(value)
     }
 
+    /// The gate on finished campaign `id` (`GET /api/campaigns/{id}/gate`),
+    /// as `question` asks it.
+    pub fn gate(&self, id: u64, question: &GateQuestion) -> anyhow::Result<GateAnswer> {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query.append_pair("max_change", &question.max_change.to_string());
+        if !question.statistics.is_empty() {
+            query.append_pair("statistics", &question.statistics.join(","));
+        }
+        if let Some(baseline) = &question.baseline {
+            query.append_pair("baseline", baseline);
+        }
+        let path = format!("/api/campaigns/{id}/gate?{}", query.finish());
+        let answer = self.json("GET", &path, None)?;
+        serde_json::from_value(answer)
+            .with_context(|| format!("the daemon's answer to `GET {path}` is not a gate verdict"))
+    }
+
     /// Uploads a component; returns its `sha256:` reference.
     pub fn upload_plugin(&self, path: &Path) -> anyhow::Result<String> {
         let bytes = std::fs::read(path)
@@ -228,6 +245,26 @@ impl<R: BufRead> Read for Chunked<R> {
         self.left -= n;
         Ok(n)
     }
+}
+
+/// What `submit --gate-max-change` asks the daemon's gate.
+#[derive(Debug, Clone)]
+pub struct GateQuestion {
+    /// A fraction (0.05 for `5%`).
+    pub max_change: f64,
+    pub statistics: Vec<String>,
+    /// `ID` or `tag=KEY=VALUE`; none: the campaign's arms against its
+    /// baseline arm.
+    pub baseline: Option<String>,
+}
+
+/// The daemon's gate verdict, rendered.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct GateAnswer {
+    pub failed: bool,
+    pub markdown: String,
+    pub junit: String,
+    pub terminal: String,
 }
 
 /// What `blocklab submit` does.

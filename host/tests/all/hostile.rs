@@ -305,3 +305,56 @@ fn an_engine_that_cannot_reserve_its_pool_says_so_in_words() {
         ],
     );
 }
+
+/// Flags with a fixed set of values name the values; `--connections 0`
+/// says why it is refused; `report --baseline` naming no arm lists the arms.
+/// clap's usage errors exit 2, blocklab's own errors 1.
+#[test]
+fn bad_flag_values_name_what_is_accepted() {
+    let usage = |args: &[&str], needles: &[&str]| {
+        let r = run(blocklab().args(args));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+        for n in needles {
+            assert!(
+                r.stderr.contains(n),
+                "{args:?}: stderr lacks `{n}`:\n{}",
+                r.stderr
+            );
+        }
+    };
+    usage(
+        &["run", "--workload", "get100", "--target", "nope"],
+        &["'nope'", "--target", "embedded, fdb"],
+    );
+    usage(
+        &["plugin", "new", "x", "--lang", "cobol"],
+        &["'cobol'", "rust, js"],
+    );
+    usage(
+        &["plugin", "new", "x", "--kind", "nope"],
+        &["workload, kv-adapter, grpc-adapter"],
+    );
+    usage(
+        &[
+            "run",
+            "--workload",
+            "unary",
+            "--endpoint",
+            "http://127.0.0.1:1",
+            "--connections",
+            "0",
+        ],
+        &["`connections = 0` opens no connection; use 1 or more"],
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, crate::daemon_support::builtin_plan("p", 2, 50)).unwrap();
+    assert!(crate::support::campaign(&data, &plan, &[]).ok);
+    let r = run(blocklab()
+        .args(["report", "1", "--baseline", "nope", "--data"])
+        .arg(&data));
+    assert_error(&r, &["campaign 1 has no arm `nope`", "its arms are a, b"]);
+}

@@ -171,3 +171,118 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest" }
         r.stderr
     );
 }
+
+/// `builtin_plan` with arm `b` slowed by `busy_ns` per transaction (0: an
+/// A/A pair), 6 blocks.
+fn pair_plan(busy_ns: u64) -> String {
+    builtin_plan("pair", 6, 2_000) + &format!("inject_busy_ns = {busy_ns}\n")
+}
+
+#[test]
+fn submit_with_a_gate_exits_with_the_daemons_verdict_on_the_finished_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("data"));
+    let token = dir.path().join("token");
+    std::fs::write(&token, &d.token).unwrap();
+    let (aa, slow) = (dir.path().join("aa.toml"), dir.path().join("slow.toml"));
+    std::fs::write(&aa, pair_plan(0)).unwrap();
+    std::fs::write(&slow, pair_plan(30_000)).unwrap();
+    let submit = |plan: &std::path::Path, extra: &[&str]| {
+        run(blocklab()
+            .arg("submit")
+            .arg(plan)
+            .args(["--daemon", &d.url(), "--token-file"])
+            .arg(&token)
+            .args(extra))
+    };
+    // CPU per transaction is what the busy wait adds to and what a loaded
+    // machine barely moves (see the gate tests).
+    let gate = [
+        "--wait",
+        "--gate-max-change",
+        "5%",
+        "--gate-statistic",
+        "cpu_measured",
+    ];
+
+    let r = submit(&aa, &gate);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("pass"), "{}", r.stdout);
+
+    let (md, junit) = (dir.path().join("gate.md"), dir.path().join("gate.xml"));
+    let mut args = gate.to_vec();
+    args.extend([
+        "--markdown",
+        md.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    let r = submit(&slow, &args);
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("❌ regression") && md.contains("| get100 | b | arm a | cpu_measured |"),
+        "{md}"
+    );
+    assert!(
+        std::fs::read_to_string(&junit)
+            .unwrap()
+            .contains("failures=\"1\"")
+    );
+
+    // The slowed campaign (2) against the A/A one (1) on the daemon: also
+    // a regression.
+    let mut against = gate.to_vec();
+    against.extend(["--gate-baseline", "1"]);
+    let r = submit(&slow, &against);
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("campaign 1"), "{}", r.stdout);
+
+    // What the gate cannot judge exits 2 with the daemon's reason, and so
+    // does any other error once a gate is asked for.
+    let r = submit(
+        &aa,
+        &[
+            "--wait",
+            "--gate-max-change",
+            "5%",
+            "--gate-statistic",
+            "nope",
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("cannot judge") && r.stderr.contains("`--statistic nope`"),
+        "{}",
+        r.stderr
+    );
+    let r = submit(
+        &aa,
+        &[
+            "--wait",
+            "--gate-max-change",
+            "5%",
+            "--gate-baseline",
+            "main",
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("tag=KEY=VALUE"), "{}", r.stderr);
+    let r = submit(&aa, &["--gate-max-change", "5%"]);
+    assert_ne!(r.code, Some(0));
+    assert!(r.stderr.contains("--wait"), "{}", r.stderr);
+
+    // The endpoint itself: bad parameters and unknown campaigns are named.
+    let (status, body) = d.get("/api/campaigns/1/gate?max_change=lots");
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("`5%`"), "{body}");
+    let (status, body) = d.get("/api/campaigns/99/gate?max_change=5%25");
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = d.get("/api/campaigns/1/gate?max_change=5%25&statistics=cpu_measured");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["failed"], false, "{body}");
+    assert_eq!(
+        body["gate"]["rows"][0]["statistic"], "cpu_measured",
+        "{body}"
+    );
+}
