@@ -1038,8 +1038,34 @@ impl Transaction for Tx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::target::TargetSpec;
     use crate::target::kv::conformance::{self, Harness};
     use crate::target::kv::transact;
+
+    /// A plain embedded target serializes as before the stall knob existed
+    /// (sealed plans' hashes stay the same); the knob parses and is checked.
+    #[test]
+    fn the_stall_knob_parses_and_a_plain_embedded_target_is_unchanged() {
+        let plain = serde_json::to_string(&TargetSpec::default()).unwrap();
+        assert_eq!(plain, r#"{"kind":"embedded"}"#);
+        let t: TargetSpec =
+            toml::from_str("kind = \"embedded\"\nstall_every_ms = 100\nstall_ms = 20").unwrap();
+        let settings = EmbeddedSettings {
+            stall_every_ms: 100,
+            stall_ms: 20,
+        };
+        assert_eq!(t, TargetSpec::Embedded(settings));
+        assert!(toml::from_str::<TargetSpec>("kind = \"embedded\"\nstall = 1").is_err());
+        let long = EmbeddedSettings {
+            stall_every_ms: 10,
+            stall_ms: 10,
+        };
+        let e = long.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("give `stall_ms` a value below `stall_every_ms`"),
+            "{e}"
+        );
+    }
 
     struct ManualHarness {
         db: Embedded,
