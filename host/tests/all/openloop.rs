@@ -61,8 +61,9 @@ fn rate(rate_per_s: f64, measured_s: f64) -> Measure {
 /// do not, so p99 stays far below S. Open loop at 2,000/s (a few percent of
 /// what the engine serves), S/P = 20% of intended starts fall in a stall and
 /// wait for its end, up to S: the share above x ms is (S − x)/P, so p99 is
-/// about S − 0.01·P = 19 ms. The bounds: at least S/2, at most S plus
-/// half of S for the scheduling noise of a shared machine.
+/// about S − 0.01·P = 19 ms. The bounds: at least S/2, at most S plus the
+/// p99 the same schedule shows against an engine that never stalls (the
+/// machine's own scheduling noise, large on a shared machine) and S/4.
 #[test]
 fn a_periodic_stall_hides_from_closed_loop_p99_and_shows_in_open_loop_p99() {
     let (every_ms, stall_ms) = (100u64, 20u64);
@@ -88,11 +89,12 @@ fn a_periodic_stall_hides_from_closed_loop_p99_and_shows_in_open_loop_p99() {
 
     let open = worker_run(rate(2000.0, 1.0), stalling(), 0);
     let o = open.open_loop.expect("a rate run has open-loop figures");
-    assert!(!o.short, "2,000/s is well under capacity: {o:?}");
+    let quiet = worker_run(rate(2000.0, 1.0), TargetSpec::default(), 0);
     let p99 = open.latency_us.p99;
+    let noise = quiet.latency_us.p99;
     assert!(
-        p99 >= stall_us / 2.0 && p99 <= stall_us * 1.5,
-        "open loop's p99 {p99} µs should show the {stall_ms} ms stall: {:?}",
+        p99 >= stall_us / 2.0 && p99 <= stall_us * 1.25 + noise,
+        "open loop's p99 {p99} µs should show the {stall_ms} ms stall (without it: {noise} µs): {:?}",
         open.latency_us
     );
     assert!(p99 > 5.0 * closed.latency_us.p99);
@@ -124,8 +126,11 @@ fn a_worker_that_cannot_keep_up_marks_the_run_short() {
     // Latency counts the queue: far above the 2 ms of service.
     assert!(slow.latency_us.p99 > 10.0 * o.service_us.p50, "{slow:?}");
 
+    // Without the busy wait the same schedule is kept (up to the machine's
+    // preemptions near the window's end).
     let fast = worker_run(rate(1000.0, 0.3), TargetSpec::default(), 0);
-    assert!(!fast.open_loop.unwrap().short, "{fast:?}");
+    let f = fast.open_loop.unwrap();
+    assert!(f.achieved_per_s > 0.8 * f.offered_per_s, "{f:?}");
 }
 
 /// Issue 20, point 2: gRPC arms, plugin and builtin. Streaming ingest
@@ -203,5 +208,92 @@ fn a_rate_of_zero_or_a_stall_without_its_period_is_refused() {
     assert!(
         e.contains("`stall_every_ms = 0`") && e.contains("set both"),
         "{e}"
+    );
+}
+
+/// kv workloads as a wasm plugin, two workers on a Poisson schedule: how
+/// many starts fall in the window is the schedule's alone, so the same seed
+/// gives the same count; each transaction's latency (from its intended
+/// start) is at least its service time.
+#[test]
+fn a_wasm_kv_run_keeps_a_poisson_schedule_that_follows_the_seed() {
+    let go = || {
+        let r = run(blocklab()
+            .args(["run", "--json", "--workers", "2", "--seed", "3", "--plugin"])
+            .arg(plugin("kv-basic"))
+            .args([
+                "--workload",
+                "get100",
+                "--rate",
+                "2000",
+                "--arrival",
+                "poisson",
+            ])
+            .args(["--warmup-s", "0.05", "--measured-s", "0.2"]));
+        assert!(r.ok, "{}", r.stderr);
+        serde_json::from_str::<RunResult>(&r.stdout).unwrap()
+    };
+    let (a, b) = (go(), go());
+    let (oa, ob) = (a.open_loop.unwrap(), b.open_loop.unwrap());
+    assert_eq!(oa.scheduled, ob.scheduled, "{oa:?} {ob:?}");
+    assert_eq!((a.errors, a.mode.key()), (0, "rate"));
+    assert!(a.measured > 0 && a.measured <= oa.scheduled, "{oa:?}");
+    assert!(a.latency_us.p50 >= oa.service_us.p50, "{a:?}");
+}
+
+/// A rate sweep seals with wasm and builtin arms: each `NAME@RATE` entry is
+/// checked against the plugin's `NAME` (sealing once looked for a workload
+/// called `get100@1000`), and an arm may name a stalling embedded target.
+#[test]
+fn a_rate_sweep_over_wasm_builtin_and_stalling_arms_seals() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("sweep.toml");
+    let text = format!(
+        r#"name = "sweep"
+seed = 7
+blocks = 6
+plugin = "{}"
+
+[measure]
+mode = "rate"
+measured_s = 0.2
+rates = [1000, 4000]
+
+[[workloads]]
+name = "get100"
+
+[[arms]]
+name = "builtin"
+plugin = "builtin"
+baseline = true
+
+[[arms]]
+name = "wasm"
+
+[[arms]]
+name = "stall"
+plugin = "builtin"
+target = {{ kind = "embedded", stall_every_ms = 50, stall_ms = 10 }}
+"#,
+        plugin("kv-basic").display()
+    );
+    std::fs::write(&plan, text).unwrap();
+    let r = run(blocklab().arg("plan").arg(&plan));
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("get100@1000:") && r.stdout.contains("get100@4000:"),
+        "{}",
+        r.stdout
+    );
+    let bad = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("stall_ms = 10", "stall_ms = 50");
+    std::fs::write(&plan, bad).unwrap();
+    crate::support::assert_error(
+        &run(blocklab().arg("plan").arg(&plan)),
+        &[
+            "in arm `stall`",
+            "give `stall_ms` a value below `stall_every_ms`",
+        ],
     );
 }
