@@ -165,7 +165,7 @@ pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
                 TargetSpec::Grpc(settings)
             }
             None => match args.target {
-                KvTarget::Embedded => TargetSpec::Embedded,
+                KvTarget::Embedded => TargetSpec::default(),
                 KvTarget::Fdb => TargetSpec::Fdb(Default::default()),
             },
         },

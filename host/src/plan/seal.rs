@@ -278,6 +278,7 @@ fn check_plugins(spec: &PlanSpec, cache_dir: Option<PathBuf>) -> anyhow::Result<
             check_workload(
                 &loaded[index].1,
                 &source.label(),
+                // A rate sweep's `get100@2000` runs the plugin's `get100`.
                 workload.plugin_workload(),
                 &spec.params_for(workload, arm),
             )

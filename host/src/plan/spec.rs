@@ -809,7 +809,7 @@ impl ArmSpec {
                 );
             }
         }
-        if self.target == TargetSpec::Embedded {
+        if matches!(self.target, TargetSpec::Embedded(_)) {
             bail!(
                 "the target is `embedded`, an engine inside blocklab's own process that a native program cannot reach; give the process arm a `grpc` or `fdb` target, or remove `client`"
             );
@@ -1062,6 +1062,11 @@ impl PlanSpec {
                 );
             }
             if let TargetSpec::Grpc(settings) = &arm.target {
+                settings
+                    .validate()
+                    .with_context(|| format!("in arm `{}`", arm.name))?;
+            }
+            if let TargetSpec::Embedded(settings) = &arm.target {
                 settings
                     .validate()
                     .with_context(|| format!("in arm `{}`", arm.name))?;

@@ -70,7 +70,7 @@ pub fn workload_infos(
     match source {
         PluginSource::Builtin => {
             let env = Env::new("builtin", 0, 0);
-            let mut infos = Builtin::new(TargetSpec::Embedded.open_kv()?, env).list()?;
+            let mut infos = Builtin::new(TargetSpec::default().open_kv()?, env).list()?;
             infos.extend(BuiltinGrpc::infos());
             Ok(infos)
         }

@@ -150,7 +150,7 @@ fn round_spec(name: &str, source: PluginSource, bench: &Bench, round: u32) -> Ru
         params: Vec::new(),
         arm: source.label(),
         plugin: source,
-        target: TargetSpec::Embedded,
+        target: TargetSpec::default(),
         measure: Measure::Transactions { warmup, measured },
         workers: 1,
         seed: u64::from(round) + 1,

@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 const SEED_TAG: u64 = 0x6f70_656e_6c6f_6f70;
 
 /// How long before an intended start a waiting worker stops sleeping and
-/// spins. `thread::sleep` on Linux wakes up ~60–90 µs late on this VM (the
-/// timer slack plus the wake-up; docs/method.md, "Coordinated omission"),
-/// so sleeping to 100 µs before the start and spinning the rest keeps start
-/// lag in single microseconds while spinning at most 10% of a 1 ms gap.
+/// spins. `thread::sleep` on Linux wakes up a median 70–100 µs late on the
+/// 2-core test VM (the 50 µs timer slack plus the wake-up; docs/method.md,
+/// "Coordinated omission"), so sleeping to 100 µs before the start and
+/// spinning the rest covers the usual overshoot while spinning at most 10%
+/// of a 1 ms gap.
 pub const SPIN: Duration = Duration::from_micros(100);
 
 /// One worker's intended start times, as offsets from its phase's origin.

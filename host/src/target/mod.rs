@@ -11,23 +11,30 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// An arm's target, as written in a plan (`target = { kind = "embedded" }`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum TargetSpec {
-    #[default]
-    /// The in-process engine with FoundationDB's client-visible semantics.
-    Embedded,
+    /// The in-process engine with FoundationDB's client-visible semantics
+    /// (its settings are test knobs; a plain `{ kind = "embedded" }` has
+    /// none).
+    Embedded(kv::embedded::EmbeddedSettings),
     /// A FoundationDB cluster (needs the `fdb` cargo feature).
     Fdb(kv::fdb_settings::FdbSettings),
     /// A gRPC endpoint, or the local ingest server a campaign starts.
     Grpc(grpc::GrpcSettings),
 }
 
+impl Default for TargetSpec {
+    fn default() -> Self {
+        TargetSpec::Embedded(Default::default())
+    }
+}
+
 impl TargetSpec {
     /// The target's kind as written in plans: `embedded`, `fdb`.
     pub fn kind(&self) -> &'static str {
         match self {
-            TargetSpec::Embedded => "embedded",
+            TargetSpec::Embedded(_) => "embedded",
             TargetSpec::Fdb(_) => "fdb",
             TargetSpec::Grpc(_) => "grpc",
         }
@@ -36,7 +43,9 @@ impl TargetSpec {
     /// Connects to the target.
     pub fn open_kv(&self) -> anyhow::Result<kv::SharedDatabase> {
         match self {
-            TargetSpec::Embedded => Ok(Arc::new(kv::embedded::Embedded::new())),
+            TargetSpec::Embedded(settings) => {
+                Ok(Arc::new(kv::embedded::Embedded::with_settings(settings)?))
+            }
             TargetSpec::Fdb(settings) => open_fdb(settings),
             TargetSpec::Grpc(settings) => anyhow::bail!(
                 "the arm's target is the grpc endpoint `{}`, which serves no kv transactions; give kv workloads an `embedded` or `fdb` target",
@@ -81,7 +90,7 @@ pub struct Health {
 /// real endpoint here (a campaign resolves `local:` endpoints first).
 pub fn health(spec: &TargetSpec) -> Option<Health> {
     match spec {
-        TargetSpec::Embedded => None,
+        TargetSpec::Embedded(_) => None,
         TargetSpec::Fdb(settings) => Some(fdb_health(settings)),
         // The standard gRPC health service of the endpoint.
         TargetSpec::Grpc(_) => Some(match grpc::local::LocalServers::check(spec) {

@@ -19,6 +19,7 @@ mod kv_conformance;
 mod kv_plugin;
 mod languages;
 mod network;
+mod openloop;
 mod peers;
 mod plugins;
 mod process_arms;

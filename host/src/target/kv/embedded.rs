@@ -39,6 +39,67 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use super::{Database, KeyValue, KvError, RangeOptions, Transaction, limits};
+use serde::{Deserialize, Serialize};
+
+/// An `embedded` target's settings (`target = { kind = "embedded", ... }`):
+/// a fault knob for tests of the harness, not a model of FoundationDB. With
+/// both set, every `stall_every_ms` the engine stalls for `stall_ms`: a
+/// read version or commit asked for inside a stall blocks until it ends,
+/// as behind a storage engine's periodic flush or a collector's pause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddedSettings {
+    /// The stall period, milliseconds; 0: never stall.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stall_every_ms: u64,
+    /// How long each stall lasts, milliseconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stall_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl EmbeddedSettings {
+    /// Both knobs or neither; a stall shorter than its period.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let (every, stall) = (self.stall_every_ms, self.stall_ms);
+        if (every == 0) != (stall == 0) {
+            anyhow::bail!(
+                "`stall_every_ms = {every}` and `stall_ms = {stall}`: an embedded stall needs both; set both to positive values, or remove both"
+            );
+        }
+        if stall >= every && every > 0 {
+            anyhow::bail!(
+                "`stall_ms = {stall}` is not shorter than `stall_every_ms = {every}`, so the engine would never run; give `stall_ms` a value below `stall_every_ms`"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The periodic stall of [`EmbeddedSettings`], on the real clock from the
+/// engine's creation: stall `k ≥ 1` covers `[k·every, k·every + length)`.
+#[derive(Debug, Clone, Copy)]
+struct Stall {
+    origin: Instant,
+    every: Duration,
+    length: Duration,
+}
+
+impl Stall {
+    /// Blocks while the engine is inside a stall.
+    fn wait(&self) {
+        let since = self.origin.elapsed();
+        let every = self.every.as_nanos();
+        let period = since.as_nanos() / every;
+        let into = Duration::from_nanos((since.as_nanos() % every) as u64);
+        if period >= 1 && into < self.length {
+            std::thread::sleep(self.length - into);
+        }
+    }
+}
 
 /// Where versions come from: microseconds on a monotonic clock.
 pub trait Clock: Send + Sync {
@@ -113,13 +174,33 @@ impl Embedded {
 
     /// An empty database whose versions follow `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self::with_parts(clock, None)
+    }
+
+    fn with_parts(clock: Arc<dyn Clock>, stall: Option<Stall>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 clock,
                 last_version: AtomicU64::new(0),
                 store: RwLock::new(Store::default()),
+                stall,
             }),
         }
+    }
+
+    /// An empty database on the real clock with `settings`' stall.
+    pub fn with_settings(settings: &EmbeddedSettings) -> anyhow::Result<Self> {
+        settings.validate()?;
+        let origin = Instant::now();
+        let stall = (settings.stall_every_ms > 0).then(|| Stall {
+            origin,
+            every: Duration::from_millis(settings.stall_every_ms),
+            length: Duration::from_millis(settings.stall_ms),
+        });
+        Ok(Self::with_parts(
+            Arc::new(MonotonicClock { start: origin }),
+            stall,
+        ))
     }
 }
 
@@ -144,11 +225,17 @@ struct Shared {
     /// The last version handed out, to a read or to a commit.
     last_version: AtomicU64,
     store: RwLock<Store>,
+    /// The test knob's periodic stall, if set.
+    stall: Option<Stall>,
 }
 
 impl Shared {
-    /// A new version: `max(last + 1, clock)`.
+    /// A new version: `max(last + 1, clock)`. Read versions and commits
+    /// both take one here, so a stall blocks both.
     fn next_version(&self) -> u64 {
+        if let Some(stall) = &self.stall {
+            stall.wait();
+        }
         let now = self.clock.now_micros();
         let step = |last: u64| last.saturating_add(1).max(now);
         let previous = match self.last_version.fetch_update(
@@ -951,8 +1038,34 @@ impl Transaction for Tx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::target::TargetSpec;
     use crate::target::kv::conformance::{self, Harness};
     use crate::target::kv::transact;
+
+    /// A plain embedded target serializes as before the stall knob existed
+    /// (sealed plans' hashes stay the same); the knob parses and is checked.
+    #[test]
+    fn the_stall_knob_parses_and_a_plain_embedded_target_is_unchanged() {
+        let plain = serde_json::to_string(&TargetSpec::default()).unwrap();
+        assert_eq!(plain, r#"{"kind":"embedded"}"#);
+        let t: TargetSpec =
+            toml::from_str("kind = \"embedded\"\nstall_every_ms = 100\nstall_ms = 20").unwrap();
+        let settings = EmbeddedSettings {
+            stall_every_ms: 100,
+            stall_ms: 20,
+        };
+        assert_eq!(t, TargetSpec::Embedded(settings));
+        assert!(toml::from_str::<TargetSpec>("kind = \"embedded\"\nstall = 1").is_err());
+        let long = EmbeddedSettings {
+            stall_every_ms: 10,
+            stall_ms: 10,
+        };
+        let e = long.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("give `stall_ms` a value below `stall_every_ms`"),
+            "{e}"
+        );
+    }
 
     struct ManualHarness {
         db: Embedded,
