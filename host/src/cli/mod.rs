@@ -452,6 +452,10 @@ mod tests {
         spec.measure.rate = Some(1.0);
         spec.measure.rates = vec![1.0];
         spec.measure.arrival = crate::plan::spec::Arrival::Poisson;
+        spec.measure.slo = Some(crate::plan::spec::Slo {
+            statistic: crate::plan::spec::SloStatistic::P99Latency,
+            max_ms: 1.0,
+        });
         let mut known_keys = BTreeSet::new();
         keys(&serde_json::to_value(&spec).unwrap(), "", &mut known_keys);
         let sections = [

@@ -1660,7 +1660,7 @@ mod tests {
                 .unwrap_err()
             );
             assert!(
-                e.contains("`measure.slo.max_ms") && e.contains("max_ms = 2.0"),
+                e.contains("is not a usable bound") && e.contains("max_ms = 2.0"),
                 "{bad}: {e}"
             );
         }
