@@ -9,7 +9,7 @@ use super::format::pct;
 use super::model::GateSummary;
 use super::statistics::statistics;
 use super::*;
-use crate::run::gates::{Quiescence, Telemetry};
+use crate::run::gates::Telemetry;
 use crate::run::{RunResult, RunStatus};
 use blocklab_store::{CampaignMeta, CampaignStatus};
 
@@ -110,7 +110,6 @@ fn fixture_with(status: CampaignStatus) -> Report {
             ..Default::default()
         };
         let record = |attempt: u32, status: RunStatus| RunRecord {
-            slot: slot.clone(),
             attempt,
             status,
             reason: (status == RunStatus::Failed)
@@ -118,19 +117,7 @@ fn fixture_with(status: CampaignStatus) -> Report {
             rerun_reason: (attempt > 0)
                 .then(|| "attempt 0 failed: worker exited with exit status: 1: boom".into()),
             result: (status == RunStatus::Ok).then(|| result.clone()),
-            quiescence: Quiescence {
-                passed: true,
-                ..Default::default()
-            },
-            gate_flagged: false,
-            telemetry: Telemetry::default(),
-            health: None,
-            link: None,
-            pinned: vec![1],
-            started_unix_ms: 0,
-            wall_s: 0.5,
-            host: None,
-            server_host: None,
+            ..RunRecord::finished(&slot, result.clone())
         };
         if b && slot.block == 1 {
             records.push(record(0, RunStatus::Failed));
@@ -347,27 +334,7 @@ fn sweep_fixture() -> Report {
                 open_loop: Some(open_loop),
                 ..Default::default()
             };
-            RunRecord {
-                slot: slot.clone(),
-                attempt: 0,
-                status: RunStatus::Ok,
-                reason: None,
-                rerun_reason: None,
-                result: Some(result),
-                quiescence: Quiescence {
-                    passed: true,
-                    ..Default::default()
-                },
-                gate_flagged: false,
-                telemetry: Telemetry::default(),
-                health: None,
-                link: None,
-                pinned: vec![1],
-                started_unix_ms: 0,
-                wall_s: 0.5,
-                host: None,
-                server_host: None,
-            }
+            RunRecord::finished(slot, result)
         })
         .collect();
     let campaign = CampaignMeta {

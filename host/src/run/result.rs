@@ -471,6 +471,35 @@ pub struct RunRecord {
 }
 
 #[cfg(test)]
+impl RunRecord {
+    /// A first attempt of `slot` that finished with `result` and passed its
+    /// gates: the stored run unit tests of reports and the daemon build on.
+    pub fn finished(slot: &crate::plan::seal::Slot, result: RunResult) -> RunRecord {
+        RunRecord {
+            slot: slot.clone(),
+            attempt: 0,
+            status: RunStatus::Ok,
+            reason: None,
+            rerun_reason: None,
+            result: Some(result),
+            quiescence: super::gates::Quiescence {
+                passed: true,
+                ..Default::default()
+            },
+            gate_flagged: false,
+            telemetry: super::gates::Telemetry::default(),
+            health: None,
+            link: None,
+            pinned: vec![1],
+            started_unix_ms: 0,
+            wall_s: 0.5,
+            host: None,
+            server_host: None,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::plan::spec::Arrival;

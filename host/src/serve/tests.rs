@@ -764,8 +764,7 @@ async fn a_profile_selection_matching_no_run_is_refused_naming_the_campaign_s_bl
 /// six blocks, `b` 20% faster than the baseline `a` and `c` 50% slower, each
 /// run with a histogram of `samples` latencies. Returns its id.
 pub(super) fn finished_campaign(state: &AppState, samples: u64) -> CampaignId {
-    use crate::run::gates::{Quiescence, Telemetry};
-    use crate::run::{RunRecord, RunResult, RunStatus};
+    use crate::run::{RunRecord, RunResult};
     let text = "name = \"three\"\nseed = 5\nblocks = 6\nplugin = \"builtin\"\n[measure]\nmeasured = 100\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n[[arms]]\nname = \"c\"\n";
     let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
     let plan = crate::plan::seal::seal(spec, vec![], "three.toml", text.as_bytes(), None).unwrap();
@@ -811,27 +810,7 @@ pub(super) fn finished_campaign(state: &AppState, samples: u64) -> CampaignId {
             },
             ..Default::default()
         };
-        let record = RunRecord {
-            slot: slot.clone(),
-            attempt: 0,
-            status: RunStatus::Ok,
-            reason: None,
-            rerun_reason: None,
-            result: Some(result),
-            quiescence: Quiescence {
-                passed: true,
-                ..Default::default()
-            },
-            gate_flagged: false,
-            telemetry: Telemetry::default(),
-            health: None,
-            link: None,
-            pinned: vec![1],
-            started_unix_ms: 0,
-            wall_s: 0.6,
-            host: None,
-            server_host: None,
-        };
+        let record = RunRecord::finished(&slot, result);
         let key = blocklab_store::RunKey {
             campaign: meta.id,
             slot: slot.slot,
