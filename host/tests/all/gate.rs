@@ -412,24 +412,14 @@ fn the_compare_view_in_headless_chromium() {
         assert!(r.ok, "{}", r.stderr);
     }
     let d = Daemon::start(&data);
-    let artifacts = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::web::repo().join("target"))
-        .join("browser-artifacts");
-    let output = std::process::Command::new("node")
-        .arg(crate::web::repo().join("web/tests/compare.mjs"))
-        .env("BLOCKLAB_URL", d.url())
-        .env("BLOCKLAB_A", "1")
-        .env("BLOCKLAB_B", "2")
-        .env("BLOCKLAB_C", "3")
-        .env("BLOCKLAB_ARTIFACTS", &artifacts)
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "compare browser check failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    crate::web::browser_check(
+        "compare.mjs",
+        &d.url(),
+        &[
+            ("BLOCKLAB_A", "1".into()),
+            ("BLOCKLAB_B", "2".into()),
+            ("BLOCKLAB_C", "3".into()),
+        ],
+        2,
     );
-    assert!(stdout.contains("# pass 2"), "{stdout}");
 }

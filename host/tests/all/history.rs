@@ -103,17 +103,10 @@ fn a_slowdown_from_one_campaign_on_is_the_change_point_of_its_series() {
     if !crate::web::browser_available() {
         return;
     }
-    let output = std::process::Command::new("node")
-        .arg(crate::web::repo().join("web/tests/history.mjs"))
-        .env("BLOCKLAB_URL", d.url())
-        .env("BLOCKLAB_FINISHED", points[0]["campaign"].to_string())
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "browser check failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    crate::web::browser_check(
+        "history.mjs",
+        &d.url(),
+        &[("BLOCKLAB_FINISHED", points[0]["campaign"].to_string())],
+        1,
     );
-    assert!(stdout.contains("# pass 1"), "{stdout}");
 }

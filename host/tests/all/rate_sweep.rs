@@ -199,22 +199,10 @@ fn the_rate_sweep_example_reports_curves_and_slo_lines_and_the_ui_draws_them() {
         return;
     }
     let d = crate::daemon_support::Daemon::start(&data);
-    let artifacts = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::web::repo().join("target"))
-        .join("browser-artifacts");
-    let output = std::process::Command::new("node")
-        .arg(crate::web::repo().join("web/tests/curves.mjs"))
-        .env("BLOCKLAB_URL", d.url())
-        .env("BLOCKLAB_SWEEP", rep["campaign"]["id"].to_string())
-        .env("BLOCKLAB_ARTIFACTS", &artifacts)
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "browser check failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    crate::web::browser_check(
+        "curves.mjs",
+        &d.url(),
+        &[("BLOCKLAB_SWEEP", rep["campaign"]["id"].to_string())],
+        2,
     );
-    assert!(stdout.contains("# pass 2"), "{stdout}");
 }

@@ -35,6 +35,41 @@ pub(crate) fn browser_available() -> bool {
     false
 }
 
+/// Where browser checks save screenshots: `$CARGO_TARGET_DIR` or target/,
+/// then browser-artifacts/.
+pub(crate) fn artifacts() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"))
+        .join("browser-artifacts")
+}
+
+/// Runs the browser check web/tests/`script` against the daemon at `url`
+/// with `env` and `BLOCKLAB_ARTIFACTS`, and asserts that it passed `passes`
+/// checks; returns its output.
+pub(crate) fn browser_check(
+    script: &str,
+    url: &str,
+    env: &[(&str, String)],
+    passes: u32,
+) -> String {
+    let output = Command::new("node")
+        .arg(repo().join("web/tests").join(script))
+        .env("BLOCKLAB_URL", url)
+        .env("BLOCKLAB_ARTIFACTS", artifacts())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "browser check {script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains(&format!("# pass {passes}")), "{stdout}");
+    stdout
+}
+
 #[test]
 fn the_web_ui_in_headless_chromium() {
     if !browser_available() {
@@ -143,10 +178,7 @@ target = {{ kind = "grpc", endpoint = "local:grpc-ingest" }}
     // The campaign the progress test watches: 24 runs, cancelled by the test.
     let running = dir.path().join("running.toml");
     std::fs::write(&running, builtin_plan("watched", 12, 400_000)).unwrap();
-    let artifacts = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"))
-        .join("browser-artifacts");
+    let artifacts = artifacts();
     let mut node = Command::new("node");
     if let Some(id) = netns {
         node.env("BLOCKLAB_NETNS_CAMPAIGN", id.to_string());
