@@ -144,7 +144,7 @@ fn measure(args: &RunArgs) -> anyhow::Result<Measure> {
             measured_s,
         },
     };
-    measure.check(("--warmup-s", "--measured-s"))?;
+    measure.check(("--warmup-s", "--measured-s", "--rate"))?;
     Ok(measure)
 }
 

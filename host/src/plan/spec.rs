@@ -1505,10 +1505,10 @@ pub enum Measure {
 
 impl Measure {
     /// Range-checks the durations and rate of a measure given on the
-    /// command line (`names`: the warmup and measured flags, for the
-    /// message), so they convert to a [`Duration`] and end within
-    /// [`limits::MEASURE_S`].
-    pub fn check(&self, names: (&str, &str)) -> anyhow::Result<()> {
+    /// command line or in a run spec (`names`: the warmup, measured and
+    /// rate flags or keys, for the message), so they convert to a
+    /// [`Duration`] and end within [`limits::MEASURE_S`].
+    pub fn check(&self, names: (&str, &str, &str)) -> anyhow::Result<()> {
         let (warmup_s, measured_s) = match *self {
             Measure::Transactions { .. } => return Ok(()),
             Measure::Window {
@@ -1521,7 +1521,7 @@ impl Measure {
                 rate_per_s,
                 ..
             } => {
-                limits::rate("--rate", rate_per_s)?;
+                limits::rate(names.2, rate_per_s)?;
                 (warmup_s, measured_s)
             }
         };

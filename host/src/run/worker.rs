@@ -699,7 +699,8 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
         u64::from(spec.workers),
         u64::from(limits::WORKERS),
     )?;
-    spec.measure.check(("warmup_s", "measured_s"))?;
+    spec.measure
+        .check(("warmup_s", "measured_s", "rate_per_s"))?;
     let mut phases = BTreeMap::new();
     let mut inputs = hash_inputs(spec)?;
     if spec.profile_hz.is_some() {
