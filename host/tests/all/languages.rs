@@ -2,7 +2,7 @@
 //! built with ComponentizeJS beside the Python one, errors in the plugin's
 //! own words, seeded randomness in every language, and leaked resources.
 
-use crate::support::{assert_error, blocklab, plugin, run};
+use crate::support::{assert_error, blocklab, plugin, run, run_json};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -19,25 +19,6 @@ fn js() -> PathBuf {
             path
         })
         .clone()
-}
-
-/// `blocklab run --json` of `workload` on `plugin`.
-fn run_json(plugin: &PathBuf, workload: &str, extra: &[&str]) -> serde_json::Value {
-    let r = run(blocklab()
-        .args(["run", "--plugin"])
-        .arg(plugin)
-        .args([
-            "--workload",
-            workload,
-            "--warmup",
-            "10",
-            "--measured",
-            "100",
-        ])
-        .args(extra)
-        .arg("--json"));
-    assert!(r.ok, "blocklab run failed:\n{}", r.stderr);
-    serde_json::from_str(&r.stdout).expect("run --json prints one object")
 }
 
 #[test]

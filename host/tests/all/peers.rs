@@ -92,6 +92,14 @@ fn python() -> String {
 
 /// Whether the Python peers can run (grpcio importable); `Err` says why
 /// not, a panic if `BLOCKLAB_REQUIRE_GRPCIO` is set.
+/// The built go-ingest peer, once Python's grpcio is also there: what the
+/// tests that run both ingest peers need, or why they skip.
+pub(crate) fn go_ingest_and_grpcio() -> Result<PathBuf, String> {
+    let go = go_peers()?.dir.join("go-ingest");
+    grpcio()?;
+    Ok(go)
+}
+
 pub(crate) fn grpcio() -> Result<(), String> {
     let ok = Command::new(python())
         .args(["-c", "import grpc"])

@@ -405,13 +405,10 @@ fn a_sealed_script_that_changed_stops_the_resume() {
 fn the_cross_sdk_campaign_runs_every_implementation_and_reports_each_ones_ratio() {
     // Skipped (with the reason) without Go or grpcio, unless `make test`'s
     // BLOCKLAB_REQUIRE_PEERS / BLOCKLAB_REQUIRE_GRPCIO make that a failure.
-    let go = match crate::peers::go_peers() {
-        Ok(peers) => peers.dir.join("go-ingest"),
+    let go = match crate::peers::go_ingest_and_grpcio() {
+        Ok(go) => go,
         Err(why) => return println!("skipped: {why}"),
     };
-    if let Err(why) = crate::peers::grpcio() {
-        return println!("skipped: {why}");
-    }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -587,13 +584,10 @@ fn go_and_python_process_arms_keep_a_rate_schedule() {
 /// latency from the intended start.
 #[test]
 fn the_ingest_peers_keep_a_rate_schedule_of_batches_and_calls() {
-    let go = match crate::peers::go_peers() {
-        Ok(peers) => peers.dir.join("go-ingest"),
+    let go = match crate::peers::go_ingest_and_grpcio() {
+        Ok(go) => go,
         Err(why) => return println!("skipped: {why}"),
     };
-    if let Err(why) = crate::peers::grpcio() {
-        return println!("skipped: {why}");
-    }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let arm = |name: &str, baseline: bool, command: String| {
         format!(

@@ -241,3 +241,23 @@ impl Drop for GrpcioServer {
         let _ = self.child.wait();
     }
 }
+
+/// `blocklab run --json` of `workload` on `plugin`, 10 warmup and 100
+/// measured transactions plus `extra` flags; its result document.
+pub fn run_json(plugin: &Path, workload: &str, extra: &[&str]) -> serde_json::Value {
+    let r = run(blocklab()
+        .args(["run", "--plugin"])
+        .arg(plugin)
+        .args([
+            "--workload",
+            workload,
+            "--warmup",
+            "10",
+            "--measured",
+            "100",
+        ])
+        .args(extra)
+        .arg("--json"));
+    assert!(r.ok, "blocklab run failed:\n{}", r.stderr);
+    serde_json::from_str(&r.stdout).expect("run --json prints one object")
+}

@@ -3,26 +3,8 @@
 //! reset and reused) and of 0.1.0 (wit/: Python, JavaScript, and Rust
 //! plugins built before) both load and run in one host.
 
-use crate::support::{blocklab, plugin, run};
+use crate::support::{blocklab, plugin, run, run_json};
 use std::path::Path;
-
-fn run_json(plugin: &Path, workload: &str, extra: &[&str]) -> serde_json::Value {
-    let r = run(blocklab()
-        .args(["run", "--plugin"])
-        .arg(plugin)
-        .args([
-            "--workload",
-            workload,
-            "--warmup",
-            "10",
-            "--measured",
-            "100",
-        ])
-        .args(extra)
-        .arg("--json"));
-    assert!(r.ok, "blocklab run failed:\n{}", r.stderr);
-    serde_json::from_str(&r.stdout).expect("run --json prints one object")
-}
 
 fn world_of(plugin: &Path) -> String {
     let r = run(blocklab().args(["plugin", "inspect"]).arg(plugin));
