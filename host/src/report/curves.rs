@@ -64,7 +64,8 @@ fn estimate(
     Some(Estimate { median, lo, hi })
 }
 
-/// Runs whose achieved rate fell short of the offered one.
+/// Runs marked short: more of their scheduled starts never began than
+/// [`crate::run::result::OpenLoop::SHORT_FRACTION`] allows.
 fn short_runs(runs: &BTreeMap<u32, &RunResult>) -> usize {
     runs.values()
         .filter(|r| r.open_loop.as_ref().is_some_and(|o| o.short))
