@@ -5,12 +5,11 @@
 //   BLOCKLAB_A, BLOCKLAB_B  the same plan, arm `b` slowed in B
 //   BLOCKLAB_C          A's arms with `b` as the baseline
 //   BLOCKLAB_ARTIFACTS  where screenshots go
-import { test, after, before } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { useBrowser } from "./browser.mjs";
 
 function need(name) {
   const v = process.env[name];
@@ -22,23 +21,10 @@ const [a, b, c] = ["BLOCKLAB_A", "BLOCKLAB_B", "BLOCKLAB_C"].map(need);
 const artifacts = need("BLOCKLAB_ARTIFACTS");
 mkdirSync(artifacts, { recursive: true });
 
-let context, profile;
-before(async () => {
-  profile = mkdtempSync(join(tmpdir(), "blocklab-chromium-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
-    viewport: { width: 1280, height: 900 },
-  });
-});
-after(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
-});
+const browser = useBrowser({ viewport: { width: 1280, height: 900 } });
 
 async function open(hash) {
-  const page = await context.newPage();
+  const page = await browser.context.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`${url}/${hash}`);

@@ -4,13 +4,12 @@
 //   BLOCKLAB_URL        http://127.0.0.1:PORT
 //   BLOCKLAB_SWEEP      the swept campaign's id
 //   BLOCKLAB_ARTIFACTS  where screenshots go (the page at 1280 and 420 px)
-import { test, after, before } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { useBrowser } from "./browser.mjs";
 
 const url = process.env.BLOCKLAB_URL;
 const sweep = process.env.BLOCKLAB_SWEEP;
@@ -19,23 +18,10 @@ if (!url || !sweep || !artifacts) throw new Error("BLOCKLAB_URL, BLOCKLAB_SWEEP 
 mkdirSync(artifacts, { recursive: true });
 const axeSource = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "node_modules/axe-core/axe.min.js"), "utf8");
 
-let context, profile;
-before(async () => {
-  profile = mkdtempSync(join(tmpdir(), "blocklab-chromium-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
-});
-after(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
-});
+const browser = useBrowser();
 
 async function open(width) {
-  const page = await context.newPage();
+  const page = await browser.context.newPage();
   await page.setViewportSize({ width, height: 900 });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));

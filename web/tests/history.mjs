@@ -3,35 +3,19 @@
 // of one series with a slowdown from the sixth on:
 //   BLOCKLAB_URL       http://127.0.0.1:PORT
 //   BLOCKLAB_FINISHED  id of one of those campaigns
-import { test, after, before } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { useBrowser } from "./browser.mjs";
 
 const url = process.env.BLOCKLAB_URL;
 const finished = process.env.BLOCKLAB_FINISHED;
 if (!url || !finished) throw new Error("BLOCKLAB_URL and BLOCKLAB_FINISHED are set by host/tests/all/history.rs");
 
-let context, profile;
-before(async () => {
-  profile = mkdtempSync(join(tmpdir(), "blocklab-chromium-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
-});
-after(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
-});
+const browser = useBrowser();
 
 test("the campaign page links to the history, which shows each campaign's interval, tags on hover and the change point", async () => {
   const api = await (await fetch(`${url}/api/history?workload=get100&arm=b`)).json();
-  const page = await context.newPage();
+  const page = await browser.context.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`${url}/#/campaigns/${finished}`);

@@ -5,13 +5,12 @@
 //   BLOCKLAB_FINISHED   id of a finished campaign
 //   BLOCKLAB_RUNNING_PLAN  a plan (TOML) long enough to watch progress
 //   BLOCKLAB_ARTIFACTS  where screenshots go (each page at 1280 and 420 px)
-import { test, after, before } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { useBrowser } from "./browser.mjs";
 
 // axe-core (web/tests/package.json), evaluated in the page through the
 // DevTools protocol, which the page's CSP does not apply to.
@@ -37,25 +36,12 @@ async function api(path, options) {
   return body;
 }
 
-let context, profile;
 const foreign = [];
-
-before(async () => {
-  profile = mkdtempSync(join(tmpdir(), "blocklab-chromium-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--no-first-run"],
-    viewport: { width: 1280, height: 900 },
-  });
+let context;
+useBrowser({ viewport: { width: 1280, height: 900 } }, (launched) => {
+  context = launched;
   // Nothing may be fetched from anywhere but the daemon.
   context.on("request", (r) => { if (!r.url().startsWith(url) && !r.url().startsWith("data:")) foreign.push(r.url()); });
-});
-
-after(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
 async function open(hash, width = 1280) {
