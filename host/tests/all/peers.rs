@@ -541,10 +541,9 @@ fn peers_refuse_a_workload_they_do_not_have() {
     }
 }
 
-/// The minimal clients of docs/process-arms.md: `noop` in both measure
-/// modes, exact counts in transactions mode.
-#[test]
-fn minimal_clients_run_noop_in_both_measure_modes() {
+/// The argv of each minimal client of docs/process-arms.md: minimal.py,
+/// and minimal-go when the Go peers are built (else said and skipped).
+fn minimal_clients() -> Vec<Vec<String>> {
     let mut clients = vec![vec![
         python(),
         repo()
@@ -556,6 +555,14 @@ fn minimal_clients_run_noop_in_both_measure_modes() {
         Ok(p) => clients.push(vec![p.dir.join("minimal-go").display().to_string()]),
         Err(why) => println!("minimal-go skipped: {why}"),
     }
+    clients
+}
+
+/// The minimal clients of docs/process-arms.md: `noop` in both measure
+/// modes, exact counts in transactions mode.
+#[test]
+fn minimal_clients_run_noop_in_both_measure_modes() {
+    let clients = minimal_clients();
     for argv in &clients {
         let req = json!({"protocol": 1, "workload": "noop", "arm": "noop", "target": {},
             "params": {"busy_ns": 20000}, "seed": 1, "workers": 1,
@@ -593,17 +600,7 @@ fn minimal_clients_run_noop_in_both_measure_modes() {
 /// start.
 #[test]
 fn minimal_clients_keep_a_seeded_poisson_schedule() {
-    let mut clients = vec![vec![
-        python(),
-        repo()
-            .join("peers/examples/minimal.py")
-            .display()
-            .to_string(),
-    ]];
-    match go_peers() {
-        Ok(p) => clients.push(vec![p.dir.join("minimal-go").display().to_string()]),
-        Err(why) => println!("minimal-go skipped: {why}"),
-    }
+    let clients = minimal_clients();
     let request = |seed: u64| {
         json!({"protocol": 1, "workload": "noop", "arm": "noop", "target": {},
             "params": {}, "seed": seed, "workers": 2,
