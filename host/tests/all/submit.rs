@@ -285,4 +285,23 @@ fn submit_with_a_gate_exits_with_the_daemons_verdict_on_the_finished_campaign() 
         body["gate"]["rows"][0]["statistic"], "cpu_measured",
         "{body}"
     );
+
+    // A campaign that has not finished has no verdict yet: 409, saying so.
+    let long = builtin_plan("long", 12, 400_000);
+    let (status, created) = d.post("/api/campaigns", "application/toml", &long, true);
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_u64().unwrap();
+    let (status, body) = d.get(&format!("/api/campaigns/{id}/gate?max_change=5%25"));
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("not finished"),
+        "{body}"
+    );
+    let (status, body) = d.post(
+        &format!("/api/campaigns/{id}/cancel"),
+        "text/plain",
+        "",
+        true,
+    );
+    assert!(status < 300, "{status} {body}");
 }
