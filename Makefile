@@ -35,7 +35,7 @@ JS_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(JS_PLUGIN_NAMES)))
 COMPONENTIZE_JS := plugins/js/node_modules/@bytecodealliance/componentize-js/package.json
 
 # mk/peers.mk: `make peers`, the native client peers into $(CARGO_TARGET_DIR)/peers.
-.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net vendor-web lint bench-boundary
+.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net deps-valgrind vendor-web lint bench-boundary
 
 all: build
 
@@ -112,6 +112,11 @@ endif
 deps-net:
 	@command -v ip >/dev/null && command -v tc >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y iproute2)
 
+## deps-valgrind: Debian's valgrind, whose callgrind counts instructions of
+## counted runs (`measure.counters = "callgrind"`, docs/method.md).
+deps-valgrind:
+	@command -v valgrind >/dev/null || (apt-get -o DPkg::Lock::Timeout=600 update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y valgrind)
+
 ## deps-browser: Debian's chromium, playwright-core and axe-core (pinned in
 ## web/tests/package-lock.json) for the browser tests; no browser download.
 deps-browser:
@@ -128,10 +133,10 @@ vendor-web:
 	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
 
 ## test: the whole suite (formatting and clippy first, then unit, integration,
-## browser, the fdb feature's type-check, the native peers, network
-## namespaces as root, the Slurm executor on a two-node cluster).
-test: lint plugins check-fdb deps-browser deps-python deps-net peers deps-slurm
-	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_REQUIRE_SLURM=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+## browser, the fdb feature's type-check, the native peers, counted runs
+## under valgrind, network namespaces as root, the Slurm executor on a two-node cluster).
+test: lint plugins check-fdb deps-browser deps-python deps-net deps-valgrind peers deps-slurm
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_REQUIRE_SLURM=1 BLOCKLAB_REQUIRE_VALGRIND=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 	$(CARGO) test -p blocklab-sdk --lib --no-fail-fast  # the SDK's pure logic (the env.random pool), natively
 

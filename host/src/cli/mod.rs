@@ -456,6 +456,10 @@ mod tests {
             statistic: crate::plan::spec::SloStatistic::P99Latency,
             max_ms: 1.0,
         });
+        spec.measure.counters = Some(crate::plan::spec::CounterSource::Callgrind);
+        spec.measure.counted = crate::plan::spec::Counted::Beside;
+        spec.measure.cache_sim = true;
+        spec.arms[0].inject_loop_iterations = 1;
         let mut known_keys = BTreeSet::new();
         keys(&serde_json::to_value(&spec).unwrap(), "", &mut known_keys);
         let sections = [

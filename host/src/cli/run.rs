@@ -177,6 +177,8 @@ pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         cache_dir: args.limits.cache_dir(),
         expected_inputs: Default::default(),
         inject_busy_ns: 0,
+        inject_loop_iterations: 0,
+        counters: None,
         binary: None,
         adapters: args.adapters,
         grants: args.grants.grants(),

@@ -1,11 +1,15 @@
 //! The machine a campaign runs on: CPU placement (groups, affinity,
 //! pinning), per-thread CPU time, the counting allocator, its identity as a
-//! testbed (`testbed`), and the network
-//! namespace and shaped link a target can be placed behind (`netns`). The bottom
-//! layer: it imports no other module of the crate, so every stage can use it.
+//! testbed (`testbed`), the network
+//! namespace and shaped link a target can be placed behind (`netns`), the
+//! kernel's performance counters (`pmu`) and Valgrind's client requests
+//! (`valgrind`). The bottom layer: it imports no other module of the
+//! crate, so every stage can use it.
 
 pub mod alloc;
 pub mod cpu;
 pub mod netns;
 pub mod placement;
+pub mod pmu;
 pub mod testbed;
+pub mod valgrind;

@@ -9,7 +9,7 @@ use crate::plan::inputs::{input_files, process_files, resolve_process, sha256_fi
 use crate::plugin::compose;
 use crate::plugin::source::{PluginSource, check_workload, workload_infos};
 use crate::plugin::wasm::Limits;
-use anyhow::Context;
+use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -66,6 +66,24 @@ pub fn workload_seed(seed: u64, index: usize) -> u64 {
 /// from the plan's seed.
 pub fn run_seed(seed: u64, slot: &Slot) -> u64 {
     workload_seed(seed, 1_000_000 + slot.slot as usize)
+}
+
+/// The seed of a counted run's generators: one per workload and block, the
+/// same for every arm of the block (common random numbers). A counted
+/// statistic is nearly deterministic, so the keys a seed draws are most of
+/// what still differs between two runs of one arm (±0.2% of get100's
+/// instructions per transaction at 2,000 transactions); paired on the same
+/// draws, the arms' ratio keeps only their own difference
+/// (docs/method.md, "Counted runs"). Runs on the clock keep [`run_seed`].
+pub fn counted_seed(seed: u64, slot: &Slot) -> u64 {
+    // FNV-1a of the workload's name: the seed does not depend on its index.
+    let name = slot
+        .workload
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    workload_seed(seed ^ name, 2_000_000 + slot.block as usize)
 }
 
 /// The schedule: per workload in plan order, its blocks in order, each
@@ -172,6 +190,7 @@ fn seal_unclipped(
     // CPU groups are checked against this machine before anything is stored.
     crate::machine::placement::Placement::resolve(spec.cpus.as_ref(), false)?;
     check_network(&spec)?;
+    check_counters(&spec)?;
     check_plugins(&spec, cache_dir)?;
     let schedule = schedule(&spec)?;
     let mut inputs = BTreeMap::new();
@@ -226,6 +245,21 @@ fn seal_unclipped(
 /// the kernel has the qdiscs every arm's link needs. A link is never
 /// approximated with what the kernel has: a missing `netem` refuses the
 /// plan, naming the kernel option.
+/// A counted plan runs only where its counters exist: the PMU's hardware
+/// events (refused, saying what is missing and what to use instead, never
+/// counted as zeros) or Valgrind.
+fn check_counters(spec: &PlanSpec) -> anyhow::Result<()> {
+    use super::spec::CounterSource;
+    match spec.measure.counters {
+        None => Ok(()),
+        Some(CounterSource::Pmu) => match crate::machine::pmu::PmuProbe::read().refusal() {
+            Some(why) => bail!("{why}"),
+            None => Ok(()),
+        },
+        Some(CounterSource::Callgrind) => crate::machine::valgrind::require(),
+    }
+}
+
 fn check_network(spec: &PlanSpec) -> anyhow::Result<()> {
     use crate::machine::netns::{self, NetPlacement};
     if spec.placement() != NetPlacement::Netns {

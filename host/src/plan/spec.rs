@@ -177,6 +177,10 @@ fn one() -> u32 {
     1
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// `[measure]`: transaction mode (`warmup`, `measured`), window mode
 /// (`warmup_s`, `measured_s`) or rate mode (a window at an offered `rate`,
 /// or a sweep over `rates`; docs/plans.md, "Open-loop load").
@@ -209,7 +213,66 @@ pub struct MeasureSpec {
     /// search"). Absent from plans without one, so their hash is unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<Slo>,
+    /// Counters over the measured window instead of (or beside) the clock:
+    /// `"callgrind"` (simulated, anywhere) or `"pmu"` (the kernel's hardware
+    /// counters, where it has them). Absent: none, and sealed plans without
+    /// the key keep their hash (docs/plans.md, "Counters").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<CounterSource>,
+    /// With `counters`: which runs are counted. `"every-run"` (default)
+    /// counts every run; `"beside"` runs each workload twice, `NAME` on the
+    /// clock and `NAME:counted` under the counters, each in its own
+    /// balanced blocks, so one report answers latency and cost.
+    #[serde(default, skip_serializing_if = "Counted::is_every_run")]
+    pub counted: Counted,
+    /// With `counters = "callgrind"`: simulate the caches too
+    /// (`--cache-sim=yes`), for estimated cycles per transaction.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache_sim: bool,
 }
+
+/// `measure.counters`: where a counted run's counts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CounterSource {
+    /// Valgrind's callgrind: every instruction the client executes in the
+    /// measured window, simulated, on any machine (docs/method.md,
+    /// "Counted runs").
+    Callgrind,
+    /// The CPU's own counters through perf_event_open: instructions,
+    /// cycles, branch and cache misses, user and kernel apart.
+    Pmu,
+}
+
+impl CounterSource {
+    /// The source as plans write it.
+    pub fn key(self) -> &'static str {
+        match self {
+            CounterSource::Callgrind => "callgrind",
+            CounterSource::Pmu => "pmu",
+        }
+    }
+}
+
+/// `measure.counted`: which runs of a plan with `counters` are counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Counted {
+    /// Every run; the plan's timing statistics are not reported.
+    #[default]
+    EveryRun,
+    /// Each workload also runs counted, as `NAME:counted`.
+    Beside,
+}
+
+impl Counted {
+    fn is_every_run(&self) -> bool {
+        *self == Counted::EveryRun
+    }
+}
+
+/// The suffix of a workload's counted twin under `measure.counted = "beside"`.
+pub const COUNTED_SUFFIX: &str = ":counted";
 
 /// `measure.slo = { statistic = "p99_latency", max_ms = 2.0 }`: a latency
 /// statistic of rate mode and the most it may be, in milliseconds.
@@ -660,6 +723,11 @@ pub struct WorkloadSpec {
     /// per run (a sweep sets it on each entry it makes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// Whether this workload's runs are counted, when the plan's
+    /// `measure.counted = "beside"` decided it per entry; absent: as
+    /// `measure.counters` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<bool>,
 }
 
 impl WorkloadSpec {
@@ -692,6 +760,11 @@ pub struct ArmSpec {
     /// Test arms only: a busy wait added to every transaction, nanoseconds.
     #[serde(default)]
     pub inject_busy_ns: u64,
+    /// Test arms only: this many iterations of a loop the compiler cannot
+    /// remove, added to every transaction: a known instruction count for
+    /// checking that counted runs find it (docs/benchmarks.md).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inject_loop_iterations: u64,
     /// Adapter components composed with the workload plugin, the first
     /// nearest the workload: `["target/plugins/kv-passthrough.wasm"]`.
     #[serde(default)]
@@ -802,6 +875,7 @@ impl ArmSpec {
             ("grants", !self.grants.is_empty()),
             ("allow", !self.allow.is_empty()),
             ("inject_busy_ns", self.inject_busy_ns != 0),
+            ("inject_loop_iterations", self.inject_loop_iterations != 0),
         ] {
             if set {
                 bail!(
@@ -886,6 +960,7 @@ impl PlanSpec {
         };
         let mut spec = spec;
         spec.expand_rates()?;
+        spec.expand_counted();
         spec.validate()?;
         Ok(spec)
     }
@@ -925,6 +1000,51 @@ impl PlanSpec {
         }
         self.workloads = expanded;
         Ok(())
+    }
+
+    /// `measure.counted = "beside"` as workloads: each entry `NAME` is kept
+    /// (on the clock) and gains a counted twin `NAME:counted` that runs the
+    /// same plugin workload. Entries already decided are kept, so expanding
+    /// twice changes nothing.
+    fn expand_counted(&mut self) {
+        if self.measure.counters.is_none() || self.measure.counted != Counted::Beside {
+            return;
+        }
+        let mut expanded = Vec::new();
+        for w in std::mem::take(&mut self.workloads) {
+            if w.counted.is_some() {
+                expanded.push(w);
+                continue;
+            }
+            let counted = WorkloadSpec {
+                name: format!("{}{COUNTED_SUFFIX}", w.name),
+                plugin_workload: Some(w.plugin_workload().to_owned()),
+                counted: Some(true),
+                ..w.clone()
+            };
+            expanded.push(WorkloadSpec {
+                counted: Some(false),
+                ..w
+            });
+            expanded.push(counted);
+        }
+        self.workloads = expanded;
+    }
+
+    /// The counters `workload`'s runs are counted with, if they are.
+    pub fn counters_for(&self, workload: &WorkloadSpec) -> Option<Counters> {
+        let source = self.measure.counters?;
+        workload.counted.unwrap_or(true).then_some(Counters {
+            source,
+            cache_sim: self.measure.cache_sim,
+        })
+    }
+
+    /// Whether some workload's runs are counted.
+    pub fn counts_any(&self) -> bool {
+        self.workloads
+            .iter()
+            .any(|w| self.counters_for(w).is_some())
     }
 
     /// The run-level measure of `workload`, with its offered rate in rate
@@ -1008,6 +1128,7 @@ impl PlanSpec {
         if let Some(slo) = &self.measure.slo {
             slo.validate(self.swept())?;
         }
+        self.validate_counters()?;
         self.gates.validate()?;
         self.limits.validate()?;
         self.executor.validate()?;
@@ -1022,6 +1143,46 @@ impl PlanSpec {
                 "`bootstrap.resamples = {}` is out of range: give 1 to {} (20000 is the default)",
                 self.bootstrap.resamples,
                 limits::RESAMPLES
+            );
+        }
+        Ok(())
+    }
+
+    /// `measure.counters` and the keys that go with it. Whether this
+    /// machine has the counters asked for is checked at sealing
+    /// (`plan::seal`), not here: a plan may be written on another machine.
+    fn validate_counters(&self) -> anyhow::Result<()> {
+        let m = &self.measure;
+        let Some(source) = m.counters else {
+            for (key, set) in [
+                ("counted", !m.counted.is_every_run()),
+                ("cache_sim", m.cache_sim),
+            ] {
+                if set {
+                    bail!(
+                        "`measure.{key}` is set but `measure.counters` is not; set `measure.counters = \"callgrind\"` (or \"pmu\"), or remove `measure.{key}`"
+                    );
+                }
+            }
+            return Ok(());
+        };
+        if m.cache_sim && source != CounterSource::Callgrind {
+            bail!(
+                "`measure.cache_sim` simulates caches under callgrind, but `measure.counters = \"{}\"`; set `measure.counters = \"callgrind\"`, or remove `measure.cache_sim`",
+                source.key()
+            );
+        }
+        if let (CounterSource::Pmu, Some(arm)) =
+            (source, self.arms.iter().find(|a| a.process().is_some()))
+        {
+            bail!(
+                "arm `{}` is a process arm, which `measure.counters = \"pmu\"` does not count yet; count with `measure.counters = \"callgrind\"`",
+                arm.name
+            );
+        }
+        if source == CounterSource::Callgrind && m.mode == MeasureMode::Rate {
+            bail!(
+                "`measure.counters = \"callgrind\"` runs the client 20–100× slower, so it cannot keep `measure.mode = \"rate\"`'s schedule; count in `measure.mode = \"transactions\"` or `\"window\"`"
             );
         }
         Ok(())
@@ -1139,7 +1300,8 @@ impl PlanSpec {
                     && self.link_for(a) == self.link_for(b)
                     && a.adapters == b.adapters
                     && a.grants() == b.grants()
-                    && a.inject_busy_ns == b.inject_busy_ns;
+                    && a.inject_busy_ns == b.inject_busy_ns
+                    && a.inject_loop_iterations == b.inject_loop_iterations;
                 if same {
                     out.push(format!(
                         "arms `{}` and `{}` run the same plugin, adapters, target and params, so they cannot differ (fine for an A/A check; otherwise change one of them)",
@@ -1297,8 +1459,8 @@ impl PlanSpec {
     /// The primary statistics of a sequential plan: the ones it names, or
     /// the mode's headline statistics.
     pub fn primary_statistics(&self) -> Vec<String> {
-        match &self.sequential {
-            Some(seq) if !seq.statistics.is_empty() => seq.statistics.clone(),
+        let mut primary: Vec<String> = match &self.sequential {
+            Some(seq) if !seq.statistics.is_empty() => return seq.statistics.clone(),
             _ if self.measure.mode == MeasureMode::Window => {
                 vec!["records_per_s".into(), "ack_p99_latency".into()]
             }
@@ -1306,7 +1468,16 @@ impl PlanSpec {
             // counted from each intended start.
             _ if self.measure.mode == MeasureMode::Rate => vec!["p99_latency".into()],
             _ => vec!["mean_latency".into(), "cpu_process".into()],
+        };
+        // A counted workload's cost: its one counted statistic per record
+        // or per transaction.
+        if self.counts_any() {
+            primary.push(match self.measure.mode {
+                MeasureMode::Window => "instructions_per_record".into(),
+                _ => "instructions_per_txn".into(),
+            });
         }
+        primary
     }
 
     /// Replaces every `sha256:<hex>` plugin and adapter with its file in
@@ -1483,6 +1654,15 @@ fn apply_override(table: &mut toml::Table, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How one run is counted: its source, and for callgrind whether the
+/// caches are simulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub source: CounterSource,
+    #[serde(default)]
+    pub cache_sim: bool,
+}
+
 /// How long a run warms up and measures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
@@ -1554,6 +1734,67 @@ mod tests {
         let mut o = vec!["measure.mode=\"rate\"", "measure.measured_s=0.2"];
         o.extend_from_slice(extra);
         quick_with(&o)
+    }
+
+    #[test]
+    fn counters_count_every_run_or_a_counted_twin_beside_each_workload() {
+        let every = quick_with(&["measure.counters=\"callgrind\""]).unwrap();
+        assert_eq!(every.workloads.len(), 11);
+        let counted = every.counters_for(&every.workloads[0]).unwrap();
+        assert_eq!(counted.source, CounterSource::Callgrind);
+        assert!(!counted.cache_sim);
+        assert!(
+            every
+                .primary_statistics()
+                .contains(&"instructions_per_txn".to_owned())
+        );
+
+        let beside = quick_with(&[
+            "measure.counters=\"callgrind\"",
+            "measure.counted=\"beside\"",
+            "measure.cache_sim=true",
+        ])
+        .unwrap();
+        let names: Vec<&str> = beside.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names.len(), 22, "{names:?}");
+        assert_eq!(&names[..2], ["grv", "grv:counted"]);
+        assert_eq!(beside.workloads[1].plugin_workload(), "grv");
+        assert_eq!(beside.counters_for(&beside.workloads[0]), None);
+        assert!(beside.counters_for(&beside.workloads[1]).unwrap().cache_sim);
+
+        // A plan without counters seals to the same text as before they existed.
+        let plain = quick_with(&[]).unwrap();
+        let text = toml::to_string(&plain).unwrap();
+        for key in ["counters", "counted", "cache_sim", "inject_loop_iterations"] {
+            assert!(!text.contains(key), "{key} in {text}");
+        }
+    }
+
+    #[test]
+    fn counter_keys_that_cannot_apply_are_refused_naming_the_fix() {
+        let e = |o: &[&str]| format!("{:#}", quick_with(o).unwrap_err());
+        let stray = e(&["measure.cache_sim=true"]);
+        assert!(
+            stray.contains("`measure.cache_sim` is set but `measure.counters` is not"),
+            "{stray}"
+        );
+        let pmu_cache = e(&["measure.counters=\"pmu\"", "measure.cache_sim=true"]);
+        assert!(
+            pmu_cache.contains("set `measure.counters = \"callgrind\"`"),
+            "{pmu_cache}"
+        );
+        let rate = e(&[
+            "measure.counters=\"callgrind\"",
+            "measure.mode=\"rate\"",
+            "measure.measured_s=0.2",
+            "measure.rate=100",
+        ]);
+        assert!(
+            rate.contains("cannot keep `measure.mode = \"rate\"`"),
+            "{rate}"
+        );
+        let unknown = e(&["measure.counters=\"perf\""]);
+        assert!(unknown.contains("unknown variant `perf`"), "{unknown}");
     }
 
     #[test]

@@ -182,6 +182,14 @@ pub enum PluginError {
 /// Linear memories the engine's pool reserves address space for.
 const POOL_MEMORIES: u32 = 256;
 
+/// The same under Valgrind (counted runs, `measure.counters =
+/// "callgrind"`), whose address space for the program is far smaller than
+/// the pool's terabytes: fewer memories, each reserved at the memory cap
+/// with a small guard. wasmtime then compiles explicit bounds checks
+/// instead of relying on guard pages, so a counted run's instructions
+/// include them; every arm of a counted campaign runs the same way.
+const VALGRIND_POOL_MEMORIES: u32 = 32;
+
 /// The process-wide wasmtime engine and compiled-code cache.
 pub struct Runtime {
     engine: Engine,
@@ -236,12 +244,18 @@ impl Runtime {
         perf_map: bool,
     ) -> anyhow::Result<Runtime> {
         grants.validate()?;
+        let valgrind = crate::machine::valgrind::running_on_valgrind() > 0;
+        let memories = if valgrind {
+            VALGRIND_POOL_MEMORIES
+        } else {
+            POOL_MEMORIES
+        };
         let mut pool = PoolingAllocationConfig::default();
         // A Rust wasip2 component holds a handful of core instances and
         // memories; these bounds allow a few dozen concurrent workers.
         pool.total_component_instances(crate::limits::WORKERS)
             .total_core_instances(512)
-            .total_memories(POOL_MEMORIES)
+            .total_memories(memories)
             .total_tables(512)
             .max_memory_size(limits.memory_bytes as usize);
         let mut config = Config::new();
@@ -249,6 +263,12 @@ impl Runtime {
             .wasm_component_model(true)
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        if valgrind {
+            config
+                .memory_reservation(limits.memory_bytes)
+                .memory_guard_size(1 << 16)
+                .memory_reservation_for_growth(0);
+        }
         if perf_map {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
@@ -257,7 +277,7 @@ impl Runtime {
             if message.contains("mmap failed to reserve") {
                 // wasmtime says this in hex bytes; say what it was for.
                 anyhow::anyhow!(
-                    "cannot reserve address space for the plugin engine's pool ({POOL_MEMORIES} memories of up to {} MiB each); lower the memory cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan) or raise this process's address-space limit (`ulimit -v`)",
+                    "cannot reserve address space for the plugin engine's pool ({memories} memories of up to {} MiB each); lower the memory cap (`--memory-cap-mib` on `blocklab run`, `limits.memory_mib` in a plan) or raise this process's address-space limit (`ulimit -v`)",
                     limits.memory_bytes >> 20
                 )
             } else {

@@ -8,7 +8,7 @@ use super::model::{
     AbsoluteRow, EffectRow, GateSummary, Intervals, LinkRow, MissingEffect, PositionRow, Report,
     RunRow, STEAL_MIN_TICKS,
 };
-use super::statistics::{Statistic, statistics};
+use super::statistics::{Statistic, statistics, workload_statistics};
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
 use crate::plan::spec::PlanSpec;
@@ -153,8 +153,8 @@ pub fn sequential_check(
     let mut widest: (String, Option<f64>) = (String::from("no effect"), Some(0.0));
     for arm in spec.arms.iter().filter(|a| a.name != *baseline) {
         let reference = spec.reference_of(arm);
-        for s in statistics(spec)
-            .iter()
+        for s in workload_statistics(spec, workload)
+            .into_iter()
             .filter(|s| primary.iter().any(|p| p == s.name))
         {
             let half = match (ok.get(arm.name.as_str()), ok.get(reference)) {
@@ -333,7 +333,7 @@ fn analyse_workload(
             arm_runs,
             base_runs,
         };
-        for s in statistics(spec) {
+        for s in workload_statistics(spec, workload) {
             match pair.effect(spec, s, level) {
                 Ok(effect) => rows.effects.push(effect),
                 Err(missing) => rows.missing.push(missing),
@@ -354,8 +354,8 @@ fn absolutes(
     let Some(runs) = runs else {
         return Vec::new();
     };
-    statistics(spec)
-        .iter()
+    workload_statistics(spec, workload)
+        .into_iter()
         .filter(|_| !runs.is_empty())
         .map(|s| {
             let values: Vec<f64> = runs.values().map(|r| (s.of)(r)).collect();
@@ -459,7 +459,7 @@ fn positions(
                 complete.iter().position(|b| *b == r.slot.block)?,
                 r.slot.position as usize,
                 arm_index[r.slot.arm.as_str()],
-                (statistics(spec)[0].of)(result),
+                (workload_statistics(spec, workload)[0].of)(result),
             ))
         })
         .collect();

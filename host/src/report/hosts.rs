@@ -5,7 +5,7 @@
 //! effect in the effects table stays the paired estimate over all blocks.
 
 use super::format::md;
-use super::statistics::{Statistic, statistics};
+use super::statistics::{Statistic, workload_statistics};
 use crate::plan::seal::SealedPlan;
 use crate::run::{RunRecord, RunStatus};
 use crate::stats;
@@ -80,8 +80,8 @@ pub fn hosts(plan: &SealedPlan, finals: &BTreeMap<u32, &RunRecord>) -> Option<Ho
         ..Hosts::default()
     };
     let baseline = &spec.arms[spec.baseline()].name;
-    let statistic: &Statistic = &statistics(spec)[0];
     for workload in &spec.workloads {
+        let statistic: &Statistic = workload_statistics(spec, &workload.name)[0];
         // arm → block → value
         let mut values: BTreeMap<&str, BTreeMap<u32, f64>> = BTreeMap::new();
         for r in finals.values().filter(|r| r.slot.workload == workload.name) {

@@ -22,8 +22,24 @@ pub struct Statistic {
     /// whether the sample supports it depends on the samples per run.
     #[serde(skip)]
     pub percentile: Option<f64>,
+    /// What it reads off a run, which decides the runs it is reported for:
+    /// a counted run's clock is meaningless (docs/method.md, "Counted runs").
+    #[serde(skip)]
+    pub reads: Reads,
     #[serde(skip)]
     pub of: fn(&RunResult) -> f64,
+}
+
+/// What a statistic reads off a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// The clock (latency, throughput, CPU time): runs on the clock only.
+    Clock,
+    /// A count that does not depend on the clock (allocations, socket
+    /// writes per record): every run.
+    Count,
+    /// The counted window's counters: counted runs only.
+    Counters,
 }
 
 /// An effect as a factor of "worse": above 1 is worse whichever way the
@@ -63,6 +79,7 @@ const CPU_MEASURED: Statistic = Statistic {
     headline: false,
     column: Some("cpu µs/txn"),
     percentile: None,
+    reads: Reads::Clock,
     of: |r| r.cpu.measured_us_per_txn,
 };
 
@@ -75,6 +92,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("mean µs"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| r.latency_us.mean,
     },
     Statistic {
@@ -84,6 +102,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("p99 µs"),
         percentile: Some(99.0),
+        reads: Reads::Clock,
         of: |r| r.latency_us.p99,
     },
     Statistic {
@@ -93,6 +112,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("txn/s"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| r.throughput_per_s,
     },
     CPU_MEASURED,
@@ -103,6 +123,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("E−A µs/txn"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| r.cpu.process_us_per_txn,
     },
     Statistic {
@@ -112,6 +133,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: false,
         column: None,
         percentile: None,
+        reads: Reads::Count,
         of: |r| r.alloc.bytes_per_txn,
     },
     Statistic {
@@ -121,6 +143,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: false,
         column: None,
         percentile: None,
+        reads: Reads::Count,
         of: |r| r.alloc.allocs_per_txn,
     },
 ];
@@ -138,6 +161,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("records/s"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| r.window.map_or(0.0, |w| w.records_per_s),
     },
     Statistic {
@@ -147,6 +171,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("B/s"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| r.window.map_or(0.0, |w| w.bytes_per_s),
     },
     Statistic {
@@ -156,6 +181,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("ack p50 µs"),
         percentile: Some(50.0),
+        reads: Reads::Clock,
         of: |r| {
             r.window
                 .and_then(|w| w.ack_latency_us)
@@ -169,6 +195,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("ack p99 µs"),
         percentile: Some(99.0),
+        reads: Reads::Clock,
         of: |r| {
             r.window
                 .and_then(|w| w.ack_latency_us)
@@ -182,6 +209,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: false,
         column: None,
         percentile: None,
+        reads: Reads::Count,
         of: |r| per_record(r, r.client_runtime.map_or(0.0, |c| c.sockets.writes as f64)),
     },
     Statistic {
@@ -191,6 +219,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("cpu µs/rec"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| per_record(r, r.cpu.measured_us_per_txn * r.measured as f64),
     },
 ];
@@ -207,6 +236,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("mean µs"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| r.latency_us.mean,
     },
     Statistic {
@@ -216,6 +246,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("p50 µs"),
         percentile: Some(50.0),
+        reads: Reads::Clock,
         of: |r| r.latency_us.p50,
     },
     Statistic {
@@ -225,6 +256,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("p99 µs"),
         percentile: Some(99.0),
+        reads: Reads::Clock,
         of: |r| r.latency_us.p99,
     },
     Statistic {
@@ -234,6 +266,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: None,
         percentile: None,
+        reads: Reads::Clock,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.service_us.mean),
     },
     Statistic {
@@ -243,6 +276,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("svc p99 µs"),
         percentile: Some(99.0),
+        reads: Reads::Clock,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.service_us.p99),
     },
     Statistic {
@@ -252,6 +286,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("achieved/s"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.achieved_per_s),
     },
     Statistic {
@@ -261,6 +296,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("late"),
         percentile: None,
+        reads: Reads::Clock,
         of: |r| {
             r.open_loop
                 .as_ref()
@@ -280,13 +316,121 @@ fn per_record(r: &RunResult, total: f64) -> f64 {
     }
 }
 
-/// The statistics a plan's measure mode compares.
-pub fn statistics(spec: &PlanSpec) -> &'static [Statistic] {
+/// Instructions per measured transaction of a counted run
+/// (docs/method.md, "Counted runs").
+const INSTRUCTIONS_PER_TXN: Statistic = Statistic {
+    name: "instructions_per_txn",
+    unit: "instr/txn",
+    lower_is_better: true,
+    headline: true,
+    column: Some("instr/txn"),
+    percentile: None,
+    reads: Reads::Counters,
+    of: |r| r.counts.map_or(0.0, |c| c.instructions_per_txn),
+};
+
+/// Cycles per measured transaction: the PMU's, or callgrind's estimate
+/// from its cache simulation (`measure.cache_sim`).
+const CYCLES_PER_TXN: Statistic = Statistic {
+    name: "cycles_per_txn",
+    unit: "cycles/txn",
+    lower_is_better: true,
+    headline: false,
+    column: Some("cycles/txn"),
+    percentile: None,
+    reads: Reads::Counters,
+    of: |r| r.counts.and_then(|c| c.cycles_per_txn).unwrap_or(0.0),
+};
+
+/// Window mode: instructions per record the server acknowledged.
+const INSTRUCTIONS_PER_RECORD: Statistic = Statistic {
+    name: "instructions_per_record",
+    unit: "instr/record",
+    lower_is_better: true,
+    headline: true,
+    column: Some("instr/rec"),
+    percentile: None,
+    reads: Reads::Counters,
+    of: |r| per_record(r, r.counts.map_or(0.0, |c| c.instructions as f64)),
+};
+
+/// The counted runs' statistics, without and with cycles, per mode.
+const COUNTED: &[Statistic] = &[INSTRUCTIONS_PER_TXN];
+const COUNTED_CYCLES: &[Statistic] = &[INSTRUCTIONS_PER_TXN, CYCLES_PER_TXN];
+const COUNTED_WINDOW: &[Statistic] = &[INSTRUCTIONS_PER_RECORD, INSTRUCTIONS_PER_TXN];
+const COUNTED_WINDOW_CYCLES: &[Statistic] = &[
+    INSTRUCTIONS_PER_RECORD,
+    INSTRUCTIONS_PER_TXN,
+    CYCLES_PER_TXN,
+];
+
+/// The statistics a plan's measure mode compares on the clock.
+fn clock_statistics(spec: &PlanSpec) -> &'static [Statistic] {
     match spec.measure.mode {
         MeasureMode::Window => WINDOW_STATISTICS,
         MeasureMode::Rate => RATE_STATISTICS,
         MeasureMode::Transactions => STATISTICS,
     }
+}
+
+/// The counters' statistics of a plan with `measure.counters`.
+fn counter_statistics(spec: &PlanSpec) -> &'static [Statistic] {
+    use crate::plan::spec::CounterSource;
+    let cycles = match spec.measure.counters {
+        None => return &[],
+        Some(CounterSource::Pmu) => true,
+        Some(CounterSource::Callgrind) => spec.measure.cache_sim,
+    };
+    match (spec.measure.mode, cycles) {
+        (MeasureMode::Window, false) => COUNTED_WINDOW,
+        (MeasureMode::Window, true) => COUNTED_WINDOW_CYCLES,
+        (_, false) => COUNTED,
+        (_, true) => COUNTED_CYCLES,
+    }
+}
+
+/// The statistics a plan compares, in the order reports show them: its
+/// mode's table when some workload runs on the clock (the same table as
+/// before counters existed), then the counters' when some workload is
+/// counted. A plan whose every run is counted has the counters first, then
+/// the counts that do not depend on the clock: its clock would report the
+/// simulator (docs/method.md, "Counted runs").
+pub fn statistics(spec: &PlanSpec) -> Vec<&'static Statistic> {
+    let clock = spec
+        .workloads
+        .iter()
+        .any(|w| spec.counters_for(w).is_none());
+    let table = clock_statistics(spec).iter();
+    if clock {
+        table.chain(counter_statistics(spec)).collect()
+    } else {
+        counter_statistics(spec)
+            .iter()
+            .chain(table.filter(|s| s.reads == Reads::Count))
+            .collect()
+    }
+}
+
+/// The statistics reported for `workload`, in the plan's order: on the
+/// clock, its mode's table; counted, the counters and the counts.
+pub fn workload_statistics(spec: &PlanSpec, workload: &str) -> Vec<&'static Statistic> {
+    let counted = spec
+        .workloads
+        .iter()
+        .find(|w| w.name == workload)
+        .is_some_and(|w| spec.counters_for(w).is_some());
+    let mut chosen: Vec<&'static Statistic> = statistics(spec)
+        .into_iter()
+        .filter(|s| match s.reads {
+            Reads::Clock => !counted,
+            Reads::Count => true,
+            Reads::Counters => counted,
+        })
+        .collect();
+    // The counters lead a counted workload's list (its first statistic is
+    // the one the order diagnostic and the hosts' check read).
+    chosen.sort_by_key(|s| counted && s.reads != Reads::Counters);
+    chosen
 }
 
 /// Every statistic of `spec`'s mode read off one run, by name (the web UI

@@ -147,6 +147,7 @@ fn fixture_with(status: CampaignStatus) -> Report {
         hostname: "snap-host".into(),
         blocklab_version: "0.0.0".into(),
         qdiscs: None,
+        pmu: None,
     };
     analyse(campaign, plan, &records, Some(environment), None, vec![])
 }

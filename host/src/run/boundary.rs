@@ -159,6 +159,8 @@ fn round_spec(name: &str, source: PluginSource, bench: &Bench, round: u32) -> Ru
         cache_dir: bench.cache_dir.clone(),
         expected_inputs: Default::default(),
         inject_busy_ns: 0,
+        inject_loop_iterations: 0,
+        counters: None,
         binary: None,
         adapters: Vec::new(),
         grants: Default::default(),

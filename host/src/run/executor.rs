@@ -9,6 +9,7 @@
 //! that everything above them stays the same.
 
 use super::child::{self, Containment, Ended};
+use super::counters::Callgrind;
 use super::gates::{self, Probe};
 use super::interrupt::Interrupt;
 use super::link::{CampaignNetwork, LinkRun};
@@ -18,7 +19,7 @@ use super::worker::{HashedFile, RunSpec};
 use super::{RunRecord, RunResult, RunStatus};
 use crate::machine::placement::{self, Placement};
 use crate::plan::seal::{SealedPlan, Slot};
-use crate::plan::spec::{Measure, OnFail};
+use crate::plan::spec::{CounterSource, Measure, OnFail};
 use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
 use blocklab_store::CampaignId;
@@ -420,8 +421,12 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, settings: &Settings) -> anyhow::
     let (workload, arm) = plan.workload_and_arm(slot)?;
     let spec = &plan.spec;
     let measure: Measure = spec.measure_for(workload)?;
-    // Each run's generator differs by slot, reproducibly from the plan seed.
-    let seed = crate::plan::seal::run_seed(spec.seed, slot);
+    // Each run's generator differs by slot, reproducibly from the plan
+    // seed; a counted run's by block only (common random numbers).
+    let seed = match spec.counters_for(workload) {
+        Some(_) => crate::plan::seal::counted_seed(spec.seed, slot),
+        None => crate::plan::seal::run_seed(spec.seed, slot),
+    };
     Ok(RunSpec {
         workload: workload.plugin_workload().to_owned(),
         entry: (workload.plugin_workload() != workload.name).then(|| workload.name.clone()),
@@ -437,6 +442,8 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, settings: &Settings) -> anyhow::
         cache_dir: settings.cache_dir.clone(),
         expected_inputs: plan.inputs_of(slot)?,
         inject_busy_ns: arm.inject_busy_ns,
+        inject_loop_iterations: arm.inject_loop_iterations,
+        counters: spec.counters_for(workload),
         binary: None,
         adapters: arm.adapter_paths(),
         grants: arm.grants(),
@@ -445,6 +452,32 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, settings: &Settings) -> anyhow::
             .matches(slot)
             .then_some(settings.profile_hz),
     })
+}
+
+/// A worker that exited unsuccessfully, with its own message and, under
+/// callgrind, Valgrind's log.
+fn worker_failed(status: std::process::ExitStatus, stderr: &str, log: &str) -> anyhow::Error {
+    let message = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let message = match log.trim() {
+        "" => message.to_owned(),
+        log => format!(
+            "{message}\nvalgrind's log: {}",
+            crate::limits::clip_lines(log)
+        ),
+    };
+    anyhow::anyhow!(
+        "worker exited with {status}: {}",
+        if message.is_empty() {
+            "no message"
+        } else {
+            &message
+        }
+    )
 }
 
 /// Spawns `exe worker` pinned to `cpus`, hands it `spec`, and returns its
@@ -466,7 +499,17 @@ fn spawn_worker(
         true,
         crate::limits::TIMEOUT_S,
     )?;
-    let mut command = Command::new(exe);
+    // A counted run's worker runs under callgrind, which writes its
+    // counts to `callgrind`'s directory (removed when it is dropped).
+    let callgrind = spec
+        .counters
+        .filter(|c| c.source == CounterSource::Callgrind)
+        .map(Callgrind::new)
+        .transpose()?;
+    let mut command = match &callgrind {
+        Some(c) => c.command(exe),
+        None => Command::new(exe),
+    };
     command.arg("worker");
     let finished = child::Job {
         command,
@@ -498,23 +541,13 @@ fn spawn_worker(
         Ended::Exited(status, _) => std::process::ExitStatus::from_raw(status),
     };
     if !status.success() {
-        let message = finished
-            .stderr
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let message = message.strip_prefix("error: ").unwrap_or(&message);
-        return Err(anyhow::anyhow!(
-            "worker exited with {status}: {}",
-            if message.is_empty() {
-                "no message"
-            } else {
-                message
-            }
-        )
-        .into());
+        let log = callgrind.as_ref().map(Callgrind::log).unwrap_or_default();
+        return Err(worker_failed(status, &finished.stderr, &log).into());
     }
-    Ok(serde_json::from_slice(&finished.stdout)
-        .context("the worker's result is not a RunResult")?)
+    let mut result: RunResult = serde_json::from_slice(&finished.stdout)
+        .context("the worker's result is not a RunResult")?;
+    if let Some(c) = &callgrind {
+        result.counts = Some(c.counts(result.measured)?);
+    }
+    Ok(result)
 }

@@ -199,6 +199,10 @@ pub struct Environment {
     /// in a namespace of their own (docs/network.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qdiscs: Option<crate::machine::netns::QdiscSupport>,
+    /// What perf_event_open offers here (hardware counters or only the
+    /// software events), probed when the campaign starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmu: Option<crate::machine::pmu::PmuProbe>,
 }
 
 impl Environment {
@@ -228,6 +232,7 @@ impl Environment {
             hostname: crate::machine::testbed::hostname(),
             blocklab_version: env!("CARGO_PKG_VERSION").to_owned(),
             qdiscs: None,
+            pmu: Some(crate::machine::pmu::PmuProbe::read()),
         }
     }
 }

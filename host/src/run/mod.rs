@@ -5,6 +5,7 @@
 
 pub mod boundary;
 pub mod child;
+pub mod counters;
 pub mod executor;
 pub mod gates;
 pub mod interrupt;

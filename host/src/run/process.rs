@@ -7,6 +7,7 @@
 //! a [`RunResult`] like a worker's.
 
 use super::child::{self, Containment, Ended, Finished, kill_group};
+use super::counters::Callgrind;
 use super::executor::Halt;
 use super::interrupt::Interrupt;
 use super::result::{
@@ -16,7 +17,7 @@ use super::worker::HashedFile;
 use crate::limits;
 use crate::plan::inputs::{check_input, process_files};
 use crate::plan::seal::{SealedPlan, Slot};
-use crate::plan::spec::{Arrival, Measure, ParamValue, ProcessSpec};
+use crate::plan::spec::{Arrival, CounterSource, Counters, Measure, ParamValue, ProcessSpec};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
@@ -53,6 +54,8 @@ pub struct ProcessJob {
     pub call_deadline_ms: u64,
     /// Input file → sha256 as sealed.
     pub expected_inputs: BTreeMap<String, String>,
+    /// A counted run's counters (`measure.counters`).
+    pub counters: Option<Counters>,
 }
 
 impl ProcessJob {
@@ -74,11 +77,16 @@ impl ProcessJob {
             params,
             // 53 bits: every JSON reader holds it exactly (JavaScript's
             // numbers, Go's int64), and it stays reproducible from the plan.
-            seed: crate::plan::seal::run_seed(spec.seed, slot) & SEED_MASK,
+            // A counted run's seed is its block's (common random numbers).
+            seed: match spec.counters_for(workload) {
+                Some(_) => crate::plan::seal::counted_seed(spec.seed, slot),
+                None => crate::plan::seal::run_seed(spec.seed, slot),
+            } & SEED_MASK,
             workers: spec.workers,
             measure: spec.measure_for(workload)?,
             call_deadline_ms: spec.limits.call_deadline_ms,
             expected_inputs: plan.inputs_of(slot)?,
+            counters: spec.counters_for(workload),
         }))
     }
 
@@ -112,6 +120,7 @@ impl ProcessJob {
             measure: self.measure,
             call_deadline_ms: self.call_deadline_ms,
             schedule: Schedule::of(self.measure, self.seed, self.workers),
+            counters: self.counters.map(|c| c.source),
         }
     }
 }
@@ -197,6 +206,12 @@ struct Request<'a> {
     call_deadline_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     schedule: Option<Schedule>,
+    /// `"callgrind"` in a counted run: the program issues
+    /// CALLGRIND_START_INSTRUMENTATION at its `measured` mark and
+    /// CALLGRIND_STOP_INSTRUMENTATION at `measured-end` (docs/process-arms.md,
+    /// "Counted runs"). Absent otherwise, so other requests are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counters: Option<CounterSource>,
 }
 
 /// One line of the program's stdout.
@@ -397,7 +412,17 @@ fn run_checked(
     let program = PathBuf::from(&job.process.command[0]);
     let needs_rate = matches!(job.measure, Measure::Rate { .. });
     let dir = program.parent().unwrap_or(Path::new("/")).to_owned();
-    let mut command = Command::new(&program);
+    let callgrind = match job.counters {
+        Some(c) if c.source == CounterSource::Callgrind => Some(Callgrind::new(c)?),
+        Some(_) => bail!(
+            "`measure.counters = \"pmu\"` is not available for process arms yet; count them with `measure.counters = \"callgrind\"`"
+        ),
+        None => None,
+    };
+    let mut command = match &callgrind {
+        Some(c) => c.command(&program),
+        None => Command::new(&program),
+    };
     command
         .args(&job.process.command[1..])
         .current_dir(&dir)
@@ -438,7 +463,11 @@ fn run_checked(
     };
     let checked = check(&run.reported, &bounds)?;
     let phases_ms = run.phases_ms(exit.spawned, exit.exited_at);
-    result(job, cpus, inputs, run, checked, &exit.usage, phases_ms)
+    let mut result = result(job, cpus, inputs, run, checked, &exit.usage, phases_ms)?;
+    if let Some(c) = &callgrind {
+        result.counts = Some(c.counts(result.measured)?);
+    }
+    Ok(result)
 }
 
 /// A program that exited by itself, with every event it wrote in order.
@@ -645,6 +674,8 @@ fn result(
         histogram: Some(encode_histogram(&checked.latency)?),
         profile: None,
         profile_svg: None,
+        sched: None,
+        counts: None,
     })
 }
 

@@ -279,6 +279,16 @@ pub struct RunResult {
     /// omitted from printed results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_svg: Option<String>,
+    /// Context switches and CPU migrations of the measured window, from
+    /// the kernel's software events (absent where perf events are not
+    /// available, and for process arms and counted runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<crate::machine::pmu::SchedCounts>,
+    /// A counted run's counts over its measured window
+    /// (`measure.counters`); a run that has them is counted, and its
+    /// timing statistics are not reported (docs/method.md, "Counted runs").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<super::counters::Counts>,
 }
 
 impl RunResult {
@@ -313,6 +323,14 @@ impl RunResult {
             self.alloc.allocs_per_txn,
             self.plugin_memory_bytes >> 10
         );
+        if let Some(c) = &self.counts {
+            s += &format!(
+                "  counted      {} instructions/txn ({})  {}\n",
+                c.instructions_per_txn.round(),
+                c.source.key(),
+                "the clock of a counted run is not its latency"
+            );
+        }
         s += &self.window_lines();
         s += &self.client_runtime_lines();
         s += &format!("  errors {}  retries {}\n", self.errors, self.retries);

@@ -12,8 +12,9 @@ use super::schedule::{self, Schedule};
 use crate::limits;
 use crate::machine::alloc::AllocCount;
 use crate::machine::cpu::{self, Usage};
+use crate::machine::pmu::{PmuCounts, SchedCounts, WindowCounters};
 use crate::plan::inputs::{check_input, input_files, sha256_file};
-use crate::plan::spec::Measure;
+use crate::plan::spec::{CounterSource, Counters, Measure};
 use crate::plugin::Instance;
 use crate::plugin::builtin::Builtin;
 use crate::plugin::builtin_grpc::BuiltinGrpc;
@@ -64,6 +65,15 @@ pub struct RunSpec {
     /// slower arm for testing that campaigns detect a known effect.
     #[serde(default)]
     pub inject_busy_ns: u64,
+    /// Iterations of a loop of exactly two instructions added to every
+    /// transaction: a known instruction count for testing counted runs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inject_loop_iterations: u64,
+    /// Count the measured window (`measure.counters`): under callgrind the
+    /// worker switches instrumentation on and off at the window; with the
+    /// PMU it opens the hardware counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
     /// Adapter components composed with the wasm plugin, the first nearest
     /// the workload.
     #[serde(default)]
@@ -74,6 +84,10 @@ pub struct RunSpec {
     /// Sample a CPU profile of the measured window at this many Hz.
     #[serde(default)]
     pub profile_hz: Option<u32>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RunSpec {
@@ -225,6 +239,25 @@ fn spin(ns: u64) {
     }
 }
 
+/// Runs `n` iterations of a two-instruction loop (`dec`, `jnz`) that the
+/// compiler cannot remove or shorten: a test arm's known instruction
+/// count, 2 × `n` per transaction (plus the call's few).
+#[inline(never)]
+fn inject_loop(n: u64) {
+    if n == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: counts a register down to zero; touches nothing else.
+    unsafe {
+        std::arch::asm!("2:", "dec {n}", "jnz 2b", n = inout(reg) n => _, options(nomem, nostack));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for i in 0..n {
+        std::hint::black_box(i);
+    }
+}
+
 /// What one worker thread measured.
 struct WorkerOutcome {
     histogram: Histogram<u64>,
@@ -282,7 +315,7 @@ struct Share {
 /// measured so far.
 struct Driver<'a> {
     instance: &'a mut dyn Instance,
-    inject_busy_ns: u64,
+    inject: Inject,
     iteration: u64,
     outcome: WorkerOutcome,
     /// Rate mode: this worker's intended starts.
@@ -296,7 +329,8 @@ impl Driver<'_> {
     /// `intended` start, so time spent queued behind a slow one is in it.
     fn step(&mut self, measured: bool, intended: Option<Instant>) -> anyhow::Result<()> {
         let t0 = Instant::now();
-        spin(self.inject_busy_ns);
+        spin(self.inject.busy_ns);
+        inject_loop(self.inject.loop_iterations);
         let result = self.instance.run(self.iteration);
         let end = Instant::now();
         let elapsed = end.duration_since(intended.unwrap_or(t0)).as_nanos() as u64;
@@ -421,13 +455,13 @@ fn drive(
     instance: &mut dyn Instance,
     measure: Measure,
     share: Share,
-    inject_busy_ns: u64,
+    inject: Inject,
     schedule: Option<Schedule>,
     barriers: &Barriers,
 ) -> anyhow::Result<WorkerOutcome> {
     let mut driver = Driver {
         instance,
-        inject_busy_ns,
+        inject,
         schedule,
         iteration: 0,
         outcome: WorkerOutcome {
@@ -470,6 +504,13 @@ fn panicked(phase: &str, panic: &(dyn std::any::Any + Send)) -> anyhow::Error {
     anyhow::anyhow!("a worker thread panicked in {phase}: {message}; this is a bug in blocklab")
 }
 
+/// A test arm's work added to every transaction.
+#[derive(Debug, Clone, Copy, Default)]
+struct Inject {
+    busy_ns: u64,
+    loop_iterations: u64,
+}
+
 /// Splits `total` transactions over `workers`, the remainder to the first.
 fn split(total: u64, workers: u32, worker: u32) -> u64 {
     let workers = u64::from(workers);
@@ -481,6 +522,16 @@ fn split(total: u64, workers: u32, worker: u32) -> u64 {
 struct Barriers {
     warmed: std::sync::Barrier,
     start: std::sync::Barrier,
+}
+
+impl Barriers {
+    /// For `workers` worker threads and the coordinator.
+    fn new(workers: u32) -> Barriers {
+        Barriers {
+            warmed: std::sync::Barrier::new(workers as usize + 1),
+            start: std::sync::Barrier::new(workers as usize + 1),
+        }
+    }
 }
 
 /// What the coordinating thread saw of the measured phase.
@@ -495,6 +546,51 @@ struct Window {
     warm: Duration,
     client_runtime: Option<ClientRuntime>,
     samples: Option<super::profile::Samples>,
+    /// The window's software events, and the PMU's counts when counted.
+    sched: Option<crate::machine::pmu::SchedCounts>,
+    pmu: Option<crate::machine::pmu::PmuCounts>,
+}
+
+/// How the measured window is counted: the kernel's counters (opened
+/// before the worker threads start, which inherit them), or callgrind's
+/// instrumentation switched on for exactly the window.
+enum WindowCount {
+    Kernel(Box<WindowCounters>),
+    Callgrind,
+}
+
+impl WindowCount {
+    /// Software events always (where the kernel has them); the PMU's too
+    /// when counted with it. A callgrind run opens none: under Valgrind
+    /// they would count the simulator.
+    fn open(counters: Option<Counters>) -> anyhow::Result<WindowCount> {
+        match counters.map(|c| c.source) {
+            Some(CounterSource::Callgrind) => Ok(WindowCount::Callgrind),
+            Some(CounterSource::Pmu) => {
+                Ok(WindowCount::Kernel(Box::new(WindowCounters::open(true)?)))
+            }
+            None => Ok(WindowCount::Kernel(Box::new(WindowCounters::open(false)?))),
+        }
+    }
+
+    /// The last thing before the window's start.
+    fn start(&mut self) {
+        match self {
+            WindowCount::Kernel(c) => c.enable(),
+            WindowCount::Callgrind => crate::machine::valgrind::start_instrumentation(),
+        }
+    }
+
+    /// The first thing after every worker left the window.
+    fn stop(self) -> (Option<SchedCounts>, Option<PmuCounts>) {
+        match self {
+            WindowCount::Kernel(c) => c.finish(),
+            WindowCount::Callgrind => {
+                crate::machine::valgrind::dump_and_stop_instrumentation();
+                (None, None)
+            }
+        }
+    }
 }
 
 /// Runs every worker's warmup and measured phases on its own thread and
@@ -510,12 +606,10 @@ fn measure_all(
         Measure::Transactions { warmup, measured } => (warmup, measured),
         Measure::Window { .. } | Measure::Rate { .. } => (0, 0),
     };
-    let barriers = Barriers {
-        warmed: std::sync::Barrier::new(workers as usize + 1),
-        start: std::sync::Barrier::new(workers as usize + 1),
-    };
+    let barriers = Barriers::new(workers);
     let t_warm = Instant::now();
     let sampling = AtomicBool::new(true);
+    let mut count = WindowCount::open(spec.counters)?;
     std::thread::scope(|scope| {
         let handles: Vec<_> = instances
             .iter_mut()
@@ -526,10 +620,21 @@ fn measure_all(
                     measured: split(measured_total, workers, i as u32),
                 };
                 let barriers = &barriers;
-                let (measure, busy) = (spec.measure, spec.inject_busy_ns);
+                let inject = Inject {
+                    busy_ns: spec.inject_busy_ns,
+                    loop_iterations: spec.inject_loop_iterations,
+                };
+                let measure = spec.measure;
                 let schedule = worker_schedule(spec, i as u32);
                 scope.spawn(move || {
-                    drive(instance.as_mut(), measure, share, busy, schedule, barriers)
+                    drive(
+                        instance.as_mut(),
+                        measure,
+                        share,
+                        inject,
+                        schedule,
+                        barriers,
+                    )
                 })
             })
             .collect();
@@ -544,14 +649,10 @@ fn measure_all(
         let usage = Usage::now();
         let alloc = AllocCount::now();
         let t0 = Instant::now();
+        count.start();
         barriers.start.wait();
-        let outcomes: Vec<anyhow::Result<WorkerOutcome>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| Err(panicked("the measured phase", panic.as_ref())))
-            })
-            .collect();
+        let outcomes = join_all(handles);
+        let (sched, pmu) = count.stop();
         let wall = t0.elapsed();
         let usage = Usage::now().since(usage);
         let alloc = AllocCount::now().since(alloc);
@@ -569,8 +670,23 @@ fn measure_all(
             warm,
             client_runtime,
             samples: samples?,
+            sched,
+            pmu,
         })
     })
+}
+
+/// Every worker thread's outcome; a panic is its error.
+fn join_all(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, anyhow::Result<WorkerOutcome>>>,
+) -> Vec<anyhow::Result<WorkerOutcome>> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .unwrap_or_else(|panic| Err(panicked("the measured phase", panic.as_ref())))
+        })
+        .collect()
 }
 
 /// Rate mode: worker `worker`'s share of the run's schedule.
@@ -848,6 +964,10 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         histogram: Some(encode_histogram(&totals.histogram)?),
         profile,
         profile_svg,
+        sched: window.sched,
+        counts: window
+            .pmu
+            .map(|p| super::counters::Counts::of_pmu(p, measured)),
     })
 }
 
@@ -944,7 +1064,14 @@ mod tests {
                         warmup: 1,
                         measured: 1,
                     };
-                    drive(&mut instance, measure, share, 0, None, &barriers)
+                    drive(
+                        &mut instance,
+                        measure,
+                        share,
+                        Inject::default(),
+                        None,
+                        &barriers,
+                    )
                 });
                 barriers.warmed.wait();
                 barriers.start.wait();

@@ -4,6 +4,7 @@
 
 mod bad_plugins;
 mod campaign;
+mod counters;
 mod daemon;
 mod daemon_limits;
 mod daemon_support;

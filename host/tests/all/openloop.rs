@@ -32,6 +32,8 @@ fn worker_run(measure: Measure, target: TargetSpec, inject_busy_ns: u64) -> RunR
         expected_inputs: Default::default(),
         binary: None,
         inject_busy_ns,
+        inject_loop_iterations: 0,
+        counters: None,
         adapters: Vec::new(),
         grants: Default::default(),
         profile_hz: None,

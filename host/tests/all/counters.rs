@@ -1,0 +1,179 @@
+//! Counted runs (`measure.counters`, docs/method.md "Counted runs"): real
+//! campaigns of examples/quick.toml's workloads with every worker under
+//! Valgrind's callgrind (Debian's `valgrind`, which `make test` installs),
+//! and the PMU's refusal on a machine without one.
+
+use crate::support::{blocklab, effect, report, run};
+use std::path::{Path, PathBuf};
+
+/// A working directory where examples/quick.toml's relative plugin paths
+/// (`target/plugins/...`) resolve to the built plugins.
+fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = crate::support::plugin("kv-basic");
+    let plugins = plugins.parent().unwrap();
+    std::fs::create_dir_all(dir.path().join("target")).unwrap();
+    std::os::unix::fs::symlink(plugins, dir.path().join("target/plugins")).unwrap();
+    dir
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name)
+}
+
+/// Whether valgrind runs here; without it the counted campaigns cannot run,
+/// which fails the test when `BLOCKLAB_REQUIRE_VALGRIND` is set (`make
+/// test` sets it and installs valgrind) and skips it, saying so, otherwise.
+fn valgrind() -> bool {
+    let found = std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("BLOCKLAB_REQUIRE_VALGRIND").is_none(),
+            "BLOCKLAB_REQUIRE_VALGRIND is set but valgrind does not run (make deps-valgrind)"
+        );
+        eprintln!("skipped: valgrind is not installed (make deps-valgrind)");
+    }
+    found
+}
+
+fn sets(overrides: &[&str]) -> Vec<String> {
+    overrides
+        .iter()
+        .flat_map(|s| ["--set".to_owned(), (*s).to_owned()])
+        .collect()
+}
+
+/// examples/quick.toml reduced to one workload, two blocks, 200 measured
+/// transactions and the two `arms`, counted with callgrind.
+fn counted_quick(work: &Path, arms: &str, extra: &[&str]) -> serde_json::Value {
+    let mut overrides = vec![
+        "blocks=2",
+        r#"workloads=[{name="get100"}]"#,
+        arms,
+        "measure.warmup=20",
+        "measure.measured=200",
+        "measure.counters=\"callgrind\"",
+    ];
+    overrides.extend(extra);
+    let r = run(blocklab()
+        .current_dir(work)
+        .args(["campaign", "--progress", "none", "--data", "data"])
+        .args(sets(&overrides))
+        .arg(example("quick.toml")));
+    assert!(
+        r.ok,
+        "campaign failed ({:?}):\n{}\n{}",
+        r.code, r.stdout, r.stderr
+    );
+    report(&work.join("data"))
+}
+
+/// Every run of the report counted: instructions per transaction above 0
+/// and the clock's statistics not reported.
+fn assert_counted(report: &serde_json::Value) {
+    let runs = report["runs"].as_array().unwrap();
+    assert!(!runs.is_empty());
+    for r in runs {
+        let counts = &r["counts"];
+        assert_eq!(counts["source"], "callgrind", "{r}");
+        assert!(
+            counts["instructions_per_txn"].as_f64().unwrap() > 1000.0,
+            "{r}"
+        );
+    }
+    let names: Vec<&str> = report["statistics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert!(names.contains(&"instructions_per_txn"), "{names:?}");
+    for clock in ["mean_latency", "p99_latency", "throughput", "cpu_process"] {
+        assert!(!names.contains(&clock), "{clock} is reported: {names:?}");
+    }
+}
+
+#[test]
+fn a_counted_aa_campaign_of_quick_finds_the_same_instructions_per_transaction() {
+    if !valgrind() {
+        return;
+    }
+    let work = workdir();
+    let report = counted_quick(
+        work.path(),
+        r#"arms=[{name="wasm",baseline=true},{name="wasm-again"}]"#,
+        &[],
+    );
+    assert_counted(&report);
+    let e = effect(&report, "wasm-again", "instructions_per_txn");
+    let ratio = e["ratio"].as_f64().unwrap();
+    let (lo, hi) = (
+        e["ci_low"].as_f64().unwrap(),
+        e["ci_high"].as_f64().unwrap(),
+    );
+    assert!((ratio - 1.0).abs() < 0.001, "{e}");
+    assert!(
+        lo > 0.999 && hi < 1.001,
+        "the A/A interval is wider than ±0.1%: {e}"
+    );
+}
+
+#[test]
+fn a_known_instruction_count_injected_per_transaction_is_found_within_one_percent() {
+    if !valgrind() {
+        return;
+    }
+    let work = workdir();
+    // 5,000 iterations of a two-instruction loop: 10,000 more instructions
+    // per transaction than the baseline.
+    let report = counted_quick(
+        work.path(),
+        r#"arms=[{name="builtin",baseline=true,plugin="builtin"},{name="looped",plugin="builtin",inject_loop_iterations=5000}]"#,
+        &[],
+    );
+    assert_counted(&report);
+    let base: Vec<f64> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["arm"] == "builtin")
+        .map(|r| r["counts"]["instructions_per_txn"].as_f64().unwrap())
+        .collect();
+    let base = base.iter().sum::<f64>() / base.len() as f64;
+    let ratio = effect(&report, "looped", "instructions_per_txn")["ratio"]
+        .as_f64()
+        .unwrap();
+    let found = (ratio - 1.0) * base;
+    assert!(
+        (found - 10_000.0).abs() < 100.0,
+        "found {found:.0} more instructions per transaction, injected 10000 (base {base:.0})"
+    );
+}
+
+#[test]
+fn a_plan_asking_for_pmu_counters_is_refused_where_the_machine_has_none() {
+    let probe = blocklab::machine::pmu::PmuProbe::read();
+    let r = run(blocklab()
+        .args(["plan", "--set", "measure.counters=\"pmu\""])
+        .arg(example("aa-builtin.toml")));
+    if probe.hardware {
+        eprintln!(
+            "this machine has a PMU: the plan seals, and the PMU test in machine::pmu counts"
+        );
+        assert!(r.ok, "{}", r.stderr);
+        return;
+    }
+    crate::support::assert_error(
+        &r,
+        &[
+            "`measure.counters = \"pmu\"` asks for hardware counters",
+            "exposes none",
+            "measure.counters = \"callgrind\"",
+        ],
+    );
+}
