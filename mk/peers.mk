@@ -33,7 +33,7 @@ deps-peers:
 	  DEBIAN_FRONTEND=noninteractive $(PEERS_SUDO) apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $(PEERS_APT_PACKAGES); \
 	fi
 
-$(GO_INGEST): $(wildcard peers/go-ingest/*.go) | deps-peers
+$(GO_INGEST): $(wildcard peers/go-ingest/*.go peers/go-ingest/*.s) | deps-peers
 	@mkdir -p $(PEERS_OUT)
 	cd peers/go-ingest && $(PEERS_GO) build -o $(abspath $@) .
 

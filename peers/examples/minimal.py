@@ -22,8 +22,73 @@ from collections import Counter
 LATE_NS = 1_000_000
 
 
+class Callgrind:
+    """A counted run's window switch (docs/process-arms.md, "Counted
+    runs"): Valgrind's CALLGRIND_START_INSTRUMENTATION, and
+    CALLGRIND_DUMP_STATS then CALLGRIND_STOP_INSTRUMENTATION, client
+    requests. A request is a magic
+    instruction sequence (valgrind.h) that Python cannot execute, so it is
+    written as x86-64 machine code into an executable page and called
+    through ctypes; natively it does nothing. The same code is in
+    peers/py-ingest/ingest.py."""
+
+    CODE = bytes([
+        0x48, 0x89, 0xF8,        # mov rax, rdi  (the six request words)
+        0x31, 0xD2,              # xor edx, edx  (the answer when native)
+        0x48, 0xC1, 0xC7, 0x03,  # rol rdi, 3
+        0x48, 0xC1, 0xC7, 0x0D,  # rol rdi, 13
+        0x48, 0xC1, 0xC7, 0x3D,  # rol rdi, 61
+        0x48, 0xC1, 0xC7, 0x33,  # rol rdi, 51
+        0x48, 0x87, 0xDB,        # xchg rbx, rbx: the request
+        0x48, 0x89, 0xD0,        # mov rax, rdx
+        0xC3,                    # ret
+    ])
+    # VG_USERREQ_TOOL_BASE('C', 'T') + 0, + 4 and + 5 (callgrind.h).
+    DUMP = ord("C") << 24 | ord("T") << 16
+    START = DUMP + 4
+    STOP = DUMP + 5
+
+    def __init__(self):
+        import ctypes
+        import mmap
+        import platform
+        if platform.machine() != "x86_64":
+            print(f"{sys.argv[0]}: counted runs issue x86-64 client requests; this is {platform.machine()}",
+                  file=sys.stderr)
+            sys.exit(2)
+        self.page = mmap.mmap(-1, mmap.PAGESIZE,
+                              prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        self.page.write(self.CODE)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(self.page))
+        self.call = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(address)
+        self.ctypes = ctypes
+
+    def request(self, code):
+        args = (self.ctypes.c_uint64 * 6)(code, 0, 0, 0, 0, 0)
+        self.call(self.ctypes.addressof(args))
+
+    def start(self):
+        self.request(self.START)
+
+    def stop(self):
+        # The dump holds the window; callgrind's own summary at exit after
+        # a stop is not usable (host/src/machine/valgrind.rs).
+        self.request(self.DUMP)
+        self.request(self.STOP)
+
+
+# Set by main when the request says `"counters": "callgrind"`.
+COUNTED = None
+
+
 def emit(event):
+    # The window is exactly the measured transactions: instrumentation on
+    # after the `measured` mark is written, off before `measured-end`.
+    if COUNTED and event.get("mark") == "measured-end":
+        COUNTED.stop()
     print(json.dumps(event), flush=True)
+    if COUNTED and event.get("mark") == "measured":
+        COUNTED.start()
 
 
 def round3(v):
@@ -134,6 +199,9 @@ def main():
         print(f"minimal.py: unknown workload `{req.get('workload')}`; this client has `noop`", file=sys.stderr)
         sys.exit(2)
     busy = int(req.get("params", {}).get("busy_ns", 0))
+    if req.get("counters") == "callgrind":
+        global COUNTED
+        COUNTED = Callgrind()
     measure = req["measure"]
     emit({"hello": {"protocol": 1, "client": f"minimal.py / python {sys.version.split()[0]}",
                     "modes": ["transactions", "window", "rate"]}})

@@ -90,6 +90,8 @@ type request struct {
 	Measure        measure                `json:"measure"`
 	CallDeadlineMs uint64                 `json:"call_deadline_ms"`
 	Schedule       schedule               `json:"schedule"`
+	// "callgrind" in a counted run (docs/process-arms.md, "Counted runs").
+	Counters string `json:"counters"`
 }
 
 // --- rate mode ---
@@ -216,7 +218,22 @@ func fatal(format string, args ...interface{}) {
 	os.Exit(1)
 }
 
+// counted: the request asked for a counted run; the window's client
+// requests are issued at its marks (callgrind_amd64.s).
+var counted bool
+
 func emit(event map[string]interface{}) {
+	// The window is exactly the measured transactions: instrumentation on
+	// after the `measured` mark is written, dumped and off before
+	// `measured-end`.
+	if counted && event["mark"] == "measured-end" {
+		callgrindDumpAndStop()
+	}
+	defer func() {
+		if counted && event["mark"] == "measured" {
+			callgrindStart()
+		}
+	}()
 	line, err := json.Marshal(event)
 	if err != nil {
 		fatal("cannot encode an event: %v", err)
@@ -714,6 +731,7 @@ func main() {
 	if req.Protocol != 1 {
 		usage("speaks protocol 1, the request is protocol %d", req.Protocol)
 	}
+	counted = req.Counters == "callgrind"
 	if req.Target.Kind != "grpc" {
 		usage("target kind `%s`: this client needs a `grpc` target", req.Target.Kind)
 	}
