@@ -1409,9 +1409,9 @@ impl PlanSpec {
     /// The names of the statistics the plan's measure mode compares (the
     /// report's tables hold their definitions and a test keeps the two in
     /// step; a plan cannot look them up there without importing the report).
-    pub fn statistic_names(&self) -> &'static [&'static str] {
-        if self.measure.mode == MeasureMode::Rate {
-            return &[
+    pub fn statistic_names(&self) -> Vec<&'static str> {
+        let clock: &[&str] = match self.measure.mode {
+            MeasureMode::Rate => &[
                 "mean_latency",
                 "p50_latency",
                 "p99_latency",
@@ -1420,19 +1420,16 @@ impl PlanSpec {
                 "achieved_rate",
                 "late_starts",
                 "cpu_measured",
-            ];
-        }
-        if self.measure.mode == MeasureMode::Window {
-            &[
+            ],
+            MeasureMode::Window => &[
                 "records_per_s",
                 "bytes_per_s",
                 "ack_p50_latency",
                 "ack_p99_latency",
                 "writes_per_record",
                 "cpu_per_record",
-            ]
-        } else {
-            &[
+            ],
+            MeasureMode::Transactions => &[
                 "mean_latency",
                 "p99_latency",
                 "throughput",
@@ -1440,7 +1437,38 @@ impl PlanSpec {
                 "cpu_process",
                 "alloc_bytes",
                 "allocs",
+            ],
+        };
+        let cycles = match self.measure.counters {
+            None => None,
+            Some(CounterSource::Pmu) => Some(true),
+            Some(CounterSource::Callgrind) => Some(self.measure.cache_sim),
+        };
+        let window = self.measure.mode == MeasureMode::Window;
+        let counters: Vec<&'static str> = match cycles {
+            None => vec![],
+            Some(cycles) => [
+                window.then_some("instructions_per_record"),
+                Some("instructions_per_txn"),
+                cycles.then_some("cycles_per_txn"),
             ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        };
+        if self
+            .workloads
+            .iter()
+            .any(|w| self.counters_for(w).is_none())
+        {
+            clock.iter().copied().chain(counters).collect()
+        } else {
+            // Every run counted: the counts that do not read the clock.
+            let counts = ["alloc_bytes", "allocs", "writes_per_record"];
+            counters
+                .into_iter()
+                .chain(clock.iter().copied().filter(|n| counts.contains(n)))
+                .collect()
         }
     }
 
@@ -1470,8 +1498,12 @@ impl PlanSpec {
             _ => vec!["mean_latency".into(), "cpu_process".into()],
         };
         // A counted workload's cost: its one counted statistic per record
-        // or per transaction.
+        // or per transaction; when every run is counted, the only one (the
+        // clock's statistics are not reported then).
         if self.counts_any() {
+            if self.workloads.iter().all(|w| self.counters_for(w).is_some()) {
+                primary.clear();
+            }
             primary.push(match self.measure.mode {
                 MeasureMode::Window => "instructions_per_record".into(),
                 _ => "instructions_per_txn".into(),

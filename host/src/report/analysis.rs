@@ -605,6 +605,15 @@ fn run_limits(runs: &[RunRow], campaign: CampaignId) -> Vec<String> {
     out
 }
 
+/// What counted runs measure, and what they do not (docs/method.md,
+/// "Counted runs").
+fn counted_limit(source: crate::plan::spec::CounterSource) -> String {
+    match source {
+        crate::plan::spec::CounterSource::Callgrind => "Counted workloads ran under callgrind: their instructions are simulated (one CPU at a time, wasmtime with explicit bounds checks) and their clock ran tens of times slow, so they report no latency, throughput or CPU time; each block's arms drew the same keys (one seed per block).".into(),
+        crate::plan::spec::CounterSource::Pmu => "Counted workloads read the CPU's counters over the measured window, user and kernel space, and report them in place of their timing statistics; each block's arms drew the same keys (one seed per block).".into(),
+    }
+}
+
 /// What the design did not test, stated with every report.
 fn limits(
     plan: &SealedPlan,
@@ -634,6 +643,9 @@ fn limits(
         } else {
             out.push("gRPC arms used the local grpc-ingest server over loopback on the same machine: no network latency, loss or bandwidth limit, and client and server compete for the machine's cores; only limits emulated by the server's knobs apply.".into());
         }
+    }
+    if let Some(source) = spec.measure.counters {
+        out.push(counted_limit(source));
     }
     if spec.workers == 1 {
         out.push("One worker: batching and contention under concurrency were not tested.".into());

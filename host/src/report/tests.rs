@@ -25,14 +25,31 @@ fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
 #[test]
 fn the_plan_names_exactly_the_statistics_the_report_compares() {
     let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\nmeasured_s = 1.0\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n";
-    for mode in ["transactions", "window", "rate"] {
+    let counted = [
+        vec![],
+        vec!["measure.counters=\"callgrind\""],
+        vec!["measure.counters=\"pmu\""],
+        vec![
+            "measure.counters=\"callgrind\"",
+            "measure.counted=\"beside\"",
+            "measure.cache_sim=true",
+        ],
+    ];
+    for (mode, counters) in ["transactions", "window", "rate"]
+        .into_iter()
+        .flat_map(|m| counted.iter().map(move |c| (m, c)))
+    {
         let mut overrides = vec![format!("measure.mode=\"{mode}\"")];
         if mode == "rate" {
+            if !counters.is_empty() {
+                continue; // refused: a counted client cannot keep a schedule
+            }
             overrides.push("measure.rate=100".into());
         }
+        overrides.extend(counters.iter().map(|c| (*c).to_owned()));
         let spec = crate::plan::spec::PlanSpec::parse(text, &overrides).unwrap();
         let ours: Vec<&str> = statistics(&spec).iter().map(|s| s.name).collect();
-        assert_eq!(ours, spec.statistic_names(), "{mode}");
+        assert_eq!(ours, spec.statistic_names(), "{mode} {counters:?}");
         for primary in spec.primary_statistics() {
             assert!(ours.contains(&primary.as_str()), "{mode}: {primary}");
         }
