@@ -144,7 +144,7 @@ pub(super) fn slo_rows(spec: &PlanSpec, finals: &BTreeMap<u32, &RunRecord>) -> V
         return Vec::new();
     };
     let Some(stat) = statistics(spec)
-        .iter()
+        .into_iter()
         .find(|s| s.name == slo.statistic.name())
     else {
         return Vec::new();

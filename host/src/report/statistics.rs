@@ -22,6 +22,11 @@ pub struct Statistic {
     /// whether the sample supports it depends on the samples per run.
     #[serde(skip)]
     pub percentile: Option<f64>,
+    /// Compared only when the plan names it in `statistics.headline`
+    /// (preregistered), so a report offers it only where it was chosen
+    /// before anything ran.
+    #[serde(skip)]
+    pub optional: bool,
     #[serde(skip)]
     pub of: fn(&RunResult) -> f64,
 }
@@ -63,7 +68,44 @@ const CPU_MEASURED: Statistic = Statistic {
     headline: false,
     column: Some("cpu µs/txn"),
     percentile: None,
+    optional: false,
     of: |r| r.cpu.measured_us_per_txn,
+};
+
+/// The median of the run's batch means (docs/method.md, "Batches"); 0 (an
+/// effect reported as missing) for a run without batches.
+const BATCH_MEDIAN_LATENCY: Statistic = Statistic {
+    name: "batch_median_latency",
+    unit: "µs",
+    lower_is_better: true,
+    headline: false,
+    column: Some("batch med µs"),
+    percentile: None,
+    optional: true,
+    of: |r| {
+        r.batches
+            .as_ref()
+            .and_then(|b| b.median_of_means_us())
+            .unwrap_or(0.0)
+    },
+};
+
+/// Mean latency net of the worker threads' run-queue wait (docs/method.md,
+/// "Batches"); 0 (missing) without batches or schedstat.
+const NET_MEAN_LATENCY: Statistic = Statistic {
+    name: "net_mean_latency",
+    unit: "µs",
+    lower_is_better: true,
+    headline: false,
+    column: Some("net mean µs"),
+    percentile: None,
+    optional: true,
+    of: |r| {
+        r.batches
+            .as_ref()
+            .and_then(|b| b.net_mean_us())
+            .unwrap_or(0.0)
+    },
 };
 
 /// The statistics every transaction-mode campaign compares.
@@ -75,6 +117,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("mean µs"),
         percentile: None,
+        optional: false,
         of: |r| r.latency_us.mean,
     },
     Statistic {
@@ -84,6 +127,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("p99 µs"),
         percentile: Some(99.0),
+        optional: false,
         of: |r| r.latency_us.p99,
     },
     Statistic {
@@ -93,6 +137,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("txn/s"),
         percentile: None,
+        optional: false,
         of: |r| r.throughput_per_s,
     },
     CPU_MEASURED,
@@ -103,6 +148,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("E−A µs/txn"),
         percentile: None,
+        optional: false,
         of: |r| r.cpu.process_us_per_txn,
     },
     Statistic {
@@ -112,6 +158,7 @@ pub const STATISTICS: &[Statistic] = &[
         headline: false,
         column: None,
         percentile: None,
+        optional: false,
         of: |r| r.alloc.bytes_per_txn,
     },
     Statistic {
@@ -121,8 +168,11 @@ pub const STATISTICS: &[Statistic] = &[
         headline: false,
         column: None,
         percentile: None,
+        optional: false,
         of: |r| r.alloc.allocs_per_txn,
     },
+    BATCH_MEDIAN_LATENCY,
+    NET_MEAN_LATENCY,
 ];
 
 /// The statistics every window-mode campaign compares: what the server
@@ -138,6 +188,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("records/s"),
         percentile: None,
+        optional: false,
         of: |r| r.window.map_or(0.0, |w| w.records_per_s),
     },
     Statistic {
@@ -147,6 +198,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("B/s"),
         percentile: None,
+        optional: false,
         of: |r| r.window.map_or(0.0, |w| w.bytes_per_s),
     },
     Statistic {
@@ -156,6 +208,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("ack p50 µs"),
         percentile: Some(50.0),
+        optional: false,
         of: |r| {
             r.window
                 .and_then(|w| w.ack_latency_us)
@@ -169,6 +222,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("ack p99 µs"),
         percentile: Some(99.0),
+        optional: false,
         of: |r| {
             r.window
                 .and_then(|w| w.ack_latency_us)
@@ -182,6 +236,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: false,
         column: None,
         percentile: None,
+        optional: false,
         of: |r| per_record(r, r.client_runtime.map_or(0.0, |c| c.sockets.writes as f64)),
     },
     Statistic {
@@ -191,8 +246,11 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("cpu µs/rec"),
         percentile: None,
+        optional: false,
         of: |r| per_record(r, r.cpu.measured_us_per_txn * r.measured as f64),
     },
+    BATCH_MEDIAN_LATENCY,
+    NET_MEAN_LATENCY,
 ];
 
 /// The statistics every rate-mode (open-loop) campaign compares. Latency
@@ -207,6 +265,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("mean µs"),
         percentile: None,
+        optional: false,
         of: |r| r.latency_us.mean,
     },
     Statistic {
@@ -216,6 +275,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("p50 µs"),
         percentile: Some(50.0),
+        optional: false,
         of: |r| r.latency_us.p50,
     },
     Statistic {
@@ -225,6 +285,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: true,
         column: Some("p99 µs"),
         percentile: Some(99.0),
+        optional: false,
         of: |r| r.latency_us.p99,
     },
     Statistic {
@@ -234,6 +295,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: None,
         percentile: None,
+        optional: false,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.service_us.mean),
     },
     Statistic {
@@ -243,6 +305,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("svc p99 µs"),
         percentile: Some(99.0),
+        optional: false,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.service_us.p99),
     },
     Statistic {
@@ -252,6 +315,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("achieved/s"),
         percentile: None,
+        optional: false,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.achieved_per_s),
     },
     Statistic {
@@ -261,6 +325,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         headline: false,
         column: Some("late"),
         percentile: None,
+        optional: false,
         of: |r| {
             r.open_loop
                 .as_ref()
@@ -280,12 +345,30 @@ fn per_record(r: &RunResult, total: f64) -> f64 {
     }
 }
 
-/// The statistics a plan's measure mode compares.
-pub fn statistics(spec: &PlanSpec) -> &'static [Statistic] {
-    match spec.measure.mode {
+/// The whole table of a measure mode, optional statistics included.
+pub fn table(mode: MeasureMode) -> &'static [Statistic] {
+    match mode {
         MeasureMode::Window => WINDOW_STATISTICS,
         MeasureMode::Rate => RATE_STATISTICS,
         MeasureMode::Transactions => STATISTICS,
+    }
+}
+
+/// The statistics a plan compares: its measure mode's table, with the
+/// optional ones only where `statistics.headline` names them.
+pub fn statistics(spec: &PlanSpec) -> Vec<&'static Statistic> {
+    table(spec.measure.mode)
+        .iter()
+        .filter(|s| !s.optional || spec.chosen_headline().any(|h| h == s.name))
+        .collect()
+}
+
+/// Whether `stat` is a headline statistic of `spec`: the plan's
+/// `statistics.headline` when it has one, else the table's choice.
+pub fn is_headline(spec: &PlanSpec, stat: &Statistic) -> bool {
+    match &spec.statistics {
+        Some(chosen) => chosen.headline.iter().any(|h| h == stat.name),
+        None => stat.headline,
     }
 }
 
@@ -293,7 +376,7 @@ pub fn statistics(spec: &PlanSpec) -> &'static [Statistic] {
 /// plots these rather than knowing how each is computed).
 pub fn values(spec: &PlanSpec, r: &RunResult) -> BTreeMap<&'static str, f64> {
     statistics(spec)
-        .iter()
+        .into_iter()
         .map(|s| (s.name, (s.of)(r)))
         .collect()
 }
