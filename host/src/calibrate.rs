@@ -251,13 +251,15 @@ fn level_rows(spec: &PlanSpec, reports: &[Report], target: f64) -> Vec<LevelRow>
                 per_transaction_s: mean(&|r| r.per_transaction_s),
             };
             let n = row.transactions.max(1);
-            let design = row.costs().plan(
-                target,
-                spec.bootstrap.level,
-                (64.min(n), n.saturating_mul(100)),
-                step,
-                10_000,
-            );
+            // Without a within-run figure, run length cannot be traded
+            // against blocks: keep the calibrated length.
+            let range = match levels.within_run {
+                Some(_) => (64.min(n), n.saturating_mul(100)),
+                None => (n, n),
+            };
+            let design = row
+                .costs()
+                .plan(target, spec.bootstrap.level, range, step, 10_000);
             LevelRow {
                 workload,
                 statistic,
@@ -305,7 +307,10 @@ fn log_ratios(r: &Report) -> BTreeMap<(String, String), Vec<f64>> {
             continue;
         }
         for s in report::statistics(spec) {
-            let (a, b) = ((s.of)(&row.result), (s.of)(&base.result));
+            // The rows' values, not the results: a report's rows carry no
+            // batches, which some statistics are read off.
+            let value = |r: &report::RunRow| r.values.get(s.name).copied().unwrap_or(0.0);
+            let (a, b) = (value(row), value(base));
             if a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite() {
                 out.entry((w.to_owned(), s.name.to_owned()))
                     .or_default()

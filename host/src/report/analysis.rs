@@ -234,10 +234,14 @@ pub fn analyse(
     let arms: Vec<String> = spec.arms.iter().map(|a| a.name.clone()).collect();
     // Where the runs carry batches: older stores and process arms do not,
     // and their reports read as before.
-    let noise = super::noise::noise(records, &arms)
-        .into_iter()
-        .filter(|n| n.levels.within_run.is_some())
-        .collect();
+    let batched = records
+        .iter()
+        .any(|r| r.result.as_ref().is_some_and(|x| x.batches.is_some()));
+    let noise = if batched {
+        super::noise::noise(records, &arms)
+    } else {
+        Vec::new()
+    };
     Report {
         curves,
         slo,
