@@ -13,7 +13,7 @@
 
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::{ArmSpec, PlanSpec};
-use crate::report::calibration::{Calibration, CalibrationRow};
+use crate::report::calibration::{Calibration, CalibrationRow, LevelRow};
 use crate::report::{self, Report};
 use crate::run::supervisor::{self, Options};
 use crate::stats;
@@ -193,7 +193,9 @@ pub fn summarise(
             }
         })
         .collect();
+    let levels = level_rows(spec, reports, target_half_width);
     Calibration {
+        levels,
         machine,
         created_unix_ms: unix_ms(),
         plan: spec.name.clone(),
@@ -206,6 +208,69 @@ pub fn summarise(
         arms,
         rows,
     }
+}
+
+/// The variance levels of every workload × statistic averaged over the A/A
+/// reports, and the cheapest design for `target` from them: transactions per
+/// run by the square-root rule (at least 64 per batch column, at most 100×
+/// the calibrated length), then the fewest balanced blocks.
+fn level_rows(spec: &PlanSpec, reports: &[Report], target: f64) -> Vec<LevelRow> {
+    let mut acc: BTreeMap<(String, String), Vec<&crate::report::noise::NoiseRow>> = BTreeMap::new();
+    for r in reports {
+        for n in &r.noise {
+            acc.entry((n.workload.clone(), n.statistic.clone()))
+                .or_default()
+                .push(n);
+        }
+    }
+    let arms = spec.arms.len().max(2);
+    let step = (2..=64)
+        .find(|&b| crate::plan::design::orders(arms, b, 0).is_ok())
+        .unwrap_or(2);
+    acc.into_iter()
+        .map(|((workload, statistic), rows)| {
+            let k = rows.len() as f64;
+            let mean = |f: &dyn Fn(&crate::report::noise::NoiseRow) -> f64| {
+                rows.iter().map(|r| f(r)).sum::<f64>() / k
+            };
+            let within: Vec<f64> = rows.iter().filter_map(|r| r.levels.within_run).collect();
+            let levels = crate::stats::levels::Levels {
+                within_run: (within.len() == rows.len()).then(|| within.iter().sum::<f64>() / k),
+                between_runs: mean(&|r| r.levels.between_runs),
+                between_blocks: mean(&|r| r.levels.between_blocks),
+                residual: mean(&|r| r.levels.residual),
+                blocks: rows.iter().map(|r| r.levels.blocks).sum(),
+                arms,
+            };
+            let row = crate::report::noise::NoiseRow {
+                workload: workload.clone(),
+                statistic: statistic.clone(),
+                levels,
+                transactions: mean(&|r| r.transactions as f64).round() as u64,
+                fixed_s: mean(&|r| r.fixed_s),
+                per_transaction_s: mean(&|r| r.per_transaction_s),
+            };
+            let n = row.transactions.max(1);
+            // Without a within-run figure, run length cannot be traded
+            // against blocks: keep the calibrated length.
+            let range = match levels.within_run {
+                Some(_) => (64.min(n), n.saturating_mul(100)),
+                None => (n, n),
+            };
+            let design = row
+                .costs()
+                .plan(target, spec.bootstrap.level, range, step, 10_000);
+            LevelRow {
+                workload,
+                statistic,
+                levels,
+                transactions: row.transactions,
+                fixed_s: row.fixed_s,
+                per_transaction_s: row.per_transaction_s,
+                design,
+            }
+        })
+        .collect()
 }
 
 /// Per workload × statistic over the A/A reports: intervals, how many
@@ -242,7 +307,10 @@ fn log_ratios(r: &Report) -> BTreeMap<(String, String), Vec<f64>> {
             continue;
         }
         for s in report::statistics(spec) {
-            let (a, b) = ((s.of)(&row.result), (s.of)(&base.result));
+            // The rows' values, not the results: a report's rows carry no
+            // batches, which some statistics are read off.
+            let value = |r: &report::RunRow| r.values.get(s.name).copied().unwrap_or(0.0);
+            let (a, b) = (value(row), value(base));
             if a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite() {
                 out.entry((w.to_owned(), s.name.to_owned()))
                     .or_default()

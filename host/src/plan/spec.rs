@@ -37,6 +37,11 @@ pub struct PlanSpec {
     /// (docs/plans.md, "Sequential campaigns"). Absent: run every block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<SequentialSpec>,
+    /// The statistics chosen before anything runs (docs/plans.md,
+    /// "Statistics"). Absent: the mode's own headline statistics, and sealed
+    /// plans without it keep their hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<StatisticsSpec>,
     /// CPU groups; derived from the machine's topology when absent.
     #[serde(default)]
     pub cpus: Option<CpuSpec>,
@@ -495,6 +500,17 @@ pub struct BootstrapSpec {
 /// `[sequential]`: after each block (from `min_blocks` on), stop the
 /// workload once every primary effect's interval is within
 /// ±`target_half_width`; at most the plan's `blocks`. Intervals are
+/// `[statistics]`: the plan's preregistered headline statistics. They are
+/// what the terminal's headline tables, the gate's default, the verdicts
+/// and the sequential rule (unless it names its own) use, and an optional
+/// statistic of the table (`batch_median_latency`, `net_mean_latency`) is
+/// compared only when named here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatisticsSpec {
+    pub headline: Vec<String>,
+}
+
 /// Student-t at the levels the spending function gives each look.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1075,7 +1091,59 @@ impl PlanSpec {
         if let Some(seq) = &self.sequential {
             self.validate_sequential(seq)?;
         }
+        if let Some(chosen) = &self.statistics {
+            self.validate_statistics(chosen)?;
+        }
         Ok(())
+    }
+
+    /// `statistics.headline`: at least one, each a statistic of the plan's
+    /// mode (optional ones included), none twice.
+    fn validate_statistics(&self, chosen: &StatisticsSpec) -> anyhow::Result<()> {
+        let known: Vec<&str> = self
+            .statistic_names()
+            .iter()
+            .chain(self.optional_statistic_names())
+            .copied()
+            .collect();
+        if chosen.headline.is_empty() {
+            bail!(
+                "`statistics.headline` is empty; name the statistics to headline, e.g. `headline = [\"{}\"]`, or remove `[statistics]`",
+                known[0]
+            );
+        }
+        for (i, name) in chosen.headline.iter().enumerate() {
+            if !known.contains(&name.as_str()) {
+                bail!(
+                    "`statistics.headline` names `{}`, which a {} plan does not compare; use some of {}",
+                    limits::clip(name),
+                    self.measure.mode.key(),
+                    known.join(", ")
+                );
+            }
+            if chosen.headline[..i].contains(name) {
+                bail!("`statistics.headline` names `{name}` twice; name each statistic once");
+            }
+        }
+        Ok(())
+    }
+
+    /// The statistics of the plan's mode compared only when
+    /// `statistics.headline` names them (they need the runs' batches).
+    pub fn optional_statistic_names(&self) -> &'static [&'static str] {
+        match self.measure.mode {
+            MeasureMode::Transactions | MeasureMode::Window => {
+                &["batch_median_latency", "net_mean_latency"]
+            }
+            MeasureMode::Rate => &[],
+        }
+    }
+
+    /// The plan's `statistics.headline`, empty without `[statistics]`.
+    pub fn chosen_headline(&self) -> impl Iterator<Item = &str> {
+        self.statistics
+            .iter()
+            .flat_map(|c| c.headline.iter().map(String::as_str))
     }
 
     /// The plan's sizes, first: the design allocates blocks × arms entries.
@@ -1394,7 +1462,16 @@ impl PlanSpec {
                 self.bootstrap.method.key()
             );
         }
-        let known = self.statistic_names();
+        // Optional statistics are compared only when the plan headlines them.
+        let known: Vec<&str> = self
+            .statistic_names()
+            .iter()
+            .copied()
+            .chain(
+                self.chosen_headline()
+                    .filter(|h| self.optional_statistic_names().contains(h)),
+            )
+            .collect();
         for name in &seq.statistics {
             if !known.contains(&name.as_str()) {
                 bail!(
@@ -1489,6 +1566,9 @@ impl PlanSpec {
     pub fn primary_statistics(&self) -> Vec<String> {
         let mut primary: Vec<String> = match &self.sequential {
             Some(seq) if !seq.statistics.is_empty() => return seq.statistics.clone(),
+            _ if self.statistics.is_some() => {
+                return self.chosen_headline().map(str::to_owned).collect();
+            }
             _ if self.measure.mode == MeasureMode::Window => {
                 vec!["records_per_s".into(), "ack_p99_latency".into()]
             }
@@ -1501,7 +1581,11 @@ impl PlanSpec {
         // or per transaction; when every run is counted, the only one (the
         // clock's statistics are not reported then).
         if self.counts_any() {
-            if self.workloads.iter().all(|w| self.counters_for(w).is_some()) {
+            if self
+                .workloads
+                .iter()
+                .all(|w| self.counters_for(w).is_some())
+            {
                 primary.clear();
             }
             primary.push(match self.measure.mode {
@@ -1898,6 +1982,47 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn statistics_headline_chooses_the_headline_and_refuses_what_the_mode_lacks() {
+        let set = "statistics.headline=[\"batch_median_latency\", \"cpu_measured\"]";
+        let plan = quick_with(&[set]).unwrap();
+        assert_eq!(
+            plan.primary_statistics(),
+            vec!["batch_median_latency".to_owned(), "cpu_measured".to_owned()]
+        );
+        // A plan without the section serialises as before (hash unchanged)
+        // and keeps its mode's primary statistics.
+        let plain = quick_with(&[]).unwrap();
+        assert!(!toml::to_string(&plain).unwrap().contains("statistics"));
+        assert_eq!(
+            plain.primary_statistics(),
+            vec!["mean_latency", "cpu_process"]
+        );
+        for (bad, words) in [
+            (
+                "statistics.headline=[\"records_per_s\"]",
+                "does not compare",
+            ),
+            ("statistics.headline=[]", "is empty"),
+            (
+                "statistics.headline=[\"cpu_measured\", \"cpu_measured\"]",
+                "twice",
+            ),
+        ] {
+            let e = format!("{:#}", quick_with(&[bad]).unwrap_err());
+            assert!(e.contains(words), "{bad}: {e}");
+            assert!(e.contains("statistics.headline"), "{bad}: {e}");
+        }
+        let e = format!(
+            "{:#}",
+            quick_with(&["statistics.headline=[\"nope\"]"]).unwrap_err()
+        );
+        assert!(
+            e.contains("net_mean_latency") && e.contains("mean_latency"),
+            "{e}"
+        );
     }
 
     #[test]

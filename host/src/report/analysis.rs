@@ -231,9 +231,21 @@ pub fn analyse(
     let verdicts = super::verdicts::verdicts(spec, &campaign, &rows.effects, &runs, &statistics);
     let curves = super::curves::curves(spec, &finals, &rows.effects);
     let slo = super::curves::slo_rows(spec, &finals);
+    let arms: Vec<String> = spec.arms.iter().map(|a| a.name.clone()).collect();
+    // Where the runs carry batches: older stores and process arms do not,
+    // and their reports read as before.
+    let batched = records
+        .iter()
+        .any(|r| r.result.as_ref().is_some_and(|x| x.batches.is_some()));
+    let noise = if batched {
+        super::noise::noise(records, &arms)
+    } else {
+        Vec::new()
+    };
     Report {
         curves,
         slo,
+        noise,
         hosts,
         provisional: super::verdicts::provisional(&campaign),
         sealed_baseline: None,
@@ -547,6 +559,12 @@ fn run_rows(spec: &PlanSpec, records: &[RunRecord]) -> Vec<RunRow> {
             result.workload = r.slot.workload.clone();
             result.arm = r.slot.arm.clone();
             result.histogram = None;
+            let values = super::statistics::values(spec, &result)
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+            // Kept in the store; the report carries what they give.
+            result.batches = None;
             RunRow {
                 slot: r.slot.slot,
                 block: r.slot.block,
@@ -560,10 +578,7 @@ fn run_rows(spec: &PlanSpec, records: &[RunRecord]) -> Vec<RunRow> {
                 steal_pct: r.telemetry.steal_pct,
                 oom_kills: r.telemetry.oom_kills,
                 link: r.link.clone(),
-                values: super::statistics::values(spec, &result)
-                    .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v))
-                    .collect(),
+                values,
                 result,
             }
         })

@@ -29,6 +29,28 @@ pub struct Calibration {
     /// Block counts the plan's arms balance at, for the recommendation.
     pub arms: usize,
     pub rows: Vec<CalibrationRow>,
+    /// Where the noise lives and the cheapest design for the target, per
+    /// workload × statistic with batches (docs/method.md, "The planner");
+    /// empty in calibrations stored before batches existed.
+    #[serde(default)]
+    pub levels: Vec<LevelRow>,
+}
+
+/// One workload × statistic's variance levels, averaged over the A/A
+/// campaigns, and the design the planner recommends from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelRow {
+    pub workload: String,
+    pub statistic: String,
+    pub levels: crate::stats::levels::Levels,
+    /// Measured transactions per run the levels were measured at.
+    pub transactions: u64,
+    /// A run's fixed cost and time per transaction, seconds.
+    pub fixed_s: f64,
+    pub per_transaction_s: f64,
+    /// The cheapest design reaching the target, if one within 10,000
+    /// blocks does.
+    pub design: Option<crate::stats::levels::Design>,
 }
 
 /// One workload × statistic of a calibration.
@@ -98,6 +120,7 @@ pub fn render(c: &Calibration) -> String {
                 .map_or("more than 10000".into(), |b| b.to_string())
         );
     }
+    render_levels(c, &mut s);
     let (covered, n): (usize, usize) = c
         .rows
         .iter()
@@ -115,6 +138,43 @@ pub fn render(c: &Calibration) -> String {
         );
     }
     s
+}
+
+/// The levels table and the planner's designs.
+fn render_levels(c: &Calibration, s: &mut String) {
+    if c.levels.is_empty() {
+        return;
+    }
+    let sd = |v: f64| fmt_pct(v.max(0.0).sqrt());
+    let _ = writeln!(
+        s,
+        "\nwhere the noise lives (relative sd of one run's statistic; docs/method.md):\n\n| workload | statistic | within run | between runs | between blocks | fixed cost / run | cheapest design for ±{} | machine time |\n|---|---|---|---|---|---|---|---|",
+        fmt_pct(c.target_half_width)
+    );
+    for r in &c.levels {
+        let l = &r.levels;
+        let design = r.design.map_or_else(
+            || ("more than 10000 blocks".to_owned(), "?".to_owned()),
+            |d| {
+                (
+                    format!("{} blocks × {} transactions", d.blocks, d.transactions),
+                    format!("{:.0} s", d.seconds),
+                )
+            },
+        );
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {:.1} ms | {} | {} |",
+            r.workload,
+            r.statistic,
+            l.within_run.map_or("?".into(), sd),
+            sd(l.between_runs),
+            sd(l.between_blocks),
+            1e3 * r.fixed_s,
+            design.0,
+            design.1
+        );
+    }
 }
 
 /// `3–42` for consecutive ids, else a list.

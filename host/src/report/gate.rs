@@ -123,7 +123,7 @@ fn chosen(report: &Report, names: &[String]) -> Result<Vec<(String, bool)>, Gate
     if names.is_empty() {
         let headline: Vec<_> = table
             .iter()
-            .filter(|s| s.headline)
+            .filter(|s| super::statistics::is_headline(&report.plan.spec, s))
             .map(|s| (s.name.to_owned(), s.lower_is_better))
             .collect();
         return Ok(if headline.is_empty() {

@@ -22,6 +22,7 @@ pub mod history;
 pub mod hosts;
 mod markdown;
 mod model;
+pub mod noise;
 mod statistics;
 mod terminal;
 #[cfg(test)]

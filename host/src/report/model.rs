@@ -73,14 +73,35 @@ pub struct Verdict {
 /// A row of the statistics table with whether the campaign's sample
 /// supports it (a tail percentile needs enough samples per run; a maximum
 /// never estimates anything).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct StatisticRow {
-    #[serde(flatten)]
     pub stat: &'static Statistic,
+    /// The plan's choice (`statistics.headline`) where it made one, else
+    /// the table's.
+    pub headline: bool,
     pub supported: bool,
     /// Why not, when not supported.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// The table's fields in its own order with `headline` the plan's, so a
+/// report of a plan without `[statistics]` reads as before.
+impl Serialize for StatisticRow {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let s = self.stat;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", s.name)?;
+        map.serialize_entry("unit", s.unit)?;
+        map.serialize_entry("lower_is_better", &s.lower_is_better)?;
+        map.serialize_entry("headline", &self.headline)?;
+        map.serialize_entry("column", &s.column)?;
+        map.serialize_entry("supported", &self.supported)?;
+        if let Some(reason) = &self.reason {
+            map.serialize_entry("reason", reason)?;
+        }
+        map.end()
+    }
 }
 
 impl std::ops::Deref for StatisticRow {
@@ -265,6 +286,11 @@ pub struct Report {
     /// campaign ran on, if it has one.
     #[serde(default)]
     pub calibration: Option<Calibration>,
+    /// Where the noise lives, per workload × statistic (docs/method.md):
+    /// within run, between runs, between blocks; only where runs carry
+    /// batches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noise: Vec<super::noise::NoiseRow>,
     pub effects: Vec<EffectRow>,
     pub missing_effects: Vec<MissingEffect>,
     pub absolutes: Vec<AbsoluteRow>,

@@ -26,6 +26,11 @@ pub struct Statistic {
     /// a counted run's clock is meaningless (docs/method.md, "Counted runs").
     #[serde(skip)]
     pub reads: Reads,
+    /// Compared only when the plan names it in `statistics.headline`
+    /// (preregistered), so a report offers it only where it was chosen
+    /// before anything ran.
+    #[serde(skip)]
+    pub optional: bool,
     #[serde(skip)]
     pub of: fn(&RunResult) -> f64,
 }
@@ -80,7 +85,46 @@ const CPU_MEASURED: Statistic = Statistic {
     column: Some("cpu µs/txn"),
     percentile: None,
     reads: Reads::Clock,
+    optional: false,
     of: |r| r.cpu.measured_us_per_txn,
+};
+
+/// The median of the run's batch means (docs/method.md, "Batches"); 0 (an
+/// effect reported as missing) for a run without batches.
+const BATCH_MEDIAN_LATENCY: Statistic = Statistic {
+    name: "batch_median_latency",
+    unit: "µs",
+    lower_is_better: true,
+    headline: false,
+    column: Some("batch med µs"),
+    percentile: None,
+    reads: Reads::Clock,
+    optional: true,
+    of: |r| {
+        r.batches
+            .as_ref()
+            .and_then(|b| b.median_of_means_us())
+            .unwrap_or(0.0)
+    },
+};
+
+/// Mean latency net of the worker threads' run-queue wait (docs/method.md,
+/// "Batches"); 0 (missing) without batches or schedstat.
+const NET_MEAN_LATENCY: Statistic = Statistic {
+    name: "net_mean_latency",
+    unit: "µs",
+    lower_is_better: true,
+    headline: false,
+    column: Some("net mean µs"),
+    percentile: None,
+    reads: Reads::Clock,
+    optional: true,
+    of: |r| {
+        r.batches
+            .as_ref()
+            .and_then(|b| b.net_mean_us())
+            .unwrap_or(0.0)
+    },
 };
 
 /// The statistics every transaction-mode campaign compares.
@@ -93,6 +137,7 @@ pub const STATISTICS: &[Statistic] = &[
         column: Some("mean µs"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.latency_us.mean,
     },
     Statistic {
@@ -103,6 +148,7 @@ pub const STATISTICS: &[Statistic] = &[
         column: Some("p99 µs"),
         percentile: Some(99.0),
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.latency_us.p99,
     },
     Statistic {
@@ -113,6 +159,7 @@ pub const STATISTICS: &[Statistic] = &[
         column: Some("txn/s"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.throughput_per_s,
     },
     CPU_MEASURED,
@@ -124,6 +171,7 @@ pub const STATISTICS: &[Statistic] = &[
         column: Some("E−A µs/txn"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.cpu.process_us_per_txn,
     },
     Statistic {
@@ -134,6 +182,7 @@ pub const STATISTICS: &[Statistic] = &[
         column: None,
         percentile: None,
         reads: Reads::Count,
+        optional: false,
         of: |r| r.alloc.bytes_per_txn,
     },
     Statistic {
@@ -144,8 +193,11 @@ pub const STATISTICS: &[Statistic] = &[
         column: None,
         percentile: None,
         reads: Reads::Count,
+        optional: false,
         of: |r| r.alloc.allocs_per_txn,
     },
+    BATCH_MEDIAN_LATENCY,
+    NET_MEAN_LATENCY,
 ];
 
 /// The statistics every window-mode campaign compares: what the server
@@ -162,6 +214,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         column: Some("records/s"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.window.map_or(0.0, |w| w.records_per_s),
     },
     Statistic {
@@ -172,6 +225,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         column: Some("B/s"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.window.map_or(0.0, |w| w.bytes_per_s),
     },
     Statistic {
@@ -182,6 +236,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         column: Some("ack p50 µs"),
         percentile: Some(50.0),
         reads: Reads::Clock,
+        optional: false,
         of: |r| {
             r.window
                 .and_then(|w| w.ack_latency_us)
@@ -196,6 +251,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         column: Some("ack p99 µs"),
         percentile: Some(99.0),
         reads: Reads::Clock,
+        optional: false,
         of: |r| {
             r.window
                 .and_then(|w| w.ack_latency_us)
@@ -210,6 +266,7 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         column: None,
         percentile: None,
         reads: Reads::Count,
+        optional: false,
         of: |r| per_record(r, r.client_runtime.map_or(0.0, |c| c.sockets.writes as f64)),
     },
     Statistic {
@@ -220,8 +277,11 @@ pub const WINDOW_STATISTICS: &[Statistic] = &[
         column: Some("cpu µs/rec"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| per_record(r, r.cpu.measured_us_per_txn * r.measured as f64),
     },
+    BATCH_MEDIAN_LATENCY,
+    NET_MEAN_LATENCY,
 ];
 
 /// The statistics every rate-mode (open-loop) campaign compares. Latency
@@ -237,6 +297,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         column: Some("mean µs"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.latency_us.mean,
     },
     Statistic {
@@ -247,6 +308,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         column: Some("p50 µs"),
         percentile: Some(50.0),
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.latency_us.p50,
     },
     Statistic {
@@ -257,6 +319,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         column: Some("p99 µs"),
         percentile: Some(99.0),
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.latency_us.p99,
     },
     Statistic {
@@ -267,6 +330,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         column: None,
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.service_us.mean),
     },
     Statistic {
@@ -277,6 +341,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         column: Some("svc p99 µs"),
         percentile: Some(99.0),
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.service_us.p99),
     },
     Statistic {
@@ -287,6 +352,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         column: Some("achieved/s"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| r.open_loop.as_ref().map_or(0.0, |o| o.achieved_per_s),
     },
     Statistic {
@@ -297,6 +363,7 @@ pub const RATE_STATISTICS: &[Statistic] = &[
         column: Some("late"),
         percentile: None,
         reads: Reads::Clock,
+        optional: false,
         of: |r| {
             r.open_loop
                 .as_ref()
@@ -326,6 +393,7 @@ const INSTRUCTIONS_PER_TXN: Statistic = Statistic {
     column: Some("instr/txn"),
     percentile: None,
     reads: Reads::Counters,
+    optional: false,
     of: |r| r.counts.map_or(0.0, |c| c.instructions_per_txn),
 };
 
@@ -339,6 +407,7 @@ const CYCLES_PER_TXN: Statistic = Statistic {
     column: Some("cycles/txn"),
     percentile: None,
     reads: Reads::Counters,
+    optional: false,
     of: |r| r.counts.and_then(|c| c.cycles_per_txn).unwrap_or(0.0),
 };
 
@@ -351,6 +420,7 @@ const INSTRUCTIONS_PER_RECORD: Statistic = Statistic {
     column: Some("instr/rec"),
     percentile: None,
     reads: Reads::Counters,
+    optional: false,
     of: |r| per_record(r, r.counts.map_or(0.0, |c| c.instructions as f64)),
 };
 
@@ -364,9 +434,9 @@ const COUNTED_WINDOW_CYCLES: &[Statistic] = &[
     CYCLES_PER_TXN,
 ];
 
-/// The statistics a plan's measure mode compares on the clock.
-fn clock_statistics(spec: &PlanSpec) -> &'static [Statistic] {
-    match spec.measure.mode {
+/// The whole table of a measure mode, optional statistics included.
+pub fn table(mode: MeasureMode) -> &'static [Statistic] {
+    match mode {
         MeasureMode::Window => WINDOW_STATISTICS,
         MeasureMode::Rate => RATE_STATISTICS,
         MeasureMode::Transactions => STATISTICS,
@@ -390,7 +460,8 @@ fn counter_statistics(spec: &PlanSpec) -> &'static [Statistic] {
 }
 
 /// The statistics a plan compares, in the order reports show them: its
-/// mode's table when some workload runs on the clock (the same table as
+/// mode's table (with the optional ones only where `statistics.headline`
+/// names them) when some workload runs on the clock (the same table as
 /// before counters existed), then the counters' when some workload is
 /// counted. A plan whose every run is counted has the counters first, then
 /// the counts that do not depend on the clock: its clock would report the
@@ -400,7 +471,9 @@ pub fn statistics(spec: &PlanSpec) -> Vec<&'static Statistic> {
         .workloads
         .iter()
         .any(|w| spec.counters_for(w).is_none());
-    let table = clock_statistics(spec).iter();
+    let table = table(spec.measure.mode)
+        .iter()
+        .filter(|s| !s.optional || spec.chosen_headline().any(|h| h == s.name));
     if clock {
         table.chain(counter_statistics(spec)).collect()
     } else {
@@ -433,11 +506,20 @@ pub fn workload_statistics(spec: &PlanSpec, workload: &str) -> Vec<&'static Stat
     chosen
 }
 
+/// Whether `stat` is a headline statistic of `spec`: the plan's
+/// `statistics.headline` when it has one, else the table's choice.
+pub fn is_headline(spec: &PlanSpec, stat: &Statistic) -> bool {
+    match &spec.statistics {
+        Some(chosen) => chosen.headline.iter().any(|h| h == stat.name),
+        None => stat.headline,
+    }
+}
+
 /// Every statistic of `spec`'s mode read off one run, by name (the web UI
 /// plots these rather than knowing how each is computed).
 pub fn values(spec: &PlanSpec, r: &RunResult) -> BTreeMap<&'static str, f64> {
     statistics(spec)
-        .iter()
+        .into_iter()
         .map(|s| (s.name, (s.of)(r)))
         .collect()
 }

@@ -54,7 +54,7 @@ pub(super) fn statistic_rows(spec: &PlanSpec, runs: &[RunRow]) -> Vec<StatisticR
         .map(|r| r.result.measured)
         .min();
     statistics(spec)
-        .iter()
+        .into_iter()
         .map(|stat| {
             let reason = stat
                 .percentile
@@ -62,6 +62,7 @@ pub(super) fn statistic_rows(spec: &PlanSpec, runs: &[RunRow]) -> Vec<StatisticR
                 .and_then(|(p, n)| stats::percentile_unsupported(p, n));
             StatisticRow {
                 stat,
+                headline: super::statistics::is_headline(spec, stat),
                 supported: reason.is_none(),
                 reason,
             }

@@ -3,6 +3,7 @@
 //! (today: a fresh pinned worker on this machine), the rerun/stop policy,
 //! and the supervisor that walks a campaign's schedule through an executor.
 
+pub mod batches;
 pub mod boundary;
 pub mod child;
 pub mod counters;

@@ -672,6 +672,7 @@ fn result(
         },
         client_runtime: None,
         histogram: Some(encode_histogram(&checked.latency)?),
+        batches: None,
         profile: None,
         profile_svg: None,
         sched: None,

@@ -272,6 +272,10 @@ pub struct RunResult {
     /// nanoseconds; kept for the store and omitted from printed results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
+    /// The measured window in batches (docs/method.md, "Batches"); absent
+    /// in results of older versions and of process arms that send none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<super::batches::Batches>,
     /// Profiled runs (`--profile`): the sampler's figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::profile::ProfileInfo>,

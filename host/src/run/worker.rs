@@ -3,6 +3,7 @@
 //! it directly; the campaign supervisor calls it in a fresh pinned child
 //! (`blocklab worker`).
 
+use super::batches::{Batcher, Batches, Boundary};
 use super::profile::Sampler;
 use super::result::{
     Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
@@ -270,6 +271,8 @@ struct WorkerOutcome {
     errors: BTreeMap<String, u64>,
     /// Rate mode: how the measured window kept its schedule.
     open: OpenTally,
+    /// The measured window in batches.
+    batches: Batches,
 }
 
 /// Rate mode: the measured window's intended starts and how they went.
@@ -320,6 +323,8 @@ struct Driver<'a> {
     outcome: WorkerOutcome,
     /// Rate mode: this worker's intended starts.
     schedule: Option<Schedule>,
+    /// The measured window's batches, while it runs.
+    batcher: Option<Batcher>,
 }
 
 impl Driver<'_> {
@@ -359,6 +364,9 @@ impl Driver<'_> {
         if measured {
             outcome.histogram.saturating_record(elapsed.max(1));
             outcome.measured += 1;
+            if let Some(batcher) = &mut self.batcher {
+                batcher.add(elapsed, end);
+            }
         } else {
             outcome.warmup += 1;
         }
@@ -427,8 +435,26 @@ impl Driver<'_> {
     fn measure(&mut self, measure: Measure, share: Share) -> anyhow::Result<()> {
         let measured_s = match measure {
             Measure::Window { measured_s, .. } | Measure::Rate { measured_s, .. } => measured_s,
-            Measure::Transactions { .. } => return self.phase(measure, share.measured, 0.0, true),
+            Measure::Transactions { .. } => 0.0,
         };
+        let boundary = Boundary::for_share(share.measured, measured_s);
+        self.batcher = Some(Batcher::start(boundary));
+        let result = self.measure_phase(measure, share, measured_s);
+        if let Some(batcher) = self.batcher.take() {
+            self.outcome.batches = batcher.finish();
+        }
+        result
+    }
+
+    fn measure_phase(
+        &mut self,
+        measure: Measure,
+        share: Share,
+        measured_s: f64,
+    ) -> anyhow::Result<()> {
+        if let Measure::Transactions { .. } = measure {
+            return self.phase(measure, share.measured, 0.0, true);
+        }
         let counters = self.instance.env().counters().clone();
         let histograms = self.instance.env().histograms().clone();
         self.phase(measure, 0, measured_s, true)?;
@@ -463,6 +489,7 @@ fn drive(
         instance,
         inject,
         schedule,
+        batcher: None,
         iteration: 0,
         outcome: WorkerOutcome {
             histogram: new_histogram()?,
@@ -473,6 +500,7 @@ fn drive(
             retries: 0,
             errors: BTreeMap::new(),
             open: OpenTally::new()?,
+            batches: Batches::default(),
         },
     };
     let warmup_s = match measure {
@@ -740,6 +768,7 @@ struct Totals {
     window_counters: BTreeMap<String, i64>,
     window_histograms: BTreeMap<String, Histogram<u64>>,
     open: OpenTally,
+    batches: Batches,
 }
 
 impl Totals {
@@ -754,9 +783,11 @@ impl Totals {
             window_counters: BTreeMap::new(),
             window_histograms: BTreeMap::new(),
             open: OpenTally::new()?,
+            batches: Batches::default(),
         };
         for outcome in outcomes {
             let outcome = outcome?;
+            t.batches.extend(outcome.batches);
             t.histogram.add(&outcome.histogram)?;
             t.open.add(&outcome.open)?;
             for (name, value) in outcome.window_counters {
@@ -915,13 +946,7 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
     let per_txn = |x: u64| x as f64 / measured as f64;
     let measured_wall = window.wall;
     let open_loop = open_loop(spec.measure, &totals);
-    let stats = matches!(spec.measure, Measure::Window { .. } | Measure::Rate { .. }).then(|| {
-        WindowStats::of_window(
-            measured_wall.as_secs_f64(),
-            &totals.window_counters,
-            &totals.window_histograms,
-        )
-    });
+    let stats = window_stats(spec.measure, &totals, measured_wall);
 
     Ok(RunResult {
         workload: spec.entry.clone().unwrap_or_else(|| spec.workload.clone()),
@@ -943,7 +968,14 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
             o.achieved_per_s
         }),
         cpu: Cpu {
-            measured_us_per_txn: per_txn(window.usage.cpu_us()),
+            // The batch probes' own time is the harness's, not the
+            // transactions'.
+            measured_us_per_txn: per_txn(
+                window
+                    .usage
+                    .cpu_us()
+                    .saturating_sub(totals.batches.probe_ns / 1_000),
+            ),
             process_us_per_txn: per_txn(usage_e.cpu_us()),
             involuntary_switches: window.usage.involuntary_switches,
         },
@@ -962,12 +994,24 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         open_loop,
         client_runtime: window.client_runtime,
         histogram: Some(encode_histogram(&totals.histogram)?),
+        batches: (!totals.batches.count.is_empty()).then_some(totals.batches),
         profile,
         profile_svg,
         sched: window.sched,
         counts: window
             .pmu
             .map(|p| super::counters::Counts::of_pmu(p, measured)),
+    })
+}
+
+/// Window and rate mode: what the server acknowledged over the window.
+fn window_stats(measure: Measure, totals: &Totals, wall: Duration) -> Option<WindowStats> {
+    matches!(measure, Measure::Window { .. } | Measure::Rate { .. }).then(|| {
+        WindowStats::of_window(
+            wall.as_secs_f64(),
+            &totals.window_counters,
+            &totals.window_histograms,
+        )
     })
 }
 

