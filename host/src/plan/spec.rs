@@ -7,6 +7,7 @@ use crate::machine::netns::{LinkSpec, NetPlacement};
 use crate::machine::placement::CpuSpec;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters};
+use crate::statistic::{MeasureMode, Statistic};
 use crate::stats::{Method, Simultaneous, Spending};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
@@ -270,32 +271,6 @@ impl Slo {
     }
 }
 
-/// `measure.mode`: what a run counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MeasureMode {
-    /// `warmup` then `measured` transactions.
-    #[default]
-    Transactions,
-    /// `warmup_s` then `measured_s` seconds, counting what the server
-    /// acknowledged.
-    Window,
-    /// Open loop: transactions start on a schedule at an offered rate for
-    /// `measured_s` seconds, latency counted from each intended start.
-    Rate,
-}
-
-impl MeasureMode {
-    /// The mode as plans write it.
-    pub fn key(self) -> &'static str {
-        match self {
-            MeasureMode::Transactions => "transactions",
-            MeasureMode::Window => "window",
-            MeasureMode::Rate => "rate",
-        }
-    }
-}
-
 /// `measure.arrival`: the spacing of a rate-mode run's intended starts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -447,7 +422,7 @@ pub struct SequentialSpec {
     /// (`mean_latency` and `cpu_process`, `records_per_s` and
     /// `ack_p99_latency` in window mode, `p99_latency` in rate mode).
     #[serde(default)]
-    pub statistics: Vec<String>,
+    pub statistics: Vec<Statistic>,
 }
 
 fn min_blocks() -> usize {
@@ -1232,54 +1207,19 @@ impl PlanSpec {
                 self.bootstrap.method.key()
             );
         }
-        let known = self.statistic_names();
-        for name in &seq.statistics {
-            if !known.contains(&name.as_str()) {
+        for s in &seq.statistics {
+            if !Statistic::of_mode(self.measure.mode).contains(s) {
+                let known: Vec<&str> = Statistic::of_mode(self.measure.mode)
+                    .iter()
+                    .map(|s| s.name())
+                    .collect();
                 bail!(
-                    "`sequential.statistics` names `{name}`, which this plan's measure mode does not compare; use some of {}",
+                    "`sequential.statistics` names `{s}`, which this plan's measure mode does not compare; use some of {}",
                     known.join(", ")
                 );
             }
         }
         Ok(())
-    }
-
-    /// The names of the statistics the plan's measure mode compares (the
-    /// report's tables hold their definitions and a test keeps the two in
-    /// step; a plan cannot look them up there without importing the report).
-    pub fn statistic_names(&self) -> &'static [&'static str] {
-        if self.measure.mode == MeasureMode::Rate {
-            return &[
-                "mean_latency",
-                "p50_latency",
-                "p99_latency",
-                "service_mean_latency",
-                "service_p99_latency",
-                "achieved_rate",
-                "late_starts",
-                "cpu_measured",
-            ];
-        }
-        if self.measure.mode == MeasureMode::Window {
-            &[
-                "records_per_s",
-                "bytes_per_s",
-                "ack_p50_latency",
-                "ack_p99_latency",
-                "writes_per_record",
-                "cpu_per_record",
-            ]
-        } else {
-            &[
-                "mean_latency",
-                "p99_latency",
-                "throughput",
-                "cpu_measured",
-                "cpu_process",
-                "alloc_bytes",
-                "allocs",
-            ]
-        }
     }
 
     /// Whether some plugin workload runs at two or more rates (a sweep,
@@ -1296,16 +1236,10 @@ impl PlanSpec {
 
     /// The primary statistics of a sequential plan: the ones it names, or
     /// the mode's headline statistics.
-    pub fn primary_statistics(&self) -> Vec<String> {
+    pub fn primary_statistics(&self) -> Vec<Statistic> {
         match &self.sequential {
             Some(seq) if !seq.statistics.is_empty() => seq.statistics.clone(),
-            _ if self.measure.mode == MeasureMode::Window => {
-                vec!["records_per_s".into(), "ack_p99_latency".into()]
-            }
-            // Open loop answers "what latency at this load": the tail,
-            // counted from each intended start.
-            _ if self.measure.mode == MeasureMode::Rate => vec!["p99_latency".into()],
-            _ => vec!["mean_latency".into(), "cpu_process".into()],
+            _ => Statistic::headlines(self.measure.mode).collect(),
         }
     }
 

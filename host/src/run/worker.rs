@@ -4,10 +4,6 @@
 //! (`blocklab worker`).
 
 use super::profile::Sampler;
-use super::result::{
-    Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
-    encode_histogram, new_histogram,
-};
 use super::schedule::{self, Schedule};
 use crate::limits;
 use crate::machine::alloc::AllocCount;
@@ -21,6 +17,10 @@ use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters, check_workload};
 use crate::plugin::wasm::{Limits, Runtime, WorkloadFailed};
+use crate::record::result::{
+    Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
+    encode_histogram, new_histogram,
+};
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
 use anyhow::{Context, bail};
@@ -774,7 +774,7 @@ struct Measured {
     cpus: Vec<usize>,
     from_cache: bool,
     phases: BTreeMap<String, f64>,
-    profile: Option<super::profile::ProfileInfo>,
+    profile: Option<crate::record::profile::ProfileInfo>,
     profile_svg: Option<String>,
 }
 

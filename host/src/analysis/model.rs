@@ -3,13 +3,14 @@
 //! (docs/reports.md).
 
 use super::calibration::Calibration;
-use super::statistics::Statistic;
+use super::statistics::TableEntry;
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
-use crate::run::gates::Environment;
-use crate::run::link::{LinkRun, NetworkRecord};
-use crate::run::supervisor::SequentialStop;
-use crate::run::{RunResult, RunStatus};
+use crate::record::SequentialStop;
+use crate::record::gates::Environment;
+use crate::record::link::{LinkRun, NetworkRecord};
+use crate::record::{RunResult, RunStatus};
+use crate::statistic::Statistic;
 use crate::stats::{Method, Simultaneous};
 use blocklab_store::CampaignMeta;
 use serde::{Deserialize, Serialize};
@@ -21,7 +22,7 @@ pub struct EffectRow {
     pub workload: String,
     pub arm: String,
     pub baseline: String,
-    pub statistic: String,
+    pub statistic: Statistic,
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
@@ -54,7 +55,7 @@ pub struct Verdict {
     pub workload: String,
     pub arm: String,
     pub baseline: String,
-    pub statistic: String,
+    pub statistic: Statistic,
     /// The effect's ratio arm/baseline of the statistic and its interval.
     pub ratio: f64,
     pub lo: f64,
@@ -76,7 +77,7 @@ pub struct Verdict {
 #[derive(Debug, Clone, Serialize)]
 pub struct StatisticRow {
     #[serde(flatten)]
-    pub stat: &'static Statistic,
+    pub stat: TableEntry,
     pub supported: bool,
     /// Why not, when not supported.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,9 +85,9 @@ pub struct StatisticRow {
 }
 
 impl std::ops::Deref for StatisticRow {
-    type Target = Statistic;
-    fn deref(&self) -> &Statistic {
-        self.stat
+    type Target = TableEntry;
+    fn deref(&self) -> &TableEntry {
+        &self.stat
     }
 }
 
@@ -120,7 +121,7 @@ pub struct MissingEffect {
 pub struct AbsoluteRow {
     pub workload: String,
     pub arm: String,
-    pub statistic: String,
+    pub statistic: Statistic,
     pub unit: String,
     pub median: f64,
     pub runs: usize,
