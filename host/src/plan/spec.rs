@@ -7,6 +7,7 @@ use crate::machine::netns::{LinkSpec, NetPlacement};
 use crate::machine::placement::CpuSpec;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters};
+use crate::statistic::{MeasureMode, Statistic};
 use crate::stats::{Method, Simultaneous, Spending};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
@@ -275,32 +276,6 @@ impl Slo {
     }
 }
 
-/// `measure.mode`: what a run counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MeasureMode {
-    /// `warmup` then `measured` transactions.
-    #[default]
-    Transactions,
-    /// `warmup_s` then `measured_s` seconds, counting what the server
-    /// acknowledged.
-    Window,
-    /// Open loop: transactions start on a schedule at an offered rate for
-    /// `measured_s` seconds, latency counted from each intended start.
-    Rate,
-}
-
-impl MeasureMode {
-    /// The mode as plans write it.
-    pub fn key(self) -> &'static str {
-        match self {
-            MeasureMode::Transactions => "transactions",
-            MeasureMode::Window => "window",
-            MeasureMode::Rate => "rate",
-        }
-    }
-}
-
 /// `measure.arrival`: the spacing of a rate-mode run's intended starts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -445,7 +420,7 @@ pub struct BootstrapSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatisticsSpec {
-    pub headline: Vec<String>,
+    pub headline: Vec<Statistic>,
 }
 
 /// Student-t at the levels the spending function gives each look.
@@ -463,7 +438,7 @@ pub struct SequentialSpec {
     /// (`mean_latency` and `cpu_process`, `records_per_s` and
     /// `ack_p99_latency` in window mode, `p99_latency` in rate mode).
     #[serde(default)]
-    pub statistics: Vec<String>,
+    pub statistics: Vec<Statistic>,
 }
 
 fn min_blocks() -> usize {
@@ -980,50 +955,59 @@ impl PlanSpec {
     /// `statistics.headline`: at least one, each a statistic of the plan's
     /// mode (optional ones included), none twice.
     fn validate_statistics(&self, chosen: &StatisticsSpec) -> anyhow::Result<()> {
-        let known: Vec<&str> = self
-            .statistic_names()
-            .iter()
-            .chain(self.optional_statistic_names())
-            .copied()
-            .collect();
+        let mode = self.measure.mode;
+        let known = || {
+            Statistic::of_mode(mode)
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         if chosen.headline.is_empty() {
             bail!(
                 "`statistics.headline` is empty; name the statistics to headline, e.g. `headline = [\"{}\"]`, or remove `[statistics]`",
-                known[0]
+                Statistic::of_mode(mode)[0]
             );
         }
-        for (i, name) in chosen.headline.iter().enumerate() {
-            if !known.contains(&name.as_str()) {
+        for (i, s) in chosen.headline.iter().enumerate() {
+            if !Statistic::of_mode(mode).contains(s) {
                 bail!(
-                    "`statistics.headline` names `{}`, which a {} plan does not compare; use some of {}",
-                    limits::clip(name),
-                    self.measure.mode.key(),
-                    known.join(", ")
+                    "`statistics.headline` names `{s}`, which a {} plan does not compare; use some of {}",
+                    mode.key(),
+                    known()
                 );
             }
-            if chosen.headline[..i].contains(name) {
-                bail!("`statistics.headline` names `{name}` twice; name each statistic once");
+            if chosen.headline[..i].contains(s) {
+                bail!("`statistics.headline` names `{s}` twice; name each statistic once");
             }
         }
         Ok(())
     }
 
-    /// The statistics of the plan's mode compared only when
-    /// `statistics.headline` names them (they need the runs' batches).
-    pub fn optional_statistic_names(&self) -> &'static [&'static str] {
-        match self.measure.mode {
-            MeasureMode::Transactions | MeasureMode::Window => {
-                &["batch_median_latency", "net_mean_latency"]
-            }
-            MeasureMode::Rate => &[],
-        }
-    }
-
     /// The plan's `statistics.headline`, empty without `[statistics]`.
-    pub fn chosen_headline(&self) -> impl Iterator<Item = &str> {
+    pub fn chosen_headline(&self) -> impl Iterator<Item = Statistic> + '_ {
         self.statistics
             .iter()
-            .flat_map(|c| c.headline.iter().map(String::as_str))
+            .flat_map(|c| c.headline.iter().copied())
+    }
+
+    /// The statistics the plan compares: its mode's, the optional ones only
+    /// where `statistics.headline` names them.
+    pub fn compared_statistics(&self) -> Vec<Statistic> {
+        Statistic::of_mode(self.measure.mode)
+            .iter()
+            .copied()
+            .filter(|s| !s.optional() || self.chosen_headline().any(|h| h == *s))
+            .collect()
+    }
+
+    /// Whether `s` is one of the plan's headline statistics: its
+    /// `statistics.headline` where it has one, else the mode's.
+    pub fn is_headline(&self, s: Statistic) -> bool {
+        match &self.statistics {
+            Some(_) => self.chosen_headline().any(|h| h == s),
+            None => s.headline(self.measure.mode),
+        }
     }
 
     /// The plan's sizes, first: the design allocates blocks × arms entries.
@@ -1300,63 +1284,17 @@ impl PlanSpec {
                 self.bootstrap.method.key()
             );
         }
-        // Optional statistics are compared only when the plan headlines them.
-        let known: Vec<&str> = self
-            .statistic_names()
-            .iter()
-            .copied()
-            .chain(
-                self.chosen_headline()
-                    .filter(|h| self.optional_statistic_names().contains(h)),
-            )
-            .collect();
-        for name in &seq.statistics {
-            if !known.contains(&name.as_str()) {
+        let compared = self.compared_statistics();
+        for s in &seq.statistics {
+            if !compared.contains(s) {
+                let known: Vec<&str> = compared.iter().map(|s| s.name()).collect();
                 bail!(
-                    "`sequential.statistics` names `{name}`, which this plan's measure mode does not compare; use some of {}",
+                    "`sequential.statistics` names `{s}`, which this plan's measure mode does not compare; use some of {}",
                     known.join(", ")
                 );
             }
         }
         Ok(())
-    }
-
-    /// The names of the statistics the plan's measure mode compares (the
-    /// report's tables hold their definitions and a test keeps the two in
-    /// step; a plan cannot look them up there without importing the report).
-    pub fn statistic_names(&self) -> &'static [&'static str] {
-        if self.measure.mode == MeasureMode::Rate {
-            return &[
-                "mean_latency",
-                "p50_latency",
-                "p99_latency",
-                "service_mean_latency",
-                "service_p99_latency",
-                "achieved_rate",
-                "late_starts",
-                "cpu_measured",
-            ];
-        }
-        if self.measure.mode == MeasureMode::Window {
-            &[
-                "records_per_s",
-                "bytes_per_s",
-                "ack_p50_latency",
-                "ack_p99_latency",
-                "writes_per_record",
-                "cpu_per_record",
-            ]
-        } else {
-            &[
-                "mean_latency",
-                "p99_latency",
-                "throughput",
-                "cpu_measured",
-                "cpu_process",
-                "alloc_bytes",
-                "allocs",
-            ]
-        }
     }
 
     /// Whether some plugin workload runs at two or more rates (a sweep,
@@ -1373,17 +1311,11 @@ impl PlanSpec {
 
     /// The primary statistics of a sequential plan: the ones it names, or
     /// the mode's headline statistics.
-    pub fn primary_statistics(&self) -> Vec<String> {
+    pub fn primary_statistics(&self) -> Vec<Statistic> {
         match &self.sequential {
             Some(seq) if !seq.statistics.is_empty() => seq.statistics.clone(),
-            _ if self.statistics.is_some() => self.chosen_headline().map(str::to_owned).collect(),
-            _ if self.measure.mode == MeasureMode::Window => {
-                vec!["records_per_s".into(), "ack_p99_latency".into()]
-            }
-            // Open loop answers "what latency at this load": the tail,
-            // counted from each intended start.
-            _ if self.measure.mode == MeasureMode::Rate => vec!["p99_latency".into()],
-            _ => vec!["mean_latency".into(), "cpu_process".into()],
+            _ if self.statistics.is_some() => self.chosen_headline().collect(),
+            _ => Statistic::headlines(self.measure.mode).collect(),
         }
     }
 
@@ -1741,7 +1673,7 @@ mod tests {
             quick_with(&["statistics.headline=[\"nope\"]"]).unwrap_err()
         );
         assert!(
-            e.contains("net_mean_latency") && e.contains("mean_latency"),
+            e.contains("`nope` is not a statistic") && e.contains("statistics.headline"),
             "{e}"
         );
     }

@@ -11,14 +11,16 @@
 use super::child::{self, Containment, Ended};
 use super::gates::{self, Probe};
 use super::interrupt::Interrupt;
-use super::link::{CampaignNetwork, LinkRun};
+use super::link::CampaignNetwork;
 use super::process::ProcessJob;
 use super::profile::Selection;
 use super::worker::{HashedFile, RunSpec};
-use super::{RunRecord, RunResult, RunStatus};
 use crate::machine::placement::{self, Placement};
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::plan::spec::{Measure, OnFail};
+use crate::record::gates::Quiescence;
+use crate::record::link::{LinkRun, NetworkRecord};
+use crate::record::{RunRecord, RunResult, RunStatus};
 use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
 use blocklab_store::CampaignId;
@@ -173,14 +175,14 @@ impl<'a> LocalExecutor<'a> {
     }
 
     /// The namespace's provenance, when targets run in one (the caller
-    /// stores it: blob [`super::link::NETWORK_BLOB`]).
-    pub fn network(&self) -> Option<&super::link::NetworkRecord> {
+    /// stores it: blob [`crate::record::Blob::Network`]).
+    pub fn network(&self) -> Option<&NetworkRecord> {
         self.network.as_ref().map(CampaignNetwork::record)
     }
 
     /// The quiescence gate before a run; `Err` when it failed and the plan
     /// says abort.
-    fn gate(&self, slot: &Slot) -> Result<gates::Quiescence, Halt> {
+    fn gate(&self, slot: &Slot) -> Result<Quiescence, Halt> {
         let gate = &self.plan.spec.gates;
         let interrupt = &self.settings.interrupt;
         let quiescence =

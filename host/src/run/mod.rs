@@ -14,14 +14,12 @@ pub mod policy;
 pub mod process;
 pub mod profile;
 pub mod progress;
-pub mod result;
 pub mod schedule;
 pub mod slurm;
 pub mod supervisor;
 pub mod verdict;
 pub mod worker;
 
-pub use result::{RunRecord, RunResult, RunStatus};
 pub use worker::RunSpec;
 
 /// Executes campaign `id` with the executor its sealed plan names: the

@@ -9,14 +9,14 @@
 use super::child::{self, Containment, Ended, Finished, kill_group};
 use super::executor::Halt;
 use super::interrupt::Interrupt;
-use super::result::{
-    Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats, encode_histogram, new_histogram,
-};
 use super::worker::HashedFile;
 use crate::limits;
 use crate::plan::inputs::{check_input, process_files};
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::plan::spec::{Arrival, Measure, ParamValue, ProcessSpec};
+use crate::record::result::{
+    Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats, encode_histogram, new_histogram,
+};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
@@ -215,7 +215,7 @@ struct Hello {
     client: Option<String>,
     /// The measure modes the program runs; without it, `transactions` and
     /// `window` (docs/process-arms.md, "Rate mode"). JSON values, not
-    /// [`crate::plan::spec::MeasureMode`]: a mode this blocklab does not know
+    /// [`crate::statistic::MeasureMode`]: a mode this blocklab does not know
     /// is no reason to refuse the program.
     #[serde(default)]
     modes: Option<Vec<serde_json::Value>>,

@@ -8,16 +8,17 @@
 //! flight is killed and not stored.
 
 use super::executor::{self, Executed, Executor, Halt, LocalExecutor};
-use super::gates;
 use super::interrupt::Interrupt;
-use super::link::{NETWORK_BLOB, NetworkRecord};
 use super::policy::{self, Next};
 use super::profile::Selection;
-use super::{RunRecord, RunStatus};
+use crate::analysis::sequential_check;
 use crate::plan::seal::{SealedPlan, Slot};
-use anyhow::{Context, bail};
+use crate::record::gates::Environment;
+use crate::record::link::NetworkRecord;
+use crate::record::{Blob, RunRecord, RunStatus, SequentialStop};
+use anyhow::Context;
 use blocklab_store::{CampaignId, CampaignStatus, RunKey, Store};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,41 +56,6 @@ impl Event {
     }
 }
 
-/// Where a sequential plan stopped one workload (docs/plans.md, "Sequential
-/// campaigns"), stored with the campaign (blob `sequential`, a list) so that
-/// a resume does not run the blocks the rule left out and the report can say
-/// why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SequentialStop {
-    pub workload: String,
-    /// Blocks run when the rule decided (its last look).
-    pub blocks: u32,
-    /// The plan's `blocks`: the most the rule could run.
-    pub max_blocks: u32,
-    /// Every primary effect reached the target; false when the maximum was
-    /// reached without it.
-    pub precise: bool,
-    /// The target relative half-width.
-    pub target_half_width: f64,
-    /// The widest primary effect at the last look, e.g. `wasm / mean_latency`.
-    pub widest: String,
-    /// Its relative half-width (upper end / ratio − 1); `None` when it could
-    /// not be computed (runs missing).
-    pub widest_half_width: Option<f64>,
-    /// The coverage of the last look's intervals (the spending function's
-    /// share of the plan's level).
-    pub level: f64,
-}
-
-/// The sequential rule's decision after a complete block: given the plan,
-/// every stored attempt, the workload and the block (from 0) just finished,
-/// where to stop, or `None` to go on. The report owns the statistics, so the
-/// caller passes `crate::report::sequential_check` in.
-pub type BlockCheck = fn(&SealedPlan, &[RunRecord], &str, u32) -> Option<SequentialStop>;
-
-/// The blob key of the sequential rule's stops.
-pub const SEQUENTIAL_BLOB: &str = "sequential";
-
 /// Knobs of one execution of a campaign.
 pub struct Options {
     /// Where compiled plugins are cached.
@@ -104,9 +70,6 @@ pub struct Options {
     /// Runs to profile (`--profile`), and at how many Hz.
     pub profile: Selection,
     pub profile_hz: u32,
-    /// Decides where a sequential plan stops (needed for plans with
-    /// `[sequential]`).
-    pub block_check: Option<BlockCheck>,
 }
 
 impl Default for Options {
@@ -118,7 +81,6 @@ impl Default for Options {
             interrupt: Interrupt::default(),
             profile: Selection::default(),
             profile_hz: super::profile::DEFAULT_HZ,
-            block_check: None,
         }
     }
 }
@@ -179,24 +141,21 @@ pub(crate) fn execute_plan(
     options: &Options,
     observe: &mut dyn FnMut(&Event),
 ) -> anyhow::Result<Outcome> {
-    if plan.spec.sequential.is_some() && options.block_check.is_none() {
-        bail!("campaign {id} has a `[sequential]` rule but this caller gave no block check");
-    }
     // Read the machine before pinning: afterwards this process sees only the
     // runner's CPUs.
     // Namespaces and links of killed supervisors go first, whatever this
     // plan's placement (docs/network.md): what makes a SIGKILL safe.
     crate::machine::netns::remove_leftovers();
     if store
-        .blob::<gates::Environment>(id, "environment")?
+        .blob::<Environment>(id, Blob::Environment.key())?
         .is_none()
     {
-        let mut environment = gates::Environment::read();
+        let mut environment = Environment::read();
         environment.qdiscs = super::link::qdisc_support(plan);
-        store.put_blob(id, "environment", &environment)?;
+        store.put_blob(id, Blob::Environment.key(), &environment)?;
     }
     let placement = LocalExecutor::placement(plan)?;
-    store.put_blob(id, "placement", &placement)?;
+    store.put_blob(id, Blob::Placement.key(), &placement)?;
     store.set_status(id, CampaignStatus::Running)?;
     let finished = store.finished_slots(id)?;
     let pending: Vec<&Slot> = plan
@@ -209,9 +168,9 @@ pub(crate) fn execute_plan(
         if let Some(network) = local.network() {
             // One entry per execution: a resume builds a new namespace.
             let mut networks: Vec<NetworkRecord> =
-                store.blob(id, NETWORK_BLOB)?.unwrap_or_default();
+                store.blob(id, Blob::Network.key())?.unwrap_or_default();
             networks.push(network.clone());
-            store.put_blob(id, NETWORK_BLOB, &networks)?;
+            store.put_blob(id, Blob::Network.key(), &networks)?;
         }
         let mut campaign = Campaign {
             store,
@@ -219,7 +178,7 @@ pub(crate) fn execute_plan(
             plan,
             options,
             observe,
-            stops: store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),
+            stops: store.blob(id, Blob::Sequential.key())?.unwrap_or_default(),
         };
         for slot in pending {
             if let Some(outcome) = campaign.slot(&mut local, slot)? {
@@ -349,14 +308,9 @@ impl Campaign<'_> {
 
     /// The last position of a block completes it: the sequential rule looks.
     fn sequential_look(&mut self, slot: &Slot) -> anyhow::Result<()> {
-        let Some(check) = self
-            .options
-            .block_check
-            .filter(|_| self.plan.spec.sequential.is_some())
-        else {
-            return Ok(());
-        };
-        if slot.position as usize + 1 != self.plan.spec.arms.len() {
+        if self.plan.spec.sequential.is_none()
+            || slot.position as usize + 1 != self.plan.spec.arms.len()
+        {
             return Ok(());
         }
         let records: Vec<RunRecord> = self
@@ -365,9 +319,10 @@ impl Campaign<'_> {
             .into_iter()
             .map(|(_, r)| r)
             .collect();
-        if let Some(stop) = check(self.plan, &records, &slot.workload, slot.block) {
+        if let Some(stop) = sequential_check(self.plan, &records, &slot.workload, slot.block) {
             self.stops.push(stop);
-            self.store.put_blob(self.id, SEQUENTIAL_BLOB, &self.stops)?;
+            self.store
+                .put_blob(self.id, Blob::Sequential.key(), &self.stops)?;
         }
         Ok(())
     }

@@ -3,12 +3,8 @@
 //! it directly; the campaign supervisor calls it in a fresh pinned child
 //! (`blocklab worker`).
 
-use super::batches::{Batcher, Batches, Boundary};
+use super::batches::{Batcher, Boundary};
 use super::profile::Sampler;
-use super::result::{
-    Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
-    encode_histogram, new_histogram,
-};
 use super::schedule::{self, Schedule};
 use crate::limits;
 use crate::machine::alloc::AllocCount;
@@ -22,6 +18,11 @@ use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters, check_workload};
 use crate::plugin::wasm::{Limits, Runtime, WorkloadFailed};
+use crate::record::batches::Batches;
+use crate::record::result::{
+    Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
+    encode_histogram, new_histogram,
+};
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
 use anyhow::{Context, bail};
@@ -805,7 +806,7 @@ struct Measured {
     cpus: Vec<usize>,
     from_cache: bool,
     phases: BTreeMap<String, f64>,
-    profile: Option<super::profile::ProfileInfo>,
+    profile: Option<crate::record::profile::ProfileInfo>,
     profile_svg: Option<String>,
 }
 

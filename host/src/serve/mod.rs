@@ -21,7 +21,7 @@ mod token;
 pub use error::AppError;
 pub use guard::AllowedHosts;
 
-use crate::report::Report;
+use crate::analysis::Report;
 use blocklab_store::{CampaignId, Store};
 use serde::Serialize;
 use std::collections::HashMap;
