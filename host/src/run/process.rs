@@ -13,7 +13,7 @@ use super::schedule::RunSchedule;
 use crate::limits;
 use crate::plan::inputs::{self, HashedFile, process_files};
 use crate::plan::seal::{SealedPlan, Slot};
-use crate::plan::spec::{Arrival, Measure, ParamValue, ProcessSpec};
+use crate::plan::spec::{Measure, ParamValue, ProcessSpec};
 use crate::record::result::{
     Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats, encode_histogram, new_histogram,
 };
@@ -979,6 +979,7 @@ fn check_open_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::spec::Arrival;
 
     fn reported(json: &str) -> Reported {
         serde_json::from_str(json).unwrap()
