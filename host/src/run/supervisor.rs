@@ -18,13 +18,13 @@ use crate::record::link::NetworkRecord;
 use crate::record::{Blob, RunRecord, RunStatus, SequentialStop};
 use anyhow::Context;
 use blocklab_store::{CampaignId, CampaignStatus, RunKey, Store};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the supervisor reports while it works.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
     RunStarted {
