@@ -648,7 +648,11 @@ fn limits(
     if spec.workers == 1 {
         out.push("One worker: batching and contention under concurrency were not tested.".into());
     }
-    if spec.arms.iter().all(|a| a.target.kind() == "embedded") {
+    if spec
+        .arms
+        .iter()
+        .all(|a| matches!(a.target, crate::target::TargetSpec::Embedded(_)))
+    {
         out.push("Every arm used the embedded target: no network and no server; the figures measure client-side work only.".into());
     }
     if let Some(p) = placement

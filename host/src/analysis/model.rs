@@ -9,6 +9,7 @@ use crate::plan::seal::SealedPlan;
 use crate::record::SequentialStop;
 use crate::record::gates::Environment;
 use crate::record::link::{LinkRun, NetworkRecord};
+use crate::record::result::RerunReason;
 use crate::record::{RunResult, RunStatus};
 use crate::statistic::Statistic;
 use crate::stats::{Method, Simultaneous};
@@ -148,7 +149,7 @@ pub struct RunRow {
     pub attempt: u32,
     pub status: RunStatus,
     pub reason: Option<String>,
-    pub rerun_reason: Option<String>,
+    pub rerun_reason: Option<RerunReason>,
     pub gate_flagged: bool,
     /// Wall time of the whole run as the supervisor saw it (spawn to exit),
     /// seconds; the gate's wait is not included.

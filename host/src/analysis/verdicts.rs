@@ -9,7 +9,7 @@ use super::model::{Direction, EffectRow, RunRow, StatisticRow, Verdict};
 use super::statistics::{TableEntry, statistics};
 use crate::plan::spec::PlanSpec;
 use crate::record::RunStatus;
-use crate::record::result::OpenLoop;
+use crate::record::result::{OpenLoop, RerunReason};
 use crate::statistic::{Statistic, Worse};
 use crate::stats;
 use blocklab_store::{CampaignMeta, CampaignStatus};
@@ -262,11 +262,7 @@ pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
     out.extend(open_loop_warnings(&ok));
     let resumed = all
         .iter()
-        .filter(|r| {
-            r.rerun_reason
-                .as_deref()
-                .is_some_and(|x| x.starts_with("resumed"))
-        })
+        .filter(|r| r.rerun_reason == Some(RerunReason::Resumed))
         .count();
     if resumed > 0 {
         out.push(format!(
@@ -508,9 +504,12 @@ mod tests {
         runs[3].steal_pct = 4.5;
         // Slot 4 was killed and resumed; slot 5 failed once and was rerun.
         let mut resumed = row(4, "builtin", 1);
-        resumed.rerun_reason = Some("resumed after an earlier attempt".into());
+        resumed.rerun_reason = Some(RerunReason::Resumed);
         let mut rerun = row(5, "wasm", 1);
-        rerun.rerun_reason = Some("attempt 0 failed: boom".into());
+        rerun.rerun_reason = Some(RerunReason::Failed {
+            attempt: 0,
+            reason: "boom".into(),
+        });
         runs[5].status = RunStatus::Failed;
         runs.extend([resumed, rerun]);
         let w = run_warnings(&runs, &e).join("\n");

@@ -499,6 +499,64 @@ pub enum RunStatus {
     Failed,
 }
 
+/// Why an attempt repeats an earlier one. Stored (records, reports, the
+/// API) as its sentence, today's stable form, which reads back into the
+/// same variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RerunReason {
+    /// The campaign was resumed and this slot had attempts from before: a
+    /// later attempt, run apart in time from the rest of its block.
+    Resumed,
+    /// The attempt before it failed, for this reason.
+    Failed { attempt: u32, reason: String },
+    /// A sentence this build does not write (kept as it was stored).
+    Other(String),
+}
+
+/// How [`RerunReason::Resumed`] reads.
+const RESUMED: &str = "resumed after an earlier attempt";
+
+impl std::fmt::Display for RerunReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RerunReason::Resumed => f.write_str(RESUMED),
+            RerunReason::Failed { attempt, reason } => {
+                write!(f, "attempt {attempt} failed: {reason}")
+            }
+            RerunReason::Other(text) => f.write_str(text),
+        }
+    }
+}
+
+impl RerunReason {
+    /// The reason a stored sentence gives.
+    pub fn parse(text: &str) -> RerunReason {
+        if text == RESUMED {
+            return RerunReason::Resumed;
+        }
+        let failed = text.strip_prefix("attempt ").and_then(|rest| {
+            let (n, reason) = rest.split_once(" failed: ")?;
+            Some(RerunReason::Failed {
+                attempt: n.parse().ok()?,
+                reason: reason.to_owned(),
+            })
+        });
+        failed.unwrap_or_else(|| RerunReason::Other(text.to_owned()))
+    }
+}
+
+impl Serialize for RerunReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for RerunReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RerunReason, D::Error> {
+        Ok(RerunReason::parse(&String::deserialize(d)?))
+    }
+}
+
 /// One stored attempt of one slot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -510,7 +568,7 @@ pub struct RunRecord {
     pub reason: Option<String>,
     /// Why this attempt repeats an earlier one.
     #[serde(default)]
-    pub rerun_reason: Option<String>,
+    pub rerun_reason: Option<RerunReason>,
     #[serde(default)]
     pub result: Option<RunResult>,
     pub quiescence: super::gates::Quiescence,
@@ -571,6 +629,23 @@ impl RunRecord {
 mod tests {
     use super::*;
     use crate::plan::spec::Arrival;
+
+    #[test]
+    fn a_rerun_reason_is_stored_as_its_sentence_and_reads_back() {
+        let failed = RerunReason::Failed {
+            attempt: 2,
+            reason: "worker exited: boom: again".into(),
+        };
+        for (reason, text) in [
+            (RerunReason::Resumed, "resumed after an earlier attempt"),
+            (failed, "attempt 2 failed: worker exited: boom: again"),
+            (RerunReason::Other("by hand".into()), "by hand"),
+        ] {
+            let json = serde_json::to_string(&reason).unwrap();
+            assert_eq!(json, serde_json::to_string(text).unwrap());
+            assert_eq!(serde_json::from_str::<RerunReason>(&json).unwrap(), reason);
+        }
+    }
 
     #[test]
     fn a_run_is_short_when_scheduled_starts_went_unstarted_not_when_poisson_drew_few() {

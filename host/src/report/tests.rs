@@ -97,8 +97,10 @@ fn fixture_with(status: CampaignStatus) -> Report {
             status,
             reason: (status == RunStatus::Failed)
                 .then(|| "worker exited with exit status: 1: boom".into()),
-            rerun_reason: (attempt > 0)
-                .then(|| "attempt 0 failed: worker exited with exit status: 1: boom".into()),
+            rerun_reason: (attempt > 0).then(|| crate::record::result::RerunReason::Failed {
+                attempt: 0,
+                reason: "worker exited with exit status: 1: boom".into(),
+            }),
             result: (status == RunStatus::Ok).then(|| result.clone()),
             ..RunRecord::finished(&slot, result.clone())
         };

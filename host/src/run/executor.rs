@@ -1,6 +1,7 @@
 //! The executor seam: what executes one attempt of one sealed slot and
-//! returns its [`RunRecord`]. The supervisor owns the order, the store and
-//! the rerun/stop policy; an executor owns where and how a run happens. The
+//! returns its [`RunRecord`]. The supervisor owns the order and the store,
+//! [`super::attempts`] the rerun loop over the rerun/stop policy; an
+//! executor owns where and how a run happens. The
 //! first implementation, [`LocalExecutor`], runs a fresh `blocklab worker`
 //! (or, for a process arm, the arm's own program through
 //! [`super::process`]) pinned to this machine's client CPUs behind the
@@ -14,12 +15,14 @@ use super::interrupt::Interrupt;
 use super::link::CampaignNetwork;
 use super::process::ProcessJob;
 use super::profile::Selection;
-use super::worker::{HashedFile, RunSpec};
+use super::worker::RunSpec;
 use crate::machine::placement::{self, Placement};
+use crate::plan::inputs::{self, HashedFile};
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::plan::spec::{Measure, OnFail};
 use crate::record::gates::Quiescence;
 use crate::record::link::{LinkRun, NetworkRecord};
+use crate::record::result::RerunReason;
 use crate::record::{RunRecord, RunResult, RunStatus};
 use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
@@ -62,7 +65,7 @@ pub trait Executor {
         &mut self,
         slot: &Slot,
         attempt: u32,
-        rerun_reason: Option<String>,
+        rerun_reason: Option<RerunReason>,
     ) -> Result<Executed, Halt>;
 }
 
@@ -135,7 +138,7 @@ impl<'a> LocalExecutor<'a> {
                 binary.sha256
             );
         }
-        let changed = changed_inputs(plan);
+        let changed = inputs::changed(&plan.inputs);
         if !changed.is_empty() {
             bail!(
                 "{} input(s) of campaign {id} changed since it was sealed, so no run was started: {}; restore them and resume again, or run the plan again as a new campaign",
@@ -296,7 +299,7 @@ impl<'a> LocalExecutor<'a> {
                 &self.placement.client,
                 timeout_s,
                 &self.settings.interrupt,
-                Some(&self.binary.sha256),
+                Some(&self.binary),
             ),
         }
     }
@@ -316,7 +319,7 @@ impl Executor for LocalExecutor<'_> {
         &mut self,
         slot: &Slot,
         attempt: u32,
-        rerun_reason: Option<String>,
+        rerun_reason: Option<RerunReason>,
     ) -> Result<Executed, Halt> {
         let quiescence = self.gate(slot)?;
         let mut client = match ProcessJob::of(self.plan, slot)? {
@@ -395,26 +398,6 @@ fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// The sealed input files (plugins and adapters) whose content is no
-/// longer what was sealed, each with what it is now. The binary is checked
-/// by the caller; composed components follow from their parts.
-fn changed_inputs(plan: &SealedPlan) -> Vec<String> {
-    plan.inputs
-        .iter()
-        .filter(|(name, _)| {
-            !matches!(name.as_str(), "plan" | "blocklab") && !name.starts_with("composed:")
-        })
-        .filter_map(|(name, sealed)| {
-            let now = match crate::plan::inputs::sha256_file(Path::new(name)) {
-                Ok(found) if found == *sealed => return None,
-                Ok(found) => format!("sha256 {found}"),
-                Err(_) => "missing or unreadable".to_owned(),
-            };
-            Some(format!("`{name}` ({now}, sealed {sealed})"))
-        })
-        .collect()
 }
 
 /// The worker's instructions for one slot.

@@ -1,8 +1,10 @@
 //! Runs: the worker that performs one measured run in one process, the
 //! executor seam that places an attempt somewhere and returns its record
 //! (today: a fresh pinned worker on this machine), the rerun/stop policy,
-//! and the supervisor that walks a campaign's schedule through an executor.
+//! the attempt loop over any executor (`attempts`), and the supervisor that
+//! walks a campaign's schedule through an executor.
 
+pub mod attempts;
 pub mod batches;
 pub mod boundary;
 pub mod child;
@@ -10,6 +12,8 @@ pub mod executor;
 pub mod gates;
 pub mod interrupt;
 pub mod link;
+#[cfg(test)]
+mod mock;
 pub mod policy;
 pub mod process;
 pub mod profile;

@@ -1091,3 +1091,29 @@ async fn latency_marks_unsupported_percentiles_and_settled_answers_are_cached() 
     let (_, report) = call(&s, get(&format!("/api/campaigns/{id}/report"))).await;
     assert_eq!(report["provisional"], true);
 }
+
+#[test]
+fn the_submit_client_reads_the_daemons_events_back_into_the_daemons_types() {
+    let events = [
+        super::Event::CampaignStarted { campaign: 3 },
+        super::Event::CampaignFinished {
+            campaign: 3,
+            status: "failed".into(),
+            reason: Some("slot 1 failed".into()),
+        },
+        super::Event::Run(crate::run::supervisor::Event::RunFinished {
+            campaign: 3,
+            slot: 1,
+            total: 4,
+            finished_runs: 2,
+            status: crate::record::RunStatus::Ok,
+            reason: None,
+        }),
+    ];
+    for event in events {
+        let text = serde_json::to_string(&event).unwrap();
+        let back: super::Event = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        assert_eq!(back.name(), event.name());
+    }
+}

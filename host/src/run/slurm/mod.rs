@@ -71,7 +71,7 @@ pub fn execute(
         None => std::env::current_exe().context("cannot locate the blocklab binary")?,
     };
     // Fail here rather than in every job: the nodes run this same file.
-    let binary = crate::run::worker::HashedFile::of(&exe)?;
+    let binary = crate::plan::inputs::HashedFile::of(&exe)?;
     if let Some(sealed) = plan.inputs.get("blocklab")
         && *sealed != binary.sha256
     {
