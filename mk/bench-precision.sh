@@ -19,7 +19,9 @@ shift $(( $# < 3 ? $# : 3 ))
 sets=()
 for s in "$@"; do sets+=(--set "$s"); done
 plan=examples/precision.toml
-data=$(mktemp -d "${TMPDIR:-/tmp}/blocklab-precision.XXXXXX")
+# BLOCKLAB_PRECISION_DATA=DIR with CAMPAIGNS=0 reuses the A/A campaigns of
+# an earlier run there and runs the detections only.
+data=${BLOCKLAB_PRECISION_DATA:-$(mktemp -d "${TMPDIR:-/tmp}/blocklab-precision.XXXXXX")}
 
 # The neighbour: one core kept busy for the whole benchmark.
 sh -c 'while :; do :; done' &
@@ -29,13 +31,15 @@ trap 'kill $busy 2>/dev/null || true' EXIT
 echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), one core kept busy (pid $busy)"
 echo "# data: $data"
 start=$(date +%s)
-"$blocklab" calibrate "$plan" --campaigns "$campaigns" --data "$data" --progress none "${sets[@]}"
-echo "# A/A: $(( $(date +%s) - start )) s for $campaigns campaigns"
+if [ "$campaigns" -gt 0 ]; then
+    "$blocklab" calibrate "$plan" --campaigns "$campaigns" --data "$data" --progress none "${sets[@]}"
+    echo "# A/A: $(( $(date +%s) - start )) s for $campaigns campaigns"
+fi
 
 # Detection: per workload, b slowed by 2% of the baseline's batch median
 # latency as the A/A campaigns measured it.
 for workload in get100 ryw; do
-    ns=$("$blocklab" report latest --data "$data" --format json | python3 -c '
+    ns=$("$blocklab" report 1 --data "$data" --format json | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 w = sys.argv[1]
@@ -55,7 +59,8 @@ r = json.load(sys.stdin)
 for e in r["effects"]:
     if e["statistic"] in ("batch_median_latency", "net_mean_latency", "cpu_measured", "mean_latency"):
         excl = "excludes 1" if e["ci_low"] > 1 or e["ci_high"] < 1 else "contains 1"
-        print(f"#   {e[\"workload\"]} {e[\"statistic\"]}: {e[\"ratio\"]:.4f} [{e[\"ci_low\"]:.4f}, {e[\"ci_high\"]:.4f}] {excl}")'
+        print("#   {} {}: {:.4f} [{:.4f}, {:.4f}] {}".format(
+            e["workload"], e["statistic"], e["ratio"], e["ci_low"], e["ci_high"], excl))'
     done
     echo "# detection on $workload: b slowed by $ns ns per transaction (2% of the A/A batch median), $detections campaigns above"
 done

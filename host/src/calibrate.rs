@@ -8,8 +8,8 @@
 //! stored (tree `calibrations`) and shown beside every report of a campaign
 //! run on it.
 //!
-//! This sits with the report stage: it runs campaigns through the supervisor
-//! and reads them back through [`crate::report`].
+//! This sits above the report stage: it runs campaigns through the
+//! supervisor and reads them back through [`crate::analysis`].
 
 use crate::analysis::calibration::{Calibration, CalibrationRow, LevelRow};
 use crate::analysis::{self, Report};

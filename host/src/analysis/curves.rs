@@ -142,7 +142,7 @@ pub(super) fn slo_rows(spec: &PlanSpec, finals: &BTreeMap<u32, &RunRecord>) -> V
     };
     let Some(stat) = statistics(spec)
         .into_iter()
-        .find(|s| s.name() == slo.statistic.name())
+        .find(|s| *s == slo.statistic.statistic())
     else {
         return Vec::new();
     };

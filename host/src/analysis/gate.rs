@@ -9,8 +9,7 @@
 
 use super::Report;
 use super::compare::Comparison;
-use super::statistics::statistics;
-use crate::statistic::Worse;
+use crate::statistic::{Statistic, Worse};
 use anyhow::Context as _;
 use serde::Serialize;
 
@@ -120,42 +119,29 @@ pub fn judge(lower_is_better: bool, ci_low: f64, ci_high: f64, max_change: f64) 
 }
 
 /// The statistics to judge: the given names (checked against the mode's),
-/// or the mode's headline statistics.
+/// or the mode's headline statistics (every mode has some).
 fn chosen(report: &Report, names: &[String]) -> Result<Vec<(String, bool)>, GateError> {
-    let table = statistics(&report.plan.spec);
-    if names.is_empty() {
-        let headline: Vec<_> = table
+    let mode = report.plan.spec.measure.mode;
+    let spec = &report.plan.spec;
+    let stats: Vec<Statistic> = if names.is_empty() {
+        spec.compared_statistics()
+            .into_iter()
+            .filter(|s| spec.is_headline(*s))
+            .collect()
+    } else {
+        names
             .iter()
-            .filter(|s| report.plan.spec.is_headline(**s))
-            .map(|s| (s.name().to_owned(), s.lower_is_better()))
-            .collect();
-        return Ok(if headline.is_empty() {
-            table
-                .iter()
-                .take(1)
-                .map(|s| (s.name().to_owned(), s.lower_is_better()))
-                .collect()
-        } else {
-            headline
-        });
-    }
-    names
-        .iter()
-        .map(|n| {
-            table
-                .iter()
-                .find(|s| s.name() == n)
-                .map(|s| (s.name().to_owned(), s.lower_is_better()))
-                .ok_or_else(|| GateError::UnknownStatistic {
-                    name: n.clone(),
-                    known: table
-                        .iter()
-                        .map(|s| s.name())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                })
-        })
-        .collect()
+            .map(|n| Statistic::parse_in(mode, n))
+            .collect::<Result<_, _>>()
+            .map_err(|e| GateError::UnknownStatistic {
+                known: e.known(),
+                name: e.name,
+            })?
+    };
+    Ok(stats
+        .into_iter()
+        .map(|s| (s.name().to_owned(), s.lower_is_better()))
+        .collect())
 }
 
 /// The campaign's own arms against its baseline arm: the paired effects

@@ -237,14 +237,19 @@ pub enum SloStatistic {
 }
 
 impl SloStatistic {
+    /// The statistic it bounds.
+    pub fn statistic(self) -> Statistic {
+        match self {
+            SloStatistic::P50Latency => Statistic::P50Latency,
+            SloStatistic::P99Latency => Statistic::P99Latency,
+            SloStatistic::MeanLatency => Statistic::MeanLatency,
+            SloStatistic::ServiceP99Latency => Statistic::ServiceP99Latency,
+        }
+    }
+
     /// The statistic's name in the report's table.
     pub fn name(self) -> &'static str {
-        match self {
-            SloStatistic::P50Latency => "p50_latency",
-            SloStatistic::P99Latency => "p99_latency",
-            SloStatistic::MeanLatency => "mean_latency",
-            SloStatistic::ServiceP99Latency => "service_p99_latency",
-        }
+        self.statistic().name()
     }
 }
 
@@ -1676,6 +1681,18 @@ mod tests {
             e.contains("`nope` is not a statistic") && e.contains("statistics.headline"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_slo_statistic_is_written_as_the_rate_mode_statistic_it_bounds() {
+        use SloStatistic::*;
+        for s in [P50Latency, P99Latency, MeanLatency, ServiceP99Latency] {
+            assert_eq!(
+                serde_json::to_string(&s).unwrap(),
+                format!("\"{}\"", s.name())
+            );
+            assert!(Statistic::of_mode(MeasureMode::Rate).contains(&s.statistic()));
+        }
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub fn workload_infos(
 ) -> anyhow::Result<Vec<WorkloadInfo>> {
     match source {
         PluginSource::Builtin => {
-            let env = Env::new("builtin", 0, 0);
+            let env = Env::new(BUILTIN, 0, 0);
             let mut infos = Builtin::new(TargetSpec::default().open_kv()?, env).list()?;
             infos.extend(BuiltinGrpc::infos());
             Ok(infos)

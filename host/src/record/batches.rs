@@ -26,8 +26,9 @@ pub struct Batches {
     /// How often it was switched onto a CPU.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub switches: Vec<u32>,
-    /// Time the probes themselves took, ns, summed over workers: taken off
-    /// the window's CPU so batching does not charge the transactions.
+    /// What the probes themselves cost, ns, summed over workers (each
+    /// worker's probes × its fastest probe): taken off the window's CPU so
+    /// batching does not charge the transactions.
     #[serde(default)]
     pub probe_ns: u64,
 }
