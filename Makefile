@@ -35,7 +35,7 @@ JS_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(JS_PLUGIN_NAMES)))
 COMPONENTIZE_JS := plugins/js/node_modules/@bytecodealliance/componentize-js/package.json
 
 # mk/peers.mk: `make peers`, the native client peers into $(CARGO_TARGET_DIR)/peers.
-.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net deps-valgrind vendor-web lint bench-boundary
+.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net deps-valgrind vendor-web lint bench-boundary bench-precision
 
 all: build
 
@@ -144,6 +144,14 @@ test: lint plugins check-fdb deps-browser deps-python deps-net deps-valgrind pee
 ## host imports, beside wasmtime-style reference calls (docs/benchmarks.md).
 bench-boundary: plugins
 	BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) bench -p blocklab --bench boundary
+
+## bench-precision: the precision proof (docs/benchmarks.md): A/A campaigns
+## of examples/precision.toml with one core kept busy, then campaigns with a
+## 2% slowdown injected; CAMPAIGNS (20) and DETECTIONS (10) per workload.
+CAMPAIGNS ?= 20
+DETECTIONS ?= 10
+bench-precision: host
+	mk/bench-precision.sh $(BLOCKLAB) $(CAMPAIGNS) $(DETECTIONS)
 
 ## lint: formatting and clippy -D warnings (host, store, SDK and every plugin
 ## crate); `make test` runs it first, so CI fails on either.

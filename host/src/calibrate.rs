@@ -8,13 +8,13 @@
 //! stored (tree `calibrations`) and shown beside every report of a campaign
 //! run on it.
 //!
-//! This sits with the report stage: it runs campaigns through the supervisor
-//! and reads them back through [`crate::report`].
+//! This sits above the report stage: it runs campaigns through the
+//! supervisor and reads them back through [`crate::analysis`].
 
+use crate::analysis::calibration::{Calibration, CalibrationRow, LevelRow};
+use crate::analysis::{self, Report};
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::{ArmSpec, PlanSpec};
-use crate::report::calibration::{Calibration, CalibrationRow, LevelRow};
-use crate::report::{self, Report};
 use crate::run::supervisor::{self, Options};
 use crate::stats;
 use anyhow::bail;
@@ -99,7 +99,7 @@ pub fn calibrate(
                 );
             }
             progress(meta.id, i + 1);
-            reports.push(report::build(store, meta.id)?);
+            reports.push(analysis::build(store, meta.id)?);
         }
     } else {
         for &id in &settings.stored {
@@ -120,7 +120,7 @@ pub fn calibrate(
             }
             // Analysed with the intervals being calibrated, which may differ
             // from the ones the campaign was sealed with.
-            reports.push(report::build_with(store, id, |p| {
+            reports.push(analysis::build_with(store, id, |p| {
                 p.spec.bootstrap = spec.bootstrap.clone();
             })?);
         }
@@ -128,7 +128,7 @@ pub fn calibrate(
     let machine = reports
         .iter()
         .find_map(|r| r.environment.as_ref().map(|e| e.hostname.clone()))
-        .unwrap_or_else(|| crate::run::gates::Environment::read().hostname);
+        .unwrap_or_else(|| crate::record::gates::Environment::read().hostname);
     Ok(summarise(
         spec,
         &reports,
@@ -151,7 +151,7 @@ pub fn summarise(
         blocks = r.plan.spec.blocks;
         for e in &r.effects {
             let a = acc
-                .entry((e.workload.clone(), e.statistic.clone()))
+                .entry((e.workload.clone(), e.statistic.name().to_owned()))
                 .or_default();
             a.0 += 1;
             if e.ci_low <= 1.0 && 1.0 <= e.ci_high {
@@ -215,7 +215,8 @@ pub fn summarise(
 /// run by the square-root rule (at least 64 per batch column, at most 100×
 /// the calibrated length), then the fewest balanced blocks.
 fn level_rows(spec: &PlanSpec, reports: &[Report], target: f64) -> Vec<LevelRow> {
-    let mut acc: BTreeMap<(String, String), Vec<&crate::report::noise::NoiseRow>> = BTreeMap::new();
+    let mut acc: BTreeMap<(String, String), Vec<&crate::analysis::noise::NoiseRow>> =
+        BTreeMap::new();
     for r in reports {
         for n in &r.noise {
             acc.entry((n.workload.clone(), n.statistic.clone()))
@@ -230,7 +231,7 @@ fn level_rows(spec: &PlanSpec, reports: &[Report], target: f64) -> Vec<LevelRow>
     acc.into_iter()
         .map(|((workload, statistic), rows)| {
             let k = rows.len() as f64;
-            let mean = |f: &dyn Fn(&crate::report::noise::NoiseRow) -> f64| {
+            let mean = |f: &dyn Fn(&crate::analysis::noise::NoiseRow) -> f64| {
                 rows.iter().map(|r| f(r)).sum::<f64>() / k
             };
             let within: Vec<f64> = rows.iter().filter_map(|r| r.levels.within_run).collect();
@@ -242,7 +243,7 @@ fn level_rows(spec: &PlanSpec, reports: &[Report], target: f64) -> Vec<LevelRow>
                 blocks: rows.iter().map(|r| r.levels.blocks).sum(),
                 arms,
             };
-            let row = crate::report::noise::NoiseRow {
+            let row = crate::analysis::noise::NoiseRow {
                 workload: workload.clone(),
                 statistic: statistic.clone(),
                 levels,
@@ -284,7 +285,7 @@ fn log_ratios(r: &Report) -> BTreeMap<(String, String), Vec<f64>> {
     let spec = &r.plan.spec;
     let baseline = &spec.arms[spec.baseline()].name;
     // (workload, arm, block) → the final attempt's row.
-    let mut finals: BTreeMap<(&str, &str, u32), &report::RunRow> = BTreeMap::new();
+    let mut finals: BTreeMap<(&str, &str, u32), &analysis::RunRow> = BTreeMap::new();
     for row in &r.runs {
         let key = (
             row.result.workload.as_str(),
@@ -303,16 +304,17 @@ fn log_ratios(r: &Report) -> BTreeMap<(String, String), Vec<f64>> {
         let Some(base) = finals.get(&(w, baseline.as_str(), block)) else {
             continue;
         };
-        if row.status != crate::run::RunStatus::Ok || base.status != crate::run::RunStatus::Ok {
+        if row.status != crate::record::RunStatus::Ok || base.status != crate::record::RunStatus::Ok
+        {
             continue;
         }
-        for s in report::statistics(spec) {
+        for s in analysis::statistics(spec) {
             // The rows' values, not the results: a report's rows carry no
             // batches, which some statistics are read off.
-            let value = |r: &report::RunRow| r.values.get(s.name).copied().unwrap_or(0.0);
+            let value = |r: &analysis::RunRow| r.values.get(s.name()).copied().unwrap_or(0.0);
             let (a, b) = (value(row), value(base));
             if a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite() {
-                out.entry((w.to_owned(), s.name.to_owned()))
+                out.entry((w.to_owned(), s.name().to_owned()))
                     .or_default()
                     .push(a.ln() - b.ln());
             }

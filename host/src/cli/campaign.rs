@@ -83,7 +83,6 @@ pub(super) fn main(args: CampaignArgs) -> anyhow::Result<ExitCode> {
         profile: profile_selection(&args, &store, id)?,
         profile_hz: args.profile_hz.hz,
         interrupt,
-        block_check: Some(crate::report::sequential_check),
         ..Default::default()
     };
     let mut progress = crate::run::progress::Bar::new(args.progress);
@@ -180,7 +179,7 @@ fn finish(
         ));
         return Ok(ExitCode::from(exit::interrupted(signal)));
     }
-    let report = crate::report::build(store, id)?;
+    let report = crate::analysis::build(store, id)?;
     let mut out = std::io::stdout().lock();
     // The campaign is stored: a closed stdout only loses the tables.
     let _ = write!(out, "{}", crate::report::terminal(&report)).and_then(|()| {

@@ -31,9 +31,9 @@ pub(super) struct CompareArgs {
 
 pub(super) fn main(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let store = open_store_for_reading(&args.data)?;
-    let a = crate::report::build(&store, campaign_id(&store, &args.a)?)?;
-    let b = crate::report::build(&store, campaign_id(&store, &args.b)?)?;
-    let c = crate::report::compare::compare(&a, &b);
+    let a = crate::analysis::build(&store, campaign_id(&store, &args.a)?)?;
+    let b = crate::analysis::build(&store, campaign_id(&store, &args.b)?)?;
+    let c = crate::analysis::compare::compare(&a, &b);
     let text = match args.format {
         CompareFormat::Terminal => crate::report::compare::terminal(&c),
         CompareFormat::Markdown => crate::report::compare::markdown(&c),

@@ -69,7 +69,7 @@ pub(super) fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
 
 pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     use crate::plan::seal::SealedPlan;
-    use crate::run::RunRecord;
+    use crate::record::RunRecord;
     let file = std::fs::File::open(&args.file)
         .with_context(|| format!("cannot open `{}`", args.file.display()))?;
     let store = open_store(&args.data)?;

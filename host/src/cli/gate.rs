@@ -29,7 +29,7 @@ pub(super) struct GateArgs {
     baseline: Option<String>,
     /// The largest change tolerated, as a percentage (`5%`) or a fraction
     /// (`0.05`).
-    #[arg(long, value_name = "PERCENT", value_parser = crate::report::gate::parse_change)]
+    #[arg(long, value_name = "PERCENT", value_parser = crate::analysis::gate::parse_change)]
     max_change: f64,
     /// The statistic to judge (repeatable; default the headline statistic,
     /// `mean_latency` for transaction campaigns).
@@ -58,7 +58,8 @@ pub(super) fn main(args: GateArgs) -> anyhow::Result<ExitCode> {
 
 /// Judges, prints and writes the files; true when the gate fails.
 fn judge(args: &GateArgs) -> anyhow::Result<bool> {
-    use crate::report::gate::{self, Against, Question};
+    use crate::analysis::gate::{self, Against, Question};
+    use crate::report::gate as render;
     let store = open_store_for_reading(&args.data)?;
     let id = campaign_id(&store, &args.campaign)?;
     let against = match args.baseline.as_deref() {
@@ -75,9 +76,9 @@ fn judge(args: &GateArgs) -> anyhow::Result<bool> {
     write_verdict(
         args.markdown.as_deref(),
         args.junit.as_deref(),
-        [&gate::markdown(&result), &gate::junit(&result)],
+        [&render::markdown(&result), &render::junit(&result)],
     )?;
-    crate::run::progress::write_line(&mut std::io::stdout(), gate::terminal(&result).trim_end());
+    crate::run::progress::write_line(&mut std::io::stdout(), render::terminal(&result).trim_end());
     let _ = std::io::stdout().flush();
     Ok(result.failed())
 }

@@ -1,8 +1,8 @@
 //! `blocklab history`: a series' estimates over campaigns and its change
-//! points (report::history does the work).
+//! points (analysis::history does the work).
 
 use super::{DataArgs, open_store_for_reading};
-use crate::report::history::{self, Query};
+use crate::analysis::history::{self, Query};
 use clap::Args;
 use std::io::Write;
 use std::process::ExitCode;
@@ -46,7 +46,7 @@ pub(super) fn main(args: HistoryArgs) -> anyhow::Result<ExitCode> {
     let text = if args.json {
         serde_json::to_string_pretty(&h)? + "\n"
     } else {
-        history::render(&h)
+        crate::report::history::render(&h)
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)

@@ -39,7 +39,7 @@ pub(super) struct ReportArgs {
 pub(super) fn main(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = open_store_for_reading(&args.data)?;
     let id = campaign_id(&store, &args.id)?;
-    let report = crate::report::build_against(&store, id, args.baseline.as_deref())?;
+    let report = crate::analysis::build_against(&store, id, args.baseline.as_deref())?;
     let text = match args.format {
         ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
         ReportFormat::Csv => crate::report::csv(&report),

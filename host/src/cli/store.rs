@@ -38,7 +38,7 @@ pub(super) struct StoreExportArgs {
 
 pub(super) fn main(command: StoreCommand) -> anyhow::Result<ExitCode> {
     use crate::plan::seal::SealedPlan;
-    use crate::run::RunRecord;
+    use crate::record::RunRecord;
     let data = match &command {
         StoreCommand::Check(args) => &args.data,
         StoreCommand::ExportGood(args) => &args.data,

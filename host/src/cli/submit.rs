@@ -36,7 +36,7 @@ pub(super) struct SubmitArgs {
     /// `blocklab gate --max-change` does, and exit with the gate's code: 0
     /// no regression, 1 a regression, 2 the gate could not judge (then any
     /// error exits 2, so CI never reads a failure as a regression).
-    #[arg(long, value_name = "PERCENT", requires = "wait", value_parser = crate::report::gate::parse_change)]
+    #[arg(long, value_name = "PERCENT", requires = "wait", value_parser = crate::analysis::gate::parse_change)]
     gate_max_change: Option<f64>,
     /// The statistic the gate judges (repeatable; default the headline
     /// statistic).
@@ -88,7 +88,7 @@ fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         crate::plan::identity::check_testbed(name)?;
     }
     if let Some(text) = &args.gate_baseline {
-        text.parse::<crate::report::gate::Against>()
+        text.parse::<crate::analysis::gate::Against>()
             .context("in `--gate-baseline`")?;
     }
     let gate = args.gate_max_change.map(|max_change| GateQuestion {

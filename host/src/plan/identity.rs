@@ -4,7 +4,8 @@
 //! these types; they live with the plan because a plan family is computed
 //! from the sealed plan.
 
-use super::spec::{MeasureMode, ParamValue, PlanSpec};
+use super::spec::{ParamValue, PlanSpec};
+use crate::statistic::MeasureMode;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

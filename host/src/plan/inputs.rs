@@ -1,12 +1,16 @@
 //! Input hashing: which files a run executes and their sha256, sealed with
-//! the plan and checked again by each run.
+//! the plan and checked again by each run, worker and process arm alike
+//! ([`check`]), and before a campaign resumes ([`changed`]): the one home
+//! of the check.
 
 use crate::plan::spec::ProcessSpec;
 use crate::plugin::source::PluginSource;
 use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 /// sha256 of a file, hex.
 pub fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
@@ -62,6 +66,127 @@ pub fn check_input(
         ),
         _ => Ok(()),
     }
+}
+
+/// A file's sha256 together with what identifies that version of the file
+/// (device, inode, size, modification time): a rewrite or replacement
+/// changes at least one of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HashedFile {
+    pub sha256: String,
+    identity: (u64, u64, u64, i64, i64),
+}
+
+fn identity(path: &std::path::Path) -> anyhow::Result<(u64, u64, u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)
+        .with_context(|| format!("cannot read input `{}`", path.display()))?;
+    Ok((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+}
+
+impl HashedFile {
+    /// Whether `path` is still the version of the file that was hashed.
+    pub fn is_current(&self, path: &std::path::Path) -> bool {
+        identity(path).is_ok_and(|id| id == self.identity)
+    }
+
+    /// Hashes `path` and records its identity.
+    pub fn of(path: &std::path::Path) -> anyhow::Result<HashedFile> {
+        let before = identity(path)?;
+        let sha256 = sha256_file(path)?;
+        anyhow::ensure!(
+            identity(path)? == before,
+            "input `{}` changed while it was being hashed",
+            path.display()
+        );
+        Ok(HashedFile {
+            sha256,
+            identity: before,
+        })
+    }
+}
+
+/// Sealed input hashes checked per run, by file identity: hashing a 10 MB
+/// program again before every run would be most of the run's fixed cost.
+/// Process-wide because the supervisor and the daemon run many campaigns.
+pub fn hashed(path: &Path) -> anyhow::Result<String> {
+    static CACHE: OnceLock<Mutex<BTreeMap<PathBuf, HashedFile>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let known = cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(path)
+        .filter(|h| h.is_current(path))
+        .map(|h| h.sha256.clone());
+    if let Some(sha256) = known {
+        return Ok(sha256);
+    }
+    let file = HashedFile::of(path)?;
+    let sha256 = file.sha256.clone();
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(path.to_owned(), file);
+    Ok(sha256)
+}
+
+/// Whether input `name` is a composed component, hashed once composed.
+pub fn is_composed(name: &str) -> bool {
+    name.starts_with(crate::plugin::compose::INPUT_PREFIX)
+}
+
+/// Hashes `files` (input name, path) and checks each against the sealed
+/// `expected` hashes; `binary` is the caller's hash of blocklab, reused
+/// while the file is still the version it hashed.
+pub fn check(
+    expected: &BTreeMap<String, String>,
+    files: Vec<(String, PathBuf)>,
+    binary: Option<&HashedFile>,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut inputs = BTreeMap::new();
+    for (name, path) in files {
+        let found = match binary.filter(|b| name == "blocklab" && b.is_current(&path)) {
+            Some(b) => b.sha256.clone(),
+            None => hashed(&path)?,
+        };
+        check_input(expected, &name, &found)?;
+        inputs.insert(name, found);
+    }
+    Ok(inputs)
+}
+
+/// Every sealed input is one this run hashed (`inputs`), but a composed
+/// component, checked once it is composed: a sealed input a run does not
+/// use means the run is not the one that was sealed.
+pub fn check_all_used(
+    expected: &BTreeMap<String, String>,
+    inputs: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    match expected
+        .keys()
+        .find(|name| !inputs.contains_key(*name) && !is_composed(name))
+    {
+        Some(name) => bail!("input `{name}` of the sealed plan is not used by this run"),
+        None => Ok(()),
+    }
+}
+
+/// The `sealed` input files (plugins and adapters) whose content is no
+/// longer what was sealed, each with what it is now. The binary is checked
+/// by the caller; composed components follow from their parts.
+pub fn changed(sealed: &BTreeMap<String, String>) -> Vec<String> {
+    sealed
+        .iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "plan" | "blocklab") && !is_composed(name))
+        .filter_map(|(name, sealed)| {
+            let now = match sha256_file(Path::new(name)) {
+                Ok(found) if found == *sealed => return None,
+                Ok(found) => format!("sha256 {found}"),
+                Err(_) => "missing or unreadable".to_owned(),
+            };
+            Some(format!("`{name}` ({now}, sealed {sealed})"))
+        })
+        .collect()
 }
 
 /// Makes a process arm's paths absolute, so the sealed plan means the same

@@ -112,7 +112,7 @@ pub fn schedule(spec: &PlanSpec) -> anyhow::Result<Vec<Slot>> {
 fn resolve_plugins(spec: &mut PlanSpec) -> anyhow::Result<()> {
     let resolve = |p: &mut Option<String>| -> anyhow::Result<()> {
         if let Some(text) = p
-            && text != "builtin"
+            && !PluginSource::names_builtin(text)
         {
             let path = PathBuf::from(&*text);
             let absolute = std::fs::canonicalize(&path).with_context(|| {

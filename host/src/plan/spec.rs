@@ -7,6 +7,7 @@ use crate::machine::netns::{LinkSpec, NetPlacement};
 use crate::machine::placement::CpuSpec;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters};
+use crate::statistic::{MeasureMode, Reads, Statistic};
 use crate::stats::{Method, Simultaneous, Spending};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
@@ -299,14 +300,19 @@ pub enum SloStatistic {
 }
 
 impl SloStatistic {
+    /// The statistic it bounds.
+    pub fn statistic(self) -> Statistic {
+        match self {
+            SloStatistic::P50Latency => Statistic::P50Latency,
+            SloStatistic::P99Latency => Statistic::P99Latency,
+            SloStatistic::MeanLatency => Statistic::MeanLatency,
+            SloStatistic::ServiceP99Latency => Statistic::ServiceP99Latency,
+        }
+    }
+
     /// The statistic's name in the report's table.
     pub fn name(self) -> &'static str {
-        match self {
-            SloStatistic::P50Latency => "p50_latency",
-            SloStatistic::P99Latency => "p99_latency",
-            SloStatistic::MeanLatency => "mean_latency",
-            SloStatistic::ServiceP99Latency => "service_p99_latency",
-        }
+        self.statistic().name()
     }
 }
 
@@ -335,32 +341,6 @@ impl Slo {
             );
         }
         Ok(())
-    }
-}
-
-/// `measure.mode`: what a run counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MeasureMode {
-    /// `warmup` then `measured` transactions.
-    #[default]
-    Transactions,
-    /// `warmup_s` then `measured_s` seconds, counting what the server
-    /// acknowledged.
-    Window,
-    /// Open loop: transactions start on a schedule at an offered rate for
-    /// `measured_s` seconds, latency counted from each intended start.
-    Rate,
-}
-
-impl MeasureMode {
-    /// The mode as plans write it.
-    pub fn key(self) -> &'static str {
-        match self {
-            MeasureMode::Transactions => "transactions",
-            MeasureMode::Window => "window",
-            MeasureMode::Rate => "rate",
-        }
     }
 }
 
@@ -508,7 +488,7 @@ pub struct BootstrapSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatisticsSpec {
-    pub headline: Vec<String>,
+    pub headline: Vec<Statistic>,
 }
 
 /// Student-t at the levels the spending function gives each look.
@@ -526,7 +506,7 @@ pub struct SequentialSpec {
     /// (`mean_latency` and `cpu_process`, `records_per_s` and
     /// `ack_p99_latency` in window mode, `p99_latency` in rate mode).
     #[serde(default)]
-    pub statistics: Vec<String>,
+    pub statistics: Vec<Statistic>,
 }
 
 fn min_blocks() -> usize {
@@ -1100,50 +1080,115 @@ impl PlanSpec {
     /// `statistics.headline`: at least one, each a statistic of the plan's
     /// mode (optional ones included), none twice.
     fn validate_statistics(&self, chosen: &StatisticsSpec) -> anyhow::Result<()> {
-        let known: Vec<&str> = self
-            .statistic_names()
-            .iter()
-            .chain(self.optional_statistic_names())
-            .copied()
-            .collect();
+        let mode = self.measure.mode;
+        let known = || {
+            Statistic::of_mode(mode)
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         if chosen.headline.is_empty() {
             bail!(
                 "`statistics.headline` is empty; name the statistics to headline, e.g. `headline = [\"{}\"]`, or remove `[statistics]`",
-                known[0]
+                Statistic::of_mode(mode)[0]
             );
         }
-        for (i, name) in chosen.headline.iter().enumerate() {
-            if !known.contains(&name.as_str()) {
+        for (i, s) in chosen.headline.iter().enumerate() {
+            if !Statistic::of_mode(mode).contains(s) {
                 bail!(
-                    "`statistics.headline` names `{}`, which a {} plan does not compare; use some of {}",
-                    limits::clip(name),
-                    self.measure.mode.key(),
-                    known.join(", ")
+                    "`statistics.headline` names `{s}`, which a {} plan does not compare; use some of {}",
+                    mode.key(),
+                    known()
                 );
             }
-            if chosen.headline[..i].contains(name) {
-                bail!("`statistics.headline` names `{name}` twice; name each statistic once");
+            if chosen.headline[..i].contains(s) {
+                bail!("`statistics.headline` names `{s}` twice; name each statistic once");
             }
         }
         Ok(())
     }
 
-    /// The statistics of the plan's mode compared only when
-    /// `statistics.headline` names them (they need the runs' batches).
-    pub fn optional_statistic_names(&self) -> &'static [&'static str] {
-        match self.measure.mode {
-            MeasureMode::Transactions | MeasureMode::Window => {
-                &["batch_median_latency", "net_mean_latency"]
-            }
-            MeasureMode::Rate => &[],
+    /// The plan's `statistics.headline`, empty without `[statistics]`.
+    pub fn chosen_headline(&self) -> impl Iterator<Item = Statistic> + '_ {
+        self.statistics
+            .iter()
+            .flat_map(|c| c.headline.iter().copied())
+    }
+
+    /// The counters' statistics of a plan with `measure.counters`.
+    fn counter_statistics(&self) -> Vec<Statistic> {
+        let cycles = match self.measure.counters {
+            None => return Vec::new(),
+            Some(CounterSource::Pmu) => true,
+            Some(CounterSource::Callgrind) => self.measure.cache_sim,
+        };
+        let window = self.measure.mode == MeasureMode::Window;
+        [
+            window.then_some(Statistic::InstructionsPerRecord),
+            Some(Statistic::InstructionsPerTxn),
+            cycles.then_some(Statistic::CyclesPerTxn),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// The statistics the plan compares, in the order reports show them:
+    /// its mode's (the optional ones only where `statistics.headline` names
+    /// them) when some workload runs on the clock, then the counters' when
+    /// some workload is counted. A plan whose every run is counted has the
+    /// counters first, then the counts that do not read the clock: its
+    /// clock would report the simulator (docs/method.md, "Counted runs").
+    pub fn compared_statistics(&self) -> Vec<Statistic> {
+        let table = Statistic::of_mode(self.measure.mode)
+            .iter()
+            .copied()
+            .filter(|s| !s.optional() || self.chosen_headline().any(|h| h == *s));
+        let clock = self
+            .workloads
+            .iter()
+            .any(|w| self.counters_for(w).is_none());
+        if clock {
+            table.chain(self.counter_statistics()).collect()
+        } else {
+            self.counter_statistics()
+                .into_iter()
+                .chain(table.filter(|s| s.reads() == Reads::Count))
+                .collect()
         }
     }
 
-    /// The plan's `statistics.headline`, empty without `[statistics]`.
-    pub fn chosen_headline(&self) -> impl Iterator<Item = &str> {
-        self.statistics
+    /// The statistics reported for `workload`, in the plan's order: on the
+    /// clock, its mode's; counted, the counters first, then the counts.
+    pub fn workload_statistics(&self, workload: &str) -> Vec<Statistic> {
+        let counted = self
+            .workloads
             .iter()
-            .flat_map(|c| c.headline.iter().map(String::as_str))
+            .find(|w| w.name == workload)
+            .is_some_and(|w| self.counters_for(w).is_some());
+        let mut chosen: Vec<Statistic> = self
+            .compared_statistics()
+            .into_iter()
+            .filter(|s| match s.reads() {
+                Reads::Clock => !counted,
+                Reads::Count => true,
+                Reads::Counters => counted,
+            })
+            .collect();
+        // The counters lead a counted workload's list (its first statistic
+        // is the one the order diagnostic and the hosts' check read).
+        chosen.sort_by_key(|s| counted && s.reads() != Reads::Counters);
+        chosen
+    }
+
+    /// Whether `s` is one of the plan's headline statistics: its
+    /// `statistics.headline` where it has one, else the mode's.
+    pub fn is_headline(&self, s: Statistic) -> bool {
+        match &self.statistics {
+            Some(_) => self.chosen_headline().any(|h| h == s),
+            None => s.headline(self.measure.mode),
+        }
     }
 
     /// The plan's sizes, first: the design allocates blocks × arms entries.
@@ -1462,91 +1507,17 @@ impl PlanSpec {
                 self.bootstrap.method.key()
             );
         }
-        // Optional statistics are compared only when the plan headlines them.
-        let known: Vec<&str> = self
-            .statistic_names()
-            .iter()
-            .copied()
-            .chain(
-                self.chosen_headline()
-                    .filter(|h| self.optional_statistic_names().contains(h)),
-            )
-            .collect();
-        for name in &seq.statistics {
-            if !known.contains(&name.as_str()) {
+        let compared = self.compared_statistics();
+        for s in &seq.statistics {
+            if !compared.contains(s) {
+                let known: Vec<&str> = compared.iter().map(|s| s.name()).collect();
                 bail!(
-                    "`sequential.statistics` names `{name}`, which this plan's measure mode does not compare; use some of {}",
+                    "`sequential.statistics` names `{s}`, which this plan's measure mode does not compare; use some of {}",
                     known.join(", ")
                 );
             }
         }
         Ok(())
-    }
-
-    /// The names of the statistics the plan's measure mode compares (the
-    /// report's tables hold their definitions and a test keeps the two in
-    /// step; a plan cannot look them up there without importing the report).
-    pub fn statistic_names(&self) -> Vec<&'static str> {
-        let clock: &[&str] = match self.measure.mode {
-            MeasureMode::Rate => &[
-                "mean_latency",
-                "p50_latency",
-                "p99_latency",
-                "service_mean_latency",
-                "service_p99_latency",
-                "achieved_rate",
-                "late_starts",
-                "cpu_measured",
-            ],
-            MeasureMode::Window => &[
-                "records_per_s",
-                "bytes_per_s",
-                "ack_p50_latency",
-                "ack_p99_latency",
-                "writes_per_record",
-                "cpu_per_record",
-            ],
-            MeasureMode::Transactions => &[
-                "mean_latency",
-                "p99_latency",
-                "throughput",
-                "cpu_measured",
-                "cpu_process",
-                "alloc_bytes",
-                "allocs",
-            ],
-        };
-        let cycles = match self.measure.counters {
-            None => None,
-            Some(CounterSource::Pmu) => Some(true),
-            Some(CounterSource::Callgrind) => Some(self.measure.cache_sim),
-        };
-        let window = self.measure.mode == MeasureMode::Window;
-        let counters: Vec<&'static str> = match cycles {
-            None => vec![],
-            Some(cycles) => [
-                window.then_some("instructions_per_record"),
-                Some("instructions_per_txn"),
-                cycles.then_some("cycles_per_txn"),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-        };
-        if self
-            .workloads
-            .iter()
-            .any(|w| self.counters_for(w).is_none())
-        {
-            clock.iter().copied().chain(counters).collect()
-        } else {
-            // Every run counted: the counts that do not read the clock.
-            let counts = ["alloc_bytes", "allocs", "writes_per_record"];
-            counters
-                .into_iter()
-                .chain(clock.iter().copied().filter(|n| counts.contains(n)))
-                .collect()
-        }
     }
 
     /// Whether some plugin workload runs at two or more rates (a sweep,
@@ -1563,19 +1534,11 @@ impl PlanSpec {
 
     /// The primary statistics of a sequential plan: the ones it names, or
     /// the mode's headline statistics.
-    pub fn primary_statistics(&self) -> Vec<String> {
-        let mut primary: Vec<String> = match &self.sequential {
+    pub fn primary_statistics(&self) -> Vec<Statistic> {
+        let mut primary: Vec<Statistic> = match &self.sequential {
             Some(seq) if !seq.statistics.is_empty() => return seq.statistics.clone(),
-            _ if self.statistics.is_some() => {
-                return self.chosen_headline().map(str::to_owned).collect();
-            }
-            _ if self.measure.mode == MeasureMode::Window => {
-                vec!["records_per_s".into(), "ack_p99_latency".into()]
-            }
-            // Open loop answers "what latency at this load": the tail,
-            // counted from each intended start.
-            _ if self.measure.mode == MeasureMode::Rate => vec!["p99_latency".into()],
-            _ => vec!["mean_latency".into(), "cpu_process".into()],
+            _ if self.statistics.is_some() => return self.chosen_headline().collect(),
+            _ => Statistic::headlines(self.measure.mode).collect(),
         };
         // A counted workload's cost: its one counted statistic per record
         // or per transaction; when every run is counted, the only one (the
@@ -1589,8 +1552,8 @@ impl PlanSpec {
                 primary.clear();
             }
             primary.push(match self.measure.mode {
-                MeasureMode::Window => "instructions_per_record".into(),
-                _ => "instructions_per_txn".into(),
+                MeasureMode::Window => Statistic::InstructionsPerRecord,
+                _ => Statistic::InstructionsPerTxn,
             });
         }
         primary
@@ -1862,7 +1825,7 @@ mod tests {
         assert!(
             every
                 .primary_statistics()
-                .contains(&"instructions_per_txn".to_owned())
+                .contains(&Statistic::InstructionsPerTxn)
         );
 
         let beside = quick_with(&[
@@ -2020,9 +1983,21 @@ mod tests {
             quick_with(&["statistics.headline=[\"nope\"]"]).unwrap_err()
         );
         assert!(
-            e.contains("net_mean_latency") && e.contains("mean_latency"),
+            e.contains("`nope` is not a statistic") && e.contains("statistics.headline"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_slo_statistic_is_written_as_the_rate_mode_statistic_it_bounds() {
+        use SloStatistic::*;
+        for s in [P50Latency, P99Latency, MeanLatency, ServiceP99Latency] {
+            assert_eq!(
+                serde_json::to_string(&s).unwrap(),
+                format!("\"{}\"", s.name())
+            );
+            assert!(Statistic::of_mode(MeasureMode::Rate).contains(&s.statistic()));
+        }
     }
 
     #[test]

@@ -124,12 +124,15 @@ pub fn compose_files(workload: &Path, adapters: &[PathBuf]) -> anyhow::Result<(S
     Ok((label, composed))
 }
 
+/// What a composed component's input name starts with.
+pub const INPUT_PREFIX: &str = "composed:";
+
 /// The input name under which a composed component's sha256 is sealed and
-/// reported: `composed:` and the paths, workload first, joined with `+`.
+/// reported: [`INPUT_PREFIX`] and the paths, workload first, joined with `+`.
 pub fn input_name(workload: &Path, adapters: &[PathBuf]) -> String {
     let paths: Vec<String> = std::iter::once(workload)
         .chain(adapters.iter().map(PathBuf::as_path))
         .map(|p| p.display().to_string())
         .collect();
-    format!("composed:{}", paths.join("+"))
+    format!("{INPUT_PREFIX}{}", paths.join("+"))
 }

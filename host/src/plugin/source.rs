@@ -23,10 +23,19 @@ pub enum PluginSource {
     Wasm(PathBuf),
 }
 
+/// How plans and the command line name [`PluginSource::Builtin`].
+const BUILTIN: &str = "builtin";
+
 impl PluginSource {
+    /// Whether a plan's or the command line's plugin `text` names the
+    /// builtin workloads rather than a file.
+    pub fn names_builtin(text: &str) -> bool {
+        text == BUILTIN
+    }
+
     /// `builtin` or a path, as on the command line and in plans.
     pub fn parse(text: &str) -> PluginSource {
-        if text == "builtin" {
+        if PluginSource::names_builtin(text) {
             PluginSource::Builtin
         } else {
             PluginSource::Wasm(PathBuf::from(text))
@@ -36,7 +45,7 @@ impl PluginSource {
     /// The name shown in results: `builtin` or the file name.
     pub fn label(&self) -> String {
         match self {
-            PluginSource::Builtin => "builtin".into(),
+            PluginSource::Builtin => BUILTIN.into(),
             PluginSource::Wasm(path) => path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -69,7 +78,7 @@ pub fn workload_infos(
 ) -> anyhow::Result<Vec<WorkloadInfo>> {
     match source {
         PluginSource::Builtin => {
-            let env = Env::new("builtin", 0, 0);
+            let env = Env::new(BUILTIN, 0, 0);
             let mut infos = Builtin::new(TargetSpec::default().open_kv()?, env).list()?;
             infos.extend(BuiltinGrpc::infos());
             Ok(infos)

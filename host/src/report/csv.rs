@@ -3,7 +3,7 @@
 //! breaks stay one field, and names a spreadsheet would take for a formula
 //! guarded.
 
-use super::model::Report;
+use crate::analysis::model::Report;
 
 /// The header row, in the order of [`csv`]'s fields.
 const HEADER: [&str; 9] = [
@@ -37,7 +37,7 @@ pub fn csv(report: &Report) -> String {
             guarded(&e.workload),
             guarded(&e.arm),
             guarded(&e.baseline),
-            guarded(&e.statistic),
+            guarded(e.statistic.name()),
             e.ratio.to_string(),
             e.ci_low.to_string(),
             e.ci_high.to_string(),

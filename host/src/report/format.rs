@@ -1,23 +1,12 @@
 //! Words and numbers shared by the renderings: percentages, ratios with
 //! their intervals, and the sentences for sequential stops and calibrations.
 
-use super::calibration::{self, Calibration};
-use super::model::{EffectRow, Estimate, Verdict};
-use super::verdicts::WEAK_BLOCKS;
-use crate::run::supervisor::SequentialStop;
-
-/// A share as a percentage with as many decimals as it needs (95%, 99.94%).
-pub(super) fn pct(x: f64) -> String {
-    let p = 100.0 * x;
-    let mut s = format!("{p:.4}");
-    while s.ends_with('0') {
-        s.pop();
-    }
-    if s.ends_with('.') {
-        s.pop();
-    }
-    s + "%"
-}
+use super::calibration;
+use crate::analysis::calibration::Calibration;
+use crate::analysis::model::{EffectRow, Estimate, Verdict};
+use crate::analysis::verdicts::WEAK_BLOCKS;
+pub(super) use crate::analysis::words::{fmt_value, pct};
+use crate::record::SequentialStop;
 
 /// The noise floor of `workload` × `statistic` in calibration `c`, or a dash.
 pub(super) fn noise_floor(c: &Calibration, workload: &str, statistic: &str) -> String {
@@ -118,18 +107,6 @@ pub(super) fn verdict_line(v: &Verdict) -> String {
         v.text,
         if v.weak { " — weak evidence" } else { "" }
     )
-}
-
-pub(super) fn fmt_value(x: f64) -> String {
-    if x == 0.0 {
-        "0".into()
-    } else if x.abs() >= 1000.0 {
-        format!("{x:.0}")
-    } else if x.abs() >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.3}")
-    }
 }
 
 /// `text` safe inside markdown prose and table cells: characters markdown

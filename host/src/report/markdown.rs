@@ -8,7 +8,7 @@ use super::format::{
     calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_quoted, noise_floor, pct,
     stop_sentence,
 };
-use super::model::{EffectRow, Report};
+use crate::analysis::model::{EffectRow, Report};
 use crate::machine::netns::NetPlacement;
 use crate::machine::placement::format_cpu_list;
 use crate::plan::spec::{PlanSpec, WorkloadSpec};
@@ -357,7 +357,7 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
             e.blocks,
             calibrated.map_or(String::new(), |c| format!(
                 " {} |",
-                noise_floor(c, &w.name, &e.statistic)
+                noise_floor(c, &w.name, e.statistic.name())
             ))
         )?;
     }
@@ -414,7 +414,7 @@ fn medians(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
             .collect();
         let name = match &st.reason {
             Some(why) => format!("{} (not supported: {})", st.name, md_quoted(why)),
-            None => st.name.to_owned(),
+            None => st.name.to_string(),
         };
         writeln!(s, "| {name} | {} | {} |", st.unit, cells.join(" | "))?;
     }

@@ -6,8 +6,8 @@ use super::format::{
     calibration_sentence, fmt_estimate, fmt_ratio, fmt_value, noise_floor, pct, stop_sentence,
     verdict_line,
 };
-use super::model::Report;
-use super::statistics::Statistic;
+use crate::analysis::model::Report;
+use crate::analysis::statistics::TableEntry;
 use std::fmt::{self, Write as _};
 
 /// The terminal tables printed at the end of a campaign.
@@ -99,7 +99,7 @@ fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
 }
 
 /// One headline statistic: each arm's ratio to the baseline per workload.
-fn headline(report: &Report, stat: &Statistic, s: &mut String) -> fmt::Result {
+fn headline(report: &Report, stat: &TableEntry, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
     let arms: Vec<&str> = spec
         .arms
@@ -148,7 +148,7 @@ fn headline(report: &Report, stat: &Statistic, s: &mut String) -> fmt::Result {
             write!(s, " {cell:>30}")?;
         }
         if let Some(c) = &report.calibration {
-            write!(s, " {:>14}", noise_floor(c, &w.name, stat.name))?;
+            write!(s, " {:>14}", noise_floor(c, &w.name, stat.name.name()))?;
         }
         writeln!(s)?;
     }
@@ -199,7 +199,7 @@ fn medians(report: &Report, s: &mut String) -> fmt::Result {
     let columns: Vec<(&str, &str)> = report
         .statistics
         .iter()
-        .filter_map(|st| Some((st.column?, st.name)))
+        .filter_map(|st| Some((st.column?, st.name.name())))
         .collect();
     writeln!(s, "\nmedians of run-level statistics")?;
     write!(s, "{:<18} {:<18}", "workload", "arm")?;

@@ -4,13 +4,13 @@
 //! blocklab --lib report::` rewrites the snapshots after a deliberate change;
 //! review the diff before committing it.
 
-use super::analysis::steal;
 use super::format::pct;
-use super::model::GateSummary;
-use super::statistics::statistics;
 use super::*;
-use crate::run::gates::Telemetry;
-use crate::run::{RunResult, RunStatus};
+use crate::analysis::campaign::steal;
+use crate::analysis::model::GateSummary;
+use crate::analysis::{Direction, analyse};
+use crate::record::gates::{Environment, Telemetry};
+use crate::record::{RunRecord, RunResult, RunStatus};
 use blocklab_store::{CampaignMeta, CampaignStatus};
 
 fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
@@ -19,40 +19,6 @@ fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
         steal_ticks,
         ticks,
         ..Default::default()
-    }
-}
-
-#[test]
-fn the_plan_names_exactly_the_statistics_the_report_compares() {
-    let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\nmeasured_s = 1.0\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n";
-    let counted = [
-        vec![],
-        vec!["measure.counters=\"callgrind\""],
-        vec!["measure.counters=\"pmu\""],
-        vec![
-            "measure.counters=\"callgrind\"",
-            "measure.counted=\"beside\"",
-            "measure.cache_sim=true",
-        ],
-    ];
-    for (mode, counters) in ["transactions", "window", "rate"]
-        .into_iter()
-        .flat_map(|m| counted.iter().map(move |c| (m, c)))
-    {
-        let mut overrides = vec![format!("measure.mode=\"{mode}\"")];
-        if mode == "rate" {
-            if !counters.is_empty() {
-                continue; // refused: a counted client cannot keep a schedule
-            }
-            overrides.push("measure.rate=100".into());
-        }
-        overrides.extend(counters.iter().map(|c| (*c).to_owned()));
-        let spec = crate::plan::spec::PlanSpec::parse(text, &overrides).unwrap();
-        let ours: Vec<&str> = statistics(&spec).iter().map(|s| s.name).collect();
-        assert_eq!(ours, spec.statistic_names(), "{mode} {counters:?}");
-        for primary in spec.primary_statistics() {
-            assert!(ours.contains(&primary.as_str()), "{mode}: {primary}");
-        }
     }
 }
 
@@ -112,14 +78,14 @@ fn fixture_with(status: CampaignStatus) -> Report {
         let result = RunResult {
             measured: 1000,
             measured_s: mean * 1e-3,
-            latency_us: crate::run::result::Latency {
+            latency_us: crate::record::result::Latency {
                 mean,
                 p50: mean * 0.9,
                 p99: mean * 2.0,
                 ..Default::default()
             },
             throughput_per_s: 1e6 / mean,
-            cpu: crate::run::result::Cpu {
+            cpu: crate::record::result::Cpu {
                 measured_us_per_txn: mean * 0.5,
                 process_us_per_txn: mean * 0.6,
                 involuntary_switches: 0,
@@ -131,8 +97,10 @@ fn fixture_with(status: CampaignStatus) -> Report {
             status,
             reason: (status == RunStatus::Failed)
                 .then(|| "worker exited with exit status: 1: boom".into()),
-            rerun_reason: (attempt > 0)
-                .then(|| "attempt 0 failed: worker exited with exit status: 1: boom".into()),
+            rerun_reason: (attempt > 0).then(|| crate::record::result::RerunReason::Failed {
+                attempt: 0,
+                reason: "worker exited with exit status: 1: boom".into(),
+            }),
             result: (status == RunStatus::Ok).then(|| result.clone()),
             ..RunRecord::finished(&slot, result.clone())
         };
@@ -226,7 +194,7 @@ fn an_arm_name_with_a_comma_and_quotes_stays_one_csv_field() {
 #[test]
 fn every_run_carries_the_value_of_every_statistic_of_its_mode() {
     let report = fixture();
-    let names: Vec<&str> = report.statistics.iter().map(|s| s.name).collect();
+    let names: Vec<&str> = report.statistics.iter().map(|s| s.name.name()).collect();
     let ok = report
         .runs
         .iter()
@@ -325,14 +293,14 @@ fn sweep_fixture() -> Report {
             let p99 = p99_ms * 1e3 + 10.0 * f64::from(slot.block);
             let short = slot.arm == "b" && rate == 4000.0;
             let achieved = if short { 3000.0 } else { rate };
-            let open_loop = crate::run::result::OpenLoop {
+            let open_loop = crate::record::result::OpenLoop {
                 offered_per_s: rate,
                 achieved_per_s: achieved,
                 arrival: crate::plan::spec::Arrival::Constant,
                 scheduled: (rate * 0.2) as u64,
                 late: if short { (rate * 0.1) as u64 } else { 0 },
                 start_lag_us: Default::default(),
-                service_us: crate::run::result::Latency {
+                service_us: crate::record::result::Latency {
                     mean: p99 / 4.0,
                     p99: p99 / 2.0,
                     ..Default::default()
@@ -342,7 +310,7 @@ fn sweep_fixture() -> Report {
             let result = RunResult {
                 measured: (achieved * 0.2) as u64,
                 measured_s: 0.2,
-                latency_us: crate::run::result::Latency {
+                latency_us: crate::record::result::Latency {
                     mean: p99 / 3.0,
                     p50: p99 / 5.0,
                     p99,
@@ -372,7 +340,7 @@ fn sweep_fixture() -> Report {
 #[test]
 fn a_rate_sweep_has_a_curve_per_arm_with_intervals_and_the_paired_ratio_at_each_rate() {
     let report = sweep_fixture();
-    let names: Vec<&str> = report.statistics.iter().map(|s| s.name).collect();
+    let names: Vec<&str> = report.statistics.iter().map(|s| s.name.name()).collect();
     assert!(names.contains(&"service_p99_latency") && names.contains(&"achieved_rate"));
     assert_eq!(report.curves.len(), 2);
     let (a, b) = (&report.curves[0], &report.curves[1]);
@@ -399,7 +367,7 @@ fn a_rate_sweep_has_a_curve_per_arm_with_intervals_and_the_paired_ratio_at_each_
     assert!(a.points.iter().all(|p| p.p99_ratio.is_none()));
     let r = b.points[0].p99_ratio.as_ref().unwrap();
     assert_eq!(
-        (r.workload.as_str(), r.statistic.as_str()),
+        (r.workload.as_str(), r.statistic.name()),
         ("get100@1000", "p99_latency")
     );
     assert!((r.ratio - 1515.0 / 515.0).abs() < 0.01, "{r:?}");

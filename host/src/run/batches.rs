@@ -10,6 +10,7 @@
 //! run-queue wait) can leave it out in a way fixed before anything runs, and
 //! the spread between batches is the within-run level of the variance.
 
+use crate::record::batches::Batches;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
@@ -84,115 +85,6 @@ fn parse_schedstat(text: &str) -> Option<Sched> {
     })
 }
 
-/// A run's batches, every worker's one after another (columns of equal
-/// length; one entry per batch).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Batches {
-    /// Measured transactions in each batch.
-    pub count: Vec<u32>,
-    /// Sum of their latencies, ns.
-    pub latency_ns: Vec<u64>,
-    /// From the batch's start to its end, ns.
-    pub wall_ns: Vec<u64>,
-    /// The worker thread's time on a CPU during the batch, ns; empty when
-    /// the kernel gives no schedstat.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub on_cpu_ns: Vec<u64>,
-    /// Its time runnable but not running (waiting behind other tasks), ns.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runqueue_ns: Vec<u64>,
-    /// How often it was switched onto a CPU.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub switches: Vec<u32>,
-    /// Time the probes themselves took, ns, summed over workers: taken off
-    /// the window's CPU so batching does not charge the transactions.
-    #[serde(default)]
-    pub probe_ns: u64,
-}
-
-impl Batches {
-    /// Whether the run recorded the scheduler's side of its batches.
-    pub fn has_sched(&self) -> bool {
-        self.runqueue_ns.len() == self.count.len() && !self.count.is_empty()
-    }
-
-    /// Appends `other`'s batches (another worker's).
-    pub fn extend(&mut self, other: Batches) {
-        let sched = (self.count.is_empty() || self.has_sched()) && other.has_sched();
-        self.count.extend(other.count);
-        self.latency_ns.extend(other.latency_ns);
-        self.wall_ns.extend(other.wall_ns);
-        if sched {
-            self.on_cpu_ns.extend(other.on_cpu_ns);
-            self.runqueue_ns.extend(other.runqueue_ns);
-            self.switches.extend(other.switches);
-        } else {
-            self.on_cpu_ns.clear();
-            self.runqueue_ns.clear();
-            self.switches.clear();
-        }
-        self.probe_ns += other.probe_ns;
-    }
-
-    /// Each non-empty batch's mean latency, ns.
-    pub fn means_ns(&self) -> impl Iterator<Item = f64> + '_ {
-        self.count
-            .iter()
-            .zip(&self.latency_ns)
-            .filter(|(n, _)| **n > 0)
-            .map(|(n, sum)| *sum as f64 / f64::from(*n))
-    }
-
-    /// The median of the batch means, µs (docs/method.md,
-    /// `batch_median_latency`); `None` without batches.
-    pub fn median_of_means_us(&self) -> Option<f64> {
-        let mut means: Vec<f64> = self.means_ns().collect();
-        if means.is_empty() {
-            return None;
-        }
-        means.sort_by(f64::total_cmp);
-        let m = means.len();
-        let median = if m % 2 == 1 {
-            means[m / 2]
-        } else {
-            (means[m / 2 - 1] + means[m / 2]) / 2.0
-        };
-        Some(median / 1_000.0)
-    }
-
-    /// Each batch's latency net of run-queue wait, ns: its wall time less
-    /// the wait, but no more than its timed latency: a wait that fits in
-    /// the untimed gaps between transactions may have fallen there, so only
-    /// the rest is taken off the transactions. Empty without schedstat.
-    pub fn net_latency_ns(&self) -> Vec<u64> {
-        if !self.has_sched() {
-            return Vec::new();
-        }
-        self.latency_ns
-            .iter()
-            .zip(self.wall_ns.iter().zip(&self.runqueue_ns))
-            .map(|(lat, (wall, wait))| (*lat).min(wall.saturating_sub(*wait)))
-            .collect()
-    }
-
-    /// Mean latency net of run-queue wait, µs (docs/method.md,
-    /// `net_mean_latency`): [`Batches::net_latency_ns`] over all
-    /// transactions. `None` without schedstat.
-    pub fn net_mean_us(&self) -> Option<f64> {
-        let n: u64 = self.count.iter().map(|&c| u64::from(c)).sum();
-        let net = self.net_latency_ns();
-        (n > 0 && !net.is_empty()).then(|| net.iter().sum::<u64>() as f64 / n as f64 / 1_000.0)
-    }
-
-    /// The share of the batches' wall time the worker threads spent
-    /// waiting for a CPU, 0–1; `None` without schedstat.
-    pub fn runqueue_share(&self) -> Option<f64> {
-        let wall: u64 = self.wall_ns.iter().sum();
-        (self.has_sched() && wall > 0)
-            .then(|| self.runqueue_ns.iter().sum::<u64>() as f64 / wall as f64)
-    }
-}
-
 /// One worker thread's batch recorder.
 pub struct Batcher {
     boundary: Boundary,
@@ -204,6 +96,11 @@ pub struct Batcher {
     latency_ns: u64,
     started: Instant,
     at_start: Option<Sched>,
+    /// Probes taken and the fastest one, ns: the probes' own cost is
+    /// charged as probes × the fastest, since a probe's wall time also
+    /// holds any preemption that hit it, which is not the probe's CPU.
+    probes: u64,
+    fastest_probe_ns: u64,
     out: Batches,
 }
 
@@ -220,6 +117,8 @@ impl Batcher {
             latency_ns: 0,
             started: Instant::now(),
             at_start,
+            probes: 0,
+            fastest_probe_ns: u64::MAX,
             out: Batches::default(),
         }
     }
@@ -264,7 +163,10 @@ impl Batcher {
         self.n = 0;
         self.latency_ns = 0;
         self.started = end;
-        out.probe_ns += probe_start.elapsed().as_nanos() as u64;
+        self.probes += 1;
+        self.fastest_probe_ns = self
+            .fastest_probe_ns
+            .min(probe_start.elapsed().as_nanos() as u64);
     }
 
     /// The worker's batches, the last (partial) one closed if it holds any
@@ -272,6 +174,9 @@ impl Batcher {
     pub fn finish(mut self) -> Batches {
         if self.n > 0 {
             self.close(Instant::now());
+        }
+        if self.probes > 0 {
+            self.out.probe_ns = self.probes * self.fastest_probe_ns;
         }
         if self.probe.is_none() {
             self.out.on_cpu_ns.clear();
@@ -318,31 +223,6 @@ mod tests {
     }
 
     #[test]
-    fn the_median_of_batch_means_ignores_one_preempted_batch_the_mean_does_not() {
-        // 63 batches of 100 transactions at 400 ns and one that also waited
-        // 3 ms behind another task (its first transaction took 3 ms more).
-        let mut b = Batches::default();
-        for i in 0..64 {
-            let wait = if i == 10 { 3_000_000 } else { 0 };
-            b.count.push(100);
-            b.latency_ns.push(100 * 400 + wait);
-            b.wall_ns.push(100 * 400 + wait);
-            b.on_cpu_ns.push(100 * 450);
-            b.runqueue_ns.push(wait);
-            b.switches.push(u32::from(wait > 0));
-        }
-        assert_eq!(b.median_of_means_us(), Some(0.4));
-        assert_eq!(b.net_mean_us(), Some(0.4));
-        let mean: f64 = b.latency_ns.iter().sum::<u64>() as f64 / 6_400.0 / 1_000.0;
-        assert!(mean > 0.86, "{mean}");
-        // A wait between two transactions is in no latency: nothing is
-        // taken off them.
-        b.latency_ns[10] = 100 * 400;
-        b.wall_ns[10] = 100 * 400 + 3_000_000;
-        assert_eq!(b.net_mean_us(), Some(0.4));
-    }
-
-    #[test]
     fn schedstat_is_read_for_the_calling_thread() {
         assert_eq!(
             parse_schedstat("1263296 52 1\n"),
@@ -363,29 +243,5 @@ mod tests {
             let b = probe.read().expect("schedstat parses");
             assert!(b.on_cpu_ns > a.on_cpu_ns);
         }
-    }
-
-    #[test]
-    fn a_worker_without_schedstat_mixed_in_drops_the_scheduler_columns() {
-        let mut with = Batches {
-            count: vec![2],
-            latency_ns: vec![10],
-            wall_ns: vec![12],
-            on_cpu_ns: vec![12],
-            runqueue_ns: vec![0],
-            switches: vec![0],
-            probe_ns: 1,
-        };
-        let without = Batches {
-            count: vec![3],
-            latency_ns: vec![9],
-            wall_ns: vec![9],
-            ..Batches::default()
-        };
-        with.extend(without);
-        assert_eq!(with.count, vec![2, 3]);
-        assert!(!with.has_sched());
-        assert_eq!(with.net_mean_us(), None);
-        assert!(with.median_of_means_us().is_some());
     }
 }

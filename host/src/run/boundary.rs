@@ -7,13 +7,13 @@
 //! (plugin mean − builtin mean) within a round; the ratio is the geometric
 //! mean of the within-round ratios, as campaigns compute effects.
 
-use super::result::Latency;
 use super::worker::{RunSpec, execute};
 use crate::plan::spec::Measure;
 use crate::plugin::Instance;
 use crate::plugin::env::Env;
 use crate::plugin::source::PluginSource;
 use crate::plugin::wasm::{Limits, Runtime};
+use crate::record::result::Latency;
 use crate::stats::{geometric_mean, median};
 use crate::target::TargetSpec;
 use anyhow::Context;

@@ -1,6 +1,7 @@
 //! The executor seam: what executes one attempt of one sealed slot and
-//! returns its [`RunRecord`]. The supervisor owns the order, the store and
-//! the rerun/stop policy; an executor owns where and how a run happens. The
+//! returns its [`RunRecord`]. The supervisor owns the order and the store,
+//! [`super::attempts`] the rerun loop over the rerun/stop policy; an
+//! executor owns where and how a run happens. The
 //! first implementation, [`LocalExecutor`], runs a fresh `blocklab worker`
 //! (or, for a process arm, the arm's own program through
 //! [`super::process`]) pinned to this machine's client CPUs behind the
@@ -12,14 +13,18 @@ use super::child::{self, Containment, Ended};
 use super::counters::Callgrind;
 use super::gates::{self, Probe};
 use super::interrupt::Interrupt;
-use super::link::{CampaignNetwork, LinkRun};
+use super::link::CampaignNetwork;
 use super::process::ProcessJob;
 use super::profile::Selection;
-use super::worker::{HashedFile, RunSpec};
-use super::{RunRecord, RunResult, RunStatus};
+use super::worker::RunSpec;
 use crate::machine::placement::{self, Placement};
+use crate::plan::inputs::{self, HashedFile};
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::plan::spec::{CounterSource, Measure, OnFail};
+use crate::record::gates::Quiescence;
+use crate::record::link::{LinkRun, NetworkRecord};
+use crate::record::result::RerunReason;
+use crate::record::{RunRecord, RunResult, RunStatus};
 use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
 use blocklab_store::CampaignId;
@@ -61,7 +66,7 @@ pub trait Executor {
         &mut self,
         slot: &Slot,
         attempt: u32,
-        rerun_reason: Option<String>,
+        rerun_reason: Option<RerunReason>,
     ) -> Result<Executed, Halt>;
 }
 
@@ -134,7 +139,7 @@ impl<'a> LocalExecutor<'a> {
                 binary.sha256
             );
         }
-        let changed = changed_inputs(plan);
+        let changed = inputs::changed(&plan.inputs);
         if !changed.is_empty() {
             bail!(
                 "{} input(s) of campaign {id} changed since it was sealed, so no run was started: {}; restore them and resume again, or run the plan again as a new campaign",
@@ -174,14 +179,14 @@ impl<'a> LocalExecutor<'a> {
     }
 
     /// The namespace's provenance, when targets run in one (the caller
-    /// stores it: blob [`super::link::NETWORK_BLOB`]).
-    pub fn network(&self) -> Option<&super::link::NetworkRecord> {
+    /// stores it: blob [`crate::record::Blob::Network`]).
+    pub fn network(&self) -> Option<&NetworkRecord> {
         self.network.as_ref().map(CampaignNetwork::record)
     }
 
     /// The quiescence gate before a run; `Err` when it failed and the plan
     /// says abort.
-    fn gate(&self, slot: &Slot) -> Result<gates::Quiescence, Halt> {
+    fn gate(&self, slot: &Slot) -> Result<Quiescence, Halt> {
         let gate = &self.plan.spec.gates;
         let interrupt = &self.settings.interrupt;
         let quiescence =
@@ -295,7 +300,7 @@ impl<'a> LocalExecutor<'a> {
                 &self.placement.client,
                 timeout_s,
                 &self.settings.interrupt,
-                Some(&self.binary.sha256),
+                Some(&self.binary),
             ),
         }
     }
@@ -315,7 +320,7 @@ impl Executor for LocalExecutor<'_> {
         &mut self,
         slot: &Slot,
         attempt: u32,
-        rerun_reason: Option<String>,
+        rerun_reason: Option<RerunReason>,
     ) -> Result<Executed, Halt> {
         let quiescence = self.gate(slot)?;
         let mut client = match ProcessJob::of(self.plan, slot)? {
@@ -394,26 +399,6 @@ fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// The sealed input files (plugins and adapters) whose content is no
-/// longer what was sealed, each with what it is now. The binary is checked
-/// by the caller; composed components follow from their parts.
-fn changed_inputs(plan: &SealedPlan) -> Vec<String> {
-    plan.inputs
-        .iter()
-        .filter(|(name, _)| {
-            !matches!(name.as_str(), "plan" | "blocklab") && !name.starts_with("composed:")
-        })
-        .filter_map(|(name, sealed)| {
-            let now = match crate::plan::inputs::sha256_file(Path::new(name)) {
-                Ok(found) if found == *sealed => return None,
-                Ok(found) => format!("sha256 {found}"),
-                Err(_) => "missing or unreadable".to_owned(),
-            };
-            Some(format!("`{name}` ({now}, sealed {sealed})"))
-        })
-        .collect()
 }
 
 /// The worker's instructions for one slot.

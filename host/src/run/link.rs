@@ -3,46 +3,11 @@
 //! execution, the link reshaped to each run's arm before the run, and the
 //! link's counters sampled around it. The namespace, its addresses and every
 //! `ip` and `tc` command applied are stored as provenance (blob
-//! [`NETWORK_BLOB`]).
+//! [`crate::record::Blob::Network`]).
 
-use crate::machine::netns::{self, Argv, LinkCounters, LinkSpec, Netns, NetnsInfo, QdiscSupport};
+use crate::machine::netns::{self, Argv, LinkCounters, LinkSpec, Netns, QdiscSupport};
 use crate::plan::seal::{SealedPlan, Slot};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-/// The blob key of the network's provenance (a list, one entry per
-/// execution: a resume builds a new namespace).
-pub const NETWORK_BLOB: &str = "network";
-
-/// One execution's network, as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NetworkRecord {
-    pub netns: NetnsInfo,
-    /// Per arm: its link, and the tc commands that give the link that shape
-    /// (run before each of the arm's runs, after the previous root qdisc is
-    /// deleted; each run's record holds the commands really run).
-    pub arms: BTreeMap<String, ArmLink>,
-}
-
-/// An arm's link as applied.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArmLink {
-    /// e.g. "100 Mbit/s" or "unshaped".
-    pub link: String,
-    pub commands: Vec<Argv>,
-}
-
-/// One run's link: its shape and what the link's counters moved by from
-/// just before the worker started to just after it ended (setup, warmup,
-/// the measured window and teardown, plus nothing else: the health checks
-/// are outside).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LinkRun {
-    pub link: String,
-    /// The `tc` commands run before this run, in order.
-    pub commands: Vec<Argv>,
-    pub counters: LinkCounters,
-}
+use crate::record::link::{ArmLink, LinkRun, NetworkRecord};
 
 /// The network of one campaign execution; dropping it removes the
 /// namespace and the links.

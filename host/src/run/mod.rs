@@ -1,8 +1,10 @@
 //! Runs: the worker that performs one measured run in one process, the
 //! executor seam that places an attempt somewhere and returns its record
 //! (today: a fresh pinned worker on this machine), the rerun/stop policy,
-//! and the supervisor that walks a campaign's schedule through an executor.
+//! the attempt loop over any executor (`attempts`), and the supervisor that
+//! walks a campaign's schedule through an executor.
 
+pub mod attempts;
 pub mod batches;
 pub mod boundary;
 pub mod child;
@@ -11,18 +13,18 @@ pub mod executor;
 pub mod gates;
 pub mod interrupt;
 pub mod link;
+#[cfg(test)]
+mod mock;
 pub mod policy;
 pub mod process;
 pub mod profile;
 pub mod progress;
-pub mod result;
 pub mod schedule;
 pub mod slurm;
 pub mod supervisor;
 pub mod verdict;
 pub mod worker;
 
-pub use result::{RunRecord, RunResult, RunStatus};
 pub use worker::RunSpec;
 
 /// Executes campaign `id` with the executor its sealed plan names: the

@@ -3,8 +3,8 @@
 //! executor's loop (the local supervisor, a Slurm node running a block)
 //! decides the same way.
 
-use super::RunStatus;
 use crate::plan::spec::{GateSpec, OnRunFailure};
+use crate::record::RunStatus;
 
 /// What follows an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,14 +10,14 @@ use super::child::{self, Containment, Ended, Finished, kill_group};
 use super::counters::Callgrind;
 use super::executor::Halt;
 use super::interrupt::Interrupt;
-use super::result::{
+use super::schedule::RunSchedule;
+use crate::limits;
+use crate::plan::inputs::{self, HashedFile, process_files};
+use crate::plan::seal::{SealedPlan, Slot};
+use crate::plan::spec::{CounterSource, Counters, Measure, ParamValue, ProcessSpec};
+use crate::record::result::{
     Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats, encode_histogram, new_histogram,
 };
-use super::worker::HashedFile;
-use crate::limits;
-use crate::plan::inputs::{check_input, process_files};
-use crate::plan::seal::{SealedPlan, Slot};
-use crate::plan::spec::{Arrival, CounterSource, Counters, Measure, ParamValue, ProcessSpec};
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
@@ -26,14 +26,13 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 /// The protocol version this host speaks.
 pub const PROTOCOL: u32 = 1;
 
 /// A run request's seed is below 2^53 (docs/process-arms.md).
-const SEED_MASK: u64 = (1 << 53) - 1;
+pub const SEED_MASK: u64 = (1 << 53) - 1;
 
 /// Everything one process run needs, from the sealed plan and the slot.
 #[derive(Debug, Clone)]
@@ -119,76 +118,9 @@ impl ProcessJob {
             workers: self.workers,
             measure: self.measure,
             call_deadline_ms: self.call_deadline_ms,
-            schedule: Schedule::of(self.measure, self.seed, self.workers),
+            schedule: RunSchedule::of(self.measure, self.seed, self.workers),
             counters: self.counters.map(|c| c.source),
         }
-    }
-}
-
-/// Rate mode's schedule as the run request carries it (docs/process-arms.md,
-/// "Rate mode"): the run's rate over all workers and each worker's share.
-#[derive(Debug, Clone, Serialize)]
-struct Schedule {
-    rate_per_s: f64,
-    arrival: Arrival,
-    seed: u64,
-    workers: Vec<Share>,
-}
-
-/// One worker's part of a [`Schedule`]: its own stream of intended starts.
-#[derive(Debug, Clone, Serialize)]
-struct Share {
-    /// Intended starts per second of this worker (the run's rate / workers).
-    rate_per_s: f64,
-    /// Its first intended start, seconds after the `warmup` mark.
-    phase_s: f64,
-    /// Its Poisson generator's seed.
-    seed: u64,
-}
-
-impl Schedule {
-    /// The schedule of a rate-mode job; none in the other modes, whose
-    /// requests stay as they were.
-    fn of(measure: Measure, seed: u64, workers: u32) -> Option<Schedule> {
-        let Measure::Rate {
-            rate_per_s,
-            arrival,
-            ..
-        } = measure
-        else {
-            return None;
-        };
-        let workers = workers.max(1);
-        let workers = (0..workers)
-            .map(|i| Share {
-                rate_per_s: rate_per_s / f64::from(workers),
-                // Worker i starts i/rate after worker 0, so constant
-                // arrivals merge into one stream evenly spaced at 1/rate
-                // (the in-process worker's offsets, run/schedule.rs).
-                phase_s: f64::from(i) / rate_per_s,
-                seed: seed.wrapping_add(u64::from(i)) & SEED_MASK,
-            })
-            .collect();
-        Some(Schedule {
-            rate_per_s,
-            arrival,
-            seed,
-            workers,
-        })
-    }
-
-    /// Bounds on the intended starts a measured window of `measured_s`
-    /// seconds holds: exact up to one per worker for constant arrivals,
-    /// within six standard deviations for Poisson ones.
-    fn scheduled_bounds(&self, measured_s: f64) -> (f64, f64) {
-        let expected = self.rate_per_s * measured_s;
-        let slack = self.workers.len() as f64
-            + 1.0
-            + match self.arrival {
-                Arrival::Constant => 0.0,
-                Arrival::Poisson => 6.0 * expected.sqrt(),
-            };
-        ((expected - slack).max(0.0), expected + slack)
     }
 }
 
@@ -205,7 +137,7 @@ struct Request<'a> {
     measure: Measure,
     call_deadline_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    schedule: Option<Schedule>,
+    schedule: Option<RunSchedule>,
     /// `"callgrind"` in a counted run: the program issues
     /// CALLGRIND_START_INSTRUMENTATION at its `measured` mark and
     /// CALLGRIND_STOP_INSTRUMENTATION at `measured-end` (docs/process-arms.md,
@@ -230,7 +162,7 @@ struct Hello {
     client: Option<String>,
     /// The measure modes the program runs; without it, `transactions` and
     /// `window` (docs/process-arms.md, "Rate mode"). JSON values, not
-    /// [`crate::plan::spec::MeasureMode`]: a mode this blocklab does not know
+    /// [`crate::statistic::MeasureMode`]: a mode this blocklab does not know
     /// is no reason to refuse the program.
     #[serde(default)]
     modes: Option<Vec<serde_json::Value>>,
@@ -333,55 +265,16 @@ fn cpu_us(pid: i32) -> Option<u64> {
     Some((utime + stime) * 1_000_000 / hz)
 }
 
-/// Sealed input hashes checked per run, by file identity: hashing a 10 MB
-/// program again before every run would be most of the run's fixed cost.
-/// Process-wide because the supervisor and the daemon run many campaigns.
-fn hashed(path: &Path) -> anyhow::Result<String> {
-    static CACHE: OnceLock<Mutex<BTreeMap<PathBuf, HashedFile>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let known = cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(path)
-        .filter(|h| h.is_current(path))
-        .map(|h| h.sha256.clone());
-    if let Some(sha256) = known {
-        return Ok(sha256);
-    }
-    let file = HashedFile::of(path)?;
-    let sha256 = file.sha256.clone();
-    cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(path.to_owned(), file);
-    Ok(sha256)
-}
-
-/// The inputs of this run, checked against the sealed ones. `binary` is the
-/// supervisor's own hash of blocklab.
-fn hash_inputs(job: &ProcessJob, binary: Option<&str>) -> anyhow::Result<BTreeMap<String, String>> {
-    let mut inputs = BTreeMap::new();
-    for (name, path) in process_files(&job.process)? {
-        let found = match (name.as_str(), binary) {
-            ("blocklab", Some(sha)) => sha.to_owned(),
-            _ => hashed(&path)?,
-        };
-        check_input(&job.expected_inputs, &name, &found)?;
-        inputs.insert(name, found);
-    }
-    Ok(inputs)
-}
-
 /// Runs `job`'s program once, pinned to `cpus`, killed with its whole
 /// process group after `timeout_s`; an interrupt kills it and returns
 /// [`Halt::Interrupted`]. Every failure of the run is a [`Halt::Broken`]
-/// naming the arm. `binary` is the caller's sha256 of blocklab.
+/// naming the arm. `binary` is the caller's hash of blocklab.
 pub fn run(
     job: &ProcessJob,
     cpus: &[usize],
     timeout_s: f64,
     interrupt: &Interrupt,
-    binary: Option<&str>,
+    binary: Option<&HashedFile>,
 ) -> Result<RunResult, Halt> {
     run_checked(job, cpus, timeout_s, interrupt, binary).map_err(|e| {
         match e.downcast_ref::<InterruptedBy>() {
@@ -405,10 +298,10 @@ fn run_checked(
     cpus: &[usize],
     timeout_s: f64,
     interrupt: &Interrupt,
-    binary: Option<&str>,
+    binary: Option<&HashedFile>,
 ) -> anyhow::Result<RunResult> {
     let timeout = limits::seconds("gates.run_timeout_s", timeout_s, true, limits::TIMEOUT_S)?;
-    let inputs = hash_inputs(job, binary)?;
+    let inputs = inputs::check(&job.expected_inputs, process_files(&job.process)?, binary)?;
     let program = PathBuf::from(&job.process.command[0]);
     let needs_rate = matches!(job.measure, Measure::Rate { .. });
     let dir = program.parent().unwrap_or(Path::new("/")).to_owned();
@@ -456,7 +349,7 @@ fn run_checked(
         // its end is acknowledged later), but not after the program.
         measured_to_exit_s: exit.exited_at.duration_since(run.start.at).as_secs_f64(),
         lifetime_s: exit.exited_at.duration_since(exit.spawned).as_secs_f64(),
-        schedule: Schedule::of(job.measure, job.seed, job.workers).zip(match job.measure {
+        schedule: RunSchedule::of(job.measure, job.seed, job.workers).zip(match job.measure {
             Measure::Rate { measured_s, .. } => Some(measured_s),
             _ => None,
         }),
@@ -924,7 +817,7 @@ struct Bounds {
     /// Spawn to exit, seconds.
     lifetime_s: f64,
     /// Rate mode: the schedule sent and the measured window it asked for.
-    schedule: Option<(Schedule, f64)>,
+    schedule: Option<(RunSchedule, f64)>,
 }
 
 /// Checks the result against itself and the host's clock:
@@ -1047,7 +940,7 @@ fn check_open_loop(
     r: &Reported,
     (measured, errors): (u64, u64),
     (latency, latency_ns): (&Histogram<u64>, u128),
-    schedule: &Schedule,
+    schedule: &RunSchedule,
     window_s: f64,
 ) -> anyhow::Result<(CheckedOpenLoop, u128)> {
     let o = r.open_loop.as_ref().context(
@@ -1118,6 +1011,7 @@ fn check_open_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::spec::Arrival;
 
     fn reported(json: &str) -> Reported {
         serde_json::from_str(json).unwrap()
@@ -1165,7 +1059,7 @@ mod tests {
 
     #[test]
     fn a_constant_schedule_spreads_the_rate_evenly_over_the_workers() {
-        let s = Schedule::of(rate(Arrival::Constant), 7, 4).unwrap();
+        let s = RunSchedule::of(rate(Arrival::Constant), 7, 4).unwrap();
         let shares: Vec<(f64, f64, u64)> = s
             .workers
             .iter()
@@ -1191,11 +1085,11 @@ mod tests {
             assert!((pair[1] - pair[0] - 0.005).abs() < 1e-9, "{pair:?}");
         }
         assert_eq!(s.scheduled_bounds(1.0), (195.0, 205.0));
-        let poisson = Schedule::of(rate(Arrival::Poisson), 7, 4).unwrap();
+        let poisson = RunSchedule::of(rate(Arrival::Poisson), 7, 4).unwrap();
         assert_eq!(poisson.workers[3].phase_s, 0.015);
         assert_eq!(poisson.scheduled_bounds(1.0).0, 195.0 - 6.0 * 200f64.sqrt());
         assert!(
-            Schedule::of(
+            RunSchedule::of(
                 Measure::Transactions {
                     warmup: 0,
                     measured: 1
@@ -1210,7 +1104,7 @@ mod tests {
     #[test]
     fn a_rate_result_is_bounded_by_its_service_time_not_its_queueing() {
         let mut b = bounds(1.0);
-        b.schedule = Some((Schedule::of(rate(Arrival::Constant), 7, 1).unwrap(), 1.0));
+        b.schedule = Some((RunSchedule::of(rate(Arrival::Constant), 7, 1).unwrap(), 1.0));
         // 200 transactions of 1 ms service, queued up to 400 ms behind
         // schedule: latencies add up to 40 s in a 1 s window, service to
         // 0.2 s, which one worker can spend.

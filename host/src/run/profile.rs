@@ -11,8 +11,8 @@
 //! docs/benchmarks.md measures the cost.
 
 use crate::plan::seal::Slot;
+use crate::record::profile::ProfileInfo;
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 
 /// Samples per second of CPU time unless `--profile-hz` says otherwise: a
 /// few thousand samples in a few seconds of measurement, and not a multiple
@@ -121,16 +121,6 @@ impl Selection {
             .map(|(key, _)| key)
             .collect()
     }
-}
-
-/// What a run's result says of its profile; the SVG itself is stored beside
-/// the run (`blocklab profile`, the daemon's `/profile` route).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileInfo {
-    pub frequency_hz: u32,
-    /// Stacks sampled in the measured window, over all threads.
-    pub samples: u64,
-    pub svg_bytes: usize,
 }
 
 /// A sampling profiler over this process, from [`Sampler::start`] to

@@ -4,8 +4,8 @@
 //! fails (stderr piped into `head` that has exited, a closed terminal) turns
 //! progress off for the rest of the campaign and the runs go on being stored.
 
-use super::RunStatus;
 use super::supervisor::Event;
+use crate::record::RunStatus;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How progress is shown on stderr (`--progress`).

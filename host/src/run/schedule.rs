@@ -1,5 +1,7 @@
 //! Rate mode's schedule: when each of one worker's transactions is meant to
-//! start, and how the worker waits for that moment. The run's rate is split
+//! start, and how the worker waits for that moment; and the same split as a
+//! process arm's run request carries it ([`RunSchedule`]), so in-process and
+//! process arms share one home of it. The run's rate is split
 //! evenly over its workers; worker `i` of `n` starts `i / rate` into each
 //! phase, so with constant arrivals the workers' starts interleave into one
 //! evenly spaced stream instead of arriving in lockstep bursts.
@@ -9,9 +11,10 @@
 //! and the workload's `env.random` stream is untouched, so a closed-loop
 //! run's transactions are the same whether or not this module exists.
 
-use crate::plan::spec::Arrival;
+use crate::plan::spec::{Arrival, Measure};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
 use std::time::{Duration, Instant};
 
 /// Mixed into the run's seed so the schedule's stream differs from every
@@ -78,6 +81,76 @@ impl Schedule {
         };
         self.next_ns += gap;
         Duration::from_nanos(start as u64)
+    }
+}
+
+/// Rate mode's schedule of a whole run as a process arm's run request
+/// carries it (docs/process-arms.md, "Rate mode"): the run's rate over all
+/// workers and each worker's share, split as [`Schedule::new`] splits it
+/// for the in-process workers.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSchedule {
+    pub rate_per_s: f64,
+    pub arrival: Arrival,
+    pub seed: u64,
+    pub workers: Vec<Share>,
+}
+
+/// One worker's part of a [`RunSchedule`]: its own stream of intended
+/// starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Share {
+    /// Intended starts per second of this worker (the run's rate / workers).
+    pub rate_per_s: f64,
+    /// Its first intended start, seconds after the `warmup` mark.
+    pub phase_s: f64,
+    /// Its Poisson generator's seed.
+    pub seed: u64,
+}
+
+impl RunSchedule {
+    /// The schedule of a rate-mode job; none in the other modes, whose
+    /// requests stay as they were.
+    pub fn of(measure: Measure, seed: u64, workers: u32) -> Option<RunSchedule> {
+        let Measure::Rate {
+            rate_per_s,
+            arrival,
+            ..
+        } = measure
+        else {
+            return None;
+        };
+        let workers = workers.max(1);
+        let workers = (0..workers)
+            .map(|i| Share {
+                rate_per_s: rate_per_s / f64::from(workers),
+                // Worker i starts i/rate after worker 0, so constant
+                // arrivals merge into one stream evenly spaced at 1/rate
+                // (as `Schedule::new`'s offsets).
+                phase_s: f64::from(i) / rate_per_s,
+                seed: seed.wrapping_add(u64::from(i)) & super::process::SEED_MASK,
+            })
+            .collect();
+        Some(RunSchedule {
+            rate_per_s,
+            arrival,
+            seed,
+            workers,
+        })
+    }
+
+    /// Bounds on the intended starts a measured window of `measured_s`
+    /// seconds holds: exact up to one per worker for constant arrivals,
+    /// within six standard deviations for Poisson ones.
+    pub fn scheduled_bounds(&self, measured_s: f64) -> (f64, f64) {
+        let expected = self.rate_per_s * measured_s;
+        let slack = self.workers.len() as f64
+            + 1.0
+            + match self.arrival {
+                Arrival::Constant => 0.0,
+                Arrival::Poisson => 6.0 * expected.sqrt(),
+            };
+        ((expected - slack).max(0.0), expected + slack)
     }
 }
 

@@ -1,21 +1,22 @@
 //! The campaign supervisor: executes a sealed plan's schedule in order,
 //! each attempt through an [`Executor`] (here the [`LocalExecutor`]: a fresh
-//! pinned `blocklab worker` behind the quiescence gate), deciding reruns and
-//! stops with [`policy`]. Every attempt is stored (and flushed) as soon as it
+//! pinned `blocklab worker` behind the quiescence gate), each slot's reruns
+//! and stops through [`attempts::run_slot`]. Every attempt is stored (and flushed) as soon as it
 //! ends, so a crash or a kill loses at most the run in flight; `resume`
 //! continues from the first slot without a final attempt. A signal
 //! ([`Options::interrupt`]) stops it the same way, but cleanly: the run in
 //! flight is killed and not stored.
 
-use super::executor::{self, Executed, Executor, Halt, LocalExecutor};
-use super::gates;
+use super::attempts::{self, Attempts, SlotEnd};
+use super::executor::{self, Executed, Executor, LocalExecutor};
 use super::interrupt::Interrupt;
-use super::link::{NETWORK_BLOB, NetworkRecord};
-use super::policy::{self, Next};
 use super::profile::Selection;
-use super::{RunRecord, RunStatus};
+use crate::analysis::sequential_check;
 use crate::plan::seal::{SealedPlan, Slot};
-use anyhow::{Context, bail};
+use crate::record::gates::Environment;
+use crate::record::link::NetworkRecord;
+use crate::record::{Blob, RunRecord, RunStatus, SequentialStop};
+use anyhow::Context;
 use blocklab_store::{CampaignId, CampaignStatus, RunKey, Store};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the supervisor reports while it works.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
     RunStarted {
@@ -55,41 +56,6 @@ impl Event {
     }
 }
 
-/// Where a sequential plan stopped one workload (docs/plans.md, "Sequential
-/// campaigns"), stored with the campaign (blob `sequential`, a list) so that
-/// a resume does not run the blocks the rule left out and the report can say
-/// why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SequentialStop {
-    pub workload: String,
-    /// Blocks run when the rule decided (its last look).
-    pub blocks: u32,
-    /// The plan's `blocks`: the most the rule could run.
-    pub max_blocks: u32,
-    /// Every primary effect reached the target; false when the maximum was
-    /// reached without it.
-    pub precise: bool,
-    /// The target relative half-width.
-    pub target_half_width: f64,
-    /// The widest primary effect at the last look, e.g. `wasm / mean_latency`.
-    pub widest: String,
-    /// Its relative half-width (upper end / ratio − 1); `None` when it could
-    /// not be computed (runs missing).
-    pub widest_half_width: Option<f64>,
-    /// The coverage of the last look's intervals (the spending function's
-    /// share of the plan's level).
-    pub level: f64,
-}
-
-/// The sequential rule's decision after a complete block: given the plan,
-/// every stored attempt, the workload and the block (from 0) just finished,
-/// where to stop, or `None` to go on. The report owns the statistics, so the
-/// caller passes `crate::report::sequential_check` in.
-pub type BlockCheck = fn(&SealedPlan, &[RunRecord], &str, u32) -> Option<SequentialStop>;
-
-/// The blob key of the sequential rule's stops.
-pub const SEQUENTIAL_BLOB: &str = "sequential";
-
 /// Knobs of one execution of a campaign.
 pub struct Options {
     /// Where compiled plugins are cached.
@@ -104,9 +70,6 @@ pub struct Options {
     /// Runs to profile (`--profile`), and at how many Hz.
     pub profile: Selection,
     pub profile_hz: u32,
-    /// Decides where a sequential plan stops (needed for plans with
-    /// `[sequential]`).
-    pub block_check: Option<BlockCheck>,
 }
 
 impl Default for Options {
@@ -118,7 +81,6 @@ impl Default for Options {
             interrupt: Interrupt::default(),
             profile: Selection::default(),
             profile_hz: super::profile::DEFAULT_HZ,
-            block_check: None,
         }
     }
 }
@@ -179,52 +141,61 @@ pub(crate) fn execute_plan(
     options: &Options,
     observe: &mut dyn FnMut(&Event),
 ) -> anyhow::Result<Outcome> {
-    if plan.spec.sequential.is_some() && options.block_check.is_none() {
-        bail!("campaign {id} has a `[sequential]` rule but this caller gave no block check");
-    }
     // Read the machine before pinning: afterwards this process sees only the
     // runner's CPUs.
     // Namespaces and links of killed supervisors go first, whatever this
     // plan's placement (docs/network.md): what makes a SIGKILL safe.
     crate::machine::netns::remove_leftovers();
     if store
-        .blob::<gates::Environment>(id, "environment")?
+        .blob::<Environment>(id, Blob::Environment.key())?
         .is_none()
     {
-        let mut environment = gates::Environment::read();
+        let mut environment = Environment::read();
         environment.qdiscs = super::link::qdisc_support(plan);
-        store.put_blob(id, "environment", &environment)?;
+        store.put_blob(id, Blob::Environment.key(), &environment)?;
     }
     let placement = LocalExecutor::placement(plan)?;
-    store.put_blob(id, "placement", &placement)?;
+    store.put_blob(id, Blob::Placement.key(), &placement)?;
     store.set_status(id, CampaignStatus::Running)?;
     let finished = store.finished_slots(id)?;
-    let pending: Vec<&Slot> = plan
-        .schedule
-        .iter()
-        .filter(|s| !finished.contains(&s.slot))
-        .collect();
-    if !pending.is_empty() {
-        let mut local = LocalExecutor::start(plan, id, placement, options.executor_settings())?;
-        if let Some(network) = local.network() {
-            // One entry per execution: a resume builds a new namespace.
-            let mut networks: Vec<NetworkRecord> =
-                store.blob(id, NETWORK_BLOB)?.unwrap_or_default();
-            networks.push(network.clone());
-            store.put_blob(id, NETWORK_BLOB, &networks)?;
-        }
-        let mut campaign = Campaign {
-            store,
-            id,
-            plan,
-            options,
-            observe,
-            stops: store.blob(id, SEQUENTIAL_BLOB)?.unwrap_or_default(),
-        };
-        for slot in pending {
-            if let Some(outcome) = campaign.slot(&mut local, slot)? {
-                return Ok(outcome);
-            }
+    if plan.schedule.iter().all(|s| finished.contains(&s.slot)) {
+        store.set_status(id, CampaignStatus::Finished)?;
+        return Ok(Outcome::Finished);
+    }
+    let mut local = LocalExecutor::start(plan, id, placement, options.executor_settings())?;
+    if let Some(network) = local.network() {
+        // One entry per execution: a resume builds a new namespace.
+        let mut networks: Vec<NetworkRecord> =
+            store.blob(id, Blob::Network.key())?.unwrap_or_default();
+        networks.push(network.clone());
+        store.put_blob(id, Blob::Network.key(), &networks)?;
+    }
+    walk(store, id, plan, options, &mut local, observe)
+}
+
+/// Runs every slot of campaign `id` without a final attempt, in schedule
+/// order, through `executor`, and marks the campaign finished when none is
+/// left (the part of an execution that does not touch the machine).
+fn walk(
+    store: &Store,
+    id: CampaignId,
+    plan: &SealedPlan,
+    options: &Options,
+    executor: &mut dyn Executor,
+    observe: &mut dyn FnMut(&Event),
+) -> anyhow::Result<Outcome> {
+    let finished = store.finished_slots(id)?;
+    let mut campaign = Campaign {
+        store,
+        id,
+        plan,
+        options,
+        observe,
+        stops: store.blob(id, Blob::Sequential.key())?.unwrap_or_default(),
+    };
+    for slot in plan.schedule.iter().filter(|s| !finished.contains(&s.slot)) {
+        if let Some(outcome) = campaign.slot(executor, slot)? {
+            return Ok(outcome);
         }
     }
     store.set_status(id, CampaignStatus::Finished)?;
@@ -263,56 +234,19 @@ impl Campaign<'_> {
             store.set_status(id, CampaignStatus::Cancelled)?;
             return Ok(Some(Outcome::Stopped("cancelled".into())));
         }
-        let mut attempt = store.next_attempt(id, slot.slot)?;
-        let mut rerun_reason = (attempt > 0).then(|| "resumed after an earlier attempt".to_owned());
-        loop {
-            (self.observe)(&Event::RunStarted {
-                campaign: id,
-                slot: slot.slot,
-                total: self.plan.schedule.len() as u32,
-                workload: slot.workload.clone(),
-                arm: slot.arm.clone(),
-                block: slot.block,
-            });
-            let executed = match executor.run(slot, attempt, rerun_reason.take()) {
-                Ok(executed) => executed,
-                Err(Halt::Interrupted(signal)) => return self.interrupted(signal).map(Some),
-                Err(Halt::GateAbort(reason)) => {
-                    store.set_status(
-                        id,
-                        CampaignStatus::Failed {
-                            reason: reason.clone(),
-                        },
-                    )?;
-                    return Ok(Some(Outcome::Stopped(reason)));
-                }
-                Err(Halt::Broken(e)) => return Err(e),
-            };
-            let (status, reason) = (executed.record.status, executed.record.reason.clone());
-            let next = policy::after_attempt(status, attempt, &self.plan.spec.gates);
-            self.store_attempt(executed, next.is_final())?;
-            match next {
-                Next::Rerun => {
-                    rerun_reason = reason.map(|r| format!("attempt {attempt} failed: {r}"));
-                    attempt += 1;
-                }
-                Next::Stop => {
-                    let why = format!(
-                        "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
-                        slot.slot,
-                        slot.workload,
-                        slot.arm,
-                        reason.unwrap_or_default()
-                    );
-                    store.set_status(
-                        id,
-                        CampaignStatus::Failed {
-                            reason: why.clone(),
-                        },
-                    )?;
-                    return Ok(Some(Outcome::Stopped(why)));
-                }
-                Next::Continue => break,
+        let first = store.next_attempt(id, slot.slot)?;
+        let plan = self.plan;
+        match attempts::run_slot(executor, slot, first, &plan.spec.gates, self)? {
+            SlotEnd::Done => {}
+            SlotEnd::Interrupted(signal) => return self.interrupted(signal).map(Some),
+            SlotEnd::Stop(why) => {
+                store.set_status(
+                    id,
+                    CampaignStatus::Failed {
+                        reason: why.clone(),
+                    },
+                )?;
+                return Ok(Some(Outcome::Stopped(why)));
             }
         }
         self.sequential_look(slot)?;
@@ -349,14 +283,9 @@ impl Campaign<'_> {
 
     /// The last position of a block completes it: the sequential rule looks.
     fn sequential_look(&mut self, slot: &Slot) -> anyhow::Result<()> {
-        let Some(check) = self
-            .options
-            .block_check
-            .filter(|_| self.plan.spec.sequential.is_some())
-        else {
-            return Ok(());
-        };
-        if slot.position as usize + 1 != self.plan.spec.arms.len() {
+        if self.plan.spec.sequential.is_none()
+            || slot.position as usize + 1 != self.plan.spec.arms.len()
+        {
             return Ok(());
         }
         let records: Vec<RunRecord> = self
@@ -365,9 +294,10 @@ impl Campaign<'_> {
             .into_iter()
             .map(|(_, r)| r)
             .collect();
-        if let Some(stop) = check(self.plan, &records, &slot.workload, slot.block) {
+        if let Some(stop) = sequential_check(self.plan, &records, &slot.workload, slot.block) {
             self.stops.push(stop);
-            self.store.put_blob(self.id, SEQUENTIAL_BLOB, &self.stops)?;
+            self.store
+                .put_blob(self.id, Blob::Sequential.key(), &self.stops)?;
         }
         Ok(())
     }
@@ -376,5 +306,236 @@ impl Campaign<'_> {
     fn interrupted(&self, signal: i32) -> anyhow::Result<Outcome> {
         self.store.set_status(self.id, CampaignStatus::Cancelled)?;
         Ok(Outcome::Interrupted(signal))
+    }
+}
+
+/// The supervisor keeps each attempt in the store (flushed) and reports it;
+/// a signal is read before the next slot, not after each attempt.
+impl Attempts for Campaign<'_> {
+    fn starting(&mut self, slot: &Slot, _attempt: u32) {
+        (self.observe)(&Event::RunStarted {
+            campaign: self.id,
+            slot: slot.slot,
+            total: self.plan.schedule.len() as u32,
+            workload: slot.workload.clone(),
+            arm: slot.arm.clone(),
+            block: slot.block,
+        });
+    }
+
+    fn keep(&mut self, executed: Executed, is_final: bool) -> anyhow::Result<()> {
+        self.store_attempt(executed, is_final)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::result::RerunReason;
+    use crate::run::mock::{Call, MockExecutor, Scripted};
+
+    /// A campaign of two arms over `blocks` blocks of one workload, with
+    /// `extra` appended to the plan, sealed and created in a fresh store.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        store: Store,
+        id: CampaignId,
+        plan: SealedPlan,
+    }
+
+    fn fixture(blocks: usize, extra: &str) -> Fixture {
+        let text = format!(
+            "name = \"mock\"\nseed = 3\nblocks = {blocks}\nplugin = \"builtin\"\n[measure]\nmeasured = 100\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n{extra}"
+        );
+        let spec = crate::plan::spec::PlanSpec::parse(&text, &[]).unwrap();
+        let plan =
+            crate::plan::seal::seal(spec, vec![], "mock.toml", text.as_bytes(), None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let id = plan.create_campaign(&store).unwrap().id;
+        Fixture {
+            _dir: dir,
+            store,
+            id,
+            plan,
+        }
+    }
+
+    impl Fixture {
+        fn walk(&self, mock: &mut MockExecutor, options: &Options) -> Outcome {
+            walk(&self.store, self.id, &self.plan, options, mock, &mut |_| {}).unwrap()
+        }
+
+        fn status(&self) -> CampaignStatus {
+            self.store.campaign(self.id).unwrap().status
+        }
+
+        /// Every stored attempt: (slot, attempt, rerun reason as stored).
+        fn stored(&self) -> Vec<(u32, u32, Option<String>)> {
+            self.store
+                .runs::<RunRecord>(self.id)
+                .unwrap()
+                .into_iter()
+                .map(|(k, r)| (k.slot, k.attempt, r.rerun_reason.map(|x| x.to_string())))
+                .collect()
+        }
+    }
+
+    fn call(slot: u32, attempt: u32, rerun_reason: Option<RerunReason>) -> Call {
+        Call {
+            slot,
+            attempt,
+            rerun_reason,
+        }
+    }
+
+    #[test]
+    fn the_supervisor_runs_every_slot_once_in_schedule_order_and_finishes() {
+        let f = fixture(4, "");
+        let mut mock = MockExecutor::default();
+        assert_eq!(f.walk(&mut mock, &Options::default()), Outcome::Finished);
+        let order: Vec<u32> = f.plan.schedule.iter().map(|s| s.slot).collect();
+        assert_eq!(mock.slots(), order);
+        assert!(
+            mock.calls
+                .iter()
+                .all(|c| c.attempt == 0 && c.rerun_reason.is_none())
+        );
+        assert_eq!(f.status(), CampaignStatus::Finished);
+        assert_eq!(f.store.finished_slots(f.id).unwrap().len(), order.len());
+    }
+
+    #[test]
+    fn a_failed_run_is_rerun_as_often_as_the_plan_says_with_the_reason_stored() {
+        let f = fixture(2, "[gates]\nreruns = 2\n");
+        let mut mock = MockExecutor::default();
+        mock.script.insert((1, 0), Scripted::Fail("boom".into()));
+        mock.script.insert((1, 1), Scripted::Fail("again".into()));
+        assert_eq!(f.walk(&mut mock, &Options::default()), Outcome::Finished);
+        let slot1: Vec<&Call> = mock.calls.iter().filter(|c| c.slot == 1).collect();
+        assert_eq!(
+            slot1,
+            [
+                &call(1, 0, None),
+                &call(
+                    1,
+                    1,
+                    Some(RerunReason::Failed {
+                        attempt: 0,
+                        reason: "boom".into()
+                    })
+                ),
+                &call(
+                    1,
+                    2,
+                    Some(RerunReason::Failed {
+                        attempt: 1,
+                        reason: "again".into()
+                    })
+                ),
+            ]
+        );
+        let stored: Vec<_> = f.stored().into_iter().filter(|r| r.0 == 1).collect();
+        assert_eq!(
+            stored,
+            [
+                (1, 0, None),
+                (1, 1, Some("attempt 0 failed: boom".into())),
+                (1, 2, Some("attempt 1 failed: again".into())),
+            ]
+        );
+        assert_eq!(f.status(), CampaignStatus::Finished);
+    }
+
+    #[test]
+    fn a_failure_under_on_run_failure_stop_stops_the_campaign_saying_which_slot() {
+        let f = fixture(2, "[gates]\non_run_failure = \"stop\"\n");
+        let mut mock = MockExecutor::default();
+        mock.script.insert((1, 0), Scripted::Fail("boom".into()));
+        let Outcome::Stopped(why) = f.walk(&mut mock, &Options::default()) else {
+            panic!("the campaign did not stop");
+        };
+        assert!(why.starts_with("slot 1 ("), "{why}");
+        assert!(
+            why.ends_with("`gates.on_run_failure = \"stop\"`: boom"),
+            "{why}"
+        );
+        assert_eq!(mock.slots(), [0, 1]);
+        assert_eq!(f.status(), CampaignStatus::Failed { reason: why });
+    }
+
+    #[test]
+    fn a_gate_abort_stops_the_campaign_in_the_gates_words_keeping_what_ran() {
+        let f = fixture(2, "");
+        let mut mock = MockExecutor::default();
+        let why = "the quiescence gate did not pass within 30 s";
+        mock.script.insert(
+            (f.plan.schedule[2].slot, 0),
+            Scripted::GateAbort(why.into()),
+        );
+        assert_eq!(
+            f.walk(&mut mock, &Options::default()),
+            Outcome::Stopped(why.into())
+        );
+        assert_eq!(f.stored().len(), 2);
+        assert_eq!(f.status(), CampaignStatus::Failed { reason: why.into() });
+    }
+
+    #[test]
+    fn a_cancel_stops_after_the_run_in_flight_and_keeps_it() {
+        let f = fixture(4, "");
+        let options = Options::default();
+        let mut mock = MockExecutor {
+            cancel_after: Some((2, options.cancel.clone())),
+            ..Default::default()
+        };
+        assert_eq!(
+            f.walk(&mut mock, &options),
+            Outcome::Stopped("cancelled".into())
+        );
+        assert_eq!(mock.calls.len(), 2);
+        assert_eq!(f.stored().len(), 2);
+        assert_eq!(f.status(), CampaignStatus::Cancelled);
+    }
+
+    #[test]
+    fn a_resume_skips_finished_slots_and_marks_a_repeated_attempt_as_resumed() {
+        let f = fixture(2, "[gates]\nreruns = 1\n");
+        let mut first = MockExecutor::default();
+        first.script.insert((1, 0), Scripted::Fail("boom".into()));
+        first.script.insert((1, 1), Scripted::Interrupt(2));
+        assert_eq!(
+            f.walk(&mut first, &Options::default()),
+            Outcome::Interrupted(2)
+        );
+        assert_eq!(f.status(), CampaignStatus::Cancelled);
+
+        let mut resumed = MockExecutor::default();
+        assert_eq!(f.walk(&mut resumed, &Options::default()), Outcome::Finished);
+        let rest: Vec<u32> = f.plan.schedule.iter().skip(1).map(|s| s.slot).collect();
+        assert_eq!(resumed.slots(), rest);
+        assert_eq!(resumed.calls[0], call(1, 1, Some(RerunReason::Resumed)));
+        assert!(
+            f.stored()
+                .contains(&(1, 1, Some("resumed after an earlier attempt".into())))
+        );
+    }
+
+    #[test]
+    fn a_sequential_plan_stops_a_workload_once_its_effects_are_precise() {
+        let f = fixture(8, "[sequential]\ntarget_half_width = 0.1\nmin_blocks = 3\n");
+        let mut mock = MockExecutor::default();
+        assert_eq!(f.walk(&mut mock, &Options::default()), Outcome::Finished);
+        // Two arms per block: three blocks, then the rule stopped it.
+        assert_eq!(mock.calls.len(), 6);
+        let stops: Vec<SequentialStop> =
+            f.store.blob(f.id, Blob::Sequential.key()).unwrap().unwrap();
+        assert_eq!(stops.len(), 1);
+        assert_eq!((stops[0].blocks, stops[0].max_blocks), (3, 8));
+        assert!(stops[0].precise, "{stops:?}");
+        // A resume runs nothing the rule left out.
+        let mut resumed = MockExecutor::default();
+        assert_eq!(f.walk(&mut resumed, &Options::default()), Outcome::Finished);
+        assert!(resumed.calls.is_empty());
     }
 }

@@ -3,8 +3,8 @@
 //! the `--max-error-rate` the user allows. The CLI turns a verdict with
 //! problems into exit code 3 (docs/cli.md).
 
-use super::RunResult;
-use super::{RunRecord, RunStatus};
+use crate::record::RunResult;
+use crate::record::{RunRecord, RunStatus};
 use blocklab_store::{CampaignId, Store};
 
 /// Failed measured transactions over measured transactions.

@@ -3,18 +3,14 @@
 //! it directly; the campaign supervisor calls it in a fresh pinned child
 //! (`blocklab worker`).
 
-use super::batches::{Batcher, Batches, Boundary};
+use super::batches::{Batcher, Boundary};
 use super::profile::Sampler;
-use super::result::{
-    Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
-    encode_histogram, new_histogram,
-};
 use super::schedule::{self, Schedule};
 use crate::limits;
 use crate::machine::alloc::AllocCount;
 use crate::machine::cpu::{self, Usage};
 use crate::machine::pmu::{PmuCounts, SchedCounts, WindowCounters};
-use crate::plan::inputs::{check_input, input_files, sha256_file};
+use crate::plan::inputs::{self, HashedFile, input_files};
 use crate::plan::spec::{CounterSource, Counters, Measure};
 use crate::plugin::Instance;
 use crate::plugin::builtin::Builtin;
@@ -23,6 +19,11 @@ use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters, check_workload};
 use crate::plugin::wasm::{Limits, Runtime, WorkloadFailed};
+use crate::record::batches::Batches;
+use crate::record::result::{
+    Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
+    encode_histogram, new_histogram,
+};
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
 use anyhow::{Context, bail};
@@ -100,66 +101,12 @@ impl RunSpec {
     }
 }
 
-/// A file's sha256 together with what identifies that version of the file
-/// (device, inode, size, modification time): a rewrite or replacement
-/// changes at least one of them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HashedFile {
-    pub sha256: String,
-    identity: (u64, u64, u64, i64, i64),
-}
-
-fn identity(path: &std::path::Path) -> anyhow::Result<(u64, u64, u64, i64, i64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path)
-        .with_context(|| format!("cannot read input `{}`", path.display()))?;
-    Ok((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
-}
-
-impl HashedFile {
-    /// Whether `path` is still the version of the file that was hashed.
-    pub fn is_current(&self, path: &std::path::Path) -> bool {
-        identity(path).is_ok_and(|id| id == self.identity)
-    }
-
-    /// Hashes `path` and records its identity.
-    pub fn of(path: &std::path::Path) -> anyhow::Result<HashedFile> {
-        let before = identity(path)?;
-        let sha256 = sha256_file(path)?;
-        anyhow::ensure!(
-            identity(path)? == before,
-            "input `{}` changed while it was being hashed",
-            path.display()
-        );
-        Ok(HashedFile {
-            sha256,
-            identity: before,
-        })
-    }
-}
-
 /// Hashes the run's inputs and checks them against the sealed ones.
 fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
     check_adapters(&spec.plugin, &spec.adapters)?;
-    let mut inputs = BTreeMap::new();
-    for (name, path) in input_files(&spec.plugin, &spec.adapters)? {
-        let known = spec
-            .binary
-            .as_ref()
-            .filter(|b| name == "blocklab" && identity(&path).is_ok_and(|id| id == b.identity));
-        let found = match known {
-            Some(b) => b.sha256.clone(),
-            None => sha256_file(&path)?,
-        };
-        check_input(&spec.expected_inputs, &name, &found)?;
-        inputs.insert(name, found);
-    }
-    for name in spec.expected_inputs.keys() {
-        // The composed component is checked once it is composed, at load.
-        if !inputs.contains_key(name) && !name.starts_with("composed:") {
-            bail!("input `{name}` of the sealed plan is not used by this run");
-        }
-    }
+    let files = input_files(&spec.plugin, &spec.adapters)?;
+    let inputs = inputs::check(&spec.expected_inputs, files, spec.binary.as_ref())?;
+    inputs::check_all_used(&spec.expected_inputs, &inputs)?;
     Ok(inputs)
 }
 
@@ -211,7 +158,7 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
             let plugin = runtime.load_composed(path, &spec.adapters)?;
             if !spec.adapters.is_empty() {
                 let name = crate::plugin::compose::input_name(path, &spec.adapters);
-                check_input(&spec.expected_inputs, &name, plugin.sha256())?;
+                inputs::check_input(&spec.expected_inputs, &name, plugin.sha256())?;
                 loaded.composed = Some((name, plugin.sha256().to_owned()));
             }
             loaded.from_cache = plugin.from_cache();
@@ -921,7 +868,7 @@ struct Measured {
     cpus: Vec<usize>,
     from_cache: bool,
     phases: BTreeMap<String, f64>,
-    profile: Option<super::profile::ProfileInfo>,
+    profile: Option<crate::record::profile::ProfileInfo>,
     profile_svg: Option<String>,
 }
 

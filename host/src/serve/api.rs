@@ -9,11 +9,14 @@
 
 use super::openapi::{self, ApiDoc, ErrorBody, Spec};
 use super::{AppError, AppState, BODY_LIMIT, Event, idempotency, lock};
+use crate::analysis::latency::{Latency, LatencyError};
+use crate::analysis::{self, Report};
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::PlanSpec;
-use crate::report::{self, Report};
+use crate::record::Blob;
+use crate::record::RunRecord;
+use crate::report;
 use crate::run::profile::Selection;
-use crate::run::{RunRecord, RunStatus};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -25,7 +28,6 @@ use axum::response::{IntoResponse, Response};
 use blocklab_store::{CampaignId, CampaignMeta, CampaignStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use utoipa::OpenApi as _;
@@ -292,7 +294,7 @@ async fn create_campaign(
         let store = st.store();
         let meta = sealed.create_campaign_as(store, &identity)?;
         if let Some(text) = &q.profile {
-            store.put_blob(meta.id, PROFILE_BLOB, text)?;
+            store.put_blob(meta.id, Blob::Profile.key(), text)?;
         }
         store.enqueue(meta.id)?;
         Ok((meta, sealed.warnings))
@@ -564,7 +566,7 @@ async fn campaign(
             "progress": { "finished_runs": meta.finished_runs, "total_runs": meta.total_runs },
             "current": current,
             "queue_position": queue.iter().position(|&q| q == id),
-            "statistics": report::statistics(&plan.spec),
+            "statistics": analysis::statistics::table(&plan.spec),
             "sealed": plan,
         })))
     })
@@ -696,8 +698,8 @@ fn report_of(
     {
         return Ok(r.clone());
     }
-    let built = report::build_against(state.store(), id, slot.1.as_deref()).map_err(|e| {
-        match e.downcast_ref::<report::UnknownArm>() {
+    let built = analysis::build_against(state.store(), id, slot.1.as_deref()).map_err(|e| {
+        match e.downcast_ref::<analysis::UnknownArm>() {
             Some(unknown) => {
                 AppError::bad_request(format!("`baseline={}`: {unknown}", unknown.arm))
             }
@@ -732,18 +734,18 @@ struct ReportQuery {
     get,
     path = "/api/history",
     tag = "campaigns",
-    params(crate::report::history::Query),
+    params(crate::analysis::history::Query),
     responses(
-        (status = 200, description = "the history", body = crate::report::history::History),
+        (status = 200, description = "the history", body = crate::analysis::history::History),
         (status = 400, description = "the query names several series (choose `testbed` or `family`) or a statistic no campaign has", body = ErrorBody),
         (status = 404, description = "no finished campaign has the workload and arm", body = ErrorBody),
     )
 )]
 async fn series_history(
     State(state): State<AppState>,
-    Query(q): Query<crate::report::history::Query>,
-) -> Result<Json<crate::report::history::History>, AppError> {
-    use crate::report::history::{HistoryError, history};
+    Query(q): Query<crate::analysis::history::Query>,
+) -> Result<Json<crate::analysis::history::History>, AppError> {
+    use crate::analysis::history::{HistoryError, history};
     let st = state.clone();
     let h = blocking(move || {
         history(st.store(), &q).map_err(|e| match e.downcast_ref::<HistoryError>() {
@@ -839,7 +841,7 @@ struct CompareQuery {
     tag = "campaigns",
     params(CompareQuery),
     responses(
-        (status = 200, description = "the comparison", body = report::compare::Comparison),
+        (status = 200, description = "the comparison", body = analysis::compare::Comparison),
         (status = 400, description = "an id that is not a number", body = ErrorBody),
         (status = 404, description = "no such campaign", body = ErrorBody),
     )
@@ -847,11 +849,11 @@ struct CompareQuery {
 async fn compare(
     State(state): State<AppState>,
     Query(q): Query<CompareQuery>,
-) -> Result<Json<report::compare::Comparison>, AppError> {
+) -> Result<Json<analysis::compare::Comparison>, AppError> {
     let (a, b) = (parse_id(&q.a)?, parse_id(&q.b)?);
     blocking(move || {
         let (ra, rb) = (report_of(&state, a, None)?, report_of(&state, b, None)?);
-        Ok(Json(report::compare::compare(&ra, &rb)))
+        Ok(Json(analysis::compare::compare(&ra, &rb)))
     })
     .await
 }
@@ -875,7 +877,7 @@ struct GateAnswer {
     /// Whether an effect lies beyond the threshold in the worse direction
     /// (`blocklab gate` exits 1).
     failed: bool,
-    gate: report::gate::Gate,
+    gate: analysis::gate::Gate,
     /// For a pull-request comment.
     markdown: String,
     /// JUnit XML, one testcase per workload × arm × statistic.
@@ -905,7 +907,7 @@ async fn campaign_gate(
     Path(id): Path<String>,
     Query(q): Query<GateQuery>,
 ) -> Result<Json<GateAnswer>, AppError> {
-    use report::gate::{self, Against, Question};
+    use analysis::gate::{self, Against, Question};
     let id = parse_id(&id)?;
     let max_change = gate::parse_change(&q.max_change)
         .map_err(|e| AppError::bad_request(format!("`max_change`: {e}")))?;
@@ -943,9 +945,9 @@ async fn campaign_gate(
         })?;
         Ok(Json(GateAnswer {
             failed: g.failed(),
-            markdown: gate::markdown(&g),
-            junit: gate::junit(&g),
-            terminal: gate::terminal(&g),
+            markdown: report::gate::markdown(&g),
+            junit: report::gate::junit(&g),
+            terminal: report::gate::terminal(&g),
             gate: g,
         }))
     })
@@ -992,9 +994,6 @@ async fn campaign_runs(
     })
     .await
 }
-
-/// The blob holding a queued campaign's `?profile=` selection.
-pub const PROFILE_BLOB: &str = "profile";
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -1064,45 +1063,6 @@ struct LatencyQuery {
     workload: String,
 }
 
-/// Percentiles at which the latency distribution is sampled: dense where
-/// tails differ.
-const PERCENTILES: &[f64] = &[
-    0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 75.0, 80.0, 85.0, 90.0, 92.5, 95.0, 96.0, 97.0,
-    98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
-];
-
-#[derive(Serialize, utoipa::ToSchema)]
-struct ArmLatency {
-    arm: String,
-    /// Final successful runs merged.
-    runs: usize,
-    /// Transactions recorded.
-    count: u64,
-    points: Vec<LatencyPoint>,
-}
-
-/// A workload's latency distribution per arm.
-#[derive(Serialize, utoipa::ToSchema)]
-struct Latency {
-    campaign: CampaignId,
-    workload: String,
-    /// Of every `latency_us`: always `µs`.
-    unit: &'static str,
-    arms: Vec<ArmLatency>,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-struct LatencyPoint {
-    percentile: f64,
-    latency_us: f64,
-    /// Whether every merged run has samples enough for this percentile
-    /// (one beyond it: 1/(1 − p)); the maximum never is an estimate.
-    supported: bool,
-    /// Why not, when not supported.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-}
-
 /// Latency distribution per arm of one workload: the stored HDR histograms of its final successful runs merged, sampled at fixed percentiles
 #[utoipa::path(
     get,
@@ -1123,7 +1083,11 @@ async fn latency(
     let id = parse_id(&id)?;
     let what = format!("latency?workload={}", q.workload);
     let body = cached_or_blocking(state, id, what, move |state| {
-        let latency = latency_of(state, id, q.workload)?;
+        let latency = crate::analysis::latency::distribution(state.store(), id, q.workload)
+            .map_err(|e| match e {
+                LatencyError::NoWorkload(text) => AppError::NotFound(text),
+                LatencyError::Other(e) => AppError::Internal(e),
+            })?;
         serde_json::to_vec(&latency)
             .map(Bytes::from)
             .map_err(|e| AppError::Internal(e.into()))
@@ -1134,96 +1098,6 @@ async fn latency(
         [(header::CONTENT_TYPE, "application/json".to_owned())],
         body,
     ))
-}
-
-/// One arm's histograms merged: runs, the fewest samples of one run, and
-/// the merged histogram.
-struct Merged {
-    runs: usize,
-    fewest: u64,
-    total: hdrhistogram::Histogram<u64>,
-}
-
-/// Per arm, the distribution of `workload`'s final successful runs, their
-/// stored histograms merged.
-fn latency_of(state: &AppState, id: CampaignId, workload: String) -> Result<Latency, AppError> {
-    let store = state.store();
-    let plan: SealedPlan = store.sealed_plan(id)?;
-    if !plan.spec.workloads.iter().any(|w| w.name == workload) {
-        return Err(AppError::NotFound(format!(
-            "campaign {id} has no workload `{workload}` (it has {})",
-            plan.spec
-                .workloads
-                .iter()
-                .map(|w| w.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    let finals = store.final_attempts(id)?;
-    let mut merged: BTreeMap<String, Merged> = BTreeMap::new();
-    for (key, record) in store.runs::<RunRecord>(id)? {
-        if record.slot.workload != workload
-            || record.status != RunStatus::Ok
-            || finals.get(&key.slot) != Some(&key.attempt)
-        {
-            continue;
-        }
-        let Some(bytes) = store.histogram(key)? else {
-            continue;
-        };
-        let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| {
-                AppError::Internal(anyhow::anyhow!(
-                    "the histogram of {key} does not decode: {e:?}"
-                ))
-            })?;
-        let arm = merged
-            .entry(record.slot.arm.clone())
-            .or_insert_with(|| Merged {
-                runs: 0,
-                fewest: u64::MAX,
-                total: hdrhistogram::Histogram::new_from(&h),
-            });
-        arm.runs += 1;
-        arm.fewest = arm.fewest.min(h.len());
-        arm.total.add(&h).map_err(|e| {
-            AppError::Internal(anyhow::anyhow!(
-                "cannot merge the histogram of {key}: {e:?}"
-            ))
-        })?;
-    }
-    let arms: Vec<ArmLatency> = plan
-        .spec
-        .arms
-        .iter()
-        .filter_map(|a| merged.get(&a.name).map(|m| (a, m)))
-        .map(|(arm, m)| ArmLatency {
-            arm: arm.name.clone(),
-            runs: m.runs,
-            count: m.total.len(),
-            points: PERCENTILES
-                .iter()
-                .map(|&p| {
-                    let reason = crate::stats::percentile_unsupported(p, m.fewest);
-                    LatencyPoint {
-                        percentile: p,
-                        // The worker records nanoseconds.
-                        latency_us: m.total.value_at_percentile(p) as f64 / 1_000.0,
-                        supported: reason.is_none(),
-                        reason,
-                    }
-                })
-                .collect(),
-        })
-        .collect();
-    Ok(Latency {
-        campaign: id,
-        workload,
-        unit: "µs",
-        arms,
-    })
 }
 
 /// Cancel a queued campaign, or stop a running one after its run in flight; finished runs are kept

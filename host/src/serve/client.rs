@@ -8,6 +8,9 @@
 //! daemon listens on loopback, and a remote one is reached through an SSH
 //! tunnel, so there is no TLS here.
 
+use super::Event;
+use crate::plugin::source::PluginSource;
+use crate::run::supervisor::Event as RunEvent;
 use anyhow::{Context, bail};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -297,7 +300,9 @@ fn each_plugin_file(
 ) -> anyhow::Result<()> {
     let mut visit = |value: Option<&mut toml::Value>| -> anyhow::Result<()> {
         match value {
-            Some(toml::Value::String(s)) if s != "builtin" && !crate::plugin::stored::is_ref(s) => {
+            Some(toml::Value::String(s))
+                if !PluginSource::names_builtin(s) && !crate::plugin::stored::is_ref(s) =>
+            {
                 f(s)
             }
             _ => Ok(()),
@@ -386,7 +391,7 @@ pub fn submit(
     let Some(events) = events.as_mut() else {
         return Ok(Outcome::Queued { id });
     };
-    let (mut name, mut data) = (String::new(), String::new());
+    let mut data = String::new();
     let mut line = String::new();
     loop {
         line.clear();
@@ -396,33 +401,40 @@ pub fn submit(
             );
         }
         let l = line.trim_end_matches(['\r', '\n']);
-        if let Some(v) = l.strip_prefix("event:") {
-            name = v.trim().to_owned();
-        } else if let Some(v) = l.strip_prefix("data:") {
+        // The `event:` line repeats the data's own `event` field, which
+        // the daemon's type reads.
+        if let Some(v) = l.strip_prefix("data:") {
             data.push_str(v.trim_start());
         } else if l.is_empty() && !data.is_empty() {
-            let event: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+            // An event this build does not know (a newer daemon) is skipped.
+            let event = serde_json::from_str::<Event>(&data).ok();
             data.clear();
-            if event["campaign"].as_u64() != Some(id) {
-                continue;
-            }
-            match name.as_str() {
-                "campaign-finished" => {
-                    let status = event["status"].as_str().unwrap_or("");
-                    return Ok(match status {
+            match event {
+                Some(Event::CampaignFinished {
+                    campaign,
+                    status,
+                    reason,
+                }) if campaign == id => {
+                    return Ok(match status.as_str() {
                         "finished" => Outcome::Finished { id },
                         "cancelled" => Outcome::Cancelled { id },
                         _ => Outcome::Failed {
                             id,
-                            reason: event["reason"].as_str().unwrap_or(status).to_owned(),
+                            reason: reason.unwrap_or(status),
                         },
                     });
                 }
-                "run-finished" => progress(&format!(
-                    "campaign {id}: {} of {} runs",
-                    event["finished_runs"], event["total"]
-                )),
-                "campaign-started" => progress(&format!("campaign {id} started")),
+                Some(Event::Run(RunEvent::RunFinished {
+                    campaign,
+                    finished_runs,
+                    total,
+                    ..
+                })) if campaign == id => {
+                    progress(&format!("campaign {id}: {finished_runs} of {total} runs"))
+                }
+                Some(Event::CampaignStarted { campaign }) if campaign == id => {
+                    progress(&format!("campaign {id} started"))
+                }
                 _ => {}
             }
         }

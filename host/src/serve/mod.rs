@@ -21,9 +21,9 @@ mod token;
 pub use error::AppError;
 pub use guard::AllowedHosts;
 
-use crate::report::Report;
+use crate::analysis::Report;
 use blocklab_store::{CampaignId, Store};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -45,7 +45,7 @@ const BLOCKING_THREADS: usize = 8;
 
 /// What the daemon tells SSE subscribers (`GET /api/events`); the SSE event
 /// name is the `event` field.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
     CampaignQueued {

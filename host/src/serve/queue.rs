@@ -75,7 +75,7 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
     state.publish(Event::CampaignStarted { campaign: id });
     // Checked when the campaign was posted.
     let profile = store
-        .blob::<String>(id, super::api::PROFILE_BLOB)
+        .blob::<String>(id, crate::record::Blob::Profile.key())
         .ok()
         .flatten()
         .and_then(|text| crate::run::profile::Selection::parse(&text).ok())
@@ -84,7 +84,6 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
         cache_dir: state.0.cache_dir.clone(),
         cancel,
         profile,
-        block_check: Some(crate::report::sequential_check),
         ..Options::default()
     };
     let mut observe = |e: &supervisor::Event| {

@@ -422,7 +422,7 @@ fn run_events_keep_their_event_name_and_fields() {
         slot: 4,
         total: 8,
         finished_runs: 5,
-        status: crate::run::RunStatus::Ok,
+        status: crate::record::RunStatus::Ok,
         reason: None,
     });
     assert_eq!(e.name(), "run-finished");
@@ -764,7 +764,7 @@ async fn a_profile_selection_matching_no_run_is_refused_naming_the_campaign_s_bl
 /// six blocks, `b` 20% faster than the baseline `a` and `c` 50% slower, each
 /// run with a histogram of `samples` latencies. Returns its id.
 pub(super) fn finished_campaign(state: &AppState, samples: u64) -> CampaignId {
-    use crate::run::{RunRecord, RunResult};
+    use crate::record::{RunRecord, RunResult};
     let text = "name = \"three\"\nseed = 5\nblocks = 6\nplugin = \"builtin\"\n[measure]\nmeasured = 100\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n[[arms]]\nname = \"c\"\n";
     let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
     let plan = crate::plan::seal::seal(spec, vec![], "three.toml", text.as_bytes(), None).unwrap();
@@ -780,7 +780,7 @@ pub(super) fn finished_campaign(state: &AppState, samples: u64) -> CampaignId {
         let mean = factor
             * (100.0 + 3.0 * f64::from(slot.block))
             * (1.0 + 0.01 * f64::from(slot.position));
-        let mut h = crate::run::result::new_histogram().unwrap();
+        let mut h = crate::record::result::new_histogram().unwrap();
         for i in 0..samples {
             h.record((mean * 1_000.0) as u64 + i % 97).unwrap();
         }
@@ -796,14 +796,14 @@ pub(super) fn finished_campaign(state: &AppState, samples: u64) -> CampaignId {
             arm: slot.arm.clone(),
             measured: samples,
             measured_s: 0.5,
-            latency_us: crate::run::result::Latency {
+            latency_us: crate::record::result::Latency {
                 mean,
                 p50: mean,
                 p99: mean * 1.5,
                 ..Default::default()
             },
             throughput_per_s: 1e6 / mean,
-            cpu: crate::run::result::Cpu {
+            cpu: crate::record::result::Cpu {
                 measured_us_per_txn: mean * 0.5,
                 process_us_per_txn: mean * 0.6,
                 involuntary_switches: 0,
@@ -1090,4 +1090,30 @@ async fn latency_marks_unsupported_percentiles_and_settled_answers_are_cached() 
         .unwrap();
     let (_, report) = call(&s, get(&format!("/api/campaigns/{id}/report"))).await;
     assert_eq!(report["provisional"], true);
+}
+
+#[test]
+fn the_submit_client_reads_the_daemons_events_back_into_the_daemons_types() {
+    let events = [
+        super::Event::CampaignStarted { campaign: 3 },
+        super::Event::CampaignFinished {
+            campaign: 3,
+            status: "failed".into(),
+            reason: Some("slot 1 failed".into()),
+        },
+        super::Event::Run(crate::run::supervisor::Event::RunFinished {
+            campaign: 3,
+            slot: 1,
+            total: 4,
+            finished_runs: 2,
+            status: crate::record::RunStatus::Ok,
+            reason: None,
+        }),
+    ];
+    for event in events {
+        let text = serde_json::to_string(&event).unwrap();
+        let back: super::Event = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        assert_eq!(back.name(), event.name());
+    }
 }

@@ -8,7 +8,8 @@
 use crate::support::{IngestServer, blocklab, plugin, run};
 use blocklab::plan::spec::{Arrival, Measure};
 use blocklab::plugin::source::PluginSource;
-use blocklab::run::{RunResult, RunSpec};
+use blocklab::record::RunResult;
+use blocklab::run::RunSpec;
 use blocklab::target::TargetSpec;
 use blocklab::target::kv::embedded::EmbeddedSettings;
 

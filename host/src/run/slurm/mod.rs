@@ -24,85 +24,23 @@ pub mod commands;
 pub mod node;
 pub mod spool;
 
-use super::RunRecord;
 use super::supervisor::{Event, Options, Outcome};
 use crate::plan::seal::SealedPlan;
 use crate::plan::spec::ExecutorSpec;
+use crate::record::Blob;
+use crate::record::RunRecord;
+use crate::record::slurm::{BlockState, Discarded, JobRecord, SlurmState};
 use anyhow::{Context, bail};
 use blocklab_store::{CampaignId, CampaignStatus, RunKey, Store, StoreError};
 use commands::JobState;
-use serde::{Deserialize, Serialize};
 use spool::{BlockJob, Execution, Spool};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// The blob key of [`SlurmState`].
-pub const STATE_BLOB: &str = "slurm";
-
 /// How often the coordinator looks at the spool and the queue.
 const POLL: Duration = Duration::from_millis(200);
-
-/// What the coordinator knows of each block, stored with the campaign so a
-/// restarted coordinator neither resubmits a running block nor ingests one
-/// twice.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SlurmState {
-    pub blocks: BTreeMap<u32, BlockState>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct BlockState {
-    /// Every job submitted for the block, oldest first; the last is the
-    /// active one unless the block is ingested or its job ended.
-    pub jobs: Vec<JobRecord>,
-    /// The execution whose records were stored (chosen before storing).
-    pub ingested: Option<String>,
-    /// The node that ran the ingested execution.
-    pub host: Option<String>,
-    /// Where its local servers ran, when on another node.
-    #[serde(default)]
-    pub server_host: Option<String>,
-    /// Executions that started but never finished (their node died or the
-    /// job was killed): discarded whole, never stored.
-    #[serde(default)]
-    pub discarded: Vec<Discarded>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobRecord {
-    pub id: String,
-    /// The node it was pinned to, if any.
-    pub pinned: Option<String>,
-    pub submitted_unix_ms: u64,
-    /// Slurm's last word on it, e.g. `COMPLETED`, `NODE_FAIL`.
-    pub last_state: Option<String>,
-    /// Whether it has ended (no longer pending or running).
-    pub ended: bool,
-    /// When its execution started and wrote `done.json` (node clocks).
-    #[serde(default)]
-    pub started_unix_ms: Option<u64>,
-    #[serde(default)]
-    pub finished_unix_ms: Option<u64>,
-    /// When its records were stored.
-    pub ingested_unix_ms: Option<u64>,
-    /// The coordinator cancelled it (a signal, a cancel, a stop): not a
-    /// failed attempt at the block, so it does not count against resubmits.
-    #[serde(default)]
-    pub cancelled: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Discarded {
-    pub execution: String,
-    pub host: String,
-    /// Records it had written: in the spool, not in the store.
-    pub runs: usize,
-    /// It did finish, but another execution of the block was stored first.
-    #[serde(default)]
-    pub finished: bool,
-}
 
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
@@ -133,7 +71,7 @@ pub fn execute(
         None => std::env::current_exe().context("cannot locate the blocklab binary")?,
     };
     // Fail here rather than in every job: the nodes run this same file.
-    let binary = crate::run::worker::HashedFile::of(&exe)?;
+    let binary = crate::plan::inputs::HashedFile::of(&exe)?;
     if let Some(sealed) = plan.inputs.get("blocklab")
         && *sealed != binary.sha256
     {
@@ -144,7 +82,7 @@ pub fn execute(
     }
     spool.write_plan(plan)?;
     store.set_status(id, CampaignStatus::Running)?;
-    let mut state: SlurmState = store.blob(id, STATE_BLOB)?.unwrap_or_default();
+    let mut state: SlurmState = store.blob(id, Blob::Slurm.key())?.unwrap_or_default();
     let total = plan.schedule.len() as u32;
     let coordinator = Coordinator {
         store,
@@ -158,7 +96,7 @@ pub fn execute(
     };
     let outcome = coordinator.run(&mut state, observe);
     // Whatever happened, what the coordinator learnt is kept for a resume.
-    store.put_blob(id, STATE_BLOB, &state)?;
+    store.put_blob(id, Blob::Slurm.key(), &state)?;
     outcome
 }
 
@@ -215,7 +153,7 @@ impl Coordinator<'_> {
             if let Some(why) = self.submit_missing(state, &unfinished)? {
                 return self.fail(state, why);
             }
-            self.store.put_blob(self.id, STATE_BLOB, &*state)?;
+            self.store.put_blob(self.id, Blob::Slurm.key(), &*state)?;
             std::thread::sleep(POLL);
         }
         self.store.set_status(self.id, CampaignStatus::Finished)?;
@@ -239,7 +177,7 @@ impl Coordinator<'_> {
 
     /// The campaign fails with `why`: the state is kept, every job cancelled.
     fn fail(&self, state: &mut SlurmState, why: String) -> anyhow::Result<Outcome> {
-        self.store.put_blob(self.id, STATE_BLOB, &*state)?;
+        self.store.put_blob(self.id, Blob::Slurm.key(), &*state)?;
         self.cancel_all(state);
         self.store.set_status(
             self.id,
@@ -419,7 +357,7 @@ impl Coordinator<'_> {
             job.finished_unix_ms = Some(done.finished_unix_ms);
         }
         self.store
-            .put_blob(self.id, STATE_BLOB, &self.merged(b, block)?)?;
+            .put_blob(self.id, Blob::Slurm.key(), &self.merged(b, block)?)?;
         Ok(())
     }
 
@@ -480,7 +418,10 @@ impl Coordinator<'_> {
 
     /// The stored state with `block` replaced (to persist a choice at once).
     fn merged(&self, b: u32, block: &BlockState) -> anyhow::Result<SlurmState> {
-        let mut state: SlurmState = self.store.blob(self.id, STATE_BLOB)?.unwrap_or_default();
+        let mut state: SlurmState = self
+            .store
+            .blob(self.id, Blob::Slurm.key())?
+            .unwrap_or_default();
         state.blocks.insert(b, block.clone());
         Ok(state)
     }
@@ -708,10 +649,4 @@ fn shell_word(text: &str) -> String {
     } else {
         format!("'{}'", text.replace('\'', r"'\''"))
     }
-}
-
-/// A campaign's stored Slurm state; `None` for a campaign that never ran
-/// on Slurm.
-pub fn state(store: &Store, id: CampaignId) -> anyhow::Result<Option<SlurmState>> {
-    Ok(store.blob(id, STATE_BLOB)?)
 }

@@ -5,10 +5,9 @@
 
 use super::commands;
 use super::spool::{self, BlockJob, Done, Spool, SpooledRun, Started};
-use crate::plan::seal::{SealedPlan, Slot};
-use crate::run::executor::{Executor, Halt, LocalExecutor, Settings};
+use crate::run::attempts::{self, Attempts, SlotEnd};
+use crate::run::executor::{Executed, LocalExecutor, Settings};
 use crate::run::interrupt::Interrupt;
-use crate::run::policy::{self, Next};
 use crate::target::grpc::local::Remote;
 use anyhow::Context;
 use blocklab_store::CampaignId;
@@ -103,7 +102,6 @@ pub fn run_block(
         None
     };
     let mut run = BlockRun {
-        plan: &plan,
         dir,
         host,
         server_host,
@@ -117,8 +115,14 @@ pub fn run_block(
         let slot = plan.schedule.get(slot_index as usize).with_context(|| {
             format!("block {block}'s job names slot {slot_index}, which the plan does not have")
         })?;
-        match run.slot(&mut executor, slot, first_attempt)? {
-            SlotEnd::Next => {}
+        match attempts::run_slot(
+            &mut executor,
+            slot,
+            first_attempt,
+            &plan.spec.gates,
+            &mut run,
+        )? {
+            SlotEnd::Done => {}
             SlotEnd::Interrupted(signal) => return Ok(Some(signal)),
             SlotEnd::Stop(why) => {
                 stop = Some(why);
@@ -143,8 +147,7 @@ pub fn run_block(
 
 /// One execution of a block on this node: where its records go and what
 /// each record says of the hosts.
-struct BlockRun<'a> {
-    plan: &'a SealedPlan,
+struct BlockRun {
     /// The execution's directory in the spool.
     dir: PathBuf,
     host: String,
@@ -154,70 +157,33 @@ struct BlockRun<'a> {
     runs: u32,
 }
 
-/// How a slot's attempts ended.
-enum SlotEnd {
-    /// Its final attempt is written; the block goes on.
-    Next,
-    /// The block stops here (a gate abort, `on_run_failure = "stop"`).
-    Stop(String),
-    /// A signal: the execution ends without `done.json`.
-    Interrupted(i32),
-}
+/// A node writes each attempt into its execution's spool directory, with
+/// the hosts the coordinator stores with it, and ends the execution on a
+/// signal as soon as the attempt in flight is written.
+impl Attempts for BlockRun {
+    fn keep(&mut self, executed: Executed, is_final: bool) -> anyhow::Result<()> {
+        let mut record = executed.record;
+        record.host = Some(self.host.clone());
+        record.server_host = self.server_host.clone();
+        let attempt = record.attempt;
+        let slot = record.slot.slot;
+        spool::write_json(
+            &Spool::run_path(&self.dir, slot, attempt),
+            &SpooledRun {
+                record,
+                is_final,
+                histogram: executed.histogram.map(|h| {
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::STANDARD.encode(h)
+                }),
+                profile_svg: executed.profile_svg,
+            },
+        )?;
+        self.runs += 1;
+        Ok(())
+    }
 
-impl BlockRun<'_> {
-    /// Runs `slot` from `attempt` until the rerun policy is done with it,
-    /// writing every attempt's record into the spool.
-    fn slot(
-        &mut self,
-        executor: &mut LocalExecutor<'_>,
-        slot: &Slot,
-        mut attempt: u32,
-    ) -> anyhow::Result<SlotEnd> {
-        let mut rerun_reason = (attempt > 0).then(|| "resumed after an earlier attempt".to_owned());
-        loop {
-            let executed = match executor.run(slot, attempt, rerun_reason.clone()) {
-                Ok(e) => e,
-                Err(Halt::Interrupted(signal)) => return Ok(SlotEnd::Interrupted(signal)),
-                Err(Halt::GateAbort(why)) => return Ok(SlotEnd::Stop(why)),
-                Err(Halt::Broken(e)) => return Err(e),
-            };
-            let mut record = executed.record;
-            record.host = Some(self.host.clone());
-            record.server_host = self.server_host.clone();
-            let next = policy::after_attempt(record.status, attempt, &self.plan.spec.gates);
-            let reason = record.reason.clone();
-            spool::write_json(
-                &Spool::run_path(&self.dir, slot.slot, attempt),
-                &SpooledRun {
-                    record,
-                    is_final: next.is_final(),
-                    histogram: executed.histogram.map(|h| {
-                        use base64::Engine as _;
-                        base64::engine::general_purpose::STANDARD.encode(h)
-                    }),
-                    profile_svg: executed.profile_svg,
-                },
-            )?;
-            self.runs += 1;
-            if let Some(signal) = self.interrupt.signal() {
-                return Ok(SlotEnd::Interrupted(signal));
-            }
-            match next {
-                Next::Rerun => {
-                    rerun_reason = reason.map(|r| format!("attempt {attempt} failed: {r}"));
-                    attempt += 1;
-                }
-                Next::Continue => return Ok(SlotEnd::Next),
-                Next::Stop => {
-                    return Ok(SlotEnd::Stop(format!(
-                        "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
-                        slot.slot,
-                        slot.workload,
-                        slot.arm,
-                        reason.unwrap_or_default()
-                    )));
-                }
-            }
-        }
+    fn signal(&self) -> Option<i32> {
+        self.interrupt.signal()
     }
 }

@@ -20,7 +20,7 @@
 //! of an execution whose node died are kept as evidence but never stored.
 
 use crate::plan::seal::SealedPlan;
-use crate::run::RunRecord;
+use crate::record::RunRecord;
 use anyhow::Context;
 use blocklab_store::CampaignId;
 use serde::de::DeserializeOwned;

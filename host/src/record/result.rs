@@ -2,6 +2,7 @@
 //! process boundary from worker to supervisor, and [`RunRecord`], one stored
 //! attempt of one slot (the result with the gates and telemetry around it).
 
+use crate::statistic::{MeasureMode, Statistic};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -222,7 +223,7 @@ pub struct RunResult {
     /// `grpc-go 1.33.0 / go1.19.8`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
-    pub mode: crate::plan::spec::MeasureMode,
+    pub mode: MeasureMode,
     pub workers: u32,
     pub seed: u64,
     /// Warmup transactions performed (in window mode, counted).
@@ -278,7 +279,7 @@ pub struct RunResult {
     pub batches: Option<super::batches::Batches>,
     /// Profiled runs (`--profile`): the sampler's figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<super::profile::ProfileInfo>,
+    pub profile: Option<crate::record::profile::ProfileInfo>,
     /// The profile's flamegraph SVG; kept beside the run in the store and
     /// omitted from printed results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -292,10 +293,78 @@ pub struct RunResult {
     /// (`measure.counters`); a run that has them is counted, and its
     /// timing statistics are not reported (docs/method.md, "Counted runs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counts: Option<super::counters::Counts>,
+    pub counts: Option<super::counts::Counts>,
 }
 
 impl RunResult {
+    /// The value of statistic `s` in this run: the one place a statistic is
+    /// read off a run. A figure the run has not got (window figures of a
+    /// transaction-mode run, open-loop ones of a closed-loop run, per-record
+    /// figures with no records) is 0, which the effects report as missing.
+    pub fn value(&self, s: Statistic) -> f64 {
+        let window = self.window.unwrap_or_default();
+        let open_loop = self.open_loop.as_ref();
+        match s {
+            Statistic::MeanLatency => self.latency_us.mean,
+            Statistic::P50Latency => self.latency_us.p50,
+            Statistic::P99Latency => self.latency_us.p99,
+            Statistic::Throughput => self.throughput_per_s,
+            Statistic::CpuMeasured => self.cpu.measured_us_per_txn,
+            Statistic::CpuProcess => self.cpu.process_us_per_txn,
+            Statistic::AllocBytes => self.alloc.bytes_per_txn,
+            Statistic::Allocs => self.alloc.allocs_per_txn,
+            Statistic::RecordsPerS => window.records_per_s,
+            Statistic::BytesPerS => window.bytes_per_s,
+            Statistic::AckP50Latency => window.ack_latency_us.map_or(0.0, |l| l.p50),
+            Statistic::AckP99Latency => window.ack_latency_us.map_or(0.0, |l| l.p99),
+            Statistic::WritesPerRecord => {
+                self.per_record(self.client_runtime.map_or(0.0, |c| c.sockets.writes as f64))
+            }
+            Statistic::CpuPerRecord => {
+                self.per_record(self.cpu.measured_us_per_txn * self.measured as f64)
+            }
+            Statistic::ServiceMeanLatency => open_loop.map_or(0.0, |o| o.service_us.mean),
+            Statistic::ServiceP99Latency => open_loop.map_or(0.0, |o| o.service_us.p99),
+            Statistic::AchievedRate => open_loop.map_or(0.0, |o| o.achieved_per_s),
+            Statistic::LateStarts => open_loop
+                .filter(|o| o.scheduled > 0)
+                .map_or(0.0, |o| o.late as f64 / o.scheduled as f64),
+            Statistic::BatchMedianLatency => self
+                .batches
+                .as_ref()
+                .and_then(|b| b.median_of_means_us())
+                .unwrap_or(0.0),
+            Statistic::NetMeanLatency => self
+                .batches
+                .as_ref()
+                .and_then(|b| b.net_mean_us())
+                .unwrap_or(0.0),
+            Statistic::InstructionsPerTxn => self.counts.map_or(0.0, |c| c.instructions_per_txn),
+            Statistic::CyclesPerTxn => self.counts.and_then(|c| c.cycles_per_txn).unwrap_or(0.0),
+            Statistic::InstructionsPerRecord => {
+                self.per_record(self.counts.map_or(0.0, |c| c.instructions as f64))
+            }
+        }
+    }
+
+    /// `total` over the records acknowledged in the window; 0 (an effect
+    /// reported as missing) for a run with none.
+    fn per_record(&self, total: f64) -> f64 {
+        match self.window {
+            Some(w) if w.records > 0 => total / w.records as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// Every statistic of `mode` read off this run, by name (the web UI
+    /// plots these rather than knowing how each is computed).
+    pub fn values(&self, statistics: &[Statistic]) -> BTreeMap<String, f64> {
+        statistics
+            .iter()
+            .map(|&s| (s.name().to_owned(), self.value(s)))
+            .collect()
+    }
+
     /// A short human-readable summary, one figure per line.
     pub fn summary(&self) -> String {
         let l = &self.latency_us;
@@ -453,6 +522,64 @@ pub enum RunStatus {
     Failed,
 }
 
+/// Why an attempt repeats an earlier one. Stored (records, reports, the
+/// API) as its sentence, today's stable form, which reads back into the
+/// same variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RerunReason {
+    /// The campaign was resumed and this slot had attempts from before: a
+    /// later attempt, run apart in time from the rest of its block.
+    Resumed,
+    /// The attempt before it failed, for this reason.
+    Failed { attempt: u32, reason: String },
+    /// A sentence this build does not write (kept as it was stored).
+    Other(String),
+}
+
+/// How [`RerunReason::Resumed`] reads.
+const RESUMED: &str = "resumed after an earlier attempt";
+
+impl std::fmt::Display for RerunReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RerunReason::Resumed => f.write_str(RESUMED),
+            RerunReason::Failed { attempt, reason } => {
+                write!(f, "attempt {attempt} failed: {reason}")
+            }
+            RerunReason::Other(text) => f.write_str(text),
+        }
+    }
+}
+
+impl RerunReason {
+    /// The reason a stored sentence gives.
+    pub fn parse(text: &str) -> RerunReason {
+        if text == RESUMED {
+            return RerunReason::Resumed;
+        }
+        let failed = text.strip_prefix("attempt ").and_then(|rest| {
+            let (n, reason) = rest.split_once(" failed: ")?;
+            Some(RerunReason::Failed {
+                attempt: n.parse().ok()?,
+                reason: reason.to_owned(),
+            })
+        });
+        failed.unwrap_or_else(|| RerunReason::Other(text.to_owned()))
+    }
+}
+
+impl Serialize for RerunReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for RerunReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RerunReason, D::Error> {
+        Ok(RerunReason::parse(&String::deserialize(d)?))
+    }
+}
+
 /// One stored attempt of one slot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -464,7 +591,7 @@ pub struct RunRecord {
     pub reason: Option<String>,
     /// Why this attempt repeats an earlier one.
     #[serde(default)]
-    pub rerun_reason: Option<String>,
+    pub rerun_reason: Option<RerunReason>,
     #[serde(default)]
     pub result: Option<RunResult>,
     pub quiescence: super::gates::Quiescence,
@@ -525,6 +652,23 @@ impl RunRecord {
 mod tests {
     use super::*;
     use crate::plan::spec::Arrival;
+
+    #[test]
+    fn a_rerun_reason_is_stored_as_its_sentence_and_reads_back() {
+        let failed = RerunReason::Failed {
+            attempt: 2,
+            reason: "worker exited: boom: again".into(),
+        };
+        for (reason, text) in [
+            (RerunReason::Resumed, "resumed after an earlier attempt"),
+            (failed, "attempt 2 failed: worker exited: boom: again"),
+            (RerunReason::Other("by hand".into()), "by hand"),
+        ] {
+            let json = serde_json::to_string(&reason).unwrap();
+            assert_eq!(json, serde_json::to_string(text).unwrap());
+            assert_eq!(serde_json::from_str::<RerunReason>(&json).unwrap(), reason);
+        }
+    }
 
     #[test]
     fn a_run_is_short_when_scheduled_starts_went_unstarted_not_when_poisson_drew_few() {

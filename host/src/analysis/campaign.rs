@@ -3,18 +3,19 @@
 //! diagnostic, the gates' verdict, the limits), and the sequential rule's
 //! check that the supervisor calls after each block.
 
-use super::format::pct;
 use super::model::{
     AbsoluteRow, EffectRow, GateSummary, Intervals, LinkRow, MissingEffect, PositionRow, Report,
     RunRow, STEAL_MIN_TICKS,
 };
-use super::statistics::{Statistic, statistics, workload_statistics};
+use super::statistics::{statistics, workload_statistics};
+use super::words::pct;
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
 use crate::plan::spec::PlanSpec;
-use crate::run::gates::Environment;
-use crate::run::supervisor::SequentialStop;
-use crate::run::{RunRecord, RunResult, RunStatus};
+use crate::record::SequentialStop;
+use crate::record::gates::Environment;
+use crate::record::{RunRecord, RunResult, RunStatus};
+use crate::statistic::{MeasureMode, Statistic};
 use crate::stats::{self, Effect, Method, Simultaneous};
 use blocklab_store::{CampaignId, CampaignMeta};
 use std::collections::BTreeMap;
@@ -54,10 +55,10 @@ pub(super) fn ok_runs<'a>(
 fn paired(
     arm: &BTreeMap<u32, &RunResult>,
     base: &BTreeMap<u32, &RunResult>,
-    s: &Statistic,
+    s: Statistic,
 ) -> (Vec<f64>, Vec<f64>) {
     arm.iter()
-        .filter_map(|(b, r)| Some(((s.of)(r), (s.of)(base.get(b)?))))
+        .filter_map(|(b, r)| Some((r.value(s), base.get(b)?.value(s))))
         .unzip()
 }
 
@@ -129,8 +130,8 @@ fn blocks_run(finals: &BTreeMap<u32, &RunRecord>, workload: &str) -> usize {
 
 /// The sequential rule after block `block` (from 0) of `workload`: stop when
 /// every primary effect's interval at this look is within the target, or
-/// when the maximum is reached; `None` to go on. Passed to the supervisor as
-/// its [`crate::run::supervisor::BlockCheck`].
+/// when the maximum is reached; `None` to go on. The supervisor calls it
+/// after each block's last run.
 pub fn sequential_check(
     plan: &SealedPlan,
     records: &[RunRecord],
@@ -155,12 +156,12 @@ pub fn sequential_check(
         let reference = spec.reference_of(arm);
         for s in workload_statistics(spec, workload)
             .into_iter()
-            .filter(|s| primary.iter().any(|p| p == s.name))
+            .filter(|s| primary.contains(s))
         {
             let half = match (ok.get(arm.name.as_str()), ok.get(reference)) {
                 (Some(a), Some(b)) => {
                     let (a, b) = paired(a, b, s);
-                    stats::paired_effect(&a, &b, s.lower_is_better, 1, 0, Method::StudentT, level)
+                    stats::paired_effect(&a, &b, s.lower_is_better(), 1, 0, Method::StudentT, level)
                         .ok()
                         .map(|e| e.ci_high / e.ratio - 1.0)
                 }
@@ -172,7 +173,7 @@ pub fn sequential_check(
                 (Some(h), Some(w)) => h >= w,
             };
             if wider {
-                widest = (format!("{} / {}", arm.name, s.name), half);
+                widest = (format!("{} / {s}", arm.name), half);
             }
         }
     }
@@ -370,12 +371,12 @@ fn absolutes(
         .into_iter()
         .filter(|_| !runs.is_empty())
         .map(|s| {
-            let values: Vec<f64> = runs.values().map(|r| (s.of)(r)).collect();
+            let values: Vec<f64> = runs.values().map(|r| r.value(s)).collect();
             AbsoluteRow {
                 workload: workload.to_owned(),
                 arm: arm.to_owned(),
-                statistic: s.name.into(),
-                unit: s.unit.into(),
+                statistic: s,
+                unit: s.unit().into(),
                 median: stats::median(&values),
                 runs: values.len(),
             }
@@ -397,7 +398,7 @@ impl Pair<'_> {
     fn effect(
         &self,
         spec: &PlanSpec,
-        s: &Statistic,
+        s: Statistic,
         level: f64,
     ) -> Result<EffectRow, MissingEffect> {
         let boot = &spec.bootstrap;
@@ -405,7 +406,7 @@ impl Pair<'_> {
         match stats::paired_effect(
             &a,
             &b,
-            s.lower_is_better,
+            s.lower_is_better(),
             boot.resamples,
             boot.seed.unwrap_or(spec.seed),
             boot.method,
@@ -421,7 +422,7 @@ impl Pair<'_> {
                 workload: self.workload.to_owned(),
                 arm: self.arm.to_owned(),
                 baseline: self.baseline.to_owned(),
-                statistic: s.name.into(),
+                statistic: s,
                 ratio,
                 ci_low,
                 ci_high,
@@ -432,7 +433,7 @@ impl Pair<'_> {
             Err(e) => Err(MissingEffect {
                 workload: self.workload.to_owned(),
                 arm: self.arm.to_owned(),
-                statistic: s.name.into(),
+                statistic: s.name().into(),
                 reason: e.to_string(),
             }),
         }
@@ -471,7 +472,7 @@ fn positions(
                 complete.iter().position(|b| *b == r.slot.block)?,
                 r.slot.position as usize,
                 arm_index[r.slot.arm.as_str()],
-                (workload_statistics(spec, workload)[0].of)(result),
+                result.value(workload_statistics(spec, workload)[0]),
             ))
         })
         .collect();
@@ -559,10 +560,7 @@ fn run_rows(spec: &PlanSpec, records: &[RunRecord]) -> Vec<RunRow> {
             result.workload = r.slot.workload.clone();
             result.arm = r.slot.arm.clone();
             result.histogram = None;
-            let values = super::statistics::values(spec, &result)
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect();
+            let values = result.values(&spec.compared_statistics());
             // Kept in the store; the report carries what they give.
             result.batches = None;
             RunRow {
@@ -642,10 +640,10 @@ fn limits(
         "No outliers were removed. Latency is closed-loop per transaction, including retries.".into(),
         "CPU through shutdown (E−A) includes startup, fixture, warmup and teardown; host heap figures count the blocklab process's Rust heap only (not plugin linear memory, not native libraries).".into(),
     ];
-    if spec.measure.mode == crate::plan::spec::MeasureMode::Rate {
+    if spec.measure.mode == MeasureMode::Rate {
         out[1] = "No outliers were removed. Open loop: transactions start on a schedule at the offered rate, latency counts from each one's intended start (queueing behind a slow one included) and service latency from its actual start; a run whose achieved rate fell short of the offered one measured a queue, not the offered load.".into();
     }
-    if spec.measure.mode == crate::plan::spec::MeasureMode::Window {
+    if spec.measure.mode == MeasureMode::Window {
         out.push("Window mode: throughput counts the records the server acknowledged during the measured window (acks of records sent in warmup included, records in flight at its end excluded); ack latency runs from a batch's send to the first ack covering it, as the workload saw it.".into());
     }
     if spec
@@ -665,7 +663,11 @@ fn limits(
     if spec.workers == 1 {
         out.push("One worker: batching and contention under concurrency were not tested.".into());
     }
-    if spec.arms.iter().all(|a| a.target.kind() == "embedded") {
+    if spec
+        .arms
+        .iter()
+        .all(|a| matches!(a.target, crate::target::TargetSpec::Embedded(_)))
+    {
         out.push("Every arm used the embedded target: no network and no server; the figures measure client-side work only.".into());
     }
     if let Some(p) = placement
@@ -683,9 +685,7 @@ fn limits(
 
 /// CPU steal over runs: pooled (all steal ticks over all ticks) and the
 /// highest of one run among runs of at least [`STEAL_MIN_TICKS`], percent.
-pub(super) fn steal<'a>(
-    runs: impl Iterator<Item = &'a crate::run::gates::Telemetry>,
-) -> (f64, f64) {
+pub fn steal<'a>(runs: impl Iterator<Item = &'a crate::record::gates::Telemetry>) -> (f64, f64) {
     let (mut steal, mut ticks, mut max) = (0u64, 0u64, 0.0f64);
     for t in runs {
         steal += t.steal_ticks;

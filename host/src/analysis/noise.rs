@@ -4,8 +4,8 @@
 //! of a block, and between blocks, with what a run costs; the planner
 //! (`blocklab calibrate`, `blocklab plan --target`) sizes designs from these.
 
-use crate::run::batches::Batches;
-use crate::run::{RunRecord, RunResult, RunStatus};
+use crate::record::batches::Batches;
+use crate::record::{RunRecord, RunResult, RunStatus};
 use crate::stats::levels::{self, Costs, Levels};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -6,10 +6,11 @@
 //! late); and which statistics the sample supports at all.
 
 use super::model::{Direction, EffectRow, RunRow, StatisticRow, Verdict};
-use super::statistics::{Statistic, statistics};
+use super::statistics::{TableEntry, statistics};
 use crate::plan::spec::PlanSpec;
-use crate::run::RunStatus;
-use crate::run::result::OpenLoop;
+use crate::record::RunStatus;
+use crate::record::result::{OpenLoop, RerunReason};
+use crate::statistic::{Statistic, Worse};
 use crate::stats;
 use blocklab_store::{CampaignMeta, CampaignStatus};
 use std::collections::BTreeMap;
@@ -57,12 +58,11 @@ pub(super) fn statistic_rows(spec: &PlanSpec, runs: &[RunRow]) -> Vec<StatisticR
         .into_iter()
         .map(|stat| {
             let reason = stat
-                .percentile
+                .percentile()
                 .zip(samples)
                 .and_then(|(p, n)| stats::percentile_unsupported(p, n));
             StatisticRow {
-                stat,
-                headline: super::statistics::is_headline(spec, stat),
+                stat: TableEntry::of(spec, stat),
                 supported: reason.is_none(),
                 reason,
             }
@@ -81,7 +81,7 @@ pub(super) fn verdicts(
     let primary = spec.primary_statistics();
     let Some(row) = primary
         .first()
-        .and_then(|p| rows.iter().find(|r| r.name == p.as_str()))
+        .and_then(|p| rows.iter().find(|r| r.name == *p))
     else {
         return Vec::new();
     };
@@ -91,7 +91,7 @@ pub(super) fn verdicts(
             .iter()
             .filter(|e| e.workload == w.name && e.statistic == row.name)
         {
-            let mut v = verdict(row.stat, e, spec.blocks);
+            let mut v = verdict(row.name, e, spec.blocks);
             v.warnings.extend(run_warnings(runs, e));
             if let Some(reason) = &row.reason {
                 v.warnings
@@ -120,7 +120,7 @@ fn factor(x: f64) -> String {
 
 /// The verdict an effect gives on its own: direction, words and the
 /// weak-evidence warning.
-pub(super) fn verdict(stat: &Statistic, e: &EffectRow, blocks_planned: usize) -> Verdict {
+pub(super) fn verdict(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> Verdict {
     let (direction, text) = sentence(stat, e, blocks_planned);
     let mut warnings = Vec::new();
     let weak = e.blocks < WEAK_BLOCKS;
@@ -138,7 +138,7 @@ pub(super) fn verdict(stat: &Statistic, e: &EffectRow, blocks_planned: usize) ->
         workload: e.workload.clone(),
         arm: e.arm.clone(),
         baseline: e.baseline.clone(),
-        statistic: e.statistic.clone(),
+        statistic: e.statistic,
         ratio: e.ratio,
         lo: e.ci_low,
         hi: e.ci_high,
@@ -152,13 +152,13 @@ pub(super) fn verdict(stat: &Statistic, e: &EffectRow, blocks_planned: usize) ->
 }
 
 /// Which way an effect goes and the sentence that says so.
-fn sentence(stat: &Statistic, e: &EffectRow, blocks_planned: usize) -> (Direction, String) {
-    let super::statistics::Worse {
+fn sentence(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> (Direction, String) {
+    let Worse {
         ratio: worse,
         lo,
         hi,
-    } = super::statistics::Worse::of(stat.lower_is_better, e.ratio, e.ci_low, e.ci_high);
-    let speed = stat.name.contains("latency") || !stat.lower_is_better;
+    } = Worse::of(stat.lower_is_better(), e.ratio, e.ci_low, e.ci_high);
+    let speed = stat.name().contains("latency") || !stat.lower_is_better();
     let (arm, base) = (&e.arm, &e.baseline);
     let blocks = format!("{} of {blocks_planned} blocks", e.blocks);
     if e.blocks <= 1 {
@@ -166,14 +166,14 @@ fn sentence(stat: &Statistic, e: &EffectRow, blocks_planned: usize) -> (Directio
             Direction::NoDifference,
             format!(
                 "{arm} measured {:.3} times {base} on `{}` in one block: no interval, {blocks}",
-                e.ratio, stat.name
+                e.ratio, stat
             ),
         )
     } else if lo > 1.0 {
         let words = if speed {
             format!("is {} slower than", factor(worse))
         } else {
-            format!("uses {} more `{}` than", factor(worse), stat.name)
+            format!("uses {} more `{}` than", factor(worse), stat)
         };
         (
             Direction::Slower,
@@ -187,7 +187,7 @@ fn sentence(stat: &Statistic, e: &EffectRow, blocks_planned: usize) -> (Directio
         let words = if speed {
             format!("is {} faster than", factor(1.0 / worse))
         } else {
-            format!("uses {} less `{}` than", factor(1.0 / worse), stat.name)
+            format!("uses {} less `{}` than", factor(1.0 / worse), stat)
         };
         (
             Direction::Faster,
@@ -262,11 +262,7 @@ pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
     out.extend(open_loop_warnings(&ok));
     let resumed = all
         .iter()
-        .filter(|r| {
-            r.rerun_reason
-                .as_deref()
-                .is_some_and(|x| x.starts_with("resumed"))
-        })
+        .filter(|r| r.rerun_reason == Some(RerunReason::Resumed))
         .count();
     if resumed > 0 {
         out.push(format!(
@@ -332,14 +328,9 @@ fn open_loop_warnings(ok: &[&&RunRow]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::statistics::{STATISTICS, WINDOW_STATISTICS};
 
-    fn stat(name: &str) -> &'static Statistic {
-        STATISTICS
-            .iter()
-            .chain(WINDOW_STATISTICS)
-            .find(|s| s.name == name)
-            .unwrap()
+    fn stat(name: &str) -> Statistic {
+        name.parse().unwrap()
     }
 
     fn effect(statistic: &str, ratio: f64, lo: f64, hi: f64, blocks: usize) -> EffectRow {
@@ -347,7 +338,7 @@ mod tests {
             workload: "get100".into(),
             arm: "wasm".into(),
             baseline: "builtin".into(),
-            statistic: statistic.into(),
+            statistic: statistic.parse().unwrap(),
             ratio,
             ci_low: lo,
             ci_high: hi,
@@ -475,7 +466,7 @@ mod tests {
             oom_kills: None,
             link: None,
             values: BTreeMap::new(),
-            result: crate::run::RunResult {
+            result: crate::record::RunResult {
                 workload: "get100".into(),
                 arm: arm.into(),
                 measured: 1000,
@@ -513,9 +504,12 @@ mod tests {
         runs[3].steal_pct = 4.5;
         // Slot 4 was killed and resumed; slot 5 failed once and was rerun.
         let mut resumed = row(4, "builtin", 1);
-        resumed.rerun_reason = Some("resumed after an earlier attempt".into());
+        resumed.rerun_reason = Some(RerunReason::Resumed);
         let mut rerun = row(5, "wasm", 1);
-        rerun.rerun_reason = Some("attempt 0 failed: boom".into());
+        rerun.rerun_reason = Some(RerunReason::Failed {
+            attempt: 0,
+            reason: "boom".into(),
+        });
         runs[5].status = RunStatus::Failed;
         runs.extend([resumed, rerun]);
         let w = run_warnings(&runs, &e).join("\n");

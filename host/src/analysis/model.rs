@@ -3,13 +3,15 @@
 //! (docs/reports.md).
 
 use super::calibration::Calibration;
-use super::statistics::Statistic;
+use super::statistics::TableEntry;
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
-use crate::run::gates::Environment;
-use crate::run::link::{LinkRun, NetworkRecord};
-use crate::run::supervisor::SequentialStop;
-use crate::run::{RunResult, RunStatus};
+use crate::record::SequentialStop;
+use crate::record::gates::Environment;
+use crate::record::link::{LinkRun, NetworkRecord};
+use crate::record::result::RerunReason;
+use crate::record::{RunResult, RunStatus};
+use crate::statistic::Statistic;
 use crate::stats::{Method, Simultaneous};
 use blocklab_store::CampaignMeta;
 use serde::{Deserialize, Serialize};
@@ -21,7 +23,7 @@ pub struct EffectRow {
     pub workload: String,
     pub arm: String,
     pub baseline: String,
-    pub statistic: String,
+    pub statistic: Statistic,
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
@@ -54,7 +56,7 @@ pub struct Verdict {
     pub workload: String,
     pub arm: String,
     pub baseline: String,
-    pub statistic: String,
+    pub statistic: Statistic,
     /// The effect's ratio arm/baseline of the statistic and its interval.
     pub ratio: f64,
     pub lo: f64,
@@ -73,41 +75,20 @@ pub struct Verdict {
 /// A row of the statistics table with whether the campaign's sample
 /// supports it (a tail percentile needs enough samples per run; a maximum
 /// never estimates anything).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct StatisticRow {
-    pub stat: &'static Statistic,
-    /// The plan's choice (`statistics.headline`) where it made one, else
-    /// the table's.
-    pub headline: bool,
+    #[serde(flatten)]
+    pub stat: TableEntry,
     pub supported: bool,
     /// Why not, when not supported.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
-/// The table's fields in its own order with `headline` the plan's, so a
-/// report of a plan without `[statistics]` reads as before.
-impl Serialize for StatisticRow {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap as _;
-        let s = self.stat;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("name", s.name)?;
-        map.serialize_entry("unit", s.unit)?;
-        map.serialize_entry("lower_is_better", &s.lower_is_better)?;
-        map.serialize_entry("headline", &self.headline)?;
-        map.serialize_entry("column", &s.column)?;
-        map.serialize_entry("supported", &self.supported)?;
-        if let Some(reason) = &self.reason {
-            map.serialize_entry("reason", reason)?;
-        }
-        map.end()
-    }
-}
-
 impl std::ops::Deref for StatisticRow {
-    type Target = Statistic;
-    fn deref(&self) -> &Statistic {
-        self.stat
+    type Target = TableEntry;
+    fn deref(&self) -> &TableEntry {
+        &self.stat
     }
 }
 
@@ -141,7 +122,7 @@ pub struct MissingEffect {
 pub struct AbsoluteRow {
     pub workload: String,
     pub arm: String,
-    pub statistic: String,
+    pub statistic: Statistic,
     pub unit: String,
     pub median: f64,
     pub runs: usize,
@@ -168,7 +149,7 @@ pub struct RunRow {
     pub attempt: u32,
     pub status: RunStatus,
     pub reason: Option<String>,
-    pub rerun_reason: Option<String>,
+    pub rerun_reason: Option<RerunReason>,
     pub gate_flagged: bool,
     /// Wall time of the whole run as the supervisor saw it (spawn to exit),
     /// seconds; the gate's wait is not included.

@@ -5,13 +5,14 @@
 //! over blocks; the paired ratio at a rate is that workload's effect, which
 //! the analysis already computed.
 
-use super::analysis::ok_runs;
-use super::format::fmt_value;
+use super::campaign::ok_runs;
 use super::model::{Curve, CurvePoint, EffectRow, Estimate, SloRow};
 use super::statistics::statistics;
+use super::words::fmt_value;
 use crate::limits::show;
 use crate::plan::spec::{PlanSpec, Slo, WorkloadSpec};
-use crate::run::{RunRecord, RunResult};
+use crate::record::{RunRecord, RunResult};
+use crate::statistic::Statistic;
 use crate::stats;
 use std::collections::BTreeMap;
 
@@ -48,12 +49,8 @@ fn sweeps(spec: &PlanSpec) -> Vec<Sweep<'_>> {
 
 /// The median over blocks of `of` and its interval at the plan's level;
 /// `None` without runs.
-fn estimate(
-    spec: &PlanSpec,
-    runs: &BTreeMap<u32, &RunResult>,
-    of: fn(&RunResult) -> f64,
-) -> Option<Estimate> {
-    let values: Vec<f64> = runs.values().map(|r| of(r)).collect();
+fn estimate(spec: &PlanSpec, runs: &BTreeMap<u32, &RunResult>, s: Statistic) -> Option<Estimate> {
+    let values: Vec<f64> = runs.values().map(|r| r.value(s)).collect();
     let boot = &spec.bootstrap;
     let (median, lo, hi) = stats::median_interval(
         &values,
@@ -65,7 +62,7 @@ fn estimate(
 }
 
 /// Runs marked short: more of their scheduled starts never began than
-/// [`crate::run::result::OpenLoop::SHORT_FRACTION`] allows.
+/// [`crate::record::result::OpenLoop::SHORT_FRACTION`] allows.
 fn short_runs(runs: &BTreeMap<u32, &RunResult>) -> usize {
     runs.values()
         .filter(|r| r.open_loop.as_ref().is_some_and(|o| o.short))
@@ -127,13 +124,13 @@ fn point(
         workload: w.name.clone(),
         offered_per_s: rate,
         achieved_per_s: stats::median(&achieved),
-        p50_latency_us: estimate(spec, runs, |r| r.latency_us.p50)?,
-        p99_latency_us: estimate(spec, runs, |r| r.latency_us.p99)?,
+        p50_latency_us: estimate(spec, runs, Statistic::P50Latency)?,
+        p99_latency_us: estimate(spec, runs, Statistic::P99Latency)?,
         runs: runs.len(),
         short_runs: short_runs(runs),
         p99_ratio: effects
             .iter()
-            .find(|e| e.workload == w.name && e.arm == arm && e.statistic == "p99_latency")
+            .find(|e| e.workload == w.name && e.arm == arm && e.statistic == Statistic::P99Latency)
             .cloned(),
     })
 }
@@ -145,7 +142,7 @@ pub(super) fn slo_rows(spec: &PlanSpec, finals: &BTreeMap<u32, &RunRecord>) -> V
     };
     let Some(stat) = statistics(spec)
         .into_iter()
-        .find(|s| s.name == slo.statistic.name())
+        .find(|s| *s == slo.statistic.statistic())
     else {
         return Vec::new();
     };
@@ -159,7 +156,7 @@ pub(super) fn slo_rows(spec: &PlanSpec, finals: &BTreeMap<u32, &RunRecord>) -> V
         for arm in &spec.arms {
             let checks = at.iter().map(|(rate, by_arm)| {
                 let runs = by_arm.get(arm.name.as_str());
-                (*rate, check(spec, &slo, stat.of, runs))
+                (*rate, check(spec, &slo, stat, runs))
             });
             out.push(search(&slo, sweep.base, &arm.name, checks));
         }
@@ -172,7 +169,7 @@ pub(super) fn slo_rows(spec: &PlanSpec, finals: &BTreeMap<u32, &RunRecord>) -> V
 fn check(
     spec: &PlanSpec,
     slo: &Slo,
-    of: fn(&RunResult) -> f64,
+    stat: Statistic,
     runs: Option<&BTreeMap<u32, &RunResult>>,
 ) -> Result<f64, String> {
     let Some(runs) = runs.filter(|r| !r.is_empty()) else {
@@ -185,7 +182,7 @@ fn check(
             runs.len()
         ));
     }
-    let e = estimate(spec, runs, of).ok_or("no successful runs at this rate")?;
+    let e = estimate(spec, runs, stat).ok_or("no successful runs at this rate")?;
     let (upper, median) = (e.hi / 1e3, e.median / 1e3);
     if upper > slo.max_ms {
         return Err(format!(

@@ -1,0 +1,434 @@
+//! Campaign against campaign (docs/reports.md, "Comparing campaigns"): for
+//! each (workload, arm, statistic) both campaigns measured, the ratio of B
+//! to A with an unpaired bootstrap interval over the blocks of each
+//! ([`crate::stats::unpaired_change`]); the differences between their
+//! sealed plans; and whether their baselines are the same arm with the same
+//! code. `report::compare` renders it for the terminal and as markdown; the
+//! JSON is the serde form.
+
+use super::Report;
+use super::statistics::statistics;
+use crate::plan::identity::PlanFamily;
+use crate::plan::seal::SealedPlan;
+use crate::plan::spec::ArmSpec;
+use crate::plugin::source::PluginSource;
+use crate::record::RunStatus;
+use crate::statistic::Worse;
+use crate::stats::{self, CHANGE_RESAMPLES, DEFAULT_LEVEL};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The coverage of every change interval. Not adjusted for the number of
+/// rows: the gate's rule (docs/ci.md) asks for a whole interval beyond its
+/// threshold, which is already conservative.
+pub const CHANGE_LEVEL: f64 = DEFAULT_LEVEL;
+
+/// The bootstrap seed of the first row; row `i` uses this plus `i`, so a
+/// comparison recomputed from the store gives the same bits.
+const CHANGE_SEED: u64 = 0x6c61_6263_6f6d_7061;
+
+/// One of the two campaigns compared.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Side {
+    pub id: u64,
+    pub name: String,
+    pub status: String,
+    pub testbed: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    #[schema(value_type = String)]
+    pub family: PlanFamily,
+    pub plan_hash: String,
+    /// The plan's baseline arm and what identifies its code.
+    pub baseline: BaselineIdentity,
+}
+
+/// The baseline arm's name and, per workload, the hash of the code it ran
+/// (its plugin's sha256, the blocklab binary's for `builtin`, or its
+/// process client's spec).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct BaselineIdentity {
+    pub arm: String,
+    pub code: BTreeMap<String, String>,
+}
+
+/// Whether B's figure moved against A's, at [`CHANGE_LEVEL`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// The interval lies entirely on the better side of 1.
+    Better,
+    /// The interval lies entirely on the worse side of 1.
+    Worse,
+    /// The interval contains 1.
+    NoDetectableChange,
+}
+
+/// One arm's change in one statistic.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ChangeRow {
+    pub workload: String,
+    pub arm: String,
+    pub statistic: String,
+    pub unit: String,
+    pub lower_is_better: bool,
+    /// B over A (ratio of geometric means over blocks).
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub blocks_a: usize,
+    pub blocks_b: usize,
+    pub direction: Direction,
+}
+
+/// A shared (workload, arm, statistic) whose change could not be computed.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct MissingChange {
+    pub workload: String,
+    pub arm: String,
+    pub statistic: String,
+    pub reason: String,
+}
+
+/// One field that differs between the two sealed plans: `section` is the
+/// plan's top-level key (`measure`, `workloads`, `arms`, `gates`,
+/// `network`, `executor`, …, or `inputs` for code hashes), `path` the full
+/// field path with list entries named by their `name`; `a` or `b` is null
+/// where the field is absent.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct PlanDifference {
+    pub section: String,
+    pub path: String,
+    #[schema(value_type = Object)]
+    pub a: Value,
+    #[schema(value_type = Object)]
+    pub b: Value,
+}
+
+/// Everything `blocklab compare A B` says.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Comparison {
+    pub a: Side,
+    pub b: Side,
+    /// Coverage of each interval.
+    pub level: f64,
+    pub resamples: u32,
+    pub method: String,
+    pub changes: Vec<ChangeRow>,
+    pub missing: Vec<MissingChange>,
+    /// `workload/arm` measured by only one of the two.
+    pub only_in_a: Vec<String>,
+    pub only_in_b: Vec<String>,
+    /// Whether the two baselines are the same arm running the same code.
+    pub same_baseline: bool,
+    pub plan_differences: Vec<PlanDifference>,
+    /// What qualifies the comparison (different baselines, testbeds, plan
+    /// families or measure modes; unfinished campaigns), in words.
+    pub warnings: Vec<String>,
+}
+
+/// The code an arm runs for each workload: what makes two baselines the
+/// same.
+fn arm_code(plan: &SealedPlan, arm: &ArmSpec) -> BTreeMap<String, String> {
+    let spec = &plan.spec;
+    let hash_of = |key: &str| plan.inputs.get(key).cloned().unwrap_or_default();
+    spec.workloads
+        .iter()
+        .map(|w| {
+            let code = if let Some(client) = &arm.client {
+                format!(
+                    "process {}",
+                    serde_json::to_string(client).unwrap_or_default()
+                )
+            } else {
+                match spec.plugin_for(w, arm) {
+                    Ok(PluginSource::Builtin) => format!("builtin {}", hash_of("blocklab")),
+                    Ok(PluginSource::Wasm(path)) => {
+                        let mut text = hash_of(&path.display().to_string());
+                        for adapter in &arm.adapters {
+                            text += &format!(" + {}", hash_of(adapter));
+                        }
+                        text
+                    }
+                    Err(e) => format!("{e:#}"),
+                }
+            };
+            (w.name.clone(), code)
+        })
+        .collect()
+}
+
+fn side(report: &Report) -> Side {
+    let spec = &report.plan.spec;
+    let baseline = spec
+        .arms
+        .get(spec.baseline())
+        .map(|arm| BaselineIdentity {
+            arm: arm.name.clone(),
+            code: arm_code(&report.plan, arm),
+        })
+        .unwrap_or(BaselineIdentity {
+            arm: String::new(),
+            code: BTreeMap::new(),
+        });
+    Side {
+        id: report.campaign.id,
+        name: report.campaign.name.clone(),
+        status: report.campaign.status.label().to_owned(),
+        testbed: report.campaign.testbed.clone(),
+        tags: report.campaign.tags.clone(),
+        family: PlanFamily::of(spec),
+        plan_hash: report.plan.hash.clone(),
+        baseline,
+    }
+}
+
+/// Per (workload, arm): each block's value of every statistic, from the
+/// latest attempt of each slot when it succeeded.
+type BlockValues = BTreeMap<(String, String), BTreeMap<u32, BTreeMap<String, f64>>>;
+
+pub(super) fn block_values(report: &Report) -> BlockValues {
+    let mut latest: BTreeMap<u32, &crate::analysis::RunRow> = BTreeMap::new();
+    for row in &report.runs {
+        if latest
+            .get(&row.slot)
+            .is_none_or(|r| r.attempt < row.attempt)
+        {
+            latest.insert(row.slot, row);
+        }
+    }
+    let mut out = BlockValues::new();
+    for row in latest.values().filter(|r| r.status == RunStatus::Ok) {
+        out.entry((row.result.workload.clone(), row.result.arm.clone()))
+            .or_default()
+            .insert(row.block, row.values.clone());
+    }
+    out
+}
+
+/// Compares campaign `b` against campaign `a`.
+pub fn compare(a: &Report, b: &Report) -> Comparison {
+    let (side_a, side_b) = (side(a), side(b));
+    let pairs = |r: &Report| -> Vec<(String, String)> {
+        let spec = &r.plan.spec;
+        spec.workloads
+            .iter()
+            .flat_map(|w| {
+                spec.arms
+                    .iter()
+                    .map(|arm| (w.name.clone(), arm.name.clone()))
+            })
+            .collect()
+    };
+    let (pa, pb) = (pairs(a), pairs(b));
+    let name = |(w, arm): &(String, String)| format!("{w}/{arm}");
+    let only_in_a = pa.iter().filter(|p| !pb.contains(p)).map(name).collect();
+    let only_in_b = pb.iter().filter(|p| !pa.contains(p)).map(name).collect();
+    let shared: Vec<_> = pa.iter().filter(|p| pb.contains(p)).cloned().collect();
+    let (changes, missing) = change_rows(a, b, &shared);
+    let plan_differences = plan_differences(&a.plan, &b.plan);
+    let same_baseline = side_a.baseline == side_b.baseline;
+    let warnings = warnings(&side_a, &side_b);
+    Comparison {
+        a: side_a,
+        b: side_b,
+        level: CHANGE_LEVEL,
+        resamples: CHANGE_RESAMPLES,
+        method: "ratio of geometric means over blocks, B over A; percentile bootstrap resampling the blocks of each campaign independently (unpaired)".into(),
+        changes,
+        missing,
+        only_in_a,
+        only_in_b,
+        same_baseline,
+        plan_differences,
+        warnings,
+    }
+}
+
+/// The change of each shared (workload, arm) in every statistic both
+/// campaigns' modes compare, or why it could not be computed.
+fn change_rows(
+    a: &Report,
+    b: &Report,
+    shared: &[(String, String)],
+) -> (Vec<ChangeRow>, Vec<MissingChange>) {
+    let (va, vb) = (block_values(a), block_values(b));
+    let stats_b = statistics(&b.plan.spec);
+    let mut changes = Vec::new();
+    let mut missing = Vec::new();
+    let empty = BTreeMap::new();
+    for key in shared {
+        let (blocks_a, blocks_b) = (va.get(key).unwrap_or(&empty), vb.get(key).unwrap_or(&empty));
+        for s in statistics(&a.plan.spec)
+            .iter()
+            .filter(|s| stats_b.contains(s))
+        {
+            let pick = |blocks: &BTreeMap<u32, BTreeMap<String, f64>>| -> Vec<f64> {
+                blocks
+                    .values()
+                    .filter_map(|v| v.get(s.name()).copied())
+                    .collect()
+            };
+            let seed = CHANGE_SEED.wrapping_add((changes.len() + missing.len()) as u64);
+            match stats::unpaired_change(
+                &pick(blocks_a),
+                &pick(blocks_b),
+                CHANGE_RESAMPLES,
+                seed,
+                CHANGE_LEVEL,
+            ) {
+                Ok(c) => {
+                    let w = Worse::of(s.lower_is_better(), c.ratio, c.ci_low, c.ci_high);
+                    let direction = if w.lo > 1.0 {
+                        Direction::Worse
+                    } else if w.hi < 1.0 {
+                        Direction::Better
+                    } else {
+                        Direction::NoDetectableChange
+                    };
+                    changes.push(ChangeRow {
+                        workload: key.0.clone(),
+                        arm: key.1.clone(),
+                        statistic: s.name().into(),
+                        unit: s.unit().into(),
+                        lower_is_better: s.lower_is_better(),
+                        ratio: c.ratio,
+                        ci_low: c.ci_low,
+                        ci_high: c.ci_high,
+                        blocks_a: c.blocks_a,
+                        blocks_b: c.blocks_b,
+                        direction,
+                    });
+                }
+                Err(e) => missing.push(MissingChange {
+                    workload: key.0.clone(),
+                    arm: key.1.clone(),
+                    statistic: s.name().into(),
+                    reason: e.to_string(),
+                }),
+            }
+        }
+    }
+    (changes, missing)
+}
+
+/// What qualifies a comparison of `a` and `b`, in words.
+fn warnings(side_a: &Side, side_b: &Side) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if side_a.baseline.arm != side_b.baseline.arm {
+        warnings.push(format!(
+            "the baselines differ: campaign {} measured against `{}`, campaign {} against `{}`; each arm's change below is its own figure, but the campaigns' effects are against different arms and cannot be set side by side",
+            side_a.id, side_a.baseline.arm, side_b.id, side_b.baseline.arm
+        ));
+    } else if side_a.baseline.code != side_b.baseline.code {
+        warnings.push(format!(
+            "the baseline arm `{}` ran different code in the two campaigns (its plugin, client or blocklab build changed; see `inputs` among the plan differences): a change of the baseline itself is not a change of the arms against it",
+            side_a.baseline.arm
+        ));
+    }
+    if side_a.testbed != side_b.testbed {
+        warnings.push(format!(
+            "the testbeds differ (`{}` and `{}`): a change may be the machine's, not the code's",
+            side_a.testbed.as_deref().unwrap_or("unknown"),
+            side_b.testbed.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if side_a.family != side_b.family {
+        warnings.push(format!(
+            "the plan families differ (`{}` and `{}`): only the workloads, arms and statistics both measured are compared",
+            side_a.family, side_b.family
+        ));
+    }
+    for s in [side_a, side_b] {
+        if s.status != "finished" {
+            warnings.push(format!(
+                "campaign {} is {}, not finished: its figures are provisional",
+                s.id, s.status
+            ));
+        }
+    }
+    warnings
+}
+
+/// The fields that differ between two sealed plans: the plan's sections
+/// and the input hashes. Lists of named entries (workloads, arms) are
+/// matched by name, so a reordering is not a difference.
+pub fn plan_differences(a: &SealedPlan, b: &SealedPlan) -> Vec<PlanDifference> {
+    let json = |p: &SealedPlan| {
+        let mut v = serde_json::to_value(&p.spec).unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut v {
+            m.insert(
+                "inputs".into(),
+                serde_json::to_value(&p.inputs).unwrap_or(Value::Null),
+            );
+        }
+        v
+    };
+    let mut out = Vec::new();
+    diff("", &json(a), &json(b), &mut out);
+    out
+}
+
+fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<PlanDifference>) {
+    if a == b {
+        return;
+    }
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match (a, b) {
+        (Value::Object(ma), Value::Object(mb)) => {
+            let keys: std::collections::BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
+            for k in keys {
+                diff(
+                    &join(k),
+                    ma.get(k).unwrap_or(&Value::Null),
+                    mb.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        (Value::Array(xa), Value::Array(xb)) if named(xa) && named(xb) => {
+            let name_of = |v: &Value| v["name"].as_str().unwrap_or_default().to_owned();
+            let mut names: Vec<String> = xa.iter().map(name_of).collect();
+            names.extend(
+                xb.iter()
+                    .map(name_of)
+                    .filter(|n| !xa.iter().any(|v| name_of(v) == *n)),
+            );
+            for n in names {
+                let find = |xs: &[Value]| {
+                    xs.iter()
+                        .find(|v| name_of(v) == n)
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                };
+                diff(&format!("{path}[{n}]"), &find(xa), &find(xb), out);
+            }
+        }
+        _ => out.push(PlanDifference {
+            section: path.split(['.', '[']).next().unwrap_or_default().to_owned(),
+            path: path.to_owned(),
+            a: a.clone(),
+            b: b.clone(),
+        }),
+    }
+}
+
+/// A list whose entries are objects with a `name`.
+fn named(xs: &[Value]) -> bool {
+    !xs.is_empty() && xs.iter().all(|v| v["name"].is_string())
+}
+
+/// A plan value as the comparison's tables show it.
+pub fn short(v: &Value) -> String {
+    match v {
+        Value::Null => "—".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

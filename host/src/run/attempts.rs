@@ -1,0 +1,83 @@
+//! The attempt loop, the one home of reruns: a slot's attempts through any
+//! [`Executor`] until the rerun/stop policy ([`super::policy`]) is done
+//! with it. The local supervisor and a Slurm node both run slots here and
+//! differ only in where an attempt's record goes ([`Attempts`]), so a new
+//! executor only places an attempt.
+
+use super::executor::{Executed, Executor, Halt};
+use super::policy::{self, Next};
+use crate::plan::seal::Slot;
+use crate::plan::spec::GateSpec;
+use crate::record::result::RerunReason;
+
+/// How a slot's attempts ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotEnd {
+    /// Its final attempt is kept; the campaign or block goes on.
+    Done,
+    /// The campaign or block stops here (a gate abort, or a failure under
+    /// `gates.on_run_failure = "stop"`); the words say why.
+    Stop(String),
+    /// A signal: the attempt in flight was discarded, or one came after it.
+    Interrupted(i32),
+}
+
+/// Where a slot's attempts go: the supervisor stores them, a Slurm node
+/// writes them into its spool.
+pub trait Attempts {
+    /// Attempt `attempt` of `slot` is about to start.
+    fn starting(&mut self, _slot: &Slot, _attempt: u32) {}
+    /// Keeps one executed attempt; `is_final` when the policy is done with
+    /// its slot.
+    fn keep(&mut self, executed: Executed, is_final: bool) -> anyhow::Result<()>;
+    /// A signal that ended the execution while an attempt was kept (read
+    /// after each one).
+    fn signal(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// Runs `slot` from attempt `first` (above 0: the campaign was resumed)
+/// through `executor`, keeping every attempt in `attempts`, until `gates`'
+/// rerun policy is done with it.
+pub fn run_slot(
+    executor: &mut dyn Executor,
+    slot: &Slot,
+    first: u32,
+    gates: &GateSpec,
+    attempts: &mut dyn Attempts,
+) -> anyhow::Result<SlotEnd> {
+    let mut attempt = first;
+    let mut rerun_reason = (attempt > 0).then_some(RerunReason::Resumed);
+    loop {
+        attempts.starting(slot, attempt);
+        let executed = match executor.run(slot, attempt, rerun_reason.take()) {
+            Ok(executed) => executed,
+            Err(Halt::Interrupted(signal)) => return Ok(SlotEnd::Interrupted(signal)),
+            Err(Halt::GateAbort(why)) => return Ok(SlotEnd::Stop(why)),
+            Err(Halt::Broken(e)) => return Err(e),
+        };
+        let (status, reason) = (executed.record.status, executed.record.reason.clone());
+        let next = policy::after_attempt(status, attempt, gates);
+        attempts.keep(executed, next.is_final())?;
+        if let Some(signal) = attempts.signal() {
+            return Ok(SlotEnd::Interrupted(signal));
+        }
+        match next {
+            Next::Rerun => {
+                rerun_reason = reason.map(|reason| RerunReason::Failed { attempt, reason });
+                attempt += 1;
+            }
+            Next::Continue => return Ok(SlotEnd::Done),
+            Next::Stop => {
+                return Ok(SlotEnd::Stop(format!(
+                    "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
+                    slot.slot,
+                    slot.workload,
+                    slot.arm,
+                    reason.unwrap_or_default()
+                )));
+            }
+        }
+    }
+}
