@@ -239,7 +239,7 @@ pub fn analyse(
         .iter()
         .any(|r| r.result.as_ref().is_some_and(|x| x.batches.is_some()));
     let noise = if batched {
-        super::noise::noise(records, &arms)
+        super::noise::noise(&finals, &arms)
     } else {
         Vec::new()
     };

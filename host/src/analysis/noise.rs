@@ -92,17 +92,19 @@ impl NoiseRow {
 }
 
 /// The levels of every decomposed statistic of every workload, from the
-/// final successful attempts of `records` (blocks where an arm has none are
-/// left out of that workload's figures). `arms` gives the arm order.
-pub fn noise(records: &[RunRecord], arms: &[String]) -> Vec<NoiseRow> {
-    // (workload, arm, block) → the final attempt.
-    let mut finals: BTreeMap<(&str, &str, u32), &RunRecord> = BTreeMap::new();
-    for r in records {
-        let key = (r.slot.workload.as_str(), r.slot.arm.as_str(), r.slot.block);
-        if finals.get(&key).is_none_or(|f| f.attempt < r.attempt) {
-            finals.insert(key, r);
-        }
-    }
+/// final successful attempts (`finals`, slot → final attempt; blocks where
+/// an arm has none are left out of that workload's figures). `arms` gives
+/// the arm order.
+pub fn noise(finals: &BTreeMap<u32, &RunRecord>, arms: &[String]) -> Vec<NoiseRow> {
+    let finals: BTreeMap<(&str, &str, u32), &RunRecord> = finals
+        .values()
+        .map(|r| {
+            (
+                (r.slot.workload.as_str(), r.slot.arm.as_str(), r.slot.block),
+                *r,
+            )
+        })
+        .collect();
     let mut workloads: Vec<&str> = finals.keys().map(|k| k.0).collect();
     workloads.dedup();
     let mut out = Vec::new();

@@ -89,9 +89,11 @@ fn parse_schedstat(text: &str) -> Option<Sched> {
 pub struct Batcher {
     boundary: Boundary,
     probe: Option<SchedProbe>,
-    /// The batch being filled: its index, transactions, latency sum and
-    /// where it started.
+    /// The batch being filled: its index, its size (count boundaries;
+    /// computed once per batch, off the per-transaction path),
+    /// transactions, latency sum and where it started.
     index: u64,
+    size: u64,
     n: u32,
     latency_ns: u64,
     started: Instant,
@@ -113,6 +115,7 @@ impl Batcher {
             boundary,
             probe,
             index: 0,
+            size: batch_size(boundary, 0),
             n: 0,
             latency_ns: 0,
             started: Instant::now(),
@@ -128,7 +131,7 @@ impl Batcher {
         self.n += 1;
         self.latency_ns = self.latency_ns.saturating_add(latency_ns);
         let full = match self.boundary {
-            Boundary::Count { measured } => u64::from(self.n) >= size_of(measured, self.index),
+            Boundary::Count { .. } => u64::from(self.n) >= self.size,
             Boundary::Slice { every } => end.duration_since(self.started) >= every,
         };
         if full {
@@ -160,6 +163,7 @@ impl Batcher {
         }
         self.at_start = now;
         self.index += 1;
+        self.size = batch_size(self.boundary, self.index);
         self.n = 0;
         self.latency_ns = 0;
         self.started = end;
@@ -184,6 +188,14 @@ impl Batcher {
             self.out.switches.clear();
         }
         self.out
+    }
+}
+
+/// The size of batch `index` under `boundary` (0 for time slices).
+fn batch_size(boundary: Boundary, index: u64) -> u64 {
+    match boundary {
+        Boundary::Count { measured } => size_of(measured, index),
+        Boundary::Slice { .. } => 0,
     }
 }
 
