@@ -2,6 +2,7 @@
 //! strictly (unknown keys and wrong types name the key and line), with
 //! `--set path=value` overrides applied before parsing and recorded.
 
+use super::duet::Design;
 use crate::limits;
 use crate::machine::netns::{LinkSpec, NetPlacement};
 use crate::machine::placement::CpuSpec;
@@ -25,6 +26,11 @@ pub struct PlanSpec {
     pub seed: u64,
     /// Blocks per workload; each block runs every arm once.
     pub blocks: usize,
+    /// How a block's arms share the machine: one after another, or as a
+    /// duet (docs/plans.md, "Duets"). Left out of the sealed JSON when
+    /// sequential, so plans sealed before it existed keep their hash.
+    #[serde(default, skip_serializing_if = "Design::is_sequential")]
+    pub design: Design,
     /// Concurrent workers per run (one plugin instance each).
     #[serde(default = "one")]
     pub workers: u32,
@@ -533,6 +539,28 @@ impl Default for BootstrapSpec {
     }
 }
 
+/// What the quiescence gate compares the machine with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum QuiescenceRule {
+    /// An idle machine: the busiest watched CPU and the runnable tasks per
+    /// CPU under the thresholds.
+    #[default]
+    Idle,
+    /// The machine as measured before the first run: the watched CPUs'
+    /// mean busy share and the runnable tasks per CPU at most the
+    /// thresholds above that baseline. For machines that are never idle
+    /// (a shared VM with a standing neighbour): the gate waits out bursts,
+    /// not the neighbour (docs/method.md, "Gates and telemetry").
+    Baseline,
+}
+
+impl QuiescenceRule {
+    fn is_idle(&self) -> bool {
+        *self == QuiescenceRule::Idle
+    }
+}
+
 /// What a gate does when it does not pass in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -561,6 +589,10 @@ pub enum OnRunFailure {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GateSpec {
+    /// Against what the thresholds below are judged. Left out of the sealed
+    /// JSON when `idle`, so plans sealed before it existed keep their hash.
+    #[serde(default, skip_serializing_if = "QuiescenceRule::is_idle")]
+    pub quiescence: QuiescenceRule,
     /// Most busy share of each client and server CPU over the window, percent.
     #[serde(default = "busy_pct")]
     pub quiescence_busy_pct: f64,
@@ -651,6 +683,7 @@ impl GateSpec {
 impl Default for GateSpec {
     fn default() -> Self {
         GateSpec {
+            quiescence: QuiescenceRule::default(),
             quiescence_busy_pct: busy_pct(),
             quiescence_load_per_cpu: load_per_cpu(),
             quiescence_window_ms: window_ms(),
@@ -753,7 +786,9 @@ pub struct ArmSpec {
     /// Overrides workload params for this arm.
     #[serde(default)]
     pub params: BTreeMap<String, ParamValue>,
-    /// Test arms only: a busy wait added to every transaction, nanoseconds.
+    /// Test arms only: work added to every transaction that takes this many
+    /// nanoseconds on an idle core (a loop count the worker calibrates at
+    /// start, not a spin on the clock).
     #[serde(default)]
     pub inject_busy_ns: u64,
     /// Test arms only: this many iterations of a loop the compiler cannot
@@ -1067,6 +1102,7 @@ impl PlanSpec {
         self.validate_arms()?;
         self.validate_workloads()?;
         self.validate_network()?;
+        self.validate_design()?;
         crate::plan::design::orders(self.arms.len(), self.blocks, self.seed)?;
         if let Some(seq) = &self.sequential {
             self.validate_sequential(seq)?;
@@ -1144,7 +1180,7 @@ impl PlanSpec {
         let table = Statistic::of_mode(self.measure.mode)
             .iter()
             .copied()
-            .filter(|s| !s.optional() || self.chosen_headline().any(|h| h == *s));
+            .filter(|s| !s.optional_in(self.measure.mode) || self.chosen_headline().any(|h| h == *s));
         let clock = self
             .workloads
             .iter()

@@ -570,6 +570,7 @@ fn result(
         profile_svg: None,
         sched: None,
         counts: None,
+        window_started_unix_us: None,
     })
 }
 
