@@ -76,12 +76,7 @@ mod tests {
     fn a_duet_in_window_or_rate_mode_is_accepted() {
         let window = plan("", "mode = \"window\"\nmeasured_s = 0.5", "").unwrap();
         assert_eq!(window.design, Design::Duet);
-        plan(
-            "",
-            "mode = \"rate\"\nmeasured_s = 0.5\nrate_per_s = 1000",
-            "",
-        )
-        .unwrap();
+        plan("", "mode = \"rate\"\nmeasured_s = 0.5\nrate = 1000", "").unwrap();
     }
 
     #[test]

@@ -71,13 +71,7 @@ pub fn run_slot(
             }
             Next::Continue => return Ok(SlotEnd::Done),
             Next::Stop => {
-                return Ok(SlotEnd::Stop(format!(
-                    "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
-                    slot.slot,
-                    slot.workload,
-                    slot.arm,
-                    reason.unwrap_or_default()
-                )));
+                return Ok(SlotEnd::Stop(stop_words(slot, reason.as_deref())));
             }
         }
     }
@@ -118,39 +112,9 @@ pub fn run_duet(
             .zip(&planned)
             .map(|(e, p)| policy::after_attempt(e.record.status, p.attempt, gates))
             .collect();
-        let stop = planned
-            .iter()
-            .zip(&executed)
-            .zip(&nexts)
-            .find_map(|((p, e), n)| {
-                (*n == Next::Stop).then(|| {
-                    format!(
-                        "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
-                        p.slot.slot,
-                        p.slot.workload,
-                        p.slot.arm,
-                        e.record.reason.clone().unwrap_or_default()
-                    )
-                })
-            });
+        let stop = stop_reason(&planned, &executed, &nexts);
         let again = stop.is_none() && nexts.contains(&Next::Rerun);
-        let failed = |e: &Executed| e.record.status == RunStatus::Failed;
-        let partner = planned
-            .iter()
-            .zip(&executed)
-            .find(|(_, e)| failed(e))
-            .map_or(0, |(p, _)| p.attempt);
-        let reasons: Vec<RerunReason> = executed
-            .iter()
-            .zip(&planned)
-            .map(|(e, p)| match &e.record.reason {
-                Some(reason) if failed(e) => RerunReason::Failed {
-                    attempt: p.attempt,
-                    reason: reason.clone(),
-                },
-                _ => RerunReason::Partner { attempt: partner },
-            })
-            .collect();
+        let reasons = rerun_reasons(&planned, &executed);
         for e in executed {
             attempts.keep(e, !again)?;
         }
@@ -168,4 +132,47 @@ pub fn run_duet(
             p.rerun_reason = Some(reason);
         }
     }
+}
+
+/// Why a campaign stops at `slot`'s failure.
+fn stop_words(slot: &Slot, reason: Option<&str>) -> String {
+    format!(
+        "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
+        slot.slot,
+        slot.workload,
+        slot.arm,
+        reason.unwrap_or_default()
+    )
+}
+
+/// The words of a duet's stop: its first run the policy stops at.
+fn stop_reason(planned: &[Planned<'_>], executed: &[Executed], nexts: &[Next]) -> Option<String> {
+    let ((p, e), _) = planned
+        .iter()
+        .zip(executed)
+        .zip(nexts)
+        .find(|(_, n)| **n == Next::Stop)?;
+    Some(stop_words(p.slot, e.record.reason.as_deref()))
+}
+
+/// Why each run of a duet block runs again: its own failure, or its
+/// partner's.
+fn rerun_reasons(planned: &[Planned<'_>], executed: &[Executed]) -> Vec<RerunReason> {
+    let failed = |e: &Executed| e.record.status == RunStatus::Failed;
+    let partner = planned
+        .iter()
+        .zip(executed)
+        .find(|(_, e)| failed(e))
+        .map_or(0, |(p, _)| p.attempt);
+    executed
+        .iter()
+        .zip(planned)
+        .map(|(e, p)| match &e.record.reason {
+            Some(reason) if failed(e) => RerunReason::Failed {
+                attempt: p.attempt,
+                reason: reason.clone(),
+            },
+            _ => RerunReason::Partner { attempt: partner },
+        })
+        .collect()
 }

@@ -586,6 +586,22 @@ impl WindowCount {
     }
 }
 
+/// What comes last before the warmup: the test arm's injected loop count
+/// (calibrated here, outside any window), then a duet's start barrier.
+fn before_window(spec: &RunSpec) -> anyhow::Result<u64> {
+    let loop_iterations = spec.inject_loop_iterations + busy_iterations(spec.inject_busy_ns);
+    if let Some(path) = &spec.start_barrier {
+        super::duet::arrive(path)?;
+    }
+    Ok(loop_iterations)
+}
+
+fn unix_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
 /// Runs every worker's warmup and measured phases on its own thread and
 /// takes the window's clocks, CPU, allocations, client runtime and profile
 /// around the measured phase.
@@ -599,10 +615,7 @@ fn measure_all(
         Measure::Transactions { warmup, measured } => (warmup, measured),
         Measure::Window { .. } | Measure::Rate { .. } => (0, 0),
     };
-    let loop_iterations = spec.inject_loop_iterations + busy_iterations(spec.inject_busy_ns);
-    if let Some(path) = &spec.start_barrier {
-        super::duet::arrive(path)?;
-    }
+    let loop_iterations = before_window(spec)?;
     let barriers = Barriers::new(workers);
     let t_warm = Instant::now();
     let sampling = AtomicBool::new(true);
@@ -642,9 +655,7 @@ fn measure_all(
         let profiler = spec.profile_hz.map(Sampler::start).transpose();
         let usage = Usage::now();
         let alloc = AllocCount::now();
-        let started_unix_us = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
+        let started_unix_us = unix_us();
         let t0 = Instant::now();
         count.start();
         barriers.start.wait();
@@ -971,10 +982,7 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         counts: window
             .pmu
             .map(|p| super::counters::Counts::of_pmu(p, measured)),
-        window_started_unix_us: spec
-            .start_barrier
-            .is_some()
-            .then_some(window.started_unix_us),
+        window_started_unix_us: spec.start_barrier.as_ref().map(|_| window.started_unix_us),
     })
 }
 
