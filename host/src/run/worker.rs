@@ -180,41 +180,61 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
     Ok(loaded)
 }
 
-/// How many [`inject_loop`] iterations take `ns` nanoseconds on this CPU
-/// when nothing preempts it: the fastest of several timed trials, so a
-/// neighbour can only make a trial slower, never the count smaller. The
-/// busy wait of a test arm is this fixed amount of work, not a spin on the
-/// clock: reading the clock in the loop overshot short waits by the
-/// clock's own cost (an 8 ns wait measured 1.11-1.17x on a 0.4 us
-/// transaction, docs/benchmarks.md), and a preempted spin would end on
-/// time having done less.
+/// How many [`inject_loop`] iterations make one call of it take `ns`
+/// nanoseconds on this CPU when nothing preempts it. A call costs a + b·n
+/// (its fences and call, then b per iteration); each is the fastest of
+/// several timed trials, so a neighbour can only make a trial slower,
+/// never the count smaller. The busy wait of a test arm is this fixed
+/// amount of work, not a spin on the clock: reading the clock in the loop
+/// overshot short waits by the clock's own cost (an 8 ns wait measured
+/// 1.11-1.17x on a 0.4 us transaction, docs/benchmarks.md), and a
+/// preempted spin would end on time having done less.
 fn busy_iterations(ns: u64) -> u64 {
     if ns == 0 {
         return 0;
     }
-    const TRIAL: u64 = 200_000;
-    let fastest_ns = (0..15)
-        .map(|_| {
-            let t0 = Instant::now();
-            inject_loop(TRIAL);
-            t0.elapsed().as_nanos().max(1) as f64
-        })
-        .fold(f64::INFINITY, f64::min);
-    ((ns as f64) * TRIAL as f64 / fastest_ns).round().max(1.0) as u64
+    let fastest = |calls: u32, n: u64| {
+        (0..15)
+            .map(|_| {
+                let t0 = Instant::now();
+                for _ in 0..calls {
+                    inject_loop(n);
+                }
+                t0.elapsed().as_nanos() as f64 / f64::from(calls)
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    const LONG: u64 = 200_000;
+    let per_iteration = (fastest(1, LONG) / LONG as f64).max(1e-3);
+    let per_call = (fastest(1000, 1) - per_iteration).max(0.0);
+    ((ns as f64 - per_call) / per_iteration).round().max(1.0) as u64
 }
 
 /// Runs `n` iterations of a two-instruction loop (`dec`, `jnz`) that the
-/// compiler cannot remove or shorten: a test arm's known instruction
-/// count, 2 × `n` per transaction (plus the call's few).
+/// compiler cannot remove or shorten, between two `lfence`s: a test arm's
+/// known instruction count, 2 × `n` per transaction (plus the fences' and
+/// the call's few), and a known time, since the fences keep the
+/// processor from overlapping the loop with the transaction's own work
+/// (without them a 20-iteration loop hid almost entirely in a get100's
+/// out-of-order window).
 #[inline(never)]
 fn inject_loop(n: u64) {
     if n == 0 {
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: counts a register down to zero; touches nothing else.
+    // SAFETY: fences, then counts a register down to zero; touches nothing
+    // else.
     unsafe {
-        std::arch::asm!("2:", "dec {n}", "jnz 2b", n = inout(reg) n => _, options(nomem, nostack));
+        std::arch::asm!(
+            "lfence",
+            "2:",
+            "dec {n}",
+            "jnz 2b",
+            "lfence",
+            n = inout(reg) n => _,
+            options(nomem, nostack)
+        );
     }
     #[cfg(not(target_arch = "x86_64"))]
     for i in 0..n {
