@@ -78,7 +78,7 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 /// /sys/devices/system/cpu/cpu*/topology/thread_siblings_list, restricted to
 /// the CPUs this process may use.
 pub fn sibling_groups() -> Vec<Vec<usize>> {
-    let allowed: BTreeSet<usize> = crate::machine::cpu::affinity().into_iter().collect();
+    let allowed: BTreeSet<usize> = crate::machine::cpu::machine_cpus().into_iter().collect();
     let mut groups: BTreeSet<Vec<usize>> = BTreeSet::new();
     for &cpu in &allowed {
         let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
@@ -96,7 +96,7 @@ impl Placement {
     /// its topology: runner on the first core, server on the next quarter
     /// (when a local server is needed), client on the rest.
     pub fn resolve(spec: Option<&CpuSpec>, needs_server: bool) -> anyhow::Result<Placement> {
-        let available: BTreeSet<usize> = crate::machine::cpu::affinity().into_iter().collect();
+        let available: BTreeSet<usize> = crate::machine::cpu::machine_cpus().into_iter().collect();
         let Some(spec) = spec else {
             return Ok(Self::derive(&sibling_groups(), needs_server));
         };
@@ -259,6 +259,8 @@ pub fn pin_current(cpus: &[usize]) -> std::io::Result<()> {
     if cpus.is_empty() {
         return Ok(());
     }
+    // Remember the machine before the first pin narrows this thread.
+    let _ = crate::machine::cpu::machine_cpus();
     // SAFETY: cpu_set_t is plain data, CPU_SET indexes stay below
     // CPU_SETSIZE, and pid 0 is the calling thread.
     unsafe {
