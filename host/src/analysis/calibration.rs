@@ -165,18 +165,7 @@ pub fn recommend(
     let mut rows = Vec::new();
     for w in &spec.workloads {
         for s in &headline {
-            let Some(row) = calibration
-                .levels
-                .iter()
-                .find(|r| r.workload == w.name && r.statistic == s.name())
-            else {
-                anyhow::bail!(
-                    "the calibration of `{}` has no levels for {} / {}; run `blocklab calibrate` on this plan first (its batches give the levels)",
-                    calibration.machine,
-                    w.name,
-                    s.name()
-                );
-            };
+            let row = level_row(calibration, &w.name, s.name())?;
             let costs = row.costs(arms);
             let range = length_range(&row.levels, row.transactions);
             let Some(own) = costs.plan(target, level, range, step, 10_000) else {
@@ -244,4 +233,132 @@ pub fn recommend(
             })
             .collect(),
     })
+}
+
+/// The levels of `workload` × `statistic`: measured from batches, or, for a
+/// statistic without them (e.g. `cpu_process`), its A/A block-to-block
+/// spread taken as all between runs at the calibrated length, with the
+/// workload's run costs.
+fn level_row(c: &Calibration, workload: &str, statistic: &str) -> anyhow::Result<LevelRow> {
+    if let Some(row) = c
+        .levels
+        .iter()
+        .find(|r| r.workload == workload && r.statistic == statistic)
+    {
+        return Ok(row.clone());
+    }
+    let spread = c
+        .rows
+        .iter()
+        .find(|r| r.workload == workload && r.statistic == statistic);
+    let costs = c.levels.iter().find(|r| r.workload == workload);
+    let (Some(spread), Some(costs)) = (spread, costs) else {
+        anyhow::bail!(
+            "the calibration of `{}` has no figures for {workload} / {statistic}; run `blocklab calibrate` on this plan first",
+            c.machine
+        );
+    };
+    let var = spread.sd_log * spread.sd_log / 2.0;
+    Ok(LevelRow {
+        workload: workload.to_owned(),
+        statistic: statistic.to_owned(),
+        levels: crate::stats::levels::Levels {
+            within_run: None,
+            between_runs: var,
+            between_blocks: 0.0,
+            residual: var,
+            blocks: c.blocks,
+            arms: costs.levels.arms,
+        },
+        design: None,
+        ..costs.clone()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::levels::Levels;
+
+    fn levels(within_run: Option<f64>, between_runs: f64) -> Levels {
+        Levels {
+            within_run,
+            between_runs,
+            between_blocks: 0.0,
+            residual: between_runs,
+            blocks: 40,
+            arms: 2,
+        }
+    }
+
+    fn row(statistic: &str, within_run: Option<f64>) -> LevelRow {
+        LevelRow {
+            workload: "ryw".into(),
+            statistic: statistic.into(),
+            levels: levels(within_run, 0.004),
+            transactions: 20_000,
+            fixed_s: 0.05,
+            per_transaction_s: 4e-7,
+            design: None,
+        }
+    }
+
+    fn calibration(rows: Vec<LevelRow>) -> Calibration {
+        Calibration {
+            machine: "vm".into(),
+            created_unix_ms: 0,
+            plan: "p".into(),
+            campaigns: vec![],
+            blocks: 40,
+            measure: String::new(),
+            method: Method::StudentT,
+            level: 0.95,
+            target_half_width: 0.02,
+            arms: 2,
+            rows: vec![],
+            levels: rows,
+        }
+    }
+
+    fn spec(headline: &str) -> crate::plan::spec::PlanSpec {
+        let text = format!(
+            "name = \"p\"\nseed = 1\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmeasured = 20000\n[statistics]\nheadline = [{headline}]\n[[workloads]]\nname = \"ryw\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n"
+        );
+        crate::plan::spec::PlanSpec::parse(&text, &[]).unwrap()
+    }
+
+    #[test]
+    fn the_plan_wide_design_reaches_the_target_on_every_headline_row() {
+        let c = calibration(vec![
+            row("batch_median_latency", Some(1e-4)),
+            row("cpu_measured", None),
+        ]);
+        let r = recommend(
+            &spec("\"batch_median_latency\", \"cpu_measured\""),
+            &c,
+            0.02,
+        )
+        .unwrap();
+        // CPU has no within-run figure: its calibrated length is kept.
+        assert_eq!(r.transactions, 20_000);
+        assert_eq!(r.rows.len(), 2);
+        for row in &r.rows {
+            assert!(row.half_width <= 0.02, "{row:?}");
+        }
+        assert_eq!(r.blocks % 2, 0);
+        // Alone, the batch statistic picks a shorter run.
+        let alone = recommend(&spec("\"batch_median_latency\""), &c, 0.02).unwrap();
+        assert!(alone.transactions < 20_000, "{alone:?}");
+        assert!(alone.seconds < r.seconds, "{alone:?} against {r:?}");
+    }
+
+    #[test]
+    fn a_headline_the_calibration_never_measured_is_named() {
+        let c = calibration(vec![row("batch_median_latency", Some(1e-4))]);
+        let err = recommend(&spec("\"net_mean_latency\""), &c, 0.02)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ryw / net_mean_latency"), "{err}");
+        assert!(err.contains("blocklab calibrate"), "{err}");
+    }
 }
