@@ -170,6 +170,7 @@ func rateLoop(w worker, t *tally, s *stream, sch *schedule, t0, warmEnd, end tim
 		if measured && before == nil {
 			waitUntil(warmEnd)
 			before = w.counters()
+			t.batchBy(0, end.Sub(warmEnd), warmEnd)
 		}
 		if measured {
 			t.scheduled++
@@ -412,6 +413,54 @@ type tally struct {
 	// Rate mode only.
 	scheduled, started, late uint64
 	lag, service             map[uint64]uint64
+	// The measured window in batches (docs/process-arms.md, "Batches"):
+	// every batchSize transactions, or every batchSlice of the window.
+	batchSize                uint64
+	batchSlice               time.Duration
+	batchStart               time.Time
+	batchCount, batchLatency uint64
+	bCount, bLatency, bWall  []uint64
+}
+
+// batchesPerWorker matches blocklab's own workers (run::batches).
+const batchesPerWorker = 64
+
+// batchBy makes the tally cut its measured window into batches: of a
+// worker's `measured` transactions, or of `window` of time.
+func (t *tally) batchBy(measured uint64, window time.Duration, start time.Time) {
+	if measured > 0 {
+		t.batchSize = (measured + batchesPerWorker - 1) / batchesPerWorker
+	} else {
+		t.batchSlice = window / batchesPerWorker
+	}
+	t.batchStart = start
+}
+
+// batch adds one successful measured transaction that ended at now.
+func (t *tally) batch(now time.Time, latency uint64) {
+	if t.batchStart.IsZero() {
+		return
+	}
+	t.batchCount++
+	t.batchLatency += latency
+	if (t.batchSize > 0 && t.batchCount >= t.batchSize) ||
+		(t.batchSlice > 0 && now.Sub(t.batchStart) >= t.batchSlice) {
+		t.closeBatch(now)
+	}
+}
+
+func (t *tally) closeBatch(now time.Time) {
+	if t.batchCount == 0 {
+		return
+	}
+	t.bCount = append(t.bCount, t.batchCount)
+	t.bLatency = append(t.bLatency, t.batchLatency)
+	wall := uint64(now.Sub(t.batchStart).Nanoseconds())
+	if wall == 0 {
+		wall = 1
+	}
+	t.bWall = append(t.bWall, wall)
+	t.batchStart, t.batchCount, t.batchLatency = now, 0, 0
 }
 
 func newTally() *tally {
@@ -424,10 +473,14 @@ func newTally() *tally {
 // else from sent.
 func (t *tally) done(now, sent time.Time, a *at) {
 	if a == nil {
-		t.latency[round3(uint64(now.Sub(sent).Nanoseconds()))]++
+		ns := uint64(now.Sub(sent).Nanoseconds())
+		t.latency[round3(ns)]++
+		t.batch(now, ns)
 		return
 	}
-	t.latency[round3(uint64(now.Sub(a.intended).Nanoseconds()))]++
+	ns := uint64(now.Sub(a.intended).Nanoseconds())
+	t.latency[round3(ns)]++
+	t.batch(now, ns)
 	t.service[round3(uint64(now.Sub(a.began).Nanoseconds()))]++
 }
 
@@ -834,6 +887,7 @@ func main() {
 				}
 				windowed.Done()
 				w.drain(t)
+				t.closeBatch(time.Now())
 				drained.Done()
 				return
 			} else {
@@ -845,6 +899,11 @@ func main() {
 			}
 			warmed.Done()
 			<-start
+			if m.Mode == "transactions" {
+				t.batchBy(split(m.Measured, i), 0, time.Now())
+			} else {
+				t.batchBy(0, time.Duration(m.MeasuredS*1e9), time.Now())
+			}
 			before := w.counters()
 			one := func() {
 				if err := w.run(t, true, nil); err != nil {
@@ -866,6 +925,7 @@ func main() {
 			}
 			windowed.Done()
 			w.drain(t)
+			t.closeBatch(time.Now())
 			drained.Done()
 		}(i, w, t)
 	}
@@ -916,11 +976,19 @@ func main() {
 		for k, v := range t.service {
 			total.service[k] += v
 		}
+		total.bCount = append(total.bCount, t.bCount...)
+		total.bLatency = append(total.bLatency, t.bLatency...)
+		total.bWall = append(total.bWall, t.bWall...)
 	}
 	result := map[string]interface{}{
 		"warmup": total.warmup, "measured": total.measured, "measured_s": elapsed,
 		"errors": total.errors, "errors_by_kind": total.errorsByKind, "retries": 0,
 		"counters": total.counters, "latency_ns": pairs(total.latency),
+	}
+	if len(total.bCount) > 0 {
+		result["batches"] = map[string]interface{}{
+			"count": total.bCount, "latency_ns": total.bLatency, "wall_ns": total.bWall,
+		}
 	}
 	if req.Workload == "ingest" {
 		result["histograms"] = map[string]interface{}{"ack_latency_ns": pairs(total.latency)}

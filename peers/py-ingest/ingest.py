@@ -265,6 +265,7 @@ def rate_loop(w, t, starts, t0, warm_end, end):
         if measured and before is None:
             wait_until(warm_end)
             before = w.counters()
+            t.batch_by(0, end - warm_end, warm_end)
         t.scheduled += measured
         if time.perf_counter_ns() >= end:
             continue
@@ -308,6 +309,10 @@ def describe(e):
     return str(e)
 
 
+# Batches per worker, as blocklab's own workers cut them (run::batches).
+BATCHES = 64
+
+
 class Tally:
     def __init__(self):
         self.warmup = self.measured = self.errors = 0
@@ -317,16 +322,47 @@ class Tally:
         # Rate mode only.
         self.scheduled = self.started = self.late = 0
         self.lag, self.service = Counter(), Counter()
+        # The measured window in batches (docs/process-arms.md, "Batches"):
+        # every `batch_size` transactions, or every `batch_slice` ns.
+        self.batch_size = self.batch_slice = 0
+        self.batch_start = None
+        self.batch_count = self.batch_latency = 0
+        self.batches = {"count": [], "latency_ns": [], "wall_ns": []}
+
+    def batch_by(self, measured, window_ns, start):
+        """Cuts the measured window into BATCHES batches of a worker's
+        `measured` transactions, or of `window_ns` of time."""
+        if measured:
+            self.batch_size = -(-measured // BATCHES)
+        else:
+            self.batch_slice = window_ns // BATCHES
+        self.batch_start = start
+
+    def close_batch(self, now):
+        if not self.batch_count:
+            return
+        self.batches["count"].append(self.batch_count)
+        self.batches["latency_ns"].append(self.batch_latency)
+        self.batches["wall_ns"].append(max(1, now - self.batch_start))
+        self.batch_start, self.batch_count, self.batch_latency = now, 0, 0
 
     def done(self, now, sent, at):
         """A measured transaction ended at `now`: latency from its intended
         start in rate mode (`at` = (intended, began), and service time from
         its actual start), else from `sent`."""
         if at is None:
-            self.latency[round3(now - sent)] += 1
+            ns = now - sent
         else:
-            self.latency[round3(now - at[0])] += 1
+            ns = now - at[0]
             self.service[round3(now - at[1])] += 1
+        self.latency[round3(ns)] += 1
+        if self.batch_start is None:
+            return
+        self.batch_count += 1
+        self.batch_latency += ns
+        if (self.batch_size and self.batch_count >= self.batch_size) or (
+                self.batch_slice and now - self.batch_start >= self.batch_slice):
+            self.close_batch(now)
 
     def fail(self, message, n=1):
         self.errors += n
@@ -617,6 +653,7 @@ def main():
         t.counters = {k: v - before.get(k, 0) for k, v in w.counters().items()}
         windowed.wait()
         w.drain(t)
+        t.close_batch(time.perf_counter_ns())
 
     def drive(i, w, t):
         try:
@@ -633,6 +670,10 @@ def main():
             fatal(f"warmup failed: {e}")
         warmed.wait()
         start.wait()
+        if measure["mode"] == "transactions":
+            t.batch_by(split(measure["measured"], i), 0, time.perf_counter_ns())
+        else:
+            t.batch_by(0, int(measure["measured_s"] * 1e9), time.perf_counter_ns())
         before = w.counters()
 
         def one():
@@ -652,6 +693,7 @@ def main():
         t.counters = {k: v - before.get(k, 0) for k, v in w.counters().items()}
         windowed.wait()
         w.drain(t)
+        t.close_batch(time.perf_counter_ns())
 
     threads = [threading.Thread(target=drive_rate if rate else drive, args=(i, w, t), daemon=True)
                for i, (w, t) in enumerate(zip(workers, tallies))]
@@ -693,6 +735,9 @@ def main():
         "counters": {k: counters.get(k, 0) for k in workers[0].counters()},
         "latency_ns": pairs,
     }
+    batches = {k: [x for t in tallies for x in t.batches[k]] for k in ("count", "latency_ns", "wall_ns")}
+    if batches["count"]:
+        result["batches"] = batches
     if workload == "ingest":
         result["histograms"] = {"ack_latency_ns": pairs}
     if rate:

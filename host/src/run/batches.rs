@@ -208,6 +208,98 @@ fn size_of(measured: u64, index: u64) -> u64 {
     base + u64::from(index < measured % batches)
 }
 
+/// A process arm's `result.batches` as the program wrote it
+/// (docs/process-arms.md, "Batches"): columns of equal length, signed so
+/// that a negative value is named instead of failing to parse.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedBatches {
+    count: Vec<i64>,
+    latency_ns: Vec<i64>,
+    wall_ns: Vec<i64>,
+    #[serde(default)]
+    on_cpu_ns: Vec<i64>,
+    #[serde(default)]
+    runqueue_ns: Vec<i64>,
+    #[serde(default)]
+    switches: Vec<i64>,
+}
+
+/// The most batches a process arm may report: 64 per worker for up to
+/// 1,024 workers, far more than any run needs and small enough to check.
+pub const REPORTED_MAX: usize = 65_536;
+
+impl ReportedBatches {
+    /// Checks the columns against each other and against the run's own
+    /// figures: they cover the `transactions` that did not fail, whose
+    /// latencies add up to `latency_total_ns` (the 3-digit histogram's sum,
+    /// so within its rounding).
+    pub fn check(&self, transactions: u64, latency_total_ns: u128) -> anyhow::Result<Batches> {
+        let n = self.count.len();
+        if n == 0 || n > REPORTED_MAX {
+            anyhow::bail!(
+                "its result's `batches` holds {n} batches; give 1 to {REPORTED_MAX}, or leave `batches` out"
+            );
+        }
+        let column = |name: &str, values: &[i64], optional: bool| -> anyhow::Result<Vec<u64>> {
+            if values.len() != n && !(optional && values.is_empty()) {
+                anyhow::bail!(
+                    "its result's `batches.{name}` has {} entries but `batches.count` has {n}; every column has one entry per batch",
+                    values.len()
+                );
+            }
+            values
+                .iter()
+                .map(|&v| {
+                    u64::try_from(v).map_err(|_| {
+                        anyhow::anyhow!("its result's `batches.{name}` holds {v}, a negative value")
+                    })
+                })
+                .collect()
+        };
+        let count = column("count", &self.count, false)?;
+        let latency_ns = column("latency_ns", &self.latency_ns, false)?;
+        let wall_ns = column("wall_ns", &self.wall_ns, false)?;
+        let on_cpu_ns = column("on_cpu_ns", &self.on_cpu_ns, true)?;
+        let runqueue_ns = column("runqueue_ns", &self.runqueue_ns, true)?;
+        let switches = column("switches", &self.switches, true)?;
+        let counted: u64 = count.iter().sum();
+        if counted != transactions {
+            anyhow::bail!(
+                "its result's `batches.count` adds up to {counted} transactions, but it measured {transactions} that did not fail; the batches cover exactly those"
+            );
+        }
+        let summed: u128 = latency_ns.iter().map(|&x| u128::from(x)).sum();
+        // Each histogram value is rounded to 3 significant digits (±0.05%).
+        let slack = latency_total_ns / 500 + u128::from(transactions);
+        if summed.abs_diff(latency_total_ns) > slack {
+            anyhow::bail!(
+                "its result's `batches.latency_ns` adds up to {summed} ns, but its `latency_ns` histogram to {latency_total_ns} ns; both sum the same transactions"
+            );
+        }
+        let sched = !runqueue_ns.is_empty() && !on_cpu_ns.is_empty() && !switches.is_empty();
+        Ok(Batches {
+            count: count
+                .into_iter()
+                .map(|c| c.min(u64::from(u32::MAX)) as u32)
+                .collect(),
+            latency_ns,
+            wall_ns,
+            on_cpu_ns: if sched { on_cpu_ns } else { Vec::new() },
+            runqueue_ns: if sched { runqueue_ns } else { Vec::new() },
+            switches: if sched {
+                switches
+                    .into_iter()
+                    .map(|c| c.min(u64::from(u32::MAX)) as u32)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            probe_ns: 0,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +347,52 @@ mod tests {
             let b = probe.read().expect("schedstat parses");
             assert!(b.on_cpu_ns > a.on_cpu_ns);
         }
+    }
+
+    fn reported(count: Vec<i64>, latency_ns: Vec<i64>) -> ReportedBatches {
+        let n = count.len();
+        ReportedBatches {
+            count,
+            latency_ns,
+            wall_ns: vec![1_000; n],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_process_arms_batches_are_kept_when_they_cover_its_transactions() {
+        let b = reported(vec![3, 2], vec![300, 210]).check(5, 510).unwrap();
+        assert_eq!(b.count, [3, 2]);
+        assert!(!b.has_sched());
+    }
+
+    #[test]
+    fn a_process_arms_batches_that_disagree_with_its_result_are_refused_naming_the_column() {
+        let short = ReportedBatches {
+            wall_ns: vec![1],
+            ..reported(vec![3, 2], vec![300, 210])
+        };
+        let err = short.check(5, 510).unwrap_err().to_string();
+        assert!(err.contains("`batches.wall_ns` has 1 entries"), "{err}");
+        let err = reported(vec![3, 1], vec![300, 210])
+            .check(5, 510)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("adds up to 4 transactions"), "{err}");
+        let err = reported(vec![3, 2], vec![300, -1])
+            .check(5, 510)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a negative value"), "{err}");
+        let err = reported(vec![3, 2], vec![3000, 2100])
+            .check(5, 510)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("5100 ns"), "{err}");
+        let err = reported(vec![], vec![])
+            .check(0, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("holds 0 batches"), "{err}");
     }
 }

@@ -220,6 +220,9 @@ struct Reported {
     /// Rate mode's account of the schedule.
     #[serde(default)]
     open_loop: Option<ReportedOpenLoop>,
+    /// The measured window in batches (optional).
+    #[serde(default)]
+    batches: Option<super::batches::ReportedBatches>,
 }
 
 /// A rate-mode result's `open_loop` as the program wrote it.
@@ -565,7 +568,8 @@ fn result(
         },
         client_runtime: None,
         histogram: Some(encode_histogram(&checked.latency)?),
-        // No batches, profile, sched or counts: the protocol carries none.
+        batches: checked.batches,
+        // No profile, sched or counts: the protocol carries none.
         ..RunResult::default()
     })
 }
@@ -763,6 +767,7 @@ struct Checked {
     latency: Histogram<u64>,
     histograms: BTreeMap<String, Histogram<u64>>,
     open_loop: Option<CheckedOpenLoop>,
+    batches: Option<crate::record::batches::Batches>,
 }
 
 /// Rate mode's figures once checked.
@@ -877,6 +882,11 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         None => None,
     };
     check_time(bounds, &latency, total_ns, open_loop.as_ref().map(|o| o.1))?;
+    let batches = r
+        .batches
+        .as_ref()
+        .map(|b| b.check(measured - errors, total_ns))
+        .transpose()?;
     let mut histograms = BTreeMap::new();
     for (name, pairs) in &r.histograms {
         limits::name("a histogram's name", name)?;
@@ -892,6 +902,7 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         latency,
         histograms,
         open_loop: open_loop.map(|o| o.0),
+        batches,
     })
 }
 

@@ -302,6 +302,25 @@ fn assert_protocol(argv: &[String], o: &Outcome) {
     }
     let s = r["measured_s"].as_f64().expect("measured_s");
     assert!(s.is_finite() && s >= 0.0, "{argv:?}: measured_s {s}");
+    // The measured window in batches (optional; the minimal clients send
+    // none): columns of one length covering every transaction that did
+    // not fail (docs/process-arms.md).
+    if r.get("batches").is_none() {
+        return;
+    }
+    let column = |name: &str| -> Vec<u64> {
+        r["batches"][name]
+            .as_array()
+            .unwrap_or_else(|| panic!("{argv:?}: no batches.{name} in {r}"))
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    let count = column("count");
+    assert_eq!(column("latency_ns").len(), count.len(), "{argv:?}");
+    assert_eq!(column("wall_ns").len(), count.len(), "{argv:?}");
+    let ok = r["measured"].as_u64().unwrap() - r["errors"].as_u64().unwrap();
+    assert_eq!(count.iter().sum::<u64>(), ok, "{argv:?}: batches {count:?}");
 }
 
 /// Checks a `[[value, count], ...]` histogram: every value keeps at most 3
@@ -365,6 +384,10 @@ fn ingest_with_each_policy(argv: &[String]) {
             measured,
             "{what}"
         );
+        // Its window in batches, which `assert_protocol` checked: one slice
+        // of the window at least per worker.
+        let batches = r["batches"]["count"].as_array().map_or(0, Vec::len);
+        assert!(batches >= workers as usize, "{what}: {batches} batches");
         assert_eq!(
             o.connections_at_measured,
             Some(expected),
