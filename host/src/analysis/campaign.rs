@@ -152,20 +152,29 @@ pub fn sequential_check(
     // The widest primary effect; `None` as its half-width when it could not
     // be computed (missing runs), which counts as wider than any.
     let mut widest: (String, Option<f64>) = (String::from("no effect"), Some(0.0));
+    // Whether every primary effect is decided against the gate's threshold.
+    let mut decided = seq.max_change.is_some();
     for arm in spec.arms.iter().filter(|a| a.name != *baseline) {
         let reference = spec.reference_of(arm);
         for s in workload_statistics(spec, workload)
             .into_iter()
             .filter(|s| primary.contains(s))
         {
-            let half = match (ok.get(arm.name.as_str()), ok.get(reference)) {
+            let effect = match (ok.get(arm.name.as_str()), ok.get(reference)) {
                 (Some(a), Some(b)) => {
                     let (a, b) = paired(a, b, s);
                     stats::paired_effect(&a, &b, s.lower_is_better(), 1, 0, Method::StudentT, level)
                         .ok()
-                        .map(|e| e.ci_high / e.ratio - 1.0)
                 }
                 _ => None,
+            };
+            let half = effect.as_ref().map(|e| e.ci_high / e.ratio - 1.0);
+            decided &= match (&effect, seq.max_change) {
+                (Some(e), Some(x)) => {
+                    super::gate::judge(s.lower_is_better(), e.ci_low, e.ci_high, x)
+                        != super::gate::Verdict::Inconclusive
+                }
+                _ => false,
             };
             let wider = match (half, widest.1) {
                 (_, None) => false,
@@ -178,7 +187,7 @@ pub fn sequential_check(
         }
     }
     let precise = widest.1.is_some_and(|w| w <= seq.target_half_width);
-    (precise || look >= spec.blocks).then(|| SequentialStop {
+    (precise || decided || look >= spec.blocks).then(|| SequentialStop {
         workload: workload.to_owned(),
         blocks: look as u32,
         max_blocks: spec.blocks as u32,
@@ -187,6 +196,8 @@ pub fn sequential_check(
         widest: widest.0,
         widest_half_width: widest.1,
         level,
+        decided,
+        max_change: seq.max_change,
     })
 }
 

@@ -78,4 +78,10 @@ pub struct SequentialStop {
     /// The coverage of the last look's intervals (the spending function's
     /// share of the plan's level).
     pub level: f64,
+    /// With `sequential.max_change`: every primary effect's interval lay
+    /// wholly below or above the gate's threshold at the last look.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub decided: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_change: Option<f64>,
 }

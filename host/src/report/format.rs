@@ -25,6 +25,22 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
             .map_or("?".into(), calibration::fmt_pct),
         pct(stop.level)
     );
+    if let (true, false, true, Some(x)) = (
+        stop.decided,
+        stop.precise,
+        stop.blocks < stop.max_blocks,
+        stop.max_change,
+    ) {
+        return format!(
+            "{} stopped after block {} of {}: every primary effect's interval lies wholly on one side of the gate's threshold {:.4} (`sequential.max_change`; {widest}); blocks {}–{} were left unrun",
+            stop.workload,
+            stop.blocks,
+            stop.max_blocks,
+            1.0 + x,
+            stop.blocks + 1,
+            stop.max_blocks
+        );
+    }
     if stop.precise && stop.blocks < stop.max_blocks {
         format!(
             "{} stopped after block {} of {}: every primary effect's interval within ±{} ({widest}); blocks {}–{} were left unrun",
@@ -140,4 +156,32 @@ pub(super) fn md_quoted(text: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_by_the_gates_threshold_says_so_and_names_it() {
+        let stop = SequentialStop {
+            workload: "get100".into(),
+            blocks: 6,
+            max_blocks: 40,
+            precise: false,
+            target_half_width: 0.01,
+            widest: "b / cpu_measured".into(),
+            widest_half_width: Some(0.03),
+            level: 0.95,
+            decided: true,
+            max_change: Some(0.05),
+        };
+        let words = stop_sentence(&stop);
+        assert!(
+            words.starts_with("get100 stopped after block 6 of 40")
+                && words.contains("threshold 1.0500")
+                && words.contains("blocks 7–40 were left unrun"),
+            "{words}"
+        );
+    }
 }

@@ -572,6 +572,23 @@ mod tests {
     }
 
     #[test]
+    fn a_gates_threshold_stops_a_workload_once_every_effect_is_decided() {
+        // b is 20% faster: wholly below a 5% threshold long before its
+        // interval is within an unreachable ±0.01%.
+        let f = fixture(
+            8,
+            "[sequential]\ntarget_half_width = 0.0001\nmin_blocks = 3\nmax_change = 0.05\n",
+        );
+        let mut mock = MockExecutor::default();
+        assert_eq!(f.walk(&mut mock, &Options::default()), Outcome::Finished);
+        assert_eq!(mock.calls.len(), 6);
+        let stops: Vec<SequentialStop> =
+            f.store.blob(f.id, Blob::Sequential.key()).unwrap().unwrap();
+        assert!(stops[0].decided && !stops[0].precise, "{stops:?}");
+        assert_eq!(stops[0].max_change, Some(0.05));
+    }
+
+    #[test]
     fn a_duet_runs_each_block_as_one_start_of_all_its_arms() {
         let f = duet(4, "");
         let mut mock = MockExecutor::default();

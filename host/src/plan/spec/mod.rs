@@ -267,6 +267,13 @@ pub struct SequentialSpec {
     /// `ack_p99_latency` in window mode, `p99_latency` in rate mode).
     #[serde(default)]
     pub statistics: Vec<Statistic>,
+    /// A gate's threshold (docs/ci.md, "The rule"): also stop once every
+    /// primary effect's interval lies wholly on one side of 1 + max_change
+    /// (decided as the gate would decide it), however wide it still is.
+    /// Absent: precision alone stops, and sealed plans without it keep
+    /// their hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_change: Option<f64>,
 }
 
 fn min_blocks() -> usize {

@@ -277,6 +277,13 @@ impl PlanSpec {
                 seq.target_half_width
             );
         }
+        if let Some(x) = seq.max_change
+            && !(x > 0.0 && x < 10.0)
+        {
+            bail!(
+                "`sequential.max_change = {x}` must be a relative change above 0 (and below 10), e.g. 0.05 for a gate at 5%"
+            );
+        }
         if self.arms.len() < 2 {
             bail!(
                 "`[sequential]` stops when the arms' effects against the baseline are precise, but the plan has one arm; add an arm or remove `[sequential]`"
