@@ -3,9 +3,8 @@
 //! it directly; the campaign supervisor calls it in a fresh pinned child
 //! (`blocklab worker`).
 
-use super::batches::{Batcher, Boundary};
 use super::profile::Sampler;
-use super::schedule::{self, Schedule};
+use super::schedule::Schedule;
 use crate::limits;
 use crate::machine::alloc::AllocCount;
 use crate::machine::cpu::{self, Usage};
@@ -18,7 +17,7 @@ use crate::plugin::builtin_grpc::BuiltinGrpc;
 use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
 use crate::plugin::source::{PluginSource, check_adapters, check_workload};
-use crate::plugin::wasm::{Limits, Runtime, WorkloadFailed};
+use crate::plugin::wasm::{Limits, Runtime};
 use crate::record::batches::Batches;
 use crate::record::result::{
     Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
@@ -26,7 +25,7 @@ use crate::record::result::{
 };
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
-use anyhow::{Context, bail};
+use anyhow::bail;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,6 +33,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+mod driver;
+use driver::*;
 
 /// Everything one run needs; the supervisor sends it to the child as JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -178,347 +180,6 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
         }
     }
     Ok(loaded)
-}
-
-/// How many [`inject_loop`] iterations make one call of it take `ns`
-/// nanoseconds on this CPU when nothing preempts it. A call costs a + b·n
-/// (its fences and call, then b per iteration); each is the fastest of
-/// several timed trials, so a neighbour can only make a trial slower,
-/// never the count smaller. The busy wait of a test arm is this fixed
-/// amount of work, not a spin on the clock: reading the clock in the loop
-/// overshot short waits by the clock's own cost (an 8 ns wait measured
-/// 1.11-1.17x on a 0.4 us transaction, docs/benchmarks.md), and a
-/// preempted spin would end on time having done less.
-fn busy_iterations(ns: u64) -> u64 {
-    if ns == 0 {
-        return 0;
-    }
-    let fastest = |calls: u32, n: u64| {
-        (0..15)
-            .map(|_| {
-                let t0 = Instant::now();
-                for _ in 0..calls {
-                    inject_loop(n);
-                }
-                t0.elapsed().as_nanos() as f64 / f64::from(calls)
-            })
-            .fold(f64::INFINITY, f64::min)
-    };
-    const LONG: u64 = 200_000;
-    let per_iteration = (fastest(1, LONG) / LONG as f64).max(1e-3);
-    let per_call = (fastest(1000, 1) - per_iteration).max(0.0);
-    ((ns as f64 - per_call) / per_iteration).round().max(1.0) as u64
-}
-
-/// Runs `n` iterations of a two-instruction loop (`dec`, `jnz`) that the
-/// compiler cannot remove or shorten, between two `lfence`s: a test arm's
-/// known instruction count, 2 × `n` per transaction (plus the fences' and
-/// the call's few), and a known time, since the fences keep the
-/// processor from overlapping the loop with the transaction's own work
-/// (without them a 20-iteration loop hid almost entirely in a get100's
-/// out-of-order window).
-#[inline(never)]
-fn inject_loop(n: u64) {
-    if n == 0 {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: fences, then counts a register down to zero; touches nothing
-    // else.
-    unsafe {
-        std::arch::asm!(
-            "lfence",
-            "2:",
-            "dec {n}",
-            "jnz 2b",
-            "lfence",
-            n = inout(reg) n => _,
-            options(nomem, nostack)
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    for i in 0..n {
-        std::hint::black_box(i);
-    }
-}
-
-/// What one worker thread measured.
-struct WorkerOutcome {
-    histogram: Histogram<u64>,
-    /// Window mode: counters and histograms of the measured window only.
-    window_counters: BTreeMap<String, i64>,
-    window_histograms: BTreeMap<String, Histogram<u64>>,
-    measured: u64,
-    warmup: u64,
-    retries: u64,
-    errors: BTreeMap<String, u64>,
-    /// Rate mode: how the measured window kept its schedule.
-    open: OpenTally,
-    /// The measured window in batches.
-    batches: Batches,
-}
-
-/// Rate mode: the measured window's intended starts and how they went.
-struct OpenTally {
-    /// Intended starts in the window, begun or not.
-    scheduled: u64,
-    /// Starts more than [`OpenLoop::LATE_US`] after their intended time.
-    late: u64,
-    /// Actual − intended start, ns.
-    start_lag: Histogram<u64>,
-    /// Actual start to end, ns.
-    service: Histogram<u64>,
-}
-
-impl OpenTally {
-    fn new() -> anyhow::Result<OpenTally> {
-        Ok(OpenTally {
-            scheduled: 0,
-            late: 0,
-            start_lag: new_histogram()?,
-            service: new_histogram()?,
-        })
-    }
-
-    fn add(&mut self, other: &OpenTally) -> anyhow::Result<()> {
-        self.scheduled += other.scheduled;
-        self.late += other.late;
-        self.start_lag.add(&other.start_lag)?;
-        self.service.add(&other.service)?;
-        Ok(())
-    }
-}
-
-/// How many transactions one worker warms up and measures (transaction
-/// mode; a window run goes by time).
-#[derive(Debug, Clone, Copy)]
-struct Share {
-    warmup: u64,
-    measured: u64,
-}
-
-/// One worker thread's loop: its instance, the iteration count and what it
-/// measured so far.
-struct Driver<'a> {
-    instance: &'a mut dyn Instance,
-    inject: Inject,
-    iteration: u64,
-    outcome: WorkerOutcome,
-    /// Rate mode: this worker's intended starts.
-    schedule: Option<Schedule>,
-    /// The measured window's batches, while it runs.
-    batcher: Option<Batcher>,
-}
-
-impl Driver<'_> {
-    /// Runs one transaction; measured ones are recorded in the histogram
-    /// and their workload failures counted, a warmup's failure ends the run.
-    /// A scheduled transaction (rate mode) counts its latency from its
-    /// `intended` start, so time spent queued behind a slow one is in it.
-    fn step(&mut self, measured: bool, intended: Option<Instant>) -> anyhow::Result<()> {
-        let t0 = Instant::now();
-        inject_loop(self.inject.loop_iterations);
-        let result = self.instance.run(self.iteration);
-        let end = Instant::now();
-        let elapsed = end.duration_since(intended.unwrap_or(t0)).as_nanos() as u64;
-        if let (true, Some(at)) = (measured, intended) {
-            let open = &mut self.outcome.open;
-            let lag = t0.saturating_duration_since(at);
-            open.late += u64::from(lag.as_secs_f64() * 1e6 > OpenLoop::LATE_US);
-            open.start_lag.saturating_record(lag.as_nanos() as u64);
-            open.service
-                .saturating_record((end - t0).as_nanos().max(1) as u64);
-        }
-        self.iteration += 1;
-        let outcome = &mut self.outcome;
-        match result {
-            Ok(retries) => {
-                if measured {
-                    outcome.retries += u64::from(retries);
-                }
-            }
-            Err(e) if e.is::<WorkloadFailed>() && measured => {
-                let kind = e.to_string().lines().next().unwrap_or_default().to_owned();
-                *outcome.errors.entry(kind).or_default() += 1;
-            }
-            Err(e) => return Err(e),
-        }
-        if measured {
-            outcome.histogram.saturating_record(elapsed.max(1));
-            outcome.measured += 1;
-            if let Some(batcher) = &mut self.batcher {
-                batcher.add(elapsed, end);
-            }
-        } else {
-            outcome.warmup += 1;
-        }
-        Ok(())
-    }
-
-    /// Runs `n` transactions, or until `seconds` passed in window mode.
-    fn phase(
-        &mut self,
-        measure: Measure,
-        n: u64,
-        seconds: f64,
-        measured: bool,
-    ) -> anyhow::Result<()> {
-        match measure {
-            Measure::Transactions { .. } => {
-                for _ in 0..n {
-                    self.step(measured, None)?;
-                }
-            }
-            Measure::Rate { .. } => self.paced(seconds, measured)?,
-            Measure::Window { .. } => {
-                let end = Instant::now() + Duration::from_secs_f64(seconds);
-                while Instant::now() < end {
-                    self.step(measured, None)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Rate mode: `seconds` of transactions started on the schedule. A
-    /// worker that is behind starts the next one at once and skips none, so
-    /// the queue shows in the latency; intended starts it had not begun when
-    /// the window closed count as scheduled and not started.
-    fn paced(&mut self, seconds: f64, measured: bool) -> anyhow::Result<()> {
-        let mut schedule = self
-            .schedule
-            .take()
-            .context("a rate-mode worker has no schedule; this is a bug in blocklab")?;
-        schedule.restart();
-        let origin = Instant::now();
-        let end = origin + Duration::from_secs_f64(seconds);
-        let mut result = Ok(());
-        loop {
-            let intended = origin + schedule.next_start();
-            if intended >= end {
-                break;
-            }
-            self.outcome.open.scheduled += u64::from(measured);
-            if Instant::now() >= end {
-                continue;
-            }
-            schedule::wait_until(intended);
-            result = self.step(measured, Some(intended));
-            if result.is_err() {
-                break;
-            }
-        }
-        self.schedule = Some(schedule);
-        result
-    }
-
-    /// The measured phase; in window and rate mode, the counters and histograms the
-    /// workload kept are taken as their change over the window.
-    fn measure(&mut self, measure: Measure, share: Share) -> anyhow::Result<()> {
-        let measured_s = match measure {
-            Measure::Window { measured_s, .. } | Measure::Rate { measured_s, .. } => measured_s,
-            Measure::Transactions { .. } => 0.0,
-        };
-        let boundary = Boundary::for_share(share.measured, measured_s);
-        self.batcher = Some(Batcher::start(boundary));
-        let result = self.measure_phase(measure, share, measured_s);
-        if let Some(batcher) = self.batcher.take() {
-            self.outcome.batches = batcher.finish();
-        }
-        result
-    }
-
-    fn measure_phase(
-        &mut self,
-        measure: Measure,
-        share: Share,
-        measured_s: f64,
-    ) -> anyhow::Result<()> {
-        if let Measure::Transactions { .. } = measure {
-            return self.phase(measure, share.measured, 0.0, true);
-        }
-        let counters = self.instance.env().counters().clone();
-        let histograms = self.instance.env().histograms().clone();
-        self.phase(measure, 0, measured_s, true)?;
-        for (name, value) in self.instance.env().counters() {
-            let delta = value - counters.get(name).copied().unwrap_or(0);
-            self.outcome.window_counters.insert(name.clone(), delta);
-        }
-        for (name, h) in self.instance.env().histograms() {
-            let mut h = h.clone();
-            if let Some(before) = histograms.get(name) {
-                h.subtract(before)
-                    .map_err(|e| anyhow::anyhow!("histogram `{name}`: {e:?}"))?;
-            }
-            self.outcome.window_histograms.insert(name.clone(), h);
-        }
-        Ok(())
-    }
-}
-
-/// Runs one worker's warmup and measured phases. `start` is released by the
-/// coordinating thread once every worker finished its warmup, so all measure
-/// together.
-fn drive(
-    instance: &mut dyn Instance,
-    measure: Measure,
-    share: Share,
-    inject: Inject,
-    schedule: Option<Schedule>,
-    barriers: &Barriers,
-) -> anyhow::Result<WorkerOutcome> {
-    let mut driver = Driver {
-        instance,
-        inject,
-        schedule,
-        batcher: None,
-        iteration: 0,
-        outcome: WorkerOutcome {
-            histogram: new_histogram()?,
-            window_counters: BTreeMap::new(),
-            window_histograms: BTreeMap::new(),
-            measured: 0,
-            warmup: 0,
-            retries: 0,
-            errors: BTreeMap::new(),
-            open: OpenTally::new()?,
-            batches: Batches::default(),
-        },
-    };
-    let warmup_s = match measure {
-        Measure::Window { warmup_s, .. } | Measure::Rate { warmup_s, .. } => warmup_s,
-        Measure::Transactions { .. } => 0.0,
-    };
-    // A panic here must still reach the barriers below, or every other
-    // worker and the coordinating thread wait for this one forever.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        driver.phase(measure, share.warmup, warmup_s, false)
-    }))
-    .unwrap_or_else(|panic| Err(panicked("warmup", panic.as_ref())));
-    // Every worker must reach the barriers, or the others wait forever.
-    barriers.warmed.wait();
-    barriers.start.wait();
-    result?;
-    driver.measure(measure, share)?;
-    Ok(driver.outcome)
-}
-
-/// The error for a worker thread that panicked in `phase`, with the
-/// panic's message.
-fn panicked(phase: &str, panic: &(dyn std::any::Any + Send)) -> anyhow::Error {
-    let message = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_default();
-    anyhow::anyhow!("a worker thread panicked in {phase}: {message}; this is a bug in blocklab")
-}
-
-/// A test arm's work added to every transaction: `inject_loop_iterations`
-/// plus `inject_busy_ns` as [`busy_iterations`] converts it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Inject {
-    loop_iterations: u64,
 }
 
 /// Splits `total` transactions over `workers`, the remainder to the first.
