@@ -83,3 +83,20 @@ impl CalibrationRow {
         self.covered as f64 / self.intervals.max(1) as f64
     }
 }
+
+impl Calibration {
+    /// Intervals that contained 1, and intervals, over every row.
+    pub fn covered(&self) -> (usize, usize) {
+        self.rows
+            .iter()
+            .fold((0, 0), |(a, b), r| (a + r.covered, b + r.intervals))
+    }
+
+    /// The campaigns per row, and the distance from the level within which
+    /// a row's coverage lands 99.9% of the time (normal approximation).
+    pub fn coverage_tolerance(&self) -> (usize, f64) {
+        let per = self.rows.first().map_or(1, |r| r.intervals.max(1));
+        let tol = 3.29 * (self.level * (1.0 - self.level) / per as f64).sqrt();
+        (per, tol)
+    }
+}
