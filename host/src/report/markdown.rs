@@ -161,12 +161,12 @@ fn arms(report: &Report, s: &mut String) -> fmt::Result {
     columns.push("params");
     writeln!(s, "## Arms\n\n{}", md_header(&columns))?;
     for arm in &spec.arms {
-        let process = arm.process().map(|p| p.label());
-        let plugin = process
-            .as_deref()
-            .or(arm.plugin.as_deref())
-            .or(spec.plugin.as_deref())
-            .unwrap_or("per workload");
+        let plugin = arm
+            .process()
+            .map(|p| p.label())
+            .or(arm.plugin.as_ref().map(|p| p.to_string()))
+            .or(spec.plugin.as_ref().map(|p| p.to_string()))
+            .unwrap_or_else(|| "per workload".into());
         let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let mut cells = vec![
             md(&arm.name),

@@ -41,6 +41,9 @@ use std::time::{Duration, Instant};
 use super::{Database, KeyValue, KvError, RangeOptions, Transaction, limits};
 use serde::{Deserialize, Serialize};
 
+/// The embedded target's kind, as plans write it and runs describe it.
+pub const KIND: &str = "embedded";
+
 /// An `embedded` target's settings (`target = { kind = "embedded", ... }`):
 /// a fault knob for tests of the harness, not a model of FoundationDB. With
 /// both set, every `stall_every_ms` the engine stalls for `stall_ms`: a
@@ -216,7 +219,7 @@ impl Database for Embedded {
     }
 
     fn describe(&self) -> String {
-        "embedded".to_owned()
+        KIND.to_owned()
     }
 }
 
