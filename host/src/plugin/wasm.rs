@@ -238,13 +238,9 @@ impl Runtime {
         Self::build(limits, cache_dir, grants, true)
     }
 
-    fn build(
-        limits: Limits,
-        cache_dir: Option<PathBuf>,
-        grants: Grants,
-        perf_map: bool,
-    ) -> anyhow::Result<Runtime> {
-        grants.validate()?;
+    /// The engine: a pooling allocator sized for the workers (smaller
+    /// under Valgrind), epoch interruption for call deadlines.
+    fn engine(limits: &Limits, perf_map: bool) -> anyhow::Result<Engine> {
         let valgrind = crate::machine::valgrind::running_on_valgrind() > 0;
         let memories = if valgrind {
             VALGRIND_POOL_MEMORIES
@@ -273,7 +269,7 @@ impl Runtime {
         if perf_map {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
-        let engine = Engine::new(&config).map_err(|e| {
+        Engine::new(&config).map_err(|e| {
             let message = format!("{e:#}");
             if message.contains("mmap failed to reserve") {
                 // wasmtime says this in hex bytes; say what it was for.
@@ -284,8 +280,17 @@ impl Runtime {
             } else {
                 anyhow::Error::from(e)
             }
-        })?;
+        })
+    }
 
+    fn build(
+        limits: Limits,
+        cache_dir: Option<PathBuf>,
+        grants: Grants,
+        perf_map: bool,
+    ) -> anyhow::Result<Runtime> {
+        grants.validate()?;
+        let engine = Self::engine(&limits, perf_map)?;
         let mut linker = Linker::new(&engine);
         grants.add_to_linker(&mut linker)?;
         bindings::WorkloadPlugin::add_to_linker::<HostState, HasSelf<HostState>>(
