@@ -207,125 +207,136 @@ fn layers_references_reads_paths_groups_and_skips_comments() {
 const MAX_FN_LINES: usize = 80;
 
 /// The stages whose functions the length check reads.
-const SHORT_FN_STAGES: &[&str] = &["run", "plan", "report", "analysis", "record"];
+const SHORT_FN_STAGES: &[&str] = &[
+    "run", "plan", "report", "analysis", "record", "plugin", "cli", "machine",
+];
 
 /// `text` with comments, string and char literals blanked to spaces, so
 /// braces inside them are not counted; newlines are kept so lines stay.
 fn code_only(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = Vec::with_capacity(b.len());
-    let blank = |out: &mut Vec<u8>, c: u8| out.push(if c == b'\n' { b'\n' } else { b' ' });
     let mut i = 0;
     while i < b.len() {
-        let c = b[i];
-        let next = b.get(i + 1).copied();
-        let prev_ident = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
-        if c == b'/' && next == Some(b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                blank(&mut out, b[i]);
-                i += 1;
-            }
-        } else if c == b'/' && next == Some(b'*') {
-            let mut depth = 0;
-            while i < b.len() {
-                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                    depth += 1;
-                    out.extend_from_slice(b"  ");
-                    i += 2;
-                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                    depth -= 1;
-                    out.extend_from_slice(b"  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    blank(&mut out, b[i]);
-                    i += 1;
-                }
-            }
-        } else if c == b'r' && !prev_ident && matches!(next, Some(b'#') | Some(b'"')) {
-            // A raw string r"..." or r#"..."#: ends at a quote followed by
-            // as many hashes as it opened with.
-            let mut j = i + 1;
-            while b.get(j) == Some(&b'#') {
-                j += 1;
-            }
-            if b.get(j) != Some(&b'"') {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            let hashes = j - i - 1;
-            let mut k = j + 1;
-            while k < b.len() {
-                if b[k] == b'"'
-                    && b[k + 1..]
+        match literal_end(text, i) {
+            Some(end) => {
+                out.extend(
+                    b[i..end]
                         .iter()
-                        .take(hashes)
-                        .filter(|&&h| h == b'#')
-                        .count()
-                        == hashes
-                {
-                    k += 1 + hashes;
-                    break;
-                }
-                k += 1;
+                        .map(|&c| if c == b'\n' { b'\n' } else { b' ' }),
+                );
+                i = end;
             }
-            for &x in &b[i..k.min(b.len())] {
-                blank(&mut out, x);
-            }
-            i = k;
-        } else if c == b'"' {
-            blank(&mut out, c);
-            i += 1;
-            while i < b.len() && b[i] != b'"' {
-                if b[i] == b'\\' {
-                    blank(&mut out, b[i]);
-                    i += 1;
-                }
-                if i < b.len() {
-                    blank(&mut out, b[i]);
-                    i += 1;
-                }
-            }
-            if i < b.len() {
-                blank(&mut out, b[i]);
+            None => {
+                out.push(b[i]);
                 i += 1;
             }
-        } else if c == b'\'' {
-            // A char literal ('x', '\n', '\u{..}') or a lifetime ('a): a
-            // lifetime has no closing quote right after its first char.
-            let end = if next == Some(b'\\') {
-                b[i + 2..]
-                    .iter()
-                    .position(|&x| x == b'\'')
-                    .map(|p| i + 2 + p)
-            } else {
-                // One char, possibly multi-byte UTF-8.
-                let len = text[i + 1..].chars().next().map_or(0, char::len_utf8);
-                (b.get(i + 1 + len) == Some(&b'\'')).then_some(i + 1 + len)
-            };
-            match end {
-                Some(e) => {
-                    for &x in &b[i..=e] {
-                        blank(&mut out, x);
-                    }
-                    i = e + 1;
-                }
-                None => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-        } else {
-            out.push(c);
-            i += 1;
         }
     }
     // Blanking replaced whole bytes of multi-byte chars only inside
     // literals and comments, with ASCII spaces, so this stays UTF-8.
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Where the comment or literal that starts at `i` ends (exclusive), if
+/// one starts there.
+fn literal_end(text: &str, i: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let next = b.get(i + 1).copied();
+    let prev_ident = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+    match b[i] {
+        b'/' if next == Some(b'/') => Some(
+            b[i..]
+                .iter()
+                .position(|&x| x == b'\n')
+                .map_or(b.len(), |p| i + p),
+        ),
+        b'/' if next == Some(b'*') => Some(block_comment_end(b, i)),
+        b'r' if !prev_ident && matches!(next, Some(b'#') | Some(b'"')) => raw_string_end(b, i),
+        b'"' => Some(string_end(b, i)),
+        b'\'' => char_end(text, i),
+        _ => None,
+    }
+}
+
+/// The end of the (nested) block comment opening at `i`.
+fn block_comment_end(b: &[u8], mut i: usize) -> usize {
+    let mut depth = 0;
+    while i < b.len() {
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+            depth += 1;
+            i += 2;
+        } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                break;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    i
+}
+
+/// The end of a raw string r"..." or r#"..."# at `i`: a quote followed by
+/// as many hashes as it opened with; `None` when `r` opens no string.
+fn raw_string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    while b.get(j) == Some(&b'#') {
+        j += 1;
+    }
+    if b.get(j) != Some(&b'"') {
+        return None;
+    }
+    let hashes = j - i - 1;
+    let mut k = j + 1;
+    while k < b.len() {
+        if b[k] == b'"'
+            && b[k + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&h| h == b'#')
+                .count()
+                == hashes
+        {
+            k += 1 + hashes;
+            break;
+        }
+        k += 1;
+    }
+    Some(k.min(b.len()))
+}
+
+/// The end of the string literal opening at `i`, escapes skipped.
+fn string_end(b: &[u8], mut i: usize) -> usize {
+    i += 1;
+    while i < b.len() && b[i] != b'"' {
+        if b[i] == b'\\' {
+            i += 1;
+        }
+        if i < b.len() {
+            i += 1;
+        }
+    }
+    (i + 1).min(b.len())
+}
+
+/// The end of a char literal ('x', '\n', '\u{..}') at `i`; `None` for a
+/// lifetime ('a), which has no closing quote right after its first char.
+fn char_end(text: &str, i: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let end = if b.get(i + 1) == Some(&b'\\') {
+        b[i + 2..]
+            .iter()
+            .position(|&x| x == b'\'')
+            .map(|p| i + 2 + p)
+    } else {
+        // One char, possibly multi-byte UTF-8.
+        let len = text[i + 1..].chars().next().map_or(0, char::len_utf8);
+        (b.get(i + 1 + len) == Some(&b'\'')).then_some(i + 1 + len)
+    };
+    end.map(|e| e + 1)
 }
 
 /// The index of the brace closing the one opened at `open`.

@@ -86,7 +86,19 @@ pub struct Row {
 
 /// Every cap, as docs/limits.md lists them.
 pub fn table() -> Vec<Row> {
-    let row = |key, default, cap: String| Row { key, default, cap };
+    [sizes(), settings(), links()]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The row of a cap: its key, default and cap.
+fn row(key: &'static str, default: &'static str, cap: String) -> Row {
+    Row { key, default, cap }
+}
+
+/// The caps on what a plan, upload or message may hold.
+fn sizes() -> Vec<Row> {
     vec![
         row(
             "plan file / posted plan",
@@ -129,6 +141,12 @@ pub fn table() -> Vec<Row> {
             "-",
             format!("{TRAP_LOG_CHARS} characters, newest lines"),
         ),
+    ]
+}
+
+/// The caps on a plan's and a run's settings: deadlines, gates, windows, process arms, rates.
+fn settings() -> Vec<Row> {
+    vec![
         row(
             "`limits.call_deadline_ms`, `--call-deadline-ms`",
             "10000",
@@ -170,6 +188,12 @@ pub fn table() -> Vec<Row> {
             "-",
             format!("more than 0, at most {RATE_PER_S} per second; at most {RATES} rates"),
         ),
+    ]
+}
+
+/// The caps on a shaped link (`link.*`, docs/network.md).
+fn links() -> Vec<Row> {
+    vec![
         row(
             "`link.rate_mbit`",
             "unshaped",

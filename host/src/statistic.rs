@@ -441,6 +441,34 @@ impl PartialEq<&str> for Statistic {
     }
 }
 
+/// Which way an interval lies from 1 ([`Worse::outcome`]): the one outcome
+/// of a report's verdicts and of a campaign comparison. (The gate judges
+/// against a threshold, not 1, and ties pass: `analysis::gate::Verdict`.)
+/// Serialized as the comparison's words; the report's verdicts keep their
+/// own (`slower`, `faster`, `no_difference`; docs/reports.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = Direction)]
+pub enum Outcome {
+    /// The interval lies entirely on the better side of 1.
+    Better,
+    /// The interval lies entirely on the worse side of 1.
+    Worse,
+    /// The interval contains 1.
+    NoDetectableChange,
+}
+
+impl Outcome {
+    /// The outcome in words, as the terminal and markdown say it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Outcome::Better => "better",
+            Outcome::Worse => "worse",
+            Outcome::NoDetectableChange => "no detectable change",
+        }
+    }
+}
+
 /// An effect as a factor of "worse": above 1 is worse whichever way the
 /// statistic points (a throughput ratio of 0.8 is 1.25× worse). The one
 /// place verdicts, campaign comparison and the gate orient an interval.
@@ -452,6 +480,17 @@ pub struct Worse {
 }
 
 impl Worse {
+    /// Whether the whole interval is worse than 1, better, or neither.
+    pub fn outcome(&self) -> Outcome {
+        if self.lo > 1.0 {
+            Outcome::Worse
+        } else if self.hi < 1.0 {
+            Outcome::Better
+        } else {
+            Outcome::NoDetectableChange
+        }
+    }
+
     pub fn of(lower_is_better: bool, ratio: f64, ci_low: f64, ci_high: f64) -> Worse {
         if lower_is_better {
             Worse {

@@ -374,50 +374,15 @@ fn read_export<P: DeserializeOwned, R: DeserializeOwned>(
     input: &mut dyn BufRead,
     source_name: &str,
 ) -> Result<Vec<Pending>, ArchiveError> {
-    let name = || source_name.to_owned();
     let damaged = |line: usize, detail: String| ArchiveError::Damaged {
-        source_name: name(),
+        source_name: source_name.to_owned(),
         line,
         detail,
-    };
-    let foreign = || ArchiveError::Foreign {
-        source_name: name(),
     };
     let mut bytes = Vec::new();
     input.read_to_end(&mut bytes)?;
     let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
-    // The header first, so a foreign file is named as one.
-    match lines.first().map(|l| serde_json::from_slice::<Line>(l)) {
-        Some(Ok(Line::Header(h))) if h.format == EXPORT_FORMAT => {
-            if h.version > EXPORT_VERSION {
-                return Err(ArchiveError::NewerVersion {
-                    source_name: name(),
-                    found: h.version,
-                });
-            }
-        }
-        _ => return Err(foreign()),
-    }
-    // Then the end record and the checksum, so damage anywhere is named as
-    // damage before any line's content is believed.
-    let last = lines.last().copied().unwrap_or_default();
-    let end = match serde_json::from_slice::<Line>(last) {
-        Ok(Line::End(end)) if last.ends_with(b"\n") => end,
-        _ => {
-            return Err(ArchiveError::Truncated {
-                source_name: name(),
-                lines: lines.len(),
-            });
-        }
-    };
-    let found = hex::encode(Sha256::digest(&bytes[..bytes.len() - last.len()]));
-    if found != end.sha256 || end.lines != lines.len() - 1 {
-        return Err(ArchiveError::Checksum {
-            source_name: name(),
-            expected: end.sha256,
-            found,
-        });
-    }
+    check_envelope(&bytes, &lines, source_name)?;
     let mut campaigns: Vec<Pending> = Vec::new();
     let mut expected: Vec<CampaignId> = Vec::new();
     for (i, buf) in lines.iter().enumerate() {
@@ -441,101 +406,10 @@ fn read_export<P: DeserializeOwned, R: DeserializeOwned>(
             }
             Line::End(_) => return Err(damaged(n, "is an end record before the end".to_owned())),
             Line::Campaign(c) => {
-                let meta: CampaignMeta = decode("the campaign metadata", c.meta.get().as_bytes())
-                    .map_err(|e| {
-                    damaged(
-                        n,
-                        format!("has campaign metadata that does not decode ({})", chain(&e)),
-                    )
-                })?;
-                decode::<P>(
-                    &format!("the sealed plan of campaign `{}`", meta.id),
-                    c.plan.get().as_bytes(),
-                )
-                .map_err(|e| {
-                    damaged(
-                        n,
-                        format!(
-                            "has a sealed plan this blocklab cannot read ({})",
-                            chain(&e)
-                        ),
-                    )
-                })?;
-                if let Some((slot, _)) = c.finals.iter().find(|(s, _)| **s >= meta.total_runs) {
-                    return Err(damaged(
-                        n,
-                        format!(
-                            "marks slot {slot} final, outside the {} slots of campaign `{}`",
-                            meta.total_runs, meta.id
-                        ),
-                    ));
-                }
-                if campaigns.iter().any(|p| p.meta.id == meta.id) {
-                    return Err(damaged(n, format!("repeats campaign `{}`", meta.id)));
-                }
-                campaigns.push(Pending {
-                    meta,
-                    plan: c.plan.get().as_bytes().to_vec(),
-                    finals: c.finals,
-                    runs: Vec::new(),
-                    blobs: Vec::new(),
-                });
+                let pending = read_campaign::<P>(c, &campaigns).map_err(|d| damaged(n, d))?;
+                campaigns.push(pending);
             }
-            Line::Run(r) => {
-                let Some(c) = campaigns.last_mut().filter(|c| c.meta.id == r.campaign) else {
-                    return Err(damaged(
-                        n,
-                        format!(
-                            "is a run of campaign `{}` outside that campaign's records",
-                            r.campaign
-                        ),
-                    ));
-                };
-                if r.slot >= c.meta.total_runs {
-                    return Err(damaged(
-                        n,
-                        format!(
-                            "is a run of slot {}, outside the {} slots of campaign `{}`",
-                            r.slot, c.meta.total_runs, r.campaign
-                        ),
-                    ));
-                }
-                decode::<R>("a run", r.payload.get().as_bytes()).map_err(|e| {
-                    damaged(
-                        n,
-                        format!("has a run this blocklab cannot read ({})", chain(&e)),
-                    )
-                })?;
-                let bytes = |b: Option<String>, what: &str| {
-                    b.map(|b| {
-                        BASE64.decode(b).map_err(|e| {
-                            damaged(n, format!("has a {what} that is not base64 ({e})"))
-                        })
-                    })
-                    .transpose()
-                };
-                if c.runs
-                    .iter()
-                    .any(|(s, a, ..)| (*s, *a) == (r.slot, r.attempt))
-                {
-                    return Err(damaged(
-                        n,
-                        format!(
-                            "repeats slot {} attempt {} of campaign `{}`",
-                            r.slot, r.attempt, r.campaign
-                        ),
-                    ));
-                }
-                let histogram = bytes(r.histogram, "histogram")?;
-                let profile = bytes(r.profile, "profile")?;
-                c.runs.push((
-                    r.slot,
-                    r.attempt,
-                    r.payload.get().as_bytes().to_vec(),
-                    histogram,
-                    profile,
-                ));
-            }
+            Line::Run(r) => read_run::<R>(r, &mut campaigns).map_err(|d| damaged(n, d))?,
             Line::Blob(b) => {
                 let Some(c) = campaigns.last_mut().filter(|c| c.meta.id == b.campaign) else {
                     return Err(damaged(
@@ -551,7 +425,131 @@ fn read_export<P: DeserializeOwned, R: DeserializeOwned>(
         }
     }
     // The last line is the end record, checked above.
-    Err(foreign())
+    Err(ArchiveError::Foreign {
+        source_name: source_name.to_owned(),
+    })
+}
+
+/// The header, the end record and the checksum, before any line's content
+/// is believed: a foreign file is named as one, damage anywhere as damage.
+fn check_envelope(bytes: &[u8], lines: &[&[u8]], source_name: &str) -> Result<(), ArchiveError> {
+    let name = || source_name.to_owned();
+    match lines.first().map(|l| serde_json::from_slice::<Line>(l)) {
+        Some(Ok(Line::Header(h))) if h.format == EXPORT_FORMAT => {
+            if h.version > EXPORT_VERSION {
+                return Err(ArchiveError::NewerVersion {
+                    source_name: name(),
+                    found: h.version,
+                });
+            }
+        }
+        _ => {
+            return Err(ArchiveError::Foreign {
+                source_name: name(),
+            });
+        }
+    }
+    let last = lines.last().copied().unwrap_or_default();
+    let end = match serde_json::from_slice::<Line>(last) {
+        Ok(Line::End(end)) if last.ends_with(b"\n") => end,
+        _ => {
+            return Err(ArchiveError::Truncated {
+                source_name: name(),
+                lines: lines.len(),
+            });
+        }
+    };
+    let found = hex::encode(Sha256::digest(&bytes[..bytes.len() - last.len()]));
+    if found != end.sha256 || end.lines != lines.len() - 1 {
+        return Err(ArchiveError::Checksum {
+            source_name: name(),
+            expected: end.sha256,
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// A campaign line, checked against the campaigns read before it; the
+/// error is what is wrong with the line.
+fn read_campaign<P: DeserializeOwned>(
+    c: CampaignRecord,
+    campaigns: &[Pending],
+) -> Result<Pending, String> {
+    let meta: CampaignMeta = decode("the campaign metadata", c.meta.get().as_bytes())
+        .map_err(|e| format!("has campaign metadata that does not decode ({})", chain(&e)))?;
+    decode::<P>(
+        &format!("the sealed plan of campaign `{}`", meta.id),
+        c.plan.get().as_bytes(),
+    )
+    .map_err(|e| {
+        format!(
+            "has a sealed plan this blocklab cannot read ({})",
+            chain(&e)
+        )
+    })?;
+    if let Some((slot, _)) = c.finals.iter().find(|(s, _)| **s >= meta.total_runs) {
+        return Err(format!(
+            "marks slot {slot} final, outside the {} slots of campaign `{}`",
+            meta.total_runs, meta.id
+        ));
+    }
+    if campaigns.iter().any(|p| p.meta.id == meta.id) {
+        return Err(format!("repeats campaign `{}`", meta.id));
+    }
+    Ok(Pending {
+        meta,
+        plan: c.plan.get().as_bytes().to_vec(),
+        finals: c.finals,
+        runs: Vec::new(),
+        blobs: Vec::new(),
+    })
+}
+
+/// A run line, added to its campaign (the last one read); the error is
+/// what is wrong with the line.
+fn read_run<R: DeserializeOwned>(r: RunRecord, campaigns: &mut [Pending]) -> Result<(), String> {
+    let Some(c) = campaigns.last_mut().filter(|c| c.meta.id == r.campaign) else {
+        return Err(format!(
+            "is a run of campaign `{}` outside that campaign's records",
+            r.campaign
+        ));
+    };
+    if r.slot >= c.meta.total_runs {
+        return Err(format!(
+            "is a run of slot {}, outside the {} slots of campaign `{}`",
+            r.slot, c.meta.total_runs, r.campaign
+        ));
+    }
+    decode::<R>("a run", r.payload.get().as_bytes())
+        .map_err(|e| format!("has a run this blocklab cannot read ({})", chain(&e)))?;
+    let bytes = |b: Option<String>, what: &str| {
+        b.map(|b| {
+            BASE64
+                .decode(b)
+                .map_err(|e| format!("has a {what} that is not base64 ({e})"))
+        })
+        .transpose()
+    };
+    if c.runs
+        .iter()
+        .any(|(s, a, ..)| (*s, *a) == (r.slot, r.attempt))
+    {
+        return Err(format!(
+            "repeats slot {} attempt {} of campaign `{}`",
+            r.slot, r.attempt, r.campaign
+        ));
+    }
+    let histogram = bytes(r.histogram, "histogram")?;
+    let profile = bytes(r.profile, "profile")?;
+    c.runs.push((
+        r.slot,
+        r.attempt,
+        r.payload.get().as_bytes().to_vec(),
+        histogram,
+        profile,
+    ));
+    Ok(())
 }
 
 /// An error and its causes on one line.

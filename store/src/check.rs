@@ -226,6 +226,9 @@ impl Store {
     }
 }
 
+/// Each campaign's stored run attempts, as (slot, attempt).
+type Attempts = BTreeMap<CampaignId, BTreeSet<(u32, u32)>>;
+
 impl Salvaged {
     /// Reads every record and says which decode: campaign metadata as
     /// [`CampaignMeta`], sealed plans as `P`, runs as `R`, blobs as JSON,
@@ -239,114 +242,26 @@ impl Salvaged {
             campaigns: Vec::new(),
             problems: Vec::new(),
         };
-        store.check_meta(&mut report.problems);
-        let mut campaigns: BTreeMap<CampaignId, CampaignCheck> = BTreeMap::new();
-        let mut metas: BTreeMap<CampaignId, CampaignMeta> = BTreeMap::new();
-        store.each(
-            &store.campaigns,
-            "campaigns",
-            &mut report.problems,
-            |k, v| {
-                let id = keys::decode_u64(k).ok_or("a campaign key is not 8 bytes")?;
-                let entry = campaigns.entry(id).or_insert_with(|| CampaignCheck {
-                    id,
-                    meta: None,
-                    runs: 0,
-                    problems: Vec::new(),
-                });
-                match serde_json::from_slice::<CampaignMeta>(v) {
-                    Ok(meta) => {
-                        entry.meta = Some(meta.clone());
-                        metas.insert(id, meta);
-                    }
-                    Err(e) => entry
-                        .problems
-                        .push(format!("its metadata does not decode: {e}")),
-                }
-                Ok(())
-            },
-        );
-        let mut problem = |id: CampaignId, text: String, orphans: &mut Vec<String>| match campaigns
-            .get_mut(&id)
-        {
-            Some(c) => c.problems.push(text),
-            None => orphans.push(format!("campaign {id} has no metadata but {text}")),
-        };
+        let problems = &mut report.problems;
+        store.check_meta(problems);
+        let (mut campaigns, metas) = store.check_campaigns(problems);
+        // A campaign's other records' problems, in the order found; given
+        // to their campaigns once every record is read.
+        let mut found: Vec<(CampaignId, String)> = Vec::new();
+        let plans = store.check_plans::<P>(problems, &mut found);
+        let (runs, decoded) = store.check_runs::<R>(problems, &mut found);
+        let finals = store.check_finals(&runs, problems, &mut found);
+        store.check_keys(problems, &mut found);
         let mut orphans = Vec::new();
-        let mut found_plans = BTreeSet::new();
-        store.each(&store.plans, "plans", &mut report.problems, |k, v| {
-            let id = keys::decode_u64(k).ok_or("a plan key is not 8 bytes")?;
-            found_plans.insert(id);
-            if let Err(e) = serde_json::from_slice::<P>(v) {
-                problem(
-                    id,
-                    format!("its sealed plan does not decode: {e}"),
-                    &mut orphans,
-                );
+        for (id, text) in found {
+            match campaigns.get_mut(&id) {
+                Some(c) => c.problems.push(text),
+                None => orphans.push(format!("campaign {id} has no metadata but {text}")),
             }
-            Ok(())
-        });
-        let mut runs: BTreeMap<CampaignId, BTreeSet<(u32, u32)>> = BTreeMap::new();
-        let mut decoded: BTreeMap<CampaignId, usize> = BTreeMap::new();
-        store.each(&store.runs, "runs", &mut report.problems, |k, v| {
-            let key = keys::decode_run(k).ok_or("a run key is not 16 bytes")?;
-            runs.entry(key.campaign)
-                .or_default()
-                .insert((key.slot, key.attempt));
-            match serde_json::from_slice::<R>(v) {
-                Ok(_) => *decoded.entry(key.campaign).or_default() += 1,
-                Err(e) => problem(
-                    key.campaign,
-                    format!(
-                        "run slot {} attempt {} does not decode: {e}",
-                        key.slot, key.attempt
-                    ),
-                    &mut orphans,
-                ),
-            }
-            Ok(())
-        });
-        let mut finals: BTreeMap<CampaignId, usize> = BTreeMap::new();
-        store.each(&store.finals, "finals", &mut report.problems, |k, v| {
-            let id = keys::decode_u64(k.get(..8).unwrap_or_default())
-                .ok_or("a final-attempt key is not 12 bytes")?;
-            let slot = keys::decode_slot(k).ok_or("a final-attempt key is not 12 bytes")?;
-            let attempt = keys::decode_u32(v).ok_or("a final attempt is not 4 bytes")?;
-            *finals.entry(id).or_default() += 1;
-            if !runs.get(&id).is_some_and(|r| r.contains(&(slot, attempt))) {
-                problem(
-                    id,
-                    format!("slot {slot}'s final attempt {attempt} is not stored"),
-                    &mut orphans,
-                );
-            }
-            Ok(())
-        });
-        for (tree, name) in [
-            (&store.histograms, "histograms"),
-            (&store.profiles, "profiles"),
-        ] {
-            store.each(tree, name, &mut report.problems, |k, _| {
-                keys::decode_run(k).ok_or("a key is not 16 bytes")?;
-                Ok(())
-            });
         }
-        store.each(&store.blobs, "blobs", &mut report.problems, |k, v| {
-            let id = keys::decode_u64(k.get(..8).unwrap_or_default())
-                .ok_or("a blob key is shorter than 8 bytes")?;
-            let name = String::from_utf8_lossy(&k[8..]).into_owned();
-            if let Err(e) = serde_json::from_slice::<serde_json::Value>(v) {
-                problem(
-                    id,
-                    format!("its blob `{name}` does not decode: {e}"),
-                    &mut orphans,
-                );
-            }
-            Ok(())
-        });
         for (id, c) in campaigns.iter_mut() {
             c.runs = decoded.get(id).copied().unwrap_or(0);
-            if !found_plans.contains(id) {
+            if !plans.contains(id) {
                 c.problems.push("its sealed plan is missing".to_owned());
             }
             if let Some(meta) = metas.get(id) {
@@ -366,6 +281,133 @@ impl Salvaged {
 }
 
 impl Store {
+    /// Every campaign's metadata record, and the metadata that decodes.
+    fn check_campaigns(
+        &self,
+        problems: &mut Vec<String>,
+    ) -> (
+        BTreeMap<CampaignId, CampaignCheck>,
+        BTreeMap<CampaignId, CampaignMeta>,
+    ) {
+        let mut campaigns: BTreeMap<CampaignId, CampaignCheck> = BTreeMap::new();
+        let mut metas: BTreeMap<CampaignId, CampaignMeta> = BTreeMap::new();
+        self.each(&self.campaigns, "campaigns", problems, |k, v| {
+            let id = keys::decode_u64(k).ok_or("a campaign key is not 8 bytes")?;
+            let entry = campaigns.entry(id).or_insert_with(|| CampaignCheck {
+                id,
+                meta: None,
+                runs: 0,
+                problems: Vec::new(),
+            });
+            match serde_json::from_slice::<CampaignMeta>(v) {
+                Ok(meta) => {
+                    entry.meta = Some(meta.clone());
+                    metas.insert(id, meta);
+                }
+                Err(e) => entry
+                    .problems
+                    .push(format!("its metadata does not decode: {e}")),
+            }
+            Ok(())
+        });
+        (campaigns, metas)
+    }
+
+    /// The campaigns with a sealed plan; one that does not decode as `P`
+    /// is a problem of its campaign.
+    fn check_plans<P: DeserializeOwned>(
+        &self,
+        problems: &mut Vec<String>,
+        found: &mut Vec<(CampaignId, String)>,
+    ) -> BTreeSet<CampaignId> {
+        let mut plans = BTreeSet::new();
+        self.each(&self.plans, "plans", problems, |k, v| {
+            let id = keys::decode_u64(k).ok_or("a plan key is not 8 bytes")?;
+            plans.insert(id);
+            if let Err(e) = serde_json::from_slice::<P>(v) {
+                found.push((id, format!("its sealed plan does not decode: {e}")));
+            }
+            Ok(())
+        });
+        plans
+    }
+
+    /// Each campaign's stored (slot, attempt)s, and how many decode as `R`.
+    fn check_runs<R: DeserializeOwned>(
+        &self,
+        problems: &mut Vec<String>,
+        found: &mut Vec<(CampaignId, String)>,
+    ) -> (Attempts, BTreeMap<CampaignId, usize>) {
+        let mut runs = Attempts::new();
+        let mut decoded: BTreeMap<CampaignId, usize> = BTreeMap::new();
+        self.each(&self.runs, "runs", problems, |k, v| {
+            let key = keys::decode_run(k).ok_or("a run key is not 16 bytes")?;
+            runs.entry(key.campaign)
+                .or_default()
+                .insert((key.slot, key.attempt));
+            match serde_json::from_slice::<R>(v) {
+                Ok(_) => *decoded.entry(key.campaign).or_default() += 1,
+                Err(e) => found.push((
+                    key.campaign,
+                    format!(
+                        "run slot {} attempt {} does not decode: {e}",
+                        key.slot, key.attempt
+                    ),
+                )),
+            }
+            Ok(())
+        });
+        (runs, decoded)
+    }
+
+    /// How many slots of each campaign have a final attempt; one that names
+    /// an attempt not in `runs` is a problem of its campaign.
+    fn check_finals(
+        &self,
+        runs: &Attempts,
+        problems: &mut Vec<String>,
+        found: &mut Vec<(CampaignId, String)>,
+    ) -> BTreeMap<CampaignId, usize> {
+        let mut finals: BTreeMap<CampaignId, usize> = BTreeMap::new();
+        self.each(&self.finals, "finals", problems, |k, v| {
+            let id = keys::decode_u64(k.get(..8).unwrap_or_default())
+                .ok_or("a final-attempt key is not 12 bytes")?;
+            let slot = keys::decode_slot(k).ok_or("a final-attempt key is not 12 bytes")?;
+            let attempt = keys::decode_u32(v).ok_or("a final attempt is not 4 bytes")?;
+            *finals.entry(id).or_default() += 1;
+            if !runs.get(&id).is_some_and(|r| r.contains(&(slot, attempt))) {
+                found.push((
+                    id,
+                    format!("slot {slot}'s final attempt {attempt} is not stored"),
+                ));
+            }
+            Ok(())
+        });
+        finals
+    }
+
+    /// The histograms' and profiles' keys, and every blob as JSON.
+    fn check_keys(&self, problems: &mut Vec<String>, found: &mut Vec<(CampaignId, String)>) {
+        for (tree, name) in [
+            (&self.histograms, "histograms"),
+            (&self.profiles, "profiles"),
+        ] {
+            self.each(tree, name, problems, |k, _| {
+                keys::decode_run(k).ok_or("a key is not 16 bytes")?;
+                Ok(())
+            });
+        }
+        self.each(&self.blobs, "blobs", problems, |k, v| {
+            let id = keys::decode_u64(k.get(..8).unwrap_or_default())
+                .ok_or("a blob key is shorter than 8 bytes")?;
+            let name = String::from_utf8_lossy(&k[8..]).into_owned();
+            if let Err(e) = serde_json::from_slice::<serde_json::Value>(v) {
+                found.push((id, format!("its blob `{name}` does not decode: {e}")));
+            }
+            Ok(())
+        });
+    }
+
     /// Calls `f` on every record of `tree`; a record sled cannot read, or
     /// one `f` rejects, becomes a problem and the walk goes on.
     fn each(

@@ -84,6 +84,23 @@ impl CalibrationRow {
     }
 }
 
+impl Calibration {
+    /// Intervals that contained 1, and intervals, over every row.
+    pub fn covered(&self) -> (usize, usize) {
+        self.rows
+            .iter()
+            .fold((0, 0), |(a, b), r| (a + r.covered, b + r.intervals))
+    }
+
+    /// The campaigns per row, and the distance from the level within which
+    /// a row's coverage lands 99.9% of the time (normal approximation).
+    pub fn coverage_tolerance(&self) -> (usize, f64) {
+        let per = self.rows.first().map_or(1, |r| r.intervals.max(1));
+        let tol = 3.29 * (self.level * (1.0 - self.level) / per as f64).sqrt();
+        (per, tol)
+    }
+}
+
 impl LevelRow {
     /// The planner's inputs for this row, for a plan of `arms` arms.
     pub fn costs(&self, arms: usize) -> crate::stats::levels::Costs {
@@ -157,6 +174,43 @@ pub fn recommend(
         .find(|&b| crate::plan::design::orders(arms, b, 0).is_ok())
         .unwrap_or(2);
     let level = spec.bootstrap.level;
+    let rows = headline_rows(spec, calibration, target, (arms, step))?;
+    let (transactions, blocks, seconds) = shared_design(&rows, target, level, (arms, step));
+    Ok(Recommendation {
+        machine: calibration.machine.clone(),
+        target_half_width: target,
+        blocks,
+        transactions,
+        seconds,
+        rows: rows
+            .into_iter()
+            .map(|(row, costs, own)| RecommendedRow {
+                workload: row.workload.clone(),
+                statistic: row.statistic.clone(),
+                own,
+                half_width: costs.half_width(transactions, blocks, level),
+            })
+            .collect(),
+    })
+}
+
+/// A planned row: its levels and costs, and its own cheapest design.
+type Planned = (
+    LevelRow,
+    crate::stats::levels::Costs,
+    crate::stats::levels::Design,
+);
+
+/// Every workload × headline statistic of `spec` with its own design for
+/// `target`; `(arms, step)`: the plan's arms and the block counts that
+/// balance them.
+fn headline_rows(
+    spec: &crate::plan::spec::PlanSpec,
+    calibration: &Calibration,
+    target: f64,
+    (arms, step): (usize, usize),
+) -> anyhow::Result<Vec<Planned>> {
+    let level = spec.bootstrap.level;
     let headline: Vec<crate::statistic::Statistic> = spec
         .compared_statistics()
         .into_iter()
@@ -180,6 +234,17 @@ pub fn recommend(
             rows.push((row, costs, own));
         }
     }
+    Ok(rows)
+}
+
+/// The run length and block count at which every row reaches `target`
+/// for the least machine time, and that time (seconds).
+fn shared_design(
+    rows: &[Planned],
+    target: f64,
+    level: f64,
+    (arms, step): (usize, usize),
+) -> (u64, usize, f64) {
     // One run length for the whole plan: a statistic without a within-run
     // figure keeps its calibrated length (shorter runs would add noise the
     // calibration cannot size); otherwise the length of least machine time
@@ -216,23 +281,7 @@ pub fn recommend(
         .filter_map(|n| blocks_at(n).map(|b| (n, b)))
         .min_by(|a, b| seconds_at(a.0, a.1).total_cmp(&seconds_at(b.0, b.1)))
         .unwrap_or((rows.first().map_or(1, |r| r.2.transactions), step));
-    let seconds = seconds_at(transactions, blocks);
-    Ok(Recommendation {
-        machine: calibration.machine.clone(),
-        target_half_width: target,
-        blocks,
-        transactions,
-        seconds,
-        rows: rows
-            .into_iter()
-            .map(|(row, costs, own)| RecommendedRow {
-                workload: row.workload.clone(),
-                statistic: row.statistic.clone(),
-                own,
-                half_width: costs.half_width(transactions, blocks, level),
-            })
-            .collect(),
-    })
+    (transactions, blocks, seconds_at(transactions, blocks))
 }
 
 /// The levels of `workload` × `statistic`: measured from batches, or, for a

@@ -13,7 +13,7 @@ use crate::plan::seal::SealedPlan;
 use crate::plan::spec::ArmSpec;
 use crate::plugin::source::PluginSource;
 use crate::record::RunStatus;
-use crate::statistic::Worse;
+use crate::statistic::{Outcome, Worse};
 use crate::stats::{self, CHANGE_RESAMPLES, DEFAULT_LEVEL};
 use serde::Serialize;
 use serde_json::Value;
@@ -52,18 +52,6 @@ pub struct BaselineIdentity {
     pub code: BTreeMap<String, String>,
 }
 
-/// Whether B's figure moved against A's, at [`CHANGE_LEVEL`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// The interval lies entirely on the better side of 1.
-    Better,
-    /// The interval lies entirely on the worse side of 1.
-    Worse,
-    /// The interval contains 1.
-    NoDetectableChange,
-}
-
 /// One arm's change in one statistic.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ChangeRow {
@@ -78,7 +66,8 @@ pub struct ChangeRow {
     pub ci_high: f64,
     pub blocks_a: usize,
     pub blocks_b: usize,
-    pub direction: Direction,
+    /// Whether B's figure moved against A's, at [`CHANGE_LEVEL`].
+    pub direction: Outcome,
 }
 
 /// A shared (workload, arm, statistic) whose change could not be computed.
@@ -278,14 +267,8 @@ fn change_rows(
                 CHANGE_LEVEL,
             ) {
                 Ok(c) => {
-                    let w = Worse::of(s.lower_is_better(), c.ratio, c.ci_low, c.ci_high);
-                    let direction = if w.lo > 1.0 {
-                        Direction::Worse
-                    } else if w.hi < 1.0 {
-                        Direction::Better
-                    } else {
-                        Direction::NoDetectableChange
-                    };
+                    let direction =
+                        Worse::of(s.lower_is_better(), c.ratio, c.ci_low, c.ci_high).outcome();
                     changes.push(ChangeRow {
                         workload: key.0.clone(),
                         arm: key.1.clone(),

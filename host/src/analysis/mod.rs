@@ -29,7 +29,7 @@ pub mod verdicts;
 pub mod words;
 
 pub use campaign::{analyse, sequential_check};
-pub use model::{Direction, LinkRow, Report, RunRow, Verdict};
+pub use model::{LinkRow, Report, RunRow, Verdict};
 pub use statistics::statistics;
 
 use crate::plan::seal::SealedPlan;

@@ -11,7 +11,7 @@ use crate::record::gates::Environment;
 use crate::record::link::{LinkRun, NetworkRecord};
 use crate::record::result::RerunReason;
 use crate::record::{RunResult, RunStatus};
-use crate::statistic::Statistic;
+use crate::statistic::{Outcome, Statistic};
 use crate::stats::{Method, Simultaneous};
 use blocklab_store::CampaignMeta;
 use serde::{Deserialize, Serialize};
@@ -38,15 +38,38 @@ pub struct EffectRow {
     pub level: f64,
 }
 
-/// Which way a verdict goes on its statistic: `slower` is worse (higher
-/// latency or cost, lower throughput), `faster` better, `no_difference`
-/// when the interval contains 1 or there is none (one block).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    Slower,
-    Faster,
-    NoDifference,
+/// A verdict's [`Outcome`] under the names the report's JSON has always
+/// used: `slower` is worse (higher latency or cost, lower throughput),
+/// `faster` better, `no_difference` when the interval contains 1 or there
+/// is none (one block).
+mod verdict_words {
+    use crate::statistic::Outcome;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Word {
+        Slower,
+        Faster,
+        NoDifference,
+    }
+
+    pub fn serialize<S: Serializer>(o: &Outcome, s: S) -> Result<S::Ok, S::Error> {
+        match o {
+            Outcome::Worse => Word::Slower,
+            Outcome::Better => Word::Faster,
+            Outcome::NoDetectableChange => Word::NoDifference,
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Outcome, D::Error> {
+        Ok(match Word::deserialize(d)? {
+            Word::Slower => Outcome::Worse,
+            Word::Faster => Outcome::Better,
+            Word::NoDifference => Outcome::NoDetectableChange,
+        })
+    }
 }
 
 /// The answer for one workload and one arm against its baseline, on the
@@ -64,7 +87,8 @@ pub struct Verdict {
     /// Blocks with runs of both arms, and the blocks the plan has.
     pub blocks: usize,
     pub blocks_planned: usize,
-    pub direction: Direction,
+    #[serde(with = "verdict_words")]
+    pub direction: Outcome,
     pub text: String,
     /// Too few blocks for the interval's width to be trusted.
     pub weak: bool,
@@ -300,6 +324,17 @@ pub struct Report {
     /// rate that met it (docs/method.md, "SLO search").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slo: Vec<SloRow>,
+}
+
+impl Report {
+    /// The median over blocks of `statistic` for `workload` in `arm`, when
+    /// the campaign measured it.
+    pub fn median(&self, workload: &str, arm: &str, statistic: Statistic) -> Option<f64> {
+        self.absolutes
+            .iter()
+            .find(|a| a.workload == workload && a.arm == arm && a.statistic == statistic)
+            .map(|a| a.median)
+    }
 }
 
 /// A median over blocks and its bootstrap interval over blocks.

@@ -5,12 +5,12 @@
 //! report, and in rate mode runs short of the offered rate or starting
 //! late); and which statistics the sample supports at all.
 
-use super::model::{Direction, EffectRow, RunRow, StatisticRow, Verdict};
+use super::model::{EffectRow, RunRow, StatisticRow, Verdict};
 use super::statistics::{TableEntry, statistics};
 use crate::plan::spec::PlanSpec;
 use crate::record::RunStatus;
 use crate::record::result::{OpenLoop, RerunReason};
-use crate::statistic::{Statistic, Worse};
+use crate::statistic::{Outcome, Statistic, Worse};
 use crate::stats;
 use blocklab_store::{CampaignMeta, CampaignStatus};
 use std::collections::BTreeMap;
@@ -152,60 +152,44 @@ pub(super) fn verdict(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> 
 }
 
 /// Which way an effect goes and the sentence that says so.
-fn sentence(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> (Direction, String) {
-    let Worse {
-        ratio: worse,
-        lo,
-        hi,
-    } = Worse::of(stat.lower_is_better(), e.ratio, e.ci_low, e.ci_high);
+fn sentence(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> (Outcome, String) {
+    let w = Worse::of(stat.lower_is_better(), e.ratio, e.ci_low, e.ci_high);
     let speed = stat.name().contains("latency") || !stat.lower_is_better();
     let (arm, base) = (&e.arm, &e.baseline);
     let blocks = format!("{} of {blocks_planned} blocks", e.blocks);
     if e.blocks <= 1 {
-        (
-            Direction::NoDifference,
-            format!(
-                "{arm} measured {:.3} times {base} on `{}` in one block: no interval, {blocks}",
-                e.ratio, stat
-            ),
-        )
-    } else if lo > 1.0 {
-        let words = if speed {
-            format!("is {} slower than", factor(worse))
-        } else {
-            format!("uses {} more `{}` than", factor(worse), stat)
-        };
-        (
-            Direction::Slower,
-            format!(
-                "{arm} {words} {base} [{}, {}], {blocks}",
-                factor(lo),
-                factor(hi)
-            ),
-        )
-    } else if hi < 1.0 {
-        let words = if speed {
-            format!("is {} faster than", factor(1.0 / worse))
-        } else {
-            format!("uses {} less `{}` than", factor(1.0 / worse), stat)
-        };
-        (
-            Direction::Faster,
-            format!(
-                "{arm} {words} {base} [{}, {}], {blocks}",
-                factor(1.0 / hi),
-                factor(1.0 / lo)
-            ),
-        )
-    } else {
-        (
-            Direction::NoDifference,
-            format!(
-                "no detectable difference between {arm} and {base} (interval {:.2}–{:.2}), {blocks}",
-                e.ci_low, e.ci_high
-            ),
-        )
+        let text = format!(
+            "{arm} measured {:.3} times {base} on `{}` in one block: no interval, {blocks}",
+            e.ratio, stat
+        );
+        return (Outcome::NoDetectableChange, text);
     }
+    let outcome = w.outcome();
+    let text = match outcome {
+        Outcome::Worse => {
+            let words = if speed {
+                format!("is {} slower than", factor(w.ratio))
+            } else {
+                format!("uses {} more `{}` than", factor(w.ratio), stat)
+            };
+            let (lo, hi) = (factor(w.lo), factor(w.hi));
+            format!("{arm} {words} {base} [{lo}, {hi}], {blocks}")
+        }
+        Outcome::Better => {
+            let words = if speed {
+                format!("is {} faster than", factor(1.0 / w.ratio))
+            } else {
+                format!("uses {} less `{}` than", factor(1.0 / w.ratio), stat)
+            };
+            let (lo, hi) = (factor(1.0 / w.hi), factor(1.0 / w.lo));
+            format!("{arm} {words} {base} [{lo}, {hi}], {blocks}")
+        }
+        Outcome::NoDetectableChange => format!(
+            "no detectable difference between {arm} and {base} (interval {:.2}–{:.2}), {blocks}",
+            e.ci_low, e.ci_high
+        ),
+    };
+    (outcome, text)
 }
 
 /// What the stored runs of the effect's workload and two arms say about
@@ -355,7 +339,7 @@ mod tests {
             &effect("mean_latency", 8.6, 7.2, 10.1, 6),
             6,
         );
-        assert_eq!(v.direction, Direction::Slower);
+        assert_eq!(v.direction, Outcome::Worse);
         assert_eq!(
             v.text,
             "wasm is 8.6× slower than builtin [7.2×, 10.1×], 6 of 6 blocks"
@@ -367,7 +351,7 @@ mod tests {
             &effect("mean_latency", 0.8, 0.75, 0.85, 6),
             6,
         );
-        assert_eq!(v.direction, Direction::Faster);
+        assert_eq!(v.direction, Outcome::Better);
         assert_eq!(
             v.text,
             "wasm is 1.25× faster than builtin [1.18×, 1.33×], 6 of 6 blocks"
@@ -378,7 +362,7 @@ mod tests {
             &effect("mean_latency", 1.01, 0.94, 1.07, 6),
             6,
         );
-        assert_eq!(v.direction, Direction::NoDifference);
+        assert_eq!(v.direction, Outcome::NoDetectableChange);
         assert_eq!(
             v.text,
             "no detectable difference between wasm and builtin (interval 0.94–1.07), 6 of 6 blocks"
@@ -393,7 +377,7 @@ mod tests {
             &effect("throughput", 0.5, 0.4, 0.6, 8),
             8,
         );
-        assert_eq!(v.direction, Direction::Slower);
+        assert_eq!(v.direction, Outcome::Worse);
         assert_eq!(
             v.text,
             "wasm is 2.0× slower than builtin [1.67×, 2.5×], 8 of 8 blocks"
@@ -403,7 +387,7 @@ mod tests {
             &effect("records_per_s", 1.5, 1.2, 1.8, 8),
             8,
         );
-        assert_eq!(v.direction, Direction::Faster);
+        assert_eq!(v.direction, Outcome::Better);
         // A cost statistic is worded as a cost.
         let v = verdict(
             stat("cpu_process"),
@@ -426,7 +410,7 @@ mod tests {
             &effect("mean_latency", 0.979, 0.979, 0.979, 1),
             6,
         );
-        assert_eq!(v.direction, Direction::NoDifference);
+        assert_eq!(v.direction, Outcome::NoDetectableChange);
         assert!(v.weak);
         assert!(v.text.contains("one block: no interval"), "{}", v.text);
         assert!(!v.text.contains('['), "{}", v.text);
@@ -437,7 +421,7 @@ mod tests {
             &effect("mean_latency", 0.9, 0.85, 0.95, 2),
             2,
         );
-        assert_eq!(v.direction, Direction::Faster);
+        assert_eq!(v.direction, Outcome::Better);
         assert!(v.weak);
         assert!(
             v.warnings[0].contains("rests on 2 blocks, fewer than 5"),

@@ -5,6 +5,7 @@ use super::{
     CacheArgs, DataArgs, ErrorRateArg, ProfileHzArg, campaign_id, exit, no_store, open_store,
     parse_selection, say, shell_word, warn,
 };
+use crate::plan::spec::ExecutorSpec;
 use anyhow::Context;
 use clap::Args;
 use std::io::Write;
@@ -106,15 +107,10 @@ fn create(
     // The flags are overrides like `--set`: sealed, and shown so.
     let mut overrides = args.overrides.clone();
     if let Some(kind) = args.executor {
-        overrides.push(format!("executor.kind={}", toml::Value::try_from(kind)?));
+        overrides.push(ExecutorSpec::kind_override(kind)?);
     }
     if let Some(dir) = &args.spool {
-        let dir = std::path::absolute(dir)
-            .with_context(|| format!("`--spool {}` is not a usable path", dir.display()))?;
-        overrides.push(format!(
-            "executor.spool={}",
-            toml::Value::String(dir.display().to_string())
-        ));
+        overrides.push(ExecutorSpec::spool_override(dir)?);
     }
     let sealed = crate::plan::seal::seal_file(path, &overrides, args.cache.dir())?;
     warn(&sealed.warnings);

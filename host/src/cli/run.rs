@@ -25,7 +25,7 @@ pub(super) struct RunArgs {
     params: Vec<(String, String)>,
     /// What the client calls talk to: `embedded` or `fdb` (ignored with
     /// `--endpoint`).
-    #[arg(long, value_enum, default_value = "embedded")]
+    #[arg(long, value_enum, default_value_t = KvTarget::Embedded)]
     target: KvTarget,
     /// A gRPC endpoint, `http://HOST:PORT`: the run's target becomes grpc.
     #[arg(long, value_name = "URL")]

@@ -7,7 +7,7 @@ use super::spec::PlanSpec;
 use crate::limits;
 use crate::plan::inputs::{input_files, process_files, resolve_process, sha256_file};
 use crate::plugin::compose;
-use crate::plugin::source::{PluginSource, check_workload, workload_infos};
+use crate::plugin::source::{PluginRef, PluginSource, check_workload, workload_infos};
 use crate::plugin::wasm::Limits;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -110,33 +110,23 @@ pub fn schedule(spec: &PlanSpec) -> anyhow::Result<Vec<Slot>> {
 /// Makes plugin paths absolute so the sealed plan means the same files
 /// wherever it is resumed from; a missing plugin is refused here.
 fn resolve_plugins(spec: &mut PlanSpec) -> anyhow::Result<()> {
-    let resolve = |p: &mut Option<String>| -> anyhow::Result<()> {
-        if let Some(text) = p
-            && !PluginSource::names_builtin(text)
-        {
-            let path = PathBuf::from(&*text);
-            let absolute = std::fs::canonicalize(&path).with_context(|| {
-                format!(
-                    "plugin `{text}` does not exist (paths are relative to the directory blocklab runs in; `make plugins` builds target/plugins/*.wasm)"
-                )
-            })?;
-            *text = absolute.display().to_string();
-        }
+    spec.each_plugin_ref(&mut |r| {
+        // A `sha256:` reference the daemon has not resolved is a file name
+        // here, as it always was: canonicalizing it names it missing.
+        let path = match r {
+            PluginRef::Builtin => return Ok(()),
+            PluginRef::Stored(text) => PathBuf::from(&*text),
+            PluginRef::File(path) => path.clone(),
+        };
+        let absolute = std::fs::canonicalize(&path).with_context(|| {
+            format!(
+                "plugin `{}` does not exist (paths are relative to the directory blocklab runs in; `make plugins` builds target/plugins/*.wasm)",
+                path.display()
+            )
+        })?;
+        *r = PluginRef::File(absolute);
         Ok(())
-    };
-    resolve(&mut spec.plugin)?;
-    for w in &mut spec.workloads {
-        resolve(&mut w.plugin)?;
-    }
-    for a in &mut spec.arms {
-        resolve(&mut a.plugin)?;
-        for adapter in &mut a.adapters {
-            let mut slot = Some(std::mem::take(adapter));
-            resolve(&mut slot)?;
-            *adapter = slot.unwrap_or_default();
-        }
-    }
-    Ok(())
+    })
 }
 
 /// The directory a process arm's paths are relative to: the plan file's,

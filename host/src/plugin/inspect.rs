@@ -53,61 +53,14 @@ pub fn inspect(
     let exports: Vec<String> = world.exports.keys().cloned().collect();
     let imports: Vec<String> = world.imports.keys().cloned().collect();
 
-    let exported = |interface: &str| {
-        exports
-            .iter()
-            .any(|e| e.starts_with(&format!("blocklab:bench/{interface}@")))
-    };
-    let world_name = if exported("workload") {
-        "workload-plugin"
-    } else if exported("kv") {
-        "kv-adapter"
-    } else if exported("grpc") {
-        "grpc-adapter"
-    } else {
-        "unknown"
-    };
+    let world_name = world_of(&exports);
     let wit_version = exports
         .iter()
         .chain(&imports)
         .filter_map(|n| n.strip_prefix("blocklab:bench/")?.split_once('@'))
         .map(|(_, v)| v.to_owned())
         .next();
-
-    let mut warnings = Vec::new();
-    if world_name == "unknown" {
-        warnings.push(
-            "exports no blocklab:bench interface: not a workload plugin or adapter (build it against a world of wit/v0.2.0/worlds.wit)"
-                .to_owned(),
-        );
-    }
-    if let Some(v) = &wit_version
-        && !wit_version_supported(v)
-    {
-        warnings.push(format!(
-            "built against blocklab:bench@{v}, this host speaks {} (rebuild it against wit/v0.2.0/ of this release)",
-            SUPPORTED_WIT_VERSIONS.join(", ")
-        ));
-    }
-    for import in &imports {
-        match need(import) {
-            Need::Provided => {}
-            Need::Grant(grant) => {
-                let what = GRANTABLE
-                    .iter()
-                    .find(|(n, _)| *n == grant)
-                    .map(|(_, w)| *w)
-                    .unwrap_or_default();
-                warnings.push(format!(
-                    "imports `{import}`: refused unless the arm grants `{grant}` ({what}); add `grants = [\"{grant}\"]` to the arm"
-                ));
-            }
-            Need::Unknown => warnings.push(format!(
-                "imports `{import}`, which this host never provides: it will not load"
-            )),
-        }
-    }
-
+    let warnings = warnings(world_name, wit_version.as_deref(), &imports);
     let mut workloads = Vec::new();
     if world_name == "workload-plugin" && warnings.is_empty() {
         let runtime = Runtime::new(limits, cache_dir)?;
@@ -126,6 +79,64 @@ pub fn inspect(
         workloads,
         warnings,
     })
+}
+
+/// Which of blocklab's worlds a component with `exports` is, by the
+/// interface it exports.
+fn world_of(exports: &[String]) -> &'static str {
+    let exported = |interface: &str| {
+        exports
+            .iter()
+            .any(|e| e.starts_with(&format!("blocklab:bench/{interface}@")))
+    };
+    if exported("workload") {
+        "workload-plugin"
+    } else if exported("kv") {
+        "kv-adapter"
+    } else if exported("grpc") {
+        "grpc-adapter"
+    } else {
+        "unknown"
+    }
+}
+
+/// Why a component would not load, or not without a grant: its world, its
+/// WIT version and its imports.
+fn warnings(world_name: &str, wit_version: Option<&str>, imports: &[String]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if world_name == "unknown" {
+        warnings.push(
+            "exports no blocklab:bench interface: not a workload plugin or adapter (build it against a world of wit/v0.2.0/worlds.wit)"
+                .to_owned(),
+        );
+    }
+    if let Some(v) = wit_version
+        && !wit_version_supported(v)
+    {
+        warnings.push(format!(
+            "built against blocklab:bench@{v}, this host speaks {} (rebuild it against wit/v0.2.0/ of this release)",
+            SUPPORTED_WIT_VERSIONS.join(", ")
+        ));
+    }
+    for import in imports {
+        match need(import) {
+            Need::Provided => {}
+            Need::Grant(grant) => {
+                let what = GRANTABLE
+                    .iter()
+                    .find(|(n, _)| *n == grant)
+                    .map(|(_, w)| *w)
+                    .unwrap_or_default();
+                warnings.push(format!(
+                    "imports `{import}`: refused unless the arm grants `{grant}` ({what}); add `grants = [\"{grant}\"]` to the arm"
+                ));
+            }
+            Need::Unknown => warnings.push(format!(
+                "imports `{import}`, which this host never provides: it will not load"
+            )),
+        }
+    }
+    warnings
 }
 
 /// The inspection as text for the terminal.

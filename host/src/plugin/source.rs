@@ -26,20 +26,67 @@ pub enum PluginSource {
 /// How plans and the command line name [`PluginSource::Builtin`].
 const BUILTIN: &str = "builtin";
 
-impl PluginSource {
-    /// Whether a plan's or the command line's plugin `text` names the
-    /// builtin workloads rather than a file.
-    pub fn names_builtin(text: &str) -> bool {
-        text == BUILTIN
+/// A plugin as a plan names it: the builtin workloads, a component uploaded
+/// to a daemon (`sha256:<hex>`, [`crate::plugin::stored`]), or a file.
+/// Plans, sealed plans and the store hold it as that text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum PluginRef {
+    Builtin,
+    /// The whole reference, prefix included.
+    Stored(String),
+    File(PathBuf),
+}
+
+impl PluginRef {
+    /// `builtin`, `sha256:<hex>` or a path.
+    pub fn parse(text: &str) -> PluginRef {
+        if text == BUILTIN {
+            PluginRef::Builtin
+        } else if crate::plugin::stored::is_ref(text) {
+            PluginRef::Stored(text.to_owned())
+        } else {
+            PluginRef::File(PathBuf::from(text))
+        }
     }
 
+    /// What the reference runs. An unresolved stored reference is taken as
+    /// a file name, which then does not exist.
+    pub fn source(&self) -> PluginSource {
+        match self {
+            PluginRef::Builtin => PluginSource::Builtin,
+            PluginRef::Stored(text) => PluginSource::Wasm(PathBuf::from(text)),
+            PluginRef::File(path) => PluginSource::Wasm(path.clone()),
+        }
+    }
+}
+
+impl From<String> for PluginRef {
+    fn from(text: String) -> PluginRef {
+        PluginRef::parse(&text)
+    }
+}
+
+impl From<PluginRef> for String {
+    fn from(r: PluginRef) -> String {
+        r.to_string()
+    }
+}
+
+impl std::fmt::Display for PluginRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginRef::Builtin => f.write_str(BUILTIN),
+            PluginRef::Stored(text) => f.write_str(text),
+            PluginRef::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+impl PluginSource {
     /// `builtin` or a path, as on the command line and in plans.
     pub fn parse(text: &str) -> PluginSource {
-        if PluginSource::names_builtin(text) {
-            PluginSource::Builtin
-        } else {
-            PluginSource::Wasm(PathBuf::from(text))
-        }
+        PluginRef::parse(text).source()
     }
 
     /// The name shown in results: `builtin` or the file name.

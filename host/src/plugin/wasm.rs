@@ -11,15 +11,15 @@ use super::env::Env;
 use super::grants::Grants;
 use super::{Instance, ParamSpec, WorkloadInfo};
 use crate::target::grpc::GrpcClient;
-use crate::target::kv::{KvError, RangeOptions, SharedDatabase, Transaction};
-use anyhow::{Context, anyhow, bail};
+use crate::target::kv::{KvError, SharedDatabase, Transaction};
+use anyhow::{Context, anyhow};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
     Trap,
@@ -57,13 +57,13 @@ mod bindings_v2 {
     });
 }
 
-use bindings::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
+use bindings::blocklab::bench::grpc as wit_grpc;
 
 /// `to_wit` and `from_wit` between [`KvError`] and the `error` variant of
 /// one version's kv bindings (the same cases in every version).
 macro_rules! kv_error_conversions {
     ($wit_kv:ident) => {
-        fn to_wit(error: KvError) -> $wit_kv::Error {
+        pub(super) fn to_wit(error: KvError) -> $wit_kv::Error {
             match error {
                 KvError::NotCommitted => $wit_kv::Error::NotCommitted,
                 KvError::TransactionTooOld => $wit_kv::Error::TransactionTooOld,
@@ -79,7 +79,7 @@ macro_rules! kv_error_conversions {
             }
         }
 
-        fn from_wit(error: $wit_kv::Error) -> KvError {
+        pub(super) fn from_wit(error: $wit_kv::Error) -> KvError {
             match error {
                 $wit_kv::Error::NotCommitted => KvError::NotCommitted,
                 $wit_kv::Error::TransactionTooOld => KvError::TransactionTooOld,
@@ -98,6 +98,7 @@ macro_rules! kv_error_conversions {
 }
 
 mod grpc_host;
+mod v1;
 mod v2;
 
 /// The WIT package version this host's bindings are generated from: the
@@ -237,13 +238,9 @@ impl Runtime {
         Self::build(limits, cache_dir, grants, true)
     }
 
-    fn build(
-        limits: Limits,
-        cache_dir: Option<PathBuf>,
-        grants: Grants,
-        perf_map: bool,
-    ) -> anyhow::Result<Runtime> {
-        grants.validate()?;
+    /// The engine: a pooling allocator sized for the workers (smaller
+    /// under Valgrind), epoch interruption for call deadlines.
+    fn engine(limits: &Limits, perf_map: bool) -> anyhow::Result<Engine> {
         let valgrind = crate::machine::valgrind::running_on_valgrind() > 0;
         let memories = if valgrind {
             VALGRIND_POOL_MEMORIES
@@ -272,7 +269,7 @@ impl Runtime {
         if perf_map {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
-        let engine = Engine::new(&config).map_err(|e| {
+        Engine::new(&config).map_err(|e| {
             let message = format!("{e:#}");
             if message.contains("mmap failed to reserve") {
                 // wasmtime says this in hex bytes; say what it was for.
@@ -283,8 +280,17 @@ impl Runtime {
             } else {
                 anyhow::Error::from(e)
             }
-        })?;
+        })
+    }
 
+    fn build(
+        limits: Limits,
+        cache_dir: Option<PathBuf>,
+        grants: Grants,
+        perf_map: bool,
+    ) -> anyhow::Result<Runtime> {
+        grants.validate()?;
+        let engine = Self::engine(&limits, perf_map)?;
         let mut linker = Linker::new(&engine);
         grants.add_to_linker(&mut linker)?;
         bindings::WorkloadPlugin::add_to_linker::<HostState, HasSelf<HostState>>(
@@ -882,156 +888,3 @@ pub struct TransactionHandle {
 }
 
 pub use grpc_host::StreamHandle;
-
-kv_error_conversions!(wit_kv);
-
-impl HostState {
-    fn transaction(
-        &mut self,
-        handle: &Resource<TransactionHandle>,
-    ) -> anyhow::Result<&mut dyn Transaction> {
-        let handle = self.table.get_mut(handle)?;
-        if handle.idle {
-            handle.idle = false;
-            self.idle_transactions -= 1;
-        }
-        Ok(handle.tr.as_mut())
-    }
-
-    fn begin_transaction(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
-        let Some(db) = &self.kv else {
-            bail!(
-                "the workload opened a kv transaction but this arm has no kv target; set `target = {{ kind = \"embedded\" }}` on the arm"
-            );
-        };
-        let tr = db.begin();
-        let handle = self.table.push(TransactionHandle { tr, idle: false })?;
-        self.live_resources += 1;
-        Ok(handle)
-    }
-
-    fn drop_transaction(&mut self, handle: Resource<TransactionHandle>) -> anyhow::Result<()> {
-        if self.table.delete(handle)?.idle {
-            self.idle_transactions -= 1;
-        }
-        self.live_resources = self.live_resources.saturating_sub(1);
-        Ok(())
-    }
-}
-
-type KvResult<T> = anyhow::Result<Result<T, wit_kv::Error>>;
-
-impl wit_kv::Host for HostState {}
-
-impl wit_kv::HostTransaction for HostState {
-    fn new(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
-        self.begin_transaction()
-    }
-
-    fn get_read_version(&mut self, tr: Resource<TransactionHandle>) -> KvResult<u64> {
-        Ok(self.transaction(&tr)?.get_read_version().map_err(to_wit))
-    }
-
-    fn get(
-        &mut self,
-        tr: Resource<TransactionHandle>,
-        key: Vec<u8>,
-        snapshot: bool,
-    ) -> KvResult<Option<Vec<u8>>> {
-        Ok(self.transaction(&tr)?.get(&key, snapshot).map_err(to_wit))
-    }
-
-    fn get_range(
-        &mut self,
-        tr: Resource<TransactionHandle>,
-        begin: Vec<u8>,
-        end: Vec<u8>,
-        limit: u32,
-        reverse: bool,
-        snapshot: bool,
-    ) -> KvResult<Vec<wit_kv::KeyValue>> {
-        let options = RangeOptions {
-            limit,
-            reverse,
-            snapshot,
-        };
-        Ok(self
-            .transaction(&tr)?
-            .get_range(&begin, &end, options)
-            .map(|rows| {
-                rows.into_iter()
-                    .map(|kv| wit_kv::KeyValue {
-                        key: kv.key,
-                        value: kv.value,
-                    })
-                    .collect()
-            })
-            .map_err(to_wit))
-    }
-
-    fn set(
-        &mut self,
-        tr: Resource<TransactionHandle>,
-        key: Vec<u8>,
-        value: Vec<u8>,
-    ) -> anyhow::Result<()> {
-        self.transaction(&tr)?.set(&key, &value);
-        Ok(())
-    }
-
-    fn clear(&mut self, tr: Resource<TransactionHandle>, key: Vec<u8>) -> anyhow::Result<()> {
-        self.transaction(&tr)?.clear(&key);
-        Ok(())
-    }
-
-    fn clear_range(
-        &mut self,
-        tr: Resource<TransactionHandle>,
-        begin: Vec<u8>,
-        end: Vec<u8>,
-    ) -> anyhow::Result<()> {
-        self.transaction(&tr)?.clear_range(&begin, &end);
-        Ok(())
-    }
-
-    fn commit(&mut self, tr: Resource<TransactionHandle>) -> KvResult<u64> {
-        Ok(self.transaction(&tr)?.commit().map_err(to_wit))
-    }
-
-    fn on_error(&mut self, tr: Resource<TransactionHandle>, e: wit_kv::Error) -> KvResult<()> {
-        Ok(self.transaction(&tr)?.on_error(from_wit(e)).map_err(to_wit))
-    }
-
-    fn cancel(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
-        self.transaction(&tr)?.cancel();
-        Ok(())
-    }
-
-    fn drop(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
-        self.drop_transaction(tr)
-    }
-}
-
-impl wit_env::Host for HostState {
-    fn now_ns(&mut self) -> anyhow::Result<u64> {
-        Ok(self.env.now_ns())
-    }
-
-    fn random(&mut self, len: u32) -> anyhow::Result<Vec<u8>> {
-        // One call may not ask for more than the memory cap could ever hold.
-        if u64::from(len) > self.limiter.cap {
-            bail!("env.random asked for {len} bytes, more than the memory cap");
-        }
-        Ok(self.env.random(len))
-    }
-
-    fn count(&mut self, name: String, delta: i64) -> anyhow::Result<()> {
-        self.env.count(&name, delta);
-        Ok(())
-    }
-
-    fn log(&mut self, level: u8, message: String) -> anyhow::Result<()> {
-        self.env.log(level, &message);
-        Ok(())
-    }
-}

@@ -1,6 +1,7 @@
 //! A machine's stored calibration as a table (terminal and markdown). The
 //! calibration itself is [`crate::analysis::calibration`].
 
+use super::format::{fmt_pct, md_header, md_row};
 use crate::analysis::calibration::{Calibration, Recommendation};
 use blocklab_store::CampaignId;
 use std::fmt::Write as _;
@@ -20,36 +21,36 @@ pub fn render(c: &Calibration) -> String {
         c.method.describe(),
         100.0 * c.level
     );
-    let _ = writeln!(
-        s,
-        "\n| workload | statistic | contained 1 | noise floor (±) | sd of log ratios | detectable at {} blocks (80% power) | blocks for ±{} |\n|---|---|---|---|---|---|---|",
-        c.blocks,
-        fmt_pct(c.target_half_width)
-    );
+    let detectable = format!("detectable at {} blocks (80% power)", c.blocks);
+    let blocks_for = format!("blocks for ±{}", fmt_pct(c.target_half_width));
+    let columns = [
+        "workload",
+        "statistic",
+        "contained 1",
+        "noise floor (±)",
+        "sd of log ratios",
+        &detectable,
+        &blocks_for,
+    ];
+    let _ = writeln!(s, "\n{}", md_header(&columns));
     for r in &c.rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {}/{} | {} | {:.4} | {} | {} |",
-            r.workload,
-            r.statistic,
-            r.covered,
-            r.intervals,
+        let row = md_row(&[
+            r.workload.clone(),
+            r.statistic.to_string(),
+            format!("{}/{}", r.covered, r.intervals),
             fmt_pct(r.noise_floor),
-            r.sd_log,
+            format!("{:.4}", r.sd_log),
             r.min_detectable.map_or("?".into(), fmt_pct),
             r.recommended_blocks
-                .map_or("more than 10000".into(), |b| b.to_string())
-        );
+                .map_or("more than 10000".into(), |b| b.to_string()),
+        ]);
+        let _ = writeln!(s, "{row}");
     }
     render_levels(c, &mut s);
-    let (covered, n): (usize, usize) = c
-        .rows
-        .iter()
-        .fold((0, 0), |(a, b), r| (a + r.covered, b + r.intervals));
+    let (covered, n) = c.covered();
     if n > 0 {
         let p = covered as f64 / n as f64;
-        let per = c.rows.first().map_or(1, |r| r.intervals.max(1));
-        let tol = 3.29 * (c.level * (1.0 - c.level) / per as f64).sqrt();
+        let (per, tol) = c.coverage_tolerance();
         let _ = writeln!(
             s,
             "\noverall {covered}/{n} intervals contained 1 ({:.1}%); with {per} campaigns a row keeping {:.0}% lands within ±{:.1} points 99.9% of the time (rows share campaigns, so they are not independent)",
@@ -67,10 +68,21 @@ fn render_levels(c: &Calibration, s: &mut String) {
         return;
     }
     let sd = |v: f64| fmt_pct(v.max(0.0).sqrt());
+    let cheapest = format!("cheapest design for ±{}", fmt_pct(c.target_half_width));
+    let columns = [
+        "workload",
+        "statistic",
+        "within run",
+        "between runs",
+        "between blocks",
+        "fixed cost / run",
+        &cheapest,
+        "machine time",
+    ];
     let _ = writeln!(
         s,
-        "\nwhere the noise lives (relative sd of one run's statistic; docs/method.md):\n\n| workload | statistic | within run | between runs | between blocks | fixed cost / run | cheapest design for ±{} | machine time |\n|---|---|---|---|---|---|---|---|",
-        fmt_pct(c.target_half_width)
+        "\nwhere the noise lives (relative sd of one run's statistic; docs/method.md):\n\n{}",
+        md_header(&columns)
     );
     for r in &c.levels {
         let l = &r.levels;
@@ -83,18 +95,17 @@ fn render_levels(c: &Calibration, s: &mut String) {
                 )
             },
         );
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {:.1} ms | {} | {} |",
-            r.workload,
-            r.statistic,
+        let row = md_row(&[
+            r.workload.clone(),
+            r.statistic.to_string(),
             l.within_run.map_or("?".into(), sd),
             sd(l.between_runs),
             sd(l.between_blocks),
-            1e3 * r.fixed_s,
+            format!("{:.1} ms", 1e3 * r.fixed_s),
             design.0,
-            design.1
-        );
+            design.1,
+        ]);
+        let _ = writeln!(s, "{row}");
     }
 }
 
@@ -114,15 +125,6 @@ fn campaign_range(ids: &[CampaignId]) -> String {
     }
 }
 
-/// A relative size as ±percent with two decimals.
-pub fn fmt_pct(x: f64) -> String {
-    if x.is_finite() {
-        format!("{:.2}%", 100.0 * x)
-    } else {
-        "∞".into()
-    }
-}
-
 /// `blocklab plan --target`'s design, with what each headline row needs
 /// alone and what it is expected to reach at the shared design.
 pub fn render_recommendation(r: &Recommendation) -> String {
@@ -136,20 +138,21 @@ pub fn render_recommendation(r: &Recommendation) -> String {
         r.transactions,
         r.seconds
     );
-    let _ = writeln!(
-        s,
-        "\n| workload | statistic | alone | expected half-width at this design |\n|---|---|---|---|"
-    );
+    let columns = [
+        "workload",
+        "statistic",
+        "alone",
+        "expected half-width at this design",
+    ];
+    let _ = writeln!(s, "\n{}", md_header(&columns));
     for row in &r.rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} blocks × {} transactions | ±{} |",
-            row.workload,
-            row.statistic,
-            row.own.blocks,
-            row.own.transactions,
-            fmt_pct(row.half_width)
+        let alone = format!(
+            "{} blocks × {} transactions",
+            row.own.blocks, row.own.transactions
         );
+        let half = format!("±{}", fmt_pct(row.half_width));
+        let cells = [row.workload.as_str(), row.statistic.as_str(), &alone, &half];
+        let _ = writeln!(s, "{}", md_row(&cells));
     }
     let _ = writeln!(
         s,

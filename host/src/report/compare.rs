@@ -1,16 +1,9 @@
 //! Campaign against campaign as terminal text and markdown (the comparison
 //! itself is [`crate::analysis::compare`]).
 
-use crate::analysis::compare::{Comparison, Direction, Side, short};
+use super::format::{Align, md, md_header, md_header_aligned, md_row};
+use crate::analysis::compare::{Comparison, Side, short};
 use std::fmt::Write as _;
-
-fn direction_words(d: Direction) -> &'static str {
-    match d {
-        Direction::Better => "better",
-        Direction::Worse => "worse",
-        Direction::NoDetectableChange => "no detectable change",
-    }
-}
 
 fn side_line(label: &str, s: &Side) -> String {
     let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -62,7 +55,7 @@ pub fn terminal(c: &Comparison) -> String {
             "",
             r.blocks_a,
             r.blocks_b,
-            direction_words(r.direction)
+            r.direction.words()
         );
     }
     for m in &c.missing {
@@ -87,66 +80,51 @@ pub fn terminal(c: &Comparison) -> String {
     out
 }
 
-/// Escapes text for a markdown table cell.
-pub(super) fn md_cell(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '|' | '\\' | '`' | '*' | '_' | '<' | '>' | '[' | ']' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(ch),
-        }
-    }
-    out
-}
-
 /// The comparison as markdown.
 pub fn markdown(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Campaign {} against campaign {}\n", c.b.id, c.a.id);
     for (label, s) in [("A", &c.a), ("B", &c.b)] {
-        let _ = writeln!(out, "- {}", md_cell(&side_line(label, s)));
+        let _ = writeln!(out, "- {}", md(&side_line(label, s)));
     }
     let _ = writeln!(out);
     for w in &c.warnings {
-        let _ = writeln!(out, "> **Warning:** {}\n", md_cell(w));
+        let _ = writeln!(out, "> **Warning:** {}\n", md(w));
     }
+    let interval = format!("{:.0}% interval", c.level * 100.0);
     let _ = writeln!(
         out,
-        "| workload | arm | statistic | B/A | {:.0}% interval | blocks A/B | verdict |\n|---|---|---|---:|---|---:|---|",
-        c.level * 100.0
+        "{}",
+        md_header_aligned(&[
+            ("workload", Align::Left),
+            ("arm", Align::Left),
+            ("statistic", Align::Left),
+            ("B/A", Align::Right),
+            (&interval, Align::Left),
+            ("blocks A/B", Align::Right),
+            ("verdict", Align::Left),
+        ])
     );
     for r in &c.changes {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {:.3} | [{:.3}, {:.3}] | {}/{} | {} |",
-            md_cell(&r.workload),
-            md_cell(&r.arm),
-            r.statistic,
-            r.ratio,
-            r.ci_low,
-            r.ci_high,
-            r.blocks_a,
-            r.blocks_b,
-            direction_words(r.direction)
-        );
+        let row = md_row(&[
+            md(&r.workload),
+            md(&r.arm),
+            r.statistic.clone(),
+            format!("{:.3}", r.ratio),
+            format!("[{:.3}, {:.3}]", r.ci_low, r.ci_high),
+            format!("{}/{}", r.blocks_a, r.blocks_b),
+            r.direction.words().to_owned(),
+        ]);
+        let _ = writeln!(out, "{row}");
     }
     let _ = writeln!(out, "\n## Plan differences\n");
     if c.plan_differences.is_empty() {
         let _ = writeln!(out, "None.");
     } else {
-        let _ = writeln!(out, "| field | A | B |\n|---|---|---|");
+        let _ = writeln!(out, "{}", md_header(&["field", "A", "B"]));
         for d in &c.plan_differences {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                md_cell(&d.path),
-                md_cell(&short(&d.a)),
-                md_cell(&short(&d.b))
-            );
+            let row = md_row(&[md(&d.path), md(&short(&d.a)), md(&short(&d.b))]);
+            let _ = writeln!(out, "{row}");
         }
     }
     out

@@ -1,19 +1,73 @@
 //! Words and numbers shared by the renderings: percentages, ratios with
-//! their intervals, and the sentences for sequential stops and calibrations.
+//! their intervals, the sentences for sequential stops and calibrations,
+//! and markdown's one escaper ([`md`]) and one table writer ([`md_header`],
+//! [`md_row`]).
 
-use super::calibration;
 use crate::analysis::calibration::Calibration;
 use crate::analysis::model::{EffectRow, Estimate, Verdict};
 use crate::analysis::verdicts::WEAK_BLOCKS;
 pub(super) use crate::analysis::words::{fmt_value, pct};
 use crate::record::SequentialStop;
 
+/// Renders `report` with `write` into a string.
+pub(super) fn render<R>(report: &R, write: fn(&R, &mut String) -> std::fmt::Result) -> String {
+    let mut s = String::new();
+    // Writing into a String cannot fail.
+    let _ = write(report, &mut s);
+    s
+}
+
+/// A relative size as ±percent with two decimals.
+pub fn fmt_pct(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:.2}%", 100.0 * x)
+    } else {
+        "∞".into()
+    }
+}
+
+/// How a markdown column's cells are aligned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Align {
+    Left,
+    Right,
+}
+
+/// A markdown table's header line and rule, left-aligned columns.
+pub(super) fn md_header(columns: &[&str]) -> String {
+    md_header_aligned(
+        &columns
+            .iter()
+            .map(|c| (*c, Align::Left))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// A markdown table's header line and rule: `| a | b |` then `|---|---:|`.
+pub(super) fn md_header_aligned(columns: &[(&str, Align)]) -> String {
+    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+    let rule: String = columns
+        .iter()
+        .map(|(_, align)| match align {
+            Align::Left => "---|",
+            Align::Right => "---:|",
+        })
+        .collect();
+    format!("{}\n|{rule}", md_row(&names))
+}
+
+/// One markdown table row of cells already escaped: `| a | b |`.
+pub(super) fn md_row<S: AsRef<str>>(cells: &[S]) -> String {
+    let cells: Vec<&str> = cells.iter().map(AsRef::as_ref).collect();
+    format!("| {} |", cells.join(" | "))
+}
+
 /// The noise floor of `workload` × `statistic` in calibration `c`, or a dash.
 pub(super) fn noise_floor(c: &Calibration, workload: &str, statistic: &str) -> String {
     c.rows
         .iter()
         .find(|r| r.workload == workload && r.statistic == statistic)
-        .map_or("—".into(), |r| calibration::fmt_pct(r.noise_floor))
+        .map_or("—".into(), |r| fmt_pct(r.noise_floor))
 }
 
 /// Where and why a sequential plan stopped a workload, in one sentence.
@@ -21,8 +75,7 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
     let widest = format!(
         "widest {} ±{}, intervals at {}",
         stop.widest,
-        stop.widest_half_width
-            .map_or("?".into(), calibration::fmt_pct),
+        stop.widest_half_width.map_or("?".into(), fmt_pct),
         pct(stop.level)
     );
     if let (true, false, true, Some(x)) = (
@@ -47,7 +100,7 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
             stop.workload,
             stop.blocks,
             stop.max_blocks,
-            calibration::fmt_pct(stop.target_half_width),
+            fmt_pct(stop.target_half_width),
             stop.blocks + 1,
             stop.max_blocks
         )
@@ -55,7 +108,7 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
         format!(
             "{} reached ±{} at its last block, {} ({widest})",
             stop.workload,
-            calibration::fmt_pct(stop.target_half_width),
+            fmt_pct(stop.target_half_width),
             stop.max_blocks
         )
     } else {
@@ -63,17 +116,14 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
             "{} ran all {} blocks without every primary effect reaching ±{} ({widest})",
             stop.workload,
             stop.max_blocks,
-            calibration::fmt_pct(stop.target_half_width)
+            fmt_pct(stop.target_half_width)
         )
     }
 }
 
 /// The machine's calibration, in one sentence.
 pub(super) fn calibration_sentence(c: &Calibration) -> String {
-    let (covered, n) = c
-        .rows
-        .iter()
-        .fold((0, 0), |(a, b), r| (a + r.covered, b + r.intervals));
+    let (covered, n) = c.covered();
     format!(
         "calibration of this machine ({}): {} A/A campaigns of `{}` ({} blocks, {}), {covered}/{n} {} intervals at {} contained 1; the A/A noise floor is the half-width an interval gets with no effect (`blocklab calibrate`)",
         c.machine,

@@ -1,7 +1,7 @@
 //! The regression gate's verdict as markdown (for a pull-request comment),
 //! terminal text and JUnit XML (the judging is [`crate::analysis::gate`]).
 
-use super::compare::md_cell;
+use super::format::{Align, md, md_header_aligned, md_row};
 use crate::analysis::gate::{Gate, Verdict};
 use std::fmt::Write as _;
 
@@ -50,31 +50,44 @@ pub fn markdown(gate: &Gate) -> String {
         gate.rows.len()
     );
     for w in &gate.warnings {
-        let _ = writeln!(out, "> **Warning:** {}\n", md_cell(w));
+        let _ = writeln!(out, "> **Warning:** {}\n", md(w));
     }
     let _ = writeln!(
         out,
-        "| workload | arm | against | statistic | ratio | interval | blocks | verdict |\n|---|---|---|---|---:|---|---:|---|"
+        "{}",
+        md_header_aligned(&[
+            ("workload", Align::Left),
+            ("arm", Align::Left),
+            ("against", Align::Left),
+            ("statistic", Align::Left),
+            ("ratio", Align::Right),
+            ("interval", Align::Left),
+            ("blocks", Align::Right),
+            ("verdict", Align::Left),
+        ])
     );
     for r in &gate.rows {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {:.3} | [{:.3}, {:.3}] ({:.0}%) | {} | {} |",
-            md_cell(&r.workload),
-            md_cell(&r.arm),
-            md_cell(&r.against),
-            r.statistic,
-            r.ratio,
-            r.ci_low,
-            r.ci_high,
-            r.level * 100.0,
-            r.blocks,
+        let row = md_row(&[
+            md(&r.workload),
+            md(&r.arm),
+            md(&r.against),
+            r.statistic.clone(),
+            format!("{:.3}", r.ratio),
+            format!(
+                "[{:.3}, {:.3}] ({:.0}%)",
+                r.ci_low,
+                r.ci_high,
+                r.level * 100.0
+            ),
+            r.blocks.to_string(),
             if r.verdict == Verdict::Fail {
                 "**FAIL**"
             } else {
                 r.verdict.word()
             }
-        );
+            .to_owned(),
+        ]);
+        let _ = writeln!(out, "{row}");
     }
     let _ = writeln!(out, "\n{}", rule(gate));
     out

@@ -2,7 +2,7 @@
 //! ran each block, each arm's effect per host and whether the hosts agree
 //! (computed by [`crate::analysis::hosts`]).
 
-use super::format::md;
+use super::format::{md, md_header, md_row};
 use crate::analysis::hosts::{HostAgreement, HostEffect, Hosts};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
@@ -121,64 +121,74 @@ fn job_rows(h: &Hosts) -> Vec<String> {
         let Some(job) = s.jobs.iter().find(|j| j.ingested_unix_ms.is_some()) else {
             continue;
         };
-        rows.push(format!(
-            "| {b} | {} | {} | {} | {} | {} | {} |",
-            s.jobs
-                .iter()
-                .map(|j| j.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            s.host.as_deref().unwrap_or("-"),
+        let jobs: Vec<&str> = s.jobs.iter().map(|j| j.id.as_str()).collect();
+        rows.push(md_row(&[
+            b.to_string(),
+            jobs.join(", "),
+            s.host.as_deref().unwrap_or("-").to_owned(),
             secs(Some(job.submitted_unix_ms), job.started_unix_ms),
             secs(job.started_unix_ms, job.finished_unix_ms),
             secs(job.finished_unix_ms, job.ingested_unix_ms),
-            s.discarded.len()
-        ));
+            s.discarded.len().to_string(),
+        ]));
     }
     rows
 }
 
 /// The hosts section of the markdown report; names are escaped.
 pub fn markdown(h: &Hosts, out: &mut String) -> fmt::Result {
-    out.push_str(
-        "\n## Hosts\n\nEach block ran on one node (the host is a blocking factor); the pooled effects above are the paired estimates over all blocks.\n\n| workload | block | host | server host |\n|---|---|---|---|\n",
-    );
+    writeln!(
+        out,
+        "\n## Hosts\n\nEach block ran on one node (the host is a blocking factor); the pooled effects above are the paired estimates over all blocks.\n\n{}",
+        md_header(&["workload", "block", "host", "server host"])
+    )?;
     for b in &h.blocks {
-        writeln!(
-            out,
-            "| {} | {} | {} | {} |",
+        let row = md_row(&[
             md(&b.workload),
-            b.block,
+            b.block.to_string(),
             md(&b.host),
-            md(b.server_host.as_deref().unwrap_or("same"))
-        )?;
+            md(b.server_host.as_deref().unwrap_or("same")),
+        ]);
+        writeln!(out, "{row}")?;
     }
-    out.push_str("\n| workload | arm | statistic | host | blocks | ratio [interval] |\n|---|---|---|---|---|---|\n");
+    let columns = [
+        "workload",
+        "arm",
+        "statistic",
+        "host",
+        "blocks",
+        "ratio [interval]",
+    ];
+    writeln!(out, "\n{}", md_header(&columns))?;
     for e in &h.effects {
-        writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
+        let row = md_row(&[
             md(&e.workload),
             md(&e.arm),
-            e.statistic,
+            e.statistic.to_string(),
             md(&e.host),
-            e.blocks,
-            md(&ratio_text(e))
-        )?;
+            e.blocks.to_string(),
+            md(&ratio_text(e)),
+        ]);
+        writeln!(out, "{row}")?;
     }
-    out.push_str("\n| workload | arm | do the hosts agree? |\n|---|---|---|\n");
+    let columns = ["workload", "arm", "do the hosts agree?"];
+    writeln!(out, "\n{}", md_header(&columns))?;
     for a in &h.agreement {
-        writeln!(
-            out,
-            "| {} | {} | {} |",
-            md(&a.workload),
-            md(&a.arm),
-            agreement_text(a)
-        )?;
+        let row = md_row(&[md(&a.workload), md(&a.arm), agreement_text(a)]);
+        writeln!(out, "{row}")?;
     }
     let rows = job_rows(h);
     if !rows.is_empty() {
-        out.push_str("\n| block | Slurm jobs | host | submit → start (s) | start → done (s) | done → stored (s) | executions discarded |\n|---|---|---|---|---|---|---|\n");
+        let columns = [
+            "block",
+            "Slurm jobs",
+            "host",
+            "submit → start (s)",
+            "start → done (s)",
+            "done → stored (s)",
+            "executions discarded",
+        ];
+        writeln!(out, "\n{}", md_header(&columns))?;
         for row in rows {
             writeln!(out, "{row}")?;
         }

@@ -5,8 +5,8 @@
 
 use super::calibration;
 use super::format::{
-    calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_quoted, noise_floor, pct,
-    stop_sentence,
+    calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_header, md_quoted, md_row,
+    noise_floor, pct, stop_sentence,
 };
 use crate::analysis::model::{EffectRow, Report};
 use crate::machine::netns::NetPlacement;
@@ -17,7 +17,7 @@ use std::fmt::{self, Write as _};
 
 /// The full markdown report.
 pub fn markdown(report: &Report) -> String {
-    super::render(report, write)
+    super::format::render(report, write)
 }
 
 fn write(report: &Report, s: &mut String) -> fmt::Result {
@@ -101,20 +101,28 @@ fn network(report: &Report, s: &mut String) -> fmt::Result {
     }
     writeln!(
         s,
-        "\n### Links\n\nCounters of the veth pair and its qdiscs, summed over each arm's final runs (worker start to exit).\n\n| arm | link | runs | client → target bytes | target → client bytes | qdisc drops | qdisc overlimits |\n|---|---|---|---|---|---|---|"
+        "\n### Links\n\nCounters of the veth pair and its qdiscs, summed over each arm's final runs (worker start to exit).\n\n{}",
+        md_header(&[
+            "arm",
+            "link",
+            "runs",
+            "client → target bytes",
+            "target → client bytes",
+            "qdisc drops",
+            "qdisc overlimits"
+        ])
     )?;
     for l in &report.links {
-        writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+        let row = md_row(&[
             md(&l.arm),
-            l.link,
-            l.runs,
-            l.client_to_target_bytes,
-            l.target_to_client_bytes,
-            l.drops,
-            l.overlimits
-        )?;
+            l.link.to_string(),
+            l.runs.to_string(),
+            l.client_to_target_bytes.to_string(),
+            l.target_to_client_bytes.to_string(),
+            l.drops.to_string(),
+            l.overlimits.to_string(),
+        ]);
+        writeln!(s, "{row}")?;
     }
     for (i, n) in report.network.iter().enumerate() {
         writeln!(
@@ -146,45 +154,43 @@ fn arms(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
     // The link column only where targets ran behind links.
     let netns = spec.placement() == NetPlacement::Netns;
-    let (head, rule) = if netns { ("| link ", "---|") } else { ("", "") };
-    writeln!(
-        s,
-        "## Arms\n\n| arm | baseline | plugin | target {head}| params |\n|---|---|---|---|{rule}---|"
-    )?;
+    let mut columns = vec!["arm", "baseline", "plugin", "target"];
+    if netns {
+        columns.push("link");
+    }
+    columns.push("params");
+    writeln!(s, "## Arms\n\n{}", md_header(&columns))?;
     for arm in &spec.arms {
-        let link = if netns {
-            let link = spec
-                .link_for(arm)
-                .map_or_else(|| "unshaped".into(), |l| l.describe());
-            format!(" {link} |")
-        } else {
-            String::new()
-        };
-        let process = arm.process().map(|p| p.label());
-        let plugin = process
-            .as_deref()
-            .or(arm.plugin.as_deref())
-            .or(spec.plugin.as_deref())
-            .unwrap_or("per workload");
+        let plugin = arm
+            .process()
+            .map(|p| p.label())
+            .or(arm.plugin.as_ref().map(|p| p.to_string()))
+            .or(spec.plugin.as_ref().map(|p| p.to_string()))
+            .unwrap_or_else(|| "per workload".into());
         let params: Vec<String> = arm.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        writeln!(
-            s,
-            "| {} | {} | `{}` | {} |{link} {} |",
+        let mut cells = vec![
             md(&arm.name),
             match (&arm.compare_to, arm.baseline) {
                 (_, true) => "yes".to_owned(),
                 (Some(other), false) => format!("no: compared with {}", md(other)),
                 (None, false) => String::new(),
             },
-            plugin,
-            arm.target.kind(),
-            md(&params.join(" "))
-        )?;
+            format!("`{plugin}`"),
+            arm.target.kind().to_string(),
+        ];
+        if netns {
+            cells.push(
+                spec.link_for(arm)
+                    .map_or_else(|| "unshaped".into(), |l| l.describe()),
+            );
+        }
+        cells.push(md(&params.join(" ")));
+        writeln!(s, "{}", md_row(&cells))?;
     }
     network(report, s)?;
-    writeln!(s, "\n### Inputs\n\n| input | sha256 |\n|---|---|")?;
+    writeln!(s, "\n### Inputs\n\n{}", md_header(&["input", "sha256"]))?;
     for (name, hash) in &report.plan.inputs {
-        writeln!(s, "| `{name}` | `{hash}` |")?;
+        writeln!(s, "{}", md_row(&[format!("`{name}`"), format!("`{hash}`")]))?;
     }
     Ok(())
 }
@@ -293,27 +299,34 @@ fn curves(report: &Report, s: &mut String) -> fmt::Result {
     for base in bases {
         writeln!(
             s,
-            "\n### {}\n\n| arm | offered/s | achieved/s | p50 µs | p99 µs | p99 ratio | runs | short runs |\n|---|---|---|---|---|---|---|---|",
-            md(base)
+            "\n### {}\n\n{}",
+            md(base),
+            md_header(&[
+                "arm",
+                "offered/s",
+                "achieved/s",
+                "p50 µs",
+                "p99 µs",
+                "p99 ratio",
+                "runs",
+                "short runs"
+            ])
         )?;
         for c in report.curves.iter().filter(|c| c.workload == base) {
             for p in &c.points {
-                writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                let row = md_row(&[
                     md(&c.arm),
                     crate::limits::show(p.offered_per_s),
                     fmt_value(p.achieved_per_s),
                     fmt_estimate(&p.p50_latency_us),
                     fmt_estimate(&p.p99_latency_us),
-                    p.p99_ratio.as_ref().map_or("—".into(), |e| format!(
-                        "{:.3} {}",
-                        e.ratio,
-                        fmt_interval(e)
-                    )),
-                    p.runs,
-                    p.short_runs
-                )?;
+                    p.p99_ratio.as_ref().map_or("—".into(), |e| {
+                        format!("{:.3} {}", e.ratio, fmt_interval(e))
+                    }),
+                    p.runs.to_string(),
+                    p.short_runs.to_string(),
+                ]);
+                writeln!(s, "{row}")?;
             }
         }
     }
@@ -333,33 +346,31 @@ fn curves(report: &Report, s: &mut String) -> fmt::Result {
 fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
     let calibrated = report.calibration.as_ref();
-    writeln!(
-        s,
-        "\n### {}\n\n| statistic | arm | ratio | interval | level | blocks won |{}\n|---|---|---|---|---|---|{}",
-        md(&w.name),
-        if calibrated.is_some() {
-            " A/A noise floor (±) |"
-        } else {
-            ""
-        },
-        if calibrated.is_some() { "---|" } else { "" }
-    )?;
+    let mut columns = vec![
+        "statistic",
+        "arm",
+        "ratio",
+        "interval",
+        "level",
+        "blocks won",
+    ];
+    if calibrated.is_some() {
+        columns.push("A/A noise floor (±)");
+    }
+    writeln!(s, "\n### {}\n\n{}", md(&w.name), md_header(&columns))?;
     for e in report.effects.iter().filter(|e| e.workload == w.name) {
-        writeln!(
-            s,
-            "| {} | {} | {:.3} | {} | {} | {}/{} |{}",
-            e.statistic,
+        let mut cells = vec![
+            e.statistic.to_string(),
             arm_cell(spec, e),
-            e.ratio,
+            format!("{:.3}", e.ratio),
             fmt_interval(e),
             pct(e.level),
-            e.won,
-            e.blocks,
-            calibrated.map_or(String::new(), |c| format!(
-                " {} |",
-                noise_floor(c, &w.name, e.statistic.name())
-            ))
-        )?;
+            format!("{}/{}", e.won, e.blocks),
+        ];
+        if let Some(c) = calibrated {
+            cells.push(noise_floor(c, &w.name, e.statistic.name()));
+        }
+        writeln!(s, "{}", md_row(&cells))?;
     }
     medians(report, w, s)?;
     let pos: Vec<String> = report
@@ -390,33 +401,31 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
 /// the sample cannot support marked.
 fn medians(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
-    writeln!(
-        s,
-        "\n| statistic | unit | {} |\n|---|---|{}",
-        spec.arms
-            .iter()
-            .map(|a| md(&a.name))
-            .collect::<Vec<_>>()
-            .join(" | "),
-        "---|".repeat(spec.arms.len())
-    )?;
+    let arms: Vec<String> = spec.arms.iter().map(|a| md(&a.name)).collect();
+    let columns: Vec<&str> = ["statistic", "unit"]
+        .into_iter()
+        .chain(arms.iter().map(String::as_str))
+        .collect();
+    writeln!(s, "\n{}", md_header(&columns))?;
     for st in &report.statistics {
         let cells: Vec<String> = spec
             .arms
             .iter()
             .map(|a| {
                 report
-                    .absolutes
-                    .iter()
-                    .find(|x| x.workload == w.name && x.arm == a.name && x.statistic == st.name)
-                    .map_or("—".into(), |x| fmt_value(x.median))
+                    .median(&w.name, &a.name, st.name)
+                    .map_or("—".into(), fmt_value)
             })
             .collect();
         let name = match &st.reason {
             Some(why) => format!("{} (not supported: {})", st.name, md_quoted(why)),
             None => st.name.to_string(),
         };
-        writeln!(s, "| {name} | {} | {} |", st.unit, cells.join(" | "))?;
+        let row: Vec<String> = [name, st.unit.to_string()]
+            .into_iter()
+            .chain(cells)
+            .collect();
+        writeln!(s, "{}", md_row(&row))?;
     }
     Ok(())
 }

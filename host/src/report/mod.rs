@@ -1,6 +1,7 @@
 //! The renderings of what [`crate::analysis`] computed (docs/reports.md):
 //! one file per format of the main report (`terminal`, `markdown`, `csv`;
-//! JSON is the model's serde form), `format` (shared words and numbers),
+//! JSON is the model's serde form), `format` (shared words and numbers,
+//! and markdown's one escaper and one table writer),
 //! the hosts section, a machine's calibration table, and campaign
 //! comparison (`compare`), the regression gate (`gate`) and a series'
 //! history (`history`). Snapshot tests of every rendering are in `tests`.
@@ -20,13 +21,3 @@ mod tests;
 pub use csv::csv;
 pub use markdown::markdown;
 pub use terminal::terminal;
-
-use crate::analysis::Report;
-
-/// Renders `report` with `write` into a string.
-fn render(report: &Report, write: fn(&Report, &mut String) -> std::fmt::Result) -> String {
-    let mut s = String::new();
-    // Writing into a String cannot fail.
-    let _ = write(report, &mut s);
-    s
-}

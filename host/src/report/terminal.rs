@@ -8,11 +8,12 @@ use super::format::{
 };
 use crate::analysis::model::Report;
 use crate::analysis::statistics::TableEntry;
+use crate::statistic::Statistic;
 use std::fmt::{self, Write as _};
 
 /// The terminal tables printed at the end of a campaign.
 pub fn terminal(report: &Report) -> String {
-    super::render(report, write)
+    super::format::render(report, write)
 }
 
 fn write(report: &Report, s: &mut String) -> fmt::Result {
@@ -196,10 +197,10 @@ fn curves(report: &Report, s: &mut String) -> fmt::Result {
 /// workload and arm.
 fn medians(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
-    let columns: Vec<(&str, &str)> = report
+    let columns: Vec<(&str, Statistic)> = report
         .statistics
         .iter()
-        .filter_map(|st| Some((st.column?, st.name.name())))
+        .filter_map(|st| Some((st.column?, st.name)))
         .collect();
     writeln!(s, "\nmedians of run-level statistics")?;
     write!(s, "{:<18} {:<18}", "workload", "arm")?;
@@ -212,10 +213,8 @@ fn medians(report: &Report, s: &mut String) -> fmt::Result {
             write!(s, "{:<18} {:<18}", w.name, arm.name)?;
             for (_, stat) in &columns {
                 let median = report
-                    .absolutes
-                    .iter()
-                    .find(|a| a.workload == w.name && a.arm == arm.name && a.statistic == *stat)
-                    .map_or("—".into(), |a| fmt_value(a.median));
+                    .median(&w.name, &arm.name, *stat)
+                    .map_or("—".into(), fmt_value);
                 write!(s, " {median:>12}")?;
             }
             writeln!(s)?;

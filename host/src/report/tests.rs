@@ -8,9 +8,10 @@ use super::format::pct;
 use super::*;
 use crate::analysis::campaign::steal;
 use crate::analysis::model::GateSummary;
-use crate::analysis::{Direction, analyse};
+use crate::analysis::{Report, analyse};
 use crate::record::gates::{Environment, Telemetry};
 use crate::record::{RunRecord, RunResult, RunStatus};
+use crate::statistic::Outcome;
 use blocklab_store::{CampaignMeta, CampaignStatus};
 
 fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
@@ -219,7 +220,7 @@ fn the_fixture_has_one_weak_verdict_per_arm_qualified_by_its_rerun() {
         ("grv", "b, \"fast\"")
     );
     assert_eq!(v.statistic, "mean_latency");
-    assert_eq!(v.direction, Direction::Faster);
+    assert_eq!(v.direction, Outcome::Better);
     assert_eq!((v.blocks, v.blocks_planned), (4, 4));
     // Four blocks are too few to trust the interval's width.
     assert!(v.weak);

@@ -186,12 +186,12 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| AppError::Internal(anyhow::anyhow!("a blocking task failed: {e}")))?
 }
 
-#[derive(Serialize, Clone, utoipa::ToSchema)]
+#[derive(Serialize, Deserialize, Clone, utoipa::ToSchema)]
 pub(super) struct Created {
-    id: CampaignId,
-    name: String,
+    pub(super) id: CampaignId,
+    pub(super) name: String,
     plan_hash: String,
-    total_runs: u32,
+    pub(super) total_runs: u32,
     status: CampaignStatus,
     /// What sealing found legal but unable to compare (identical arms, no
     /// interval possible).
@@ -335,12 +335,12 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, AppError> {
     }
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
-struct UploadedPlugin {
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
+pub(super) struct UploadedPlugin {
     /// The component's sha256 (hex): name it in a plan as `sha256:<hex>`.
     sha256: String,
     /// `sha256:<hex>`, as a plan's `plugin` or `adapters` take it.
-    reference: String,
+    pub(super) reference: String,
     size: usize,
     /// Whether this upload stored it (false: it was stored already).
     created: bool,
@@ -1141,7 +1141,7 @@ async fn cancel_campaign(
     if !was_running {
         state.publish(Event::CampaignFinished {
             campaign: id,
-            status: "cancelled".into(),
+            status: super::Ending::Cancelled,
             reason: None,
         });
     }

@@ -8,8 +8,9 @@
 //! daemon listens on loopback, and a remote one is reached through an SSH
 //! tunnel, so there is no TLS here.
 
-use super::Event;
-use crate::plugin::source::PluginSource;
+use super::api::{Created, UploadedPlugin};
+use super::{Ending, Event};
+use crate::plugin::source::PluginRef;
 use crate::run::supervisor::Event as RunEvent;
 use anyhow::{Context, bail};
 use serde_json::Value;
@@ -191,10 +192,9 @@ impl Daemon {
         let answer = self
             .json("POST", "/api/plugins", Some(("application/wasm", &bytes)))
             .with_context(|| format!("cannot upload plugin `{}`", path.display()))?;
-        answer["reference"]
-            .as_str()
-            .map(str::to_owned)
-            .context("the daemon's answer to `POST /api/plugins` has no `reference`")
+        let uploaded: UploadedPlugin = serde_json::from_value(answer)
+            .context("the daemon's answer to `POST /api/plugins` is not an uploaded plugin")?;
+        Ok(uploaded.reference)
     }
 }
 
@@ -300,9 +300,7 @@ fn each_plugin_file(
 ) -> anyhow::Result<()> {
     let mut visit = |value: Option<&mut toml::Value>| -> anyhow::Result<()> {
         match value {
-            Some(toml::Value::String(s))
-                if !PluginSource::names_builtin(s) && !crate::plugin::stored::is_ref(s) =>
-            {
+            Some(toml::Value::String(s)) if matches!(PluginRef::parse(s), PluginRef::File(_)) => {
                 f(s)
             }
             _ => Ok(()),
@@ -380,13 +378,12 @@ pub fn submit(
     }
     let path = format!("/api/campaigns?{}", query.finish());
     let created = daemon.json("POST", &path, Some(("application/toml", body.as_bytes())))?;
-    let id = created["id"]
-        .as_u64()
-        .context("the daemon's answer to `POST /api/campaigns` has no `id`")?;
+    let created: Created = serde_json::from_value(created)
+        .context("the daemon's answer to `POST /api/campaigns` is not a created campaign")?;
+    let id = created.id;
     progress(&format!(
         "queued campaign {id} `{}` ({} runs)",
-        created["name"].as_str().unwrap_or(""),
-        created["total_runs"]
+        created.name, created.total_runs
     ));
     let Some(events) = events.as_mut() else {
         return Ok(Outcome::Queued { id });
@@ -415,12 +412,12 @@ pub fn submit(
                     status,
                     reason,
                 }) if campaign == id => {
-                    return Ok(match status.as_str() {
-                        "finished" => Outcome::Finished { id },
-                        "cancelled" => Outcome::Cancelled { id },
-                        _ => Outcome::Failed {
+                    return Ok(match status {
+                        Ending::Finished => Outcome::Finished { id },
+                        Ending::Cancelled => Outcome::Cancelled { id },
+                        Ending::Failed => Outcome::Failed {
                             id,
-                            reason: reason.unwrap_or(status),
+                            reason: reason.unwrap_or_else(|| "failed".into()),
                         },
                     });
                 }

@@ -43,6 +43,16 @@ pub const DEFAULT_MAX_EVENT_STREAMS: usize = 64;
 /// process by a thread (tokio's default allows 512).
 const BLOCKING_THREADS: usize = 8;
 
+/// How a campaign the daemon ran ended: `finished`, `failed`, or
+/// `cancelled` on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ending {
+    Finished,
+    Failed,
+    Cancelled,
+}
+
 /// What the daemon tells SSE subscribers (`GET /api/events`); the SSE event
 /// name is the `event` field.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -58,8 +68,7 @@ pub enum Event {
     },
     CampaignFinished {
         campaign: CampaignId,
-        /// `finished`, `failed`, or `cancelled`.
-        status: String,
+        status: Ending,
         reason: Option<String>,
     },
     /// `run-started` and `run-finished`, as the supervisor reports them.

@@ -4,7 +4,7 @@
 //! it was executing is still first and resumes from its first unfinished
 //! run (the supervisor skips slots with a final attempt).
 
-use super::{AppState, CurrentRun, Event, Running, lock};
+use super::{AppState, CurrentRun, Ending, Event, Running, lock};
 use crate::run::supervisor::{self, Options, Outcome};
 use blocklab_store::{CampaignId, CampaignStatus};
 use std::sync::Arc;
@@ -110,12 +110,12 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
     let outcome = crate::run::execute(store, id, &options, &mut observe);
     *lock(&state.0.current) = None;
     let (status, reason) = match outcome {
-        Ok(Outcome::Finished) => ("finished", None),
+        Ok(Outcome::Finished) => (Ending::Finished, None),
         // The daemon raises no interrupts of its own; as a cancel if one came.
-        Ok(Outcome::Interrupted(_)) => ("cancelled", None),
+        Ok(Outcome::Interrupted(_)) => (Ending::Cancelled, None),
         Ok(Outcome::Stopped(why)) => match store.campaign(id).map(|m| m.status) {
-            Ok(CampaignStatus::Cancelled) => ("cancelled", None),
-            _ => ("failed", Some(why)),
+            Ok(CampaignStatus::Cancelled) => (Ending::Cancelled, None),
+            _ => (Ending::Failed, Some(why)),
         },
         Err(e) => {
             let why = format!("{e:#}");
@@ -128,7 +128,7 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
             ) {
                 eprintln!("blocklab serve: cannot record that campaign {id} failed: {e:#}");
             }
-            ("failed", Some(why))
+            (Ending::Failed, Some(why))
         }
     };
     // Dequeued only now: until here a kill leaves it first in the queue.
@@ -137,7 +137,7 @@ fn execute(state: &AppState, id: CampaignId, cancel: Arc<AtomicBool>) {
     }
     state.publish(Event::CampaignFinished {
         campaign: id,
-        status: status.to_owned(),
+        status,
         reason,
     });
 }

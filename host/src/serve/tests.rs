@@ -1098,7 +1098,7 @@ fn the_submit_client_reads_the_daemons_events_back_into_the_daemons_types() {
         super::Event::CampaignStarted { campaign: 3 },
         super::Event::CampaignFinished {
             campaign: 3,
-            status: "failed".into(),
+            status: super::Ending::Failed,
             reason: Some("slot 1 failed".into()),
         },
         super::Event::Run(crate::run::supervisor::Event::RunFinished {

@@ -227,46 +227,9 @@ pub fn position_effects(
         return Err(StatsError::Empty);
     }
     check_bootstrap(resamples, level)?;
-    let mut arm_index = BTreeMap::new();
-    let mut by_block: BTreeMap<usize, Vec<Run>> = BTreeMap::new();
-    for &(block, position, arm, value) in runs {
-        if !is_positive(value) {
-            return Err(StatsError::NotPositiveRun {
-                block,
-                position,
-                value,
-            });
-        }
-        if position >= positions {
-            return Err(StatsError::PositionOutOfRange {
-                block,
-                position,
-                positions,
-            });
-        }
-        let next = arm_index.len();
-        let arm = *arm_index.entry(arm).or_insert(next);
-        by_block.entry(block).or_default().push(Run {
-            position,
-            arm,
-            log: value.ln(),
-        });
-    }
-    for (&block, block_runs) in &by_block {
-        for position in 0..positions {
-            let found = block_runs.iter().filter(|r| r.position == position).count();
-            if found != 1 {
-                return Err(StatsError::IncompleteBlock {
-                    block,
-                    position,
-                    found,
-                });
-            }
-        }
-    }
-    let blocks: Vec<Vec<Run>> = by_block.into_values().collect();
+    let (blocks, arms) = runs_by_block(runs, positions)?;
     let b = blocks.len();
-    let mut sums = PositionSums::new(positions, arm_index.len());
+    let mut sums = PositionSums::new(positions, arms);
 
     let mut estimate = vec![0.0; positions];
     sums.log_effects(&blocks, 0..b, &mut estimate);
@@ -308,6 +271,54 @@ pub fn position_effects(
             }
         })
         .collect())
+}
+
+/// The order diagnostic's runs per block, each block one run per position,
+/// with arms numbered densely; and the number of arms. A run that is not
+/// positive, outside the positions, or a block without exactly one run at a
+/// position is an error naming it.
+fn runs_by_block(
+    runs: &[(usize, usize, usize, f64)],
+    positions: usize,
+) -> Result<(Vec<Vec<Run>>, usize), StatsError> {
+    let mut arm_index = BTreeMap::new();
+    let mut by_block: BTreeMap<usize, Vec<Run>> = BTreeMap::new();
+    for &(block, position, arm, value) in runs {
+        if !is_positive(value) {
+            return Err(StatsError::NotPositiveRun {
+                block,
+                position,
+                value,
+            });
+        }
+        if position >= positions {
+            return Err(StatsError::PositionOutOfRange {
+                block,
+                position,
+                positions,
+            });
+        }
+        let next = arm_index.len();
+        let arm = *arm_index.entry(arm).or_insert(next);
+        by_block.entry(block).or_default().push(Run {
+            position,
+            arm,
+            log: value.ln(),
+        });
+    }
+    for (&block, block_runs) in &by_block {
+        for position in 0..positions {
+            let found = block_runs.iter().filter(|r| r.position == position).count();
+            if found != 1 {
+                return Err(StatsError::IncompleteBlock {
+                    block,
+                    position,
+                    found,
+                });
+            }
+        }
+    }
+    Ok((by_block.into_values().collect(), arm_index.len()))
 }
 
 /// One run of the order diagnostic, with its arm renumbered densely.

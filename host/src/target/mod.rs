@@ -34,7 +34,7 @@ impl TargetSpec {
     /// The target's kind as written in plans: `embedded`, `fdb`.
     pub fn kind(&self) -> &'static str {
         match self {
-            TargetSpec::Embedded(_) => "embedded",
+            TargetSpec::Embedded(_) => kv::embedded::KIND,
             TargetSpec::Fdb(_) => "fdb",
             TargetSpec::Grpc(_) => "grpc",
         }

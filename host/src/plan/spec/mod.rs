@@ -20,10 +20,11 @@ use crate::limits;
 use crate::machine::netns::{LinkSpec, NetPlacement};
 use crate::machine::placement::CpuSpec;
 use crate::plugin::grants::Grants;
+use crate::plugin::source::PluginRef;
 use crate::statistic::Statistic;
 use crate::stats::{Method, Simultaneous, Spending};
 use crate::target::TargetSpec;
-use anyhow::bail;
+use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -48,7 +49,7 @@ pub struct PlanSpec {
     pub workers: u32,
     /// The workload plugin used where a workload or arm names none.
     #[serde(default)]
-    pub plugin: Option<String>,
+    pub plugin: Option<PluginRef>,
     pub measure: MeasureSpec,
     #[serde(default)]
     pub bootstrap: BootstrapSpec,
@@ -131,6 +132,21 @@ pub struct ExecutorSpec {
 }
 
 impl ExecutorSpec {
+    /// `--executor KIND` as the `--set` override it is sealed and shown
+    /// as, so the flag and `[executor]` are one key.
+    pub fn kind_override(kind: ExecutorKind) -> anyhow::Result<String> {
+        Ok(format!("executor.kind={}", toml::Value::try_from(kind)?))
+    }
+
+    /// `--spool DIR` as the `--set` override it is sealed and shown as:
+    /// absolute, since Slurm jobs resolve it elsewhere.
+    pub fn spool_override(dir: &Path) -> anyhow::Result<String> {
+        let absolute = std::path::absolute(dir)
+            .with_context(|| format!("`--spool {}` is not a usable path", dir.display()))?;
+        let text = toml::Value::String(absolute.display().to_string());
+        Ok(format!("executor.spool={text}"))
+    }
+
     pub fn is_local(&self) -> bool {
         *self == ExecutorSpec::default()
     }
@@ -502,7 +518,7 @@ impl Default for LimitSpec {
 pub struct WorkloadSpec {
     pub name: String,
     #[serde(default)]
-    pub plugin: Option<String>,
+    pub plugin: Option<PluginRef>,
     #[serde(default)]
     pub params: BTreeMap<String, ParamValue>,
     /// The plugin's workload this entry runs, when the entry's name differs
@@ -541,7 +557,7 @@ pub struct ArmSpec {
     pub compare_to: Option<String>,
     /// Overrides the workload plugin: another build, or `builtin`.
     #[serde(default)]
-    pub plugin: Option<String>,
+    pub plugin: Option<PluginRef>,
     #[serde(default)]
     pub target: TargetSpec,
     /// Overrides workload params for this arm.

@@ -2,7 +2,7 @@
 //! resolved), params, reference arm, placement and link.
 
 use crate::machine::netns::{LinkSpec, NetPlacement};
-use crate::plugin::source::PluginSource;
+use crate::plugin::source::{PluginRef, PluginSource};
 use anyhow::Context;
 use std::collections::BTreeMap;
 
@@ -13,27 +13,33 @@ impl PlanSpec {
     /// `dir` (components uploaded to a daemon, plugin::stored); an unknown
     /// or malformed hash is an error naming the upload endpoint.
     pub fn resolve_stored_plugins(&mut self, dir: &std::path::Path) -> anyhow::Result<()> {
-        use crate::plugin::stored;
-        let resolve = |text: &mut String| -> anyhow::Result<()> {
-            if stored::is_ref(text) {
-                *text = stored::resolve(dir, text)?.display().to_string();
+        self.each_plugin_ref(&mut |r| {
+            if let PluginRef::Stored(text) = r {
+                *r = PluginRef::File(crate::plugin::stored::resolve(dir, text)?);
             }
             Ok(())
-        };
-        if let Some(p) = &mut self.plugin {
-            resolve(p)?;
-        }
-        for w in &mut self.workloads {
-            if let Some(p) = &mut w.plugin {
-                resolve(p)?;
-            }
+        })
+    }
+
+    /// Calls `f` on every plugin reference of the plan: `plugin` at the top,
+    /// on workloads and on arms, and arms' `adapters`.
+    pub fn each_plugin_ref(
+        &mut self,
+        f: &mut dyn FnMut(&mut PluginRef) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let plugins = self.plugin.iter_mut();
+        let plugins = plugins.chain(self.workloads.iter_mut().flat_map(|w| w.plugin.as_mut()));
+        for r in plugins {
+            f(r)?;
         }
         for arm in &mut self.arms {
-            if let Some(p) = &mut arm.plugin {
-                resolve(p)?;
+            if let Some(r) = &mut arm.plugin {
+                f(r)?;
             }
             for a in &mut arm.adapters {
-                resolve(a)?;
+                let mut r = PluginRef::parse(a);
+                f(&mut r)?;
+                *a = r.to_string();
             }
         }
         Ok(())
@@ -47,10 +53,10 @@ impl PlanSpec {
         arm: &ArmSpec,
     ) -> anyhow::Result<PluginSource> {
         arm.plugin
-            .as_deref()
-            .or(workload.plugin.as_deref())
-            .or(self.plugin.as_deref())
-            .map(PluginSource::parse)
+            .as_ref()
+            .or(workload.plugin.as_ref())
+            .or(self.plugin.as_ref())
+            .map(PluginRef::source)
             .with_context(|| {
                 format!(
                     "no plugin for workload `{}` in arm `{}`; set `plugin` at the top of the plan, on the workload or on the arm",

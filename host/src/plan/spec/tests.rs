@@ -1,3 +1,6 @@
+//! The plan file's tests: parsing, `--set`, expansion, validation and the
+//! statistics a plan compares, over examples/quick.toml and its variants.
+
 use super::*;
 use crate::statistic::MeasureMode;
 

@@ -1,12 +1,13 @@
-//! The host side of `blocklab:bench@0.2.0`. env and grpc are 0.1.0's calls
-//! under the new package name and forward to them; kv differs in two ways
-//! that cut boundary cost: a range read returns its rows packed into one
-//! buffer, and `reset` makes a transaction fresh again, so a client keeps
-//! one resource instead of a constructor and a drop per transaction.
+//! The host side of `blocklab:bench@0.2.0`, the kv and env calls 0.1.0's
+//! forward to ([`super::v1`]); grpc is 0.1.0's calls under the new package
+//! name and forwards to them. kv differs from 0.1.0 in two ways that cut
+//! boundary cost: a range read returns its rows packed into one buffer,
+//! and `reset` makes a transaction fresh again, so a client keeps one
+//! resource instead of a constructor and a drop per transaction.
 
 use super::bindings_v2::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
 use super::{HostState, KvError, StreamHandle, TransactionHandle};
-use crate::target::kv::{KeyValue, RangeOptions};
+use crate::target::kv::{KeyValue, RangeOptions, Transaction};
 use wasmtime::component::Resource;
 
 kv_error_conversions!(wit_kv);
@@ -117,6 +118,41 @@ impl wit_kv::HostTransaction for HostState {
 }
 
 impl HostState {
+    pub(super) fn transaction(
+        &mut self,
+        handle: &Resource<TransactionHandle>,
+    ) -> anyhow::Result<&mut dyn Transaction> {
+        let handle = self.table.get_mut(handle)?;
+        if handle.idle {
+            handle.idle = false;
+            self.idle_transactions -= 1;
+        }
+        Ok(handle.tr.as_mut())
+    }
+
+    pub(super) fn begin_transaction(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
+        let Some(db) = &self.kv else {
+            anyhow::bail!(
+                "the workload opened a kv transaction but this arm has no kv target; set `target = {{ kind = \"embedded\" }}` on the arm"
+            );
+        };
+        let tr = db.begin();
+        let handle = self.table.push(TransactionHandle { tr, idle: false })?;
+        self.live_resources += 1;
+        Ok(handle)
+    }
+
+    pub(super) fn drop_transaction(
+        &mut self,
+        handle: Resource<TransactionHandle>,
+    ) -> anyhow::Result<()> {
+        if self.table.delete(handle)?.idle {
+            self.idle_transactions -= 1;
+        }
+        self.live_resources = self.live_resources.saturating_sub(1);
+        Ok(())
+    }
+
     /// A fresh transaction from the target in place of the old one: what a
     /// constructor gives, without a table push and delete.
     fn reset_transaction(&mut self, handle: &Resource<TransactionHandle>) -> anyhow::Result<()> {
@@ -137,19 +173,25 @@ impl HostState {
 
 impl wit_env::Host for HostState {
     fn now_ns(&mut self) -> anyhow::Result<u64> {
-        super::wit_env::Host::now_ns(self)
+        Ok(self.env.now_ns())
     }
 
     fn random(&mut self, len: u32) -> anyhow::Result<Vec<u8>> {
-        super::wit_env::Host::random(self, len)
+        // One call may not ask for more than the memory cap could ever hold.
+        if u64::from(len) > self.limiter.cap {
+            anyhow::bail!("env.random asked for {len} bytes, more than the memory cap");
+        }
+        Ok(self.env.random(len))
     }
 
     fn count(&mut self, name: String, delta: i64) -> anyhow::Result<()> {
-        super::wit_env::Host::count(self, name, delta)
+        self.env.count(&name, delta);
+        Ok(())
     }
 
     fn log(&mut self, level: u8, message: String) -> anyhow::Result<()> {
-        super::wit_env::Host::log(self, level, message)
+        self.env.log(level, &message);
+        Ok(())
     }
 }
 

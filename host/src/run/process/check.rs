@@ -115,6 +115,23 @@ pub(super) struct Bounds {
     pub(super) schedule: Option<(RunSchedule, f64)>,
 }
 
+/// The result's errors by kind (the non-zero ones, their names clipped)
+/// and its counters, every count checked not negative.
+fn named_counts(r: &Reported) -> anyhow::Result<BTreeMap<String, u64>> {
+    let mut errors_by_kind = BTreeMap::new();
+    for (kind, n) in &r.errors_by_kind {
+        let n = count(&format!("errors_by_kind.{}", limits::clip(kind)), *n)?;
+        if n > 0 {
+            errors_by_kind.insert(limits::clip(kind).into_owned(), n);
+        }
+    }
+    for (name, value) in &r.counters {
+        limits::name("a counter's name", name)?;
+        count(&format!("counters.{name}"), *value)?;
+    }
+    Ok(errors_by_kind)
+}
+
 /// Checks the result against itself and the host's clock:
 /// docs/process-arms.md, "Checks".
 pub(super) fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
@@ -146,17 +163,7 @@ pub(super) fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
     if errors > measured {
         bail!("its result gives {errors} errors in {measured} measured transactions");
     }
-    let mut errors_by_kind = BTreeMap::new();
-    for (kind, n) in &r.errors_by_kind {
-        let n = count(&format!("errors_by_kind.{}", limits::clip(kind)), *n)?;
-        if n > 0 {
-            errors_by_kind.insert(limits::clip(kind).into_owned(), n);
-        }
-    }
-    for (name, value) in &r.counters {
-        limits::name("a counter's name", name)?;
-        count(&format!("counters.{name}"), *value)?;
-    }
+    let errors_by_kind = named_counts(r)?;
     let (latency, total_ns) = histogram("latency_ns", &r.latency_ns)?;
     if latency.len() != measured - errors {
         bail!(

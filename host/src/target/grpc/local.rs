@@ -9,7 +9,7 @@ use crate::target::TargetSpec;
 use anyhow::Context;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tonic_health::pb::HealthCheckRequest;
@@ -125,31 +125,9 @@ impl LocalServer {
         let mut child = command
             .spawn()
             .with_context(|| format!("cannot start `{} target grpc-ingest`", exe.display()))?;
-        let stderr = Arc::new(Mutex::new(String::new()));
-        if let Some(mut pipe) = child.stderr.take() {
-            let sink = stderr.clone();
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = pipe.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    if let Ok(mut s) = sink.lock() {
-                        s.push_str(&String::from_utf8_lossy(&buf[..n]));
-                    }
-                }
-            });
-        }
+        let stderr = collect_stderr(&mut child);
         let stdout = child.stdout.take().context("the server's stdout")?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            // Keep draining so the server never blocks on a full pipe.
-            for _ in lines {}
-        });
+        let rx = first_line(stdout);
         let mut server = LocalServer {
             child,
             url: String::new(),
@@ -175,17 +153,22 @@ impl LocalServer {
             }
             None => format!("http://{addr}"),
         };
+        server.wait_healthy()
+    }
+
+    /// Waits until the server answers its health check.
+    fn wait_healthy(self) -> anyhow::Result<Self> {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
-            match check_health(&server.url, CHECK_TIMEOUT) {
-                Ok(()) => return Ok(server),
+            match check_health(&self.url, CHECK_TIMEOUT) {
+                Ok(()) => return Ok(self),
                 // A status it reports is its answer; only an unreachable
                 // server is given time.
                 Err(why) if Instant::now() >= deadline || why.starts_with("it reports") => {
                     anyhow::bail!(
                         "the local grpc-ingest server at `{}` failed its health check: {why}{}",
-                        server.url,
-                        server.log()
+                        self.url,
+                        self.log()
                     )
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
@@ -308,4 +291,38 @@ impl LocalServers {
     pub fn stop(self) {
         drop(self);
     }
+}
+
+/// The child's stderr, gathered by a thread as it comes, for errors.
+fn collect_stderr(child: &mut Child) -> Arc<Mutex<String>> {
+    let stderr = Arc::new(Mutex::new(String::new()));
+    if let Some(mut pipe) = child.stderr.take() {
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut s) = sink.lock() {
+                    s.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        });
+    }
+    stderr
+}
+
+/// The first line the server prints (its address), from a thread that
+/// then keeps draining so the server never blocks on a full pipe.
+fn first_line(stdout: ChildStdout) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(line)) = lines.next() {
+            let _ = tx.send(line);
+        }
+        for _ in lines {}
+    });
+    rx
 }

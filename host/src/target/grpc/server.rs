@@ -272,19 +272,7 @@ async fn serve_stream(
     let delay = Duration::from_micros(settings.durability_delay_us);
     // With a durability delay, acks wait in order in a task of their own so
     // the stream keeps receiving meanwhile.
-    let durable = (!delay.is_zero()).then(|| {
-        let (dtx, mut drx) = mpsc::unbounded_channel::<(u64, Instant)>();
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while let Some((next_offset, at)) = drx.recv().await {
-                tokio::time::sleep_until(at).await;
-                if tx.send(Ok(Ack { next_offset })).await.is_err() {
-                    break;
-                }
-            }
-        });
-        dtx
-    });
+    let durable = (!delay.is_zero()).then(|| delayed_acks(tx.clone()));
     let ack = |next_offset: u64| {
         let (tx, durable) = (&tx, &durable);
         async move {
@@ -294,23 +282,12 @@ async fn serve_stream(
             }
         }
     };
-    let mut ticker = (settings.ack_interval_ms > 0).then(|| {
-        let period = Duration::from_millis(settings.ack_interval_ms);
-        tokio::time::interval_at(Instant::now() + period, period)
-    });
+    let mut ticker = ack_ticker(settings.ack_interval_ms);
     let (mut expected, mut pending) = (0u64, 0u64);
     loop {
-        let tick = async {
-            match &mut ticker {
-                Some(t) => {
-                    t.tick().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
         let batch = tokio::select! {
             message = inbound.message() => message,
-            () = tick => {
+            () = tick(&mut ticker) => {
                 if pending > 0 {
                     pending = 0;
                     if !ack(expected).await {
@@ -338,33 +315,20 @@ async fn serve_stream(
                 return;
             }
         };
-        for record in &batch.records {
-            if record.offset != expected {
-                let _ = tx
-                    .send(Err(Status::invalid_argument(format!(
-                        "out-of-order offset: expected {expected}, got {}",
-                        record.offset
-                    ))))
-                    .await;
-                return;
-            }
-            expected += 1;
+        if let Err(status) = check_offsets(&batch, &mut expected) {
+            let _ = tx.send(Err(status)).await;
+            return;
         }
         let n = batch.records.len() as u64;
-        if let Some(b) = &stream_bucket {
-            take(b, n).await;
-        }
-        if let Some(b) = &connection {
+        for b in [stream_bucket.as_ref(), connection.as_deref()]
+            .into_iter()
+            .flatten()
+        {
             take(b, n).await;
         }
         pending += n;
-        if settings.fail_after > 0 && expected >= settings.fail_after {
-            let _ = tx
-                .send(Err(Status::unavailable(format!(
-                    "injected failure after {expected} records (`fail_after = {}`)",
-                    settings.fail_after
-                ))))
-                .await;
+        if let Some(status) = injected_failure(&settings, expected) {
+            let _ = tx.send(Err(status)).await;
             return;
         }
         if settings.close_after > 0 && expected >= settings.close_after {
@@ -377,6 +341,63 @@ async fn serve_stream(
             }
         }
     }
+}
+
+/// A task that sends each ack when its time comes, in order, so the stream
+/// keeps receiving meanwhile; the sender queues (next offset, when).
+fn delayed_acks(tx: mpsc::Sender<Result<Ack, Status>>) -> mpsc::UnboundedSender<(u64, Instant)> {
+    let (dtx, mut drx) = mpsc::unbounded_channel::<(u64, Instant)>();
+    tokio::spawn(async move {
+        while let Some((next_offset, at)) = drx.recv().await {
+            tokio::time::sleep_until(at).await;
+            if tx.send(Ok(Ack { next_offset })).await.is_err() {
+                break;
+            }
+        }
+    });
+    dtx
+}
+
+/// `fail_after`'s failure, once `expected` records have come.
+fn injected_failure(settings: &IngestSettings, expected: u64) -> Option<Status> {
+    (settings.fail_after > 0 && expected >= settings.fail_after).then(|| {
+        Status::unavailable(format!(
+            "injected failure after {expected} records (`fail_after = {}`)",
+            settings.fail_after
+        ))
+    })
+}
+
+/// The ack interval's ticker, first ticking one period from now; none
+/// for 0.
+fn ack_ticker(ms: u64) -> Option<tokio::time::Interval> {
+    let period = Duration::from_millis(ms);
+    (ms > 0).then(|| tokio::time::interval_at(Instant::now() + period, period))
+}
+
+/// The next tick of the ack interval; never without one.
+async fn tick(ticker: &mut Option<tokio::time::Interval>) {
+    match ticker {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// Advances `expected` over the batch's records; an offset out of order is
+/// the stream's end, with its reason.
+fn check_offsets(batch: &Batch, expected: &mut u64) -> Result<(), Status> {
+    for record in &batch.records {
+        if record.offset != *expected {
+            return Err(Status::invalid_argument(format!(
+                "out-of-order offset: expected {expected}, got {}",
+                record.offset
+            )));
+        }
+        *expected += 1;
+    }
+    Ok(())
 }
 
 /// What tonic reports for a message it could not take, as standard servers

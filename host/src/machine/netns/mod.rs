@@ -10,6 +10,13 @@
 //! Names carry the owner's PID (`blk-<pid>-<n>`), so a later blocklab can
 //! tell leftovers of a dead process from another campaign's live ones.
 
+mod counters;
+#[cfg(test)]
+mod tests;
+
+pub use counters::{EndCounters, LinkCounters, QdiscCounters};
+use counters::{end_counters, qdiscs};
+
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -771,134 +778,6 @@ impl Drop for Netns {
     }
 }
 
-/// A qdisc's counters (`tc -s qdisc`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct QdiscCounters {
-    pub kind: String,
-    pub bytes: u64,
-    pub packets: u64,
-    pub drops: u64,
-    pub overlimits: u64,
-    pub requeues: u64,
-}
-
-/// One end of the link: what its qdiscs sent (its egress) and the veth's
-/// own statistics.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EndCounters {
-    /// The end's qdiscs, root first; empty when unshaped (veth's `noqueue`).
-    pub qdiscs: Vec<QdiscCounters>,
-    pub tx_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_dropped: u64,
-    pub rx_bytes: u64,
-    pub rx_packets: u64,
-    pub rx_dropped: u64,
-}
-
-/// Both ends of the link. The client end's egress is client → target (an
-/// ingest stream's records); the target end's is target → client (acks).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LinkCounters {
-    pub client_end: EndCounters,
-    pub target_end: EndCounters,
-}
-
-impl LinkCounters {
-    /// `after − self`, counter by counter (a qdisc missing before counts
-    /// from zero).
-    pub fn delta(&self, after: &LinkCounters) -> LinkCounters {
-        fn end(a: &EndCounters, b: &EndCounters) -> EndCounters {
-            EndCounters {
-                qdiscs: b
-                    .qdiscs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, q)| {
-                        let z = QdiscCounters::default();
-                        let p = a.qdiscs.get(i).filter(|p| p.kind == q.kind).unwrap_or(&z);
-                        QdiscCounters {
-                            kind: q.kind.clone(),
-                            bytes: q.bytes.saturating_sub(p.bytes),
-                            packets: q.packets.saturating_sub(p.packets),
-                            drops: q.drops.saturating_sub(p.drops),
-                            overlimits: q.overlimits.saturating_sub(p.overlimits),
-                            requeues: q.requeues.saturating_sub(p.requeues),
-                        }
-                    })
-                    .collect(),
-                tx_bytes: b.tx_bytes.saturating_sub(a.tx_bytes),
-                tx_packets: b.tx_packets.saturating_sub(a.tx_packets),
-                tx_dropped: b.tx_dropped.saturating_sub(a.tx_dropped),
-                rx_bytes: b.rx_bytes.saturating_sub(a.rx_bytes),
-                rx_packets: b.rx_packets.saturating_sub(a.rx_packets),
-                rx_dropped: b.rx_dropped.saturating_sub(a.rx_dropped),
-            }
-        }
-        LinkCounters {
-            client_end: end(&self.client_end, &after.client_end),
-            target_end: end(&self.target_end, &after.target_end),
-        }
-    }
-
-    /// Drops and overlimits summed over both ends' qdiscs.
-    pub fn drops_and_overlimits(&self) -> (u64, u64) {
-        self.client_end
-            .qdiscs
-            .iter()
-            .chain(&self.target_end.qdiscs)
-            .fold((0, 0), |(d, o), q| (d + q.drops, o + q.overlimits))
-    }
-}
-
-/// `dev`'s qdiscs other than veth's default `noqueue`, from `tc -s -j`.
-fn qdiscs(ns: Option<&str>, dev: &str) -> Result<Vec<QdiscCounters>, NetError> {
-    let mut a = argv(&["tc"]);
-    if let Some(ns) = ns {
-        a.extend(argv(&["-n", ns]));
-    }
-    a.extend(argv(&["-s", "-j", "qdisc", "show", "dev", dev]));
-    let text = run(&a)?;
-    let list: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
-    let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or(0);
-    Ok(list
-        .iter()
-        .filter(|q| q["kind"] != "noqueue")
-        .map(|q| QdiscCounters {
-            kind: q["kind"].as_str().unwrap_or("").to_owned(),
-            bytes: n(q, "bytes"),
-            packets: n(q, "packets"),
-            drops: n(q, "drops"),
-            overlimits: n(q, "overlimits"),
-            requeues: n(q, "requeues"),
-        })
-        .collect())
-}
-
-fn end_counters(ns: Option<&str>, dev: &str) -> Result<EndCounters, NetError> {
-    let mut a = argv(&["ip"]);
-    if let Some(ns) = ns {
-        a.extend(argv(&["-n", ns]));
-    }
-    a.extend(argv(&["-s", "-j", "link", "show", "dev", dev]));
-    let text = run(&a)?;
-    let list: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
-    let stats = list
-        .first()
-        .map(|l| l["stats64"].clone())
-        .unwrap_or_default();
-    let n = |dir: &str, k: &str| stats[dir][k].as_u64().unwrap_or(0);
-    Ok(EndCounters {
-        qdiscs: qdiscs(ns, dev)?,
-        tx_bytes: n("tx", "bytes"),
-        tx_packets: n("tx", "packets"),
-        tx_dropped: n("tx", "dropped"),
-        rx_bytes: n("rx", "bytes"),
-        rx_packets: n("rx", "packets"),
-        rx_dropped: n("rx", "dropped"),
-    })
-}
-
 /// Whether this process may create namespaces: root, or CAP_NET_ADMIN in
 /// its effective set (read from /proc/self/status).
 pub fn may_create() -> bool {
@@ -911,98 +790,4 @@ pub fn may_create() -> bool {
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
         // CAP_NET_ADMIN is capability 12.
         .is_some_and(|caps| caps & (1 << 12) != 0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tc_commands_shape_rate_and_netem_under_one_root() {
-        let rate = LinkSpec {
-            rate_mbit: Some(100.0),
-            ..Default::default()
-        };
-        assert_eq!(
-            rate.tc_commands(None, "blk-1-0"),
-            vec![argv(&[
-                "tc", "qdisc", "replace", "dev", "blk-1-0", "root", "tbf", "rate", "100mbit",
-                "burst", "65536", "latency", "50ms"
-            ])]
-        );
-        let both = LinkSpec {
-            rate_mbit: Some(1000.0),
-            delay_ms: 5.0,
-            jitter_ms: 0.5,
-            loss_pct: 0.1,
-            ..Default::default()
-        };
-        let c = both.tc_commands(Some("blk-1-0"), "blk-peer");
-        assert_eq!(
-            shown(&c[0]),
-            "tc -n blk-1-0 qdisc replace dev blk-peer root handle 1: netem delay 5ms 0.5ms loss 0.1%"
-        );
-        // 4 ms at 1 Gbit/s is 500,000 bytes, more than 64 KiB.
-        assert_eq!(
-            shown(&c[1]),
-            "tc -n blk-1-0 qdisc replace dev blk-peer parent 1: handle 2: tbf rate 1000mbit burst 500000 latency 50ms"
-        );
-        assert_eq!(both.describe(), "1000 Mbit/s, 5 ms ± 0.5 ms, 0.1% loss");
-        assert_eq!(LinkSpec::default().describe(), "unshaped");
-    }
-
-    #[test]
-    fn links_out_of_range_are_refused_naming_the_key() {
-        let bad = |l: LinkSpec| l.validate("arms.link").unwrap_err().to_string();
-        let e = bad(LinkSpec {
-            rate_mbit: Some(0.0),
-            ..Default::default()
-        });
-        assert!(
-            e.contains("`arms.link.rate_mbit = 0` is out of range"),
-            "{e}"
-        );
-        let e = bad(LinkSpec {
-            loss_pct: 120.0,
-            ..Default::default()
-        });
-        assert!(e.contains("`arms.link.loss_pct = 120`"), "{e}");
-        let e = bad(LinkSpec {
-            delay_ms: 1.0,
-            jitter_ms: 2.0,
-            ..Default::default()
-        });
-        assert!(e.contains("jitter of at most the delay"), "{e}");
-        let e = bad(LinkSpec {
-            burst_kib: Some(64),
-            ..Default::default()
-        });
-        assert!(e.contains("add `rate_mbit` or drop `burst_kib`"), "{e}");
-    }
-
-    #[test]
-    fn subnets_avoid_every_prefix_in_use() {
-        let p = |a: [u8; 4], len| (u32::from(Ipv4Addr::from(a)), len);
-        // The first two /30s are taken, and a /16 route covers another /16.
-        let used = [
-            p([10, 213, 0, 1], 30),
-            p([10, 213, 0, 6], 32),
-            p([192, 0, 2, 0], 24),
-        ];
-        assert_eq!(free_subnet(&used, 0), Some(Ipv4Addr::new(10, 213, 0, 8)));
-        assert_eq!(free_subnet(&[p([10, 213, 0, 0], 16)], 0), None);
-        // A default route (length 0) does not count as in use.
-        assert_eq!(
-            free_subnet(&[p([0, 0, 0, 0], 0)], 5),
-            Some(Ipv4Addr::new(10, 213, 0, 20))
-        );
-    }
-
-    #[test]
-    fn owners_are_read_from_names() {
-        assert_eq!(owner("blk-1234-7"), Some(1234));
-        assert_eq!(owner("blk-1234-p3"), Some(1234));
-        assert_eq!(owner("blk-peer"), None);
-        assert_eq!(owner("eth0"), None);
-    }
 }

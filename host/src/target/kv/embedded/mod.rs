@@ -1,0 +1,454 @@
+//! The `embedded` kv target: an in-process engine with FoundationDB's
+//! client-visible semantics, so a workload that passes here runs unchanged
+//! against a real cluster.
+//!
+//! What it models, and how:
+//!
+//! - Versions come from one counter shared by read versions and commits:
+//!   `max(last + 1, clock micros)`, i.e. 1,000,000 per second like
+//!   FoundationDB, and strictly increasing.
+//! - Storage is MVCC: every key keeps its version history (a value or a
+//!   tombstone per version), so a transaction reads one snapshot at its read
+//!   version. History older than the 5 s window is pruned when the commit
+//!   that wrote it leaves the commit log.
+//! - Read-your-writes: pending sets, clears and clear-ranges are merged into
+//!   `get` and `get_range` (limit and reverse applied after the merge, lazily).
+//!   As in FoundationDB, a read answered entirely by the transaction's own
+//!   writes needs no read version and adds no read conflict range.
+//! - Optimistic concurrency: non-snapshot reads record read conflict ranges
+//!   (minus the keys the transaction itself wrote, as FoundationDB does); a
+//!   commit fails with `not_committed` when a commit after its read version
+//!   wrote an intersecting range. The log of recent commits' write ranges is
+//!   pruned past the 5 s window.
+//! - Limits, errors and the transaction's life as FoundationDB's client
+//!   reports them (deferred write errors, use after commit, cancellation
+//!   after `on_error` gives up); see [`Embedded`] for where this engine still
+//!   differs from a cluster.
+//!
+//! One `RwLock` guards storage and the commit log; reads take it shared,
+//! commits exclusively. Commits allocate their version while holding the
+//! write lock, so a reader whose read version is newer than a commit always
+//! finds that commit applied.
+
+#[cfg(test)]
+mod tests;
+mod tx;
+
+use tx::Tx;
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound::{self, Excluded, Included};
+use std::sync::atomic::{self, AtomicU64};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use super::{Database, KeyValue, KvError, RangeOptions, Transaction, limits};
+use serde::{Deserialize, Serialize};
+
+/// The embedded target's kind, as plans write it and runs describe it.
+pub const KIND: &str = "embedded";
+
+/// An `embedded` target's settings (`target = { kind = "embedded", ... }`):
+/// a fault knob for tests of the harness, not a model of FoundationDB. With
+/// both set, every `stall_every_ms` the engine stalls for `stall_ms`: a
+/// read version or commit asked for inside a stall blocks until it ends,
+/// as behind a storage engine's periodic flush or a collector's pause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddedSettings {
+    /// The stall period, milliseconds; 0: never stall.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stall_every_ms: u64,
+    /// How long each stall lasts, milliseconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stall_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl EmbeddedSettings {
+    /// Both knobs or neither; a stall shorter than its period.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let (every, stall) = (self.stall_every_ms, self.stall_ms);
+        if (every == 0) != (stall == 0) {
+            anyhow::bail!(
+                "`stall_every_ms = {every}` and `stall_ms = {stall}`: an embedded stall needs both; set both to positive values, or remove both"
+            );
+        }
+        if stall >= every && every > 0 {
+            anyhow::bail!(
+                "`stall_ms = {stall}` is not shorter than `stall_every_ms = {every}`, so the engine would never run; give `stall_ms` a value below `stall_every_ms`"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The periodic stall of [`EmbeddedSettings`], on the real clock from the
+/// engine's creation: stall `k ≥ 1` covers `[k·every, k·every + length)`.
+#[derive(Debug, Clone, Copy)]
+struct Stall {
+    origin: Instant,
+    every: Duration,
+    length: Duration,
+}
+
+impl Stall {
+    /// Blocks while the engine is inside a stall.
+    fn wait(&self) {
+        let since = self.origin.elapsed();
+        let every = self.every.as_nanos();
+        let period = since.as_nanos() / every;
+        let into = Duration::from_nanos((since.as_nanos() % every) as u64);
+        if period >= 1 && into < self.length {
+            std::thread::sleep(self.length - into);
+        }
+    }
+}
+
+/// Where versions come from: microseconds on a monotonic clock.
+pub trait Clock: Send + Sync {
+    fn now_micros(&self) -> u64;
+}
+
+/// The real monotonic clock, counted from the engine's creation.
+struct MonotonicClock {
+    start: Instant,
+}
+
+impl Clock for MonotonicClock {
+    fn now_micros(&self) -> u64 {
+        duration_micros(self.start.elapsed())
+    }
+}
+
+/// A clock that moves only when told to, for tests (starts at 0).
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    micros: AtomicU64,
+}
+
+impl ManualClock {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.micros
+            .fetch_add(duration_micros(by), atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_micros(&self) -> u64 {
+        self.micros.load(atomic::Ordering::SeqCst)
+    }
+}
+
+fn duration_micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// The in-process kv target.
+///
+/// Where it still differs from a FoundationDB 7.3 client and cluster (all
+/// simpler; docs/kv-semantics.md has the full list with sources):
+///
+/// - Reads are not cached: a key read again after the read version has left
+///   the 5 s window fails with `transaction_too_old`, where a cluster's client
+///   may answer it from its read cache.
+/// - The transaction size follows FoundationDB's count (payload, a fixed
+///   size per mutation and per conflict range, read conflict ranges
+///   coalesced) except that write conflict ranges are not merged where they
+///   touch (a set inside a cleared range counts its own range).
+/// - `on-error` returns at once, without FoundationDB's backoff sleep.
+/// - Never `future_version`, `commit_unknown_result` or timeouts; no special
+///   keys (`\xff\xff`), no `\xff/metadataVersion`.
+pub struct Embedded {
+    shared: Arc<Shared>,
+}
+
+impl Embedded {
+    /// An empty database on the real monotonic clock.
+    pub fn new() -> Self {
+        Self::with_clock(Arc::new(MonotonicClock {
+            start: Instant::now(),
+        }))
+    }
+
+    /// An empty database whose versions follow `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self::with_parts(clock, None)
+    }
+
+    fn with_parts(clock: Arc<dyn Clock>, stall: Option<Stall>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                clock,
+                last_version: AtomicU64::new(0),
+                store: RwLock::new(Store::default()),
+                stall,
+            }),
+        }
+    }
+
+    /// An empty database on the real clock with `settings`' stall.
+    pub fn with_settings(settings: &EmbeddedSettings) -> anyhow::Result<Self> {
+        settings.validate()?;
+        let origin = Instant::now();
+        let stall = (settings.stall_every_ms > 0).then(|| Stall {
+            origin,
+            every: Duration::from_millis(settings.stall_every_ms),
+            length: Duration::from_millis(settings.stall_ms),
+        });
+        Ok(Self::with_parts(
+            Arc::new(MonotonicClock { start: origin }),
+            stall,
+        ))
+    }
+}
+
+impl Default for Embedded {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Database for Embedded {
+    fn begin(&self) -> Box<dyn Transaction> {
+        Box::new(Tx::new(Arc::clone(&self.shared)))
+    }
+
+    fn describe(&self) -> String {
+        KIND.to_owned()
+    }
+}
+
+struct Shared {
+    clock: Arc<dyn Clock>,
+    /// The last version handed out, to a read or to a commit.
+    last_version: AtomicU64,
+    store: RwLock<Store>,
+    /// The test knob's periodic stall, if set.
+    stall: Option<Stall>,
+}
+
+impl Shared {
+    /// A new version: `max(last + 1, clock)`. Read versions and commits
+    /// both take one here, so a stall blocks both.
+    fn next_version(&self) -> u64 {
+        if let Some(stall) = &self.stall {
+            stall.wait();
+        }
+        let now = self.clock.now_micros();
+        let step = |last: u64| last.saturating_add(1).max(now);
+        let previous = match self.last_version.fetch_update(
+            atomic::Ordering::SeqCst,
+            atomic::Ordering::SeqCst,
+            |last| Some(step(last)),
+        ) {
+            Ok(v) | Err(v) => v,
+        };
+        step(previous)
+    }
+
+    /// The version "now", without handing one out.
+    fn current_version(&self) -> u64 {
+        self.last_version
+            .load(atomic::Ordering::SeqCst)
+            .max(self.clock.now_micros())
+    }
+
+    /// `transaction_too_old` when `read_version` has left the MVCC window.
+    fn check_age(&self, read_version: u64) -> Result<(), KvError> {
+        if read_version.saturating_add(limits::MVCC_WINDOW_VERSIONS) < self.current_version() {
+            return Err(KvError::TransactionTooOld);
+        }
+        Ok(())
+    }
+
+    // A panic cannot leave `Store` half-updated in a way readers could
+    // observe as a broken invariant (commits validate before mutating), so a
+    // poisoned lock is recovered rather than propagated.
+    fn read(&self) -> RwLockReadGuard<'_, Store> {
+        self.store.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Store> {
+        self.store.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Versions of one key, oldest first; `None` is a tombstone.
+type History = Vec<(u64, Option<Vec<u8>>)>;
+
+#[derive(Default)]
+struct Store {
+    keys: BTreeMap<Vec<u8>, History>,
+    /// Recent commits, oldest first, for conflict checks and pruning.
+    log: VecDeque<CommitRecord>,
+}
+
+/// What one commit wrote: its write conflict ranges.
+struct CommitRecord {
+    version: u64,
+    /// Keys set or cleared one by one, sorted.
+    keys: Vec<Vec<u8>>,
+    /// Cleared ranges [begin, end), sorted and disjoint.
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl CommitRecord {
+    fn intersects(&self, read: &Conflict) -> bool {
+        match read {
+            Conflict::Key(k) => {
+                self.keys.binary_search(k).is_ok()
+                    || self.ranges.iter().any(|(b, e)| b <= k && k < e)
+            }
+            Conflict::Range(begin, end) => {
+                let i = self.keys.partition_point(|k| k < begin);
+                self.keys.get(i).is_some_and(|k| k < end)
+                    || self.ranges.iter().any(|(b, e)| b < end && begin < e)
+            }
+        }
+    }
+}
+
+/// The value of a history at `version`.
+fn visible(history: &History, version: u64) -> Option<&[u8]> {
+    history
+        .iter()
+        .rev()
+        .find(|(v, _)| *v <= version)
+        .and_then(|(_, value)| value.as_deref())
+}
+
+/// Drops versions no reader can ask for any more: everything older than the
+/// newest entry at or below `horizon`. True when what is left is a lone old
+/// tombstone, i.e. the key can be removed.
+fn prune(history: &mut History, horizon: u64) -> bool {
+    let at_or_below = history.partition_point(|(v, _)| *v <= horizon);
+    if at_or_below > 1 {
+        history.drain(..at_or_below - 1);
+    }
+    matches!(history.as_slice(), [(v, None)] if *v <= horizon)
+}
+
+impl Store {
+    fn get(&self, key: &[u8], version: u64) -> Option<Vec<u8>> {
+        self.keys
+            .get(key)
+            .and_then(|h| visible(h, version))
+            .map(<[u8]>::to_vec)
+    }
+
+    /// Whether a commit after `read_version` wrote any of `reads`.
+    fn conflicts(&self, read_version: u64, reads: &[Conflict]) -> bool {
+        let first_newer = self.log.partition_point(|c| c.version <= read_version);
+        self.log
+            .range(first_newer..)
+            .any(|commit| reads.iter().any(|r| commit.intersects(r)))
+    }
+
+    /// Applies a transaction's writes at `version`: clear-ranges first, then
+    /// point writes (a point write inside a cleared range came after it).
+    fn apply(&mut self, version: u64, writes: Writes, cleared: Cleared) {
+        let mut ranges = Vec::with_capacity(cleared.len());
+        for (begin, end) in cleared {
+            let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Included(&begin), Excluded(&end));
+            for (_, history) in self.keys.range_mut::<[u8], _>(bounds) {
+                if matches!(history.last(), Some((_, Some(_)))) {
+                    history.push((version, None));
+                }
+            }
+            ranges.push((begin, end));
+        }
+        let mut keys = Vec::with_capacity(writes.len());
+        for (key, op) in writes {
+            keys.push(key.clone());
+            match self.keys.entry(key) {
+                Entry::Vacant(slot) => {
+                    if op.is_some() {
+                        slot.insert(vec![(version, op)]);
+                    }
+                }
+                Entry::Occupied(mut slot) => {
+                    let history = slot.get_mut();
+                    match history.last_mut() {
+                        Some((_, None)) if op.is_none() => {}
+                        Some((v, value)) if *v == version => *value = op,
+                        _ => history.push((version, op)),
+                    }
+                }
+            }
+        }
+        self.log.push_back(CommitRecord {
+            version,
+            keys,
+            ranges,
+        });
+    }
+
+    /// Forgets commits at or below `horizon` and prunes the history of the
+    /// keys they wrote. Every version a live reader may use is above the
+    /// horizon (older read versions are `transaction_too_old`), so neither
+    /// the conflict check nor any read needs what is dropped.
+    fn expire(&mut self, horizon: u64) {
+        while let Some(commit) = self.log.pop_front() {
+            if commit.version > horizon {
+                self.log.push_front(commit);
+                break;
+            }
+            for key in &commit.keys {
+                if let Some(history) = self.keys.get_mut(key)
+                    && prune(history, horizon)
+                {
+                    self.keys.remove(key);
+                }
+            }
+            for (begin, end) in &commit.ranges {
+                let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Included(begin), Excluded(end));
+                let dead: Vec<Vec<u8>> = self
+                    .keys
+                    .range_mut::<[u8], _>(bounds)
+                    .filter_map(|(k, h)| prune(h, horizon).then(|| k.clone()))
+                    .collect();
+                for key in dead {
+                    self.keys.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+/// Pending point writes: `Some` is a set, `None` a clear.
+type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// Pending clear-ranges, begin → end, disjoint and not touching.
+type Cleared = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// `sizeof(MutationRef)` in FoundationDB 7.3 on 64-bit Linux: the size of
+/// a vector of mutations counts it once per mutation (`VectorRef::
+/// expectedSize` in flow/include/flow/Arena.h).
+const MUTATION_OVERHEAD: usize = 56;
+/// `sizeof(KeyRangeRef)`, counted once per conflict range the same way.
+const RANGE_OVERHEAD: usize = 32;
+
+/// A read conflict range; a point read keeps only its key ([k, k\x00)).
+enum Conflict {
+    Key(Vec<u8>),
+    Range(Vec<u8>, Vec<u8>),
+}
+
+impl Conflict {
+    /// Bytes FoundationDB counts toward the transaction size.
+    fn bytes(&self) -> usize {
+        match self {
+            Conflict::Key(k) => 2 * k.len() + 1,
+            Conflict::Range(b, e) => b.len() + e.len(),
+        }
+    }
+}

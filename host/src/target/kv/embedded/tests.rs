@@ -1,0 +1,288 @@
+//! The embedded engine's tests: settings, versions, MVCC reads, conflicts,
+//! limits and errors, and the kv conformance scenarios.
+
+use super::*;
+use crate::target::TargetSpec;
+use crate::target::kv::conformance::{self, Harness};
+use crate::target::kv::transact;
+
+/// A plain embedded target serializes as before the stall knob existed
+/// (sealed plans' hashes stay the same); the knob parses and is checked.
+#[test]
+fn the_stall_knob_parses_and_a_plain_embedded_target_is_unchanged() {
+    let plain = serde_json::to_string(&TargetSpec::default()).unwrap();
+    assert_eq!(plain, r#"{"kind":"embedded"}"#);
+    let t: TargetSpec =
+        toml::from_str("kind = \"embedded\"\nstall_every_ms = 100\nstall_ms = 20").unwrap();
+    let settings = EmbeddedSettings {
+        stall_every_ms: 100,
+        stall_ms: 20,
+    };
+    assert_eq!(t, TargetSpec::Embedded(settings));
+    assert!(toml::from_str::<TargetSpec>("kind = \"embedded\"\nstall = 1").is_err());
+    let long = EmbeddedSettings {
+        stall_every_ms: 10,
+        stall_ms: 10,
+    };
+    let e = long.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("give `stall_ms` a value below `stall_every_ms`"),
+        "{e}"
+    );
+}
+
+struct ManualHarness {
+    db: Embedded,
+    clock: Arc<ManualClock>,
+}
+
+impl ManualHarness {
+    fn new() -> Self {
+        let clock = Arc::new(ManualClock::new());
+        Self {
+            db: Embedded::with_clock(clock.clone()),
+            clock,
+        }
+    }
+}
+
+impl Harness for ManualHarness {
+    fn db(&self) -> &dyn Database {
+        &self.db
+    }
+
+    fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+}
+
+const ALL: RangeOptions = RangeOptions {
+    limit: 0,
+    reverse: false,
+    snapshot: false,
+};
+
+fn opts(limit: u32, reverse: bool) -> RangeOptions {
+    RangeOptions {
+        limit,
+        reverse,
+        snapshot: true,
+    }
+}
+
+fn keys(rows: &[KeyValue]) -> Vec<&[u8]> {
+    rows.iter().map(|kv| kv.key.as_slice()).collect()
+}
+
+fn seed(db: &Embedded, keys: &[&[u8]]) {
+    transact(db, |tr| {
+        for k in keys {
+            tr.set(k, b"stored");
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn passes_the_conformance_suite() {
+    let h = ManualHarness::new();
+    let results = conformance::run_all(&h);
+    let not_passed: Vec<_> = results
+        .iter()
+        .filter(|(_, verdict)| *verdict != conformance::Verdict::Pass)
+        .map(|(name, verdict)| format!("{name}: {verdict:?}"))
+        .collect();
+    for f in &not_passed {
+        eprintln!("conformance: {f}");
+    }
+    assert!(results.len() >= 27, "only {} cases ran", results.len());
+    assert!(
+        not_passed.is_empty(),
+        "{} case(s) did not pass",
+        not_passed.len()
+    );
+}
+
+#[test]
+fn versions_follow_the_clock_and_never_repeat() {
+    let h = ManualHarness::new();
+    let shared = &h.db.shared;
+    assert_eq!(shared.next_version(), 1);
+    assert_eq!(shared.next_version(), 2);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(shared.next_version(), 1_000_000);
+    assert_eq!(shared.next_version(), 1_000_001);
+}
+
+#[test]
+fn range_merge_handles_pending_writes_at_every_edge() {
+    let db = Embedded::with_clock(Arc::new(ManualClock::new()));
+    seed(&db, &[b"b", b"d", b"f"]);
+    let mut tr = db.begin();
+    // Pending keys before, between and after storage; one at `end`
+    // (excluded); a clear-range hiding `d` with a set inside it.
+    tr.set(b"a", b"p");
+    tr.set(b"e", b"p");
+    tr.set(b"g", b"p");
+    tr.set(b"h", b"p");
+    tr.clear_range(b"c", b"e");
+    tr.set(b"c5", b"p");
+    let all = tr.get_range(b"a", b"h", ALL).unwrap();
+    assert_eq!(keys(&all), [&b"a"[..], b"b", b"c5", b"e", b"f", b"g"]);
+    let rev = tr.get_range(b"a", b"h", opts(0, true)).unwrap();
+    assert_eq!(keys(&rev), [&b"g"[..], b"f", b"e", b"c5", b"b", b"a"]);
+    let rev3 = tr.get_range(b"a", b"h", opts(3, true)).unwrap();
+    assert_eq!(keys(&rev3), [&b"g"[..], b"f", b"e"]);
+    let fwd2 = tr.get_range(b"b", b"h", opts(2, false)).unwrap();
+    assert_eq!(keys(&fwd2), [&b"b"[..], b"c5"]);
+    // Begin inside the cleared range.
+    let mid = tr.get_range(b"d", b"f", ALL).unwrap();
+    assert_eq!(keys(&mid), [&b"e"[..]]);
+    // Clearing a pending set removes it; clearing a stored key hides it.
+    tr.clear(b"e");
+    tr.clear(b"f");
+    let after = tr.get_range(b"d", b"z", ALL).unwrap();
+    assert_eq!(keys(&after), [&b"g"[..], b"h"]);
+    assert!(tr.get_range(b"b", b"b", ALL).unwrap().is_empty());
+    assert!(tr.get_range(b"c", b"b", ALL).unwrap().is_empty());
+}
+
+#[test]
+fn clear_ranges_coalesce() {
+    let db = Embedded::with_clock(Arc::new(ManualClock::new()));
+    let mut tx = Tx::new(db.shared.clone());
+    tx.clear_range(b"c", b"e");
+    tx.clear_range(b"a", b"b");
+    tx.clear_range(b"b", b"c"); // touches both neighbours
+    tx.clear_range(b"x", b"z");
+    tx.clear_range(b"d", b"y"); // overlaps two
+    let ranges: Vec<_> = tx.cleared.iter().collect();
+    assert_eq!(ranges, [(&b"a".to_vec(), &b"z".to_vec())]);
+}
+
+#[test]
+fn own_writes_answer_reads_without_a_read_version() {
+    let db = Embedded::with_clock(Arc::new(ManualClock::new()));
+    let mut tx = Tx::new(db.shared.clone());
+    tx.set(b"k", b"v");
+    tx.clear_range(b"m", b"n");
+    assert_eq!(tx.get(b"k", false).unwrap(), Some(b"v".to_vec()));
+    assert_eq!(tx.get(b"m1", false).unwrap(), None);
+    assert_eq!(tx.read_version, None);
+    assert!(tx.read_conflicts.is_empty());
+}
+
+#[test]
+fn range_read_conflicts_exclude_own_writes() {
+    let db = Embedded::with_clock(Arc::new(ManualClock::new()));
+    let mut tx = Tx::new(db.shared.clone());
+    tx.set(b"c", b"v");
+    tx.clear_range(b"e", b"g");
+    tx.get_range(b"a", b"z", ALL).unwrap();
+    let ranges: Vec<(&[u8], &[u8])> = tx
+        .read_conflicts
+        .iter()
+        .map(|c| match c {
+            Conflict::Range(b, e) => (b.as_slice(), e.as_slice()),
+            Conflict::Key(k) => (k.as_slice(), k.as_slice()),
+        })
+        .collect();
+    assert_eq!(
+        ranges,
+        [(&b"a"[..], &b"c"[..]), (b"c\x00", b"e"), (b"g", b"z")]
+    );
+    // Another transaction overwriting a key this one set does not
+    // conflict; writing an unwritten key in the range does.
+    transact(&db, |t| {
+        t.set(b"c", b"other");
+        t.set(b"f", b"other");
+        Ok(())
+    })
+    .unwrap();
+    assert!(tx.commit().is_ok());
+    let mut tx = db.begin();
+    tx.set(b"c", b"v");
+    tx.get_range(b"a", b"z", ALL).unwrap();
+    transact(&db, |t| {
+        t.set(b"b", b"other");
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(tx.commit(), Err(KvError::NotCommitted));
+}
+
+#[test]
+fn history_and_commit_log_are_pruned_past_the_window() {
+    let h = ManualHarness::new();
+    for i in 0..10u8 {
+        transact(&h.db, |tr| {
+            tr.set(b"hot", &[i]);
+            tr.set(&[b'k', i], b"v");
+            Ok(())
+        })
+        .unwrap();
+        h.advance(Duration::from_secs(1));
+    }
+    transact(&h.db, |tr| {
+        tr.clear_range(b"k", b"l");
+        Ok(())
+    })
+    .unwrap();
+    {
+        let store = h.db.shared.read();
+        // Commits at 0..=9 s and one at 10 s: those at or below 5 s left.
+        assert_eq!(store.log.len(), 5);
+        // Versions above 5 s (6..=9 s) plus the newest one at or below it.
+        assert_eq!(store.keys[&b"hot".to_vec()].len(), 5);
+    }
+    h.advance(Duration::from_secs(6));
+    transact(&h.db, |tr| {
+        tr.set(b"other", b"v");
+        Ok(())
+    })
+    .unwrap();
+    let store = h.db.shared.read();
+    assert_eq!(store.log.len(), 1);
+    assert_eq!(store.keys[&b"hot".to_vec()], [(9_000_000, Some(vec![9]))]);
+    // The cleared keys' tombstones are gone entirely.
+    assert!(!store.keys.keys().any(|k| k.starts_with(b"k")));
+}
+
+#[test]
+fn old_write_only_transaction_still_commits() {
+    let h = ManualHarness::new();
+    let mut tr = h.db.begin();
+    tr.get(b"k", true).unwrap();
+    h.advance(Duration::from_secs(6));
+    tr.set(b"k", b"v");
+    assert!(tr.commit().is_ok());
+}
+
+#[test]
+fn concurrent_increments_are_serializable() {
+    let db = Arc::new(Embedded::new());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    transact(db.as_ref(), |tr| {
+                        let n = tr
+                            .get(b"counter", false)?
+                            .map_or(0, |v| u32::from_le_bytes(v.try_into().unwrap()));
+                        tr.set(b"counter", &(n + 1).to_le_bytes());
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut tr = db.begin();
+    let v = tr.get(b"counter", true).unwrap().unwrap();
+    assert_eq!(u32::from_le_bytes(v.try_into().unwrap()), 200);
+}

@@ -1,0 +1,601 @@
+//! One transaction of the embedded engine: read-your-writes over pending
+//! sets, clears and clear-ranges, read conflict ranges, FoundationDB's
+//! size accounting and errors, and the commit against the shared store.
+
+use std::cmp::Ordering;
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
+use std::sync::Arc;
+
+use super::{KeyValue, KvError, RangeOptions, Transaction, limits};
+
+use super::*;
+
+pub(super) struct Tx {
+    shared: Arc<Shared>,
+    pub(super) read_version: Option<u64>,
+    writes: Writes,
+    pub(super) cleared: Cleared,
+    pub(super) read_conflicts: Vec<Conflict>,
+    /// `commit` was called: like FoundationDB (`checkUsedDuringCommit`),
+    /// every later read, write or commit is `used_during_commit`, until a
+    /// retryable `on_error` resets the transaction.
+    commit_started: bool,
+    /// The error every later call reports once the transaction has ended:
+    /// `transaction_cancelled` after `cancel` or after `on_error` refused to
+    /// retry, `used_during_commit` once it was used after `commit`.
+    /// FoundationDB's `resetPromise` in `ReadYourWritesTransaction`.
+    ended: Option<KvError>,
+    /// The first error of a `set`/`clear`/`clear_range`: those calls return
+    /// nothing, so, as FoundationDB's `ThreadSafeTransaction` does with its
+    /// `deferredError`, every later read and commit reports it until a
+    /// retryable `on_error` resets the transaction, and later writes are
+    /// dropped.
+    deferred: Option<KvError>,
+}
+
+fn used_during_commit() -> KvError {
+    KvError::Other {
+        code: 2017,
+        message: "used_during_commit".to_owned(),
+    }
+}
+
+fn outside_legal_range() -> KvError {
+    KvError::Other {
+        code: 2004,
+        message: "key_outside_legal_range".to_owned(),
+    }
+}
+
+fn inverted_range() -> KvError {
+    KvError::Other {
+        code: 2005,
+        message: "inverted_range".to_owned(),
+    }
+}
+
+fn client_invalid_operation() -> KvError {
+    KvError::Other {
+        code: 2000,
+        message: "client_invalid_operation".to_owned(),
+    }
+}
+
+/// Keys from 0xFF on are the system keyspace, closed to clients.
+const SYSTEM_PREFIX: &[u8] = b"\xff";
+
+/// A key a client may name: below the system keyspace. Checked before any
+/// size limit, as FoundationDB does (`key >= getMaxReadKey()` comes first in
+/// `ReadYourWritesTransaction::get` and `set`).
+fn check_legal(key: &[u8]) -> Result<(), KvError> {
+    if key >= SYSTEM_PREFIX {
+        return Err(outside_legal_range());
+    }
+    Ok(())
+}
+
+/// Range bounds may reach `\xff` itself (the end of the user keyspace).
+fn check_bound(bound: &[u8]) -> Result<(), KvError> {
+    if bound > SYSTEM_PREFIX {
+        return Err(outside_legal_range());
+    }
+    Ok(())
+}
+
+/// A bound cut to its first `KEY_BYTES + 1` bytes. No stored key is longer
+/// than `KEY_BYTES`, so the cut bound orders every stored key exactly as the
+/// full one does (FoundationDB cuts clear-range and conflict-range bounds
+/// the same way).
+fn clamp_bound(bound: &[u8]) -> &[u8] {
+    &bound[..bound.len().min(limits::KEY_BYTES + 1)]
+}
+
+/// The first key after `key`.
+fn key_after(key: &[u8]) -> Vec<u8> {
+    let mut next = Vec::with_capacity(key.len() + 1);
+    next.extend_from_slice(key);
+    next.push(0);
+    next
+}
+
+fn in_cleared(cleared: &Cleared, key: &[u8]) -> bool {
+    let upto: (Bound<&[u8]>, Bound<&[u8]>) = (Unbounded, Included(key));
+    cleared
+        .range::<[u8], _>(upto)
+        .next_back()
+        .is_some_and(|(_, end)| key < end.as_slice())
+}
+
+/// The rows of a storage scan visible at `version`.
+fn at_version<'a>(
+    scan: impl Iterator<Item = (&'a Vec<u8>, &'a History)>,
+    version: u64,
+) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
+    scan.filter_map(move |(k, h)| visible(h, version).map(|v| (k.as_slice(), v)))
+}
+
+fn as_ops<'a>(
+    pending: impl Iterator<Item = (&'a Vec<u8>, &'a Option<Vec<u8>>)>,
+) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> {
+    pending.map(|(k, op)| (k.as_slice(), op.as_deref()))
+}
+
+/// Merges a storage scan with the pending writes of the same range, both in
+/// scan order, and stops after `limit` rows. Pending writes win over storage;
+/// cleared ranges hide storage rows.
+fn merge_range<'a>(
+    storage: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    pending: impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+    cleared: &Cleared,
+    reverse: bool,
+    limit: usize,
+    out: &mut Vec<KeyValue>,
+) {
+    let mut storage = storage.peekable();
+    let mut pending = pending.peekable();
+    let emit = |out: &mut Vec<KeyValue>, key: &[u8], value: &[u8]| {
+        out.push(KeyValue {
+            key: key.to_vec(),
+            value: value.to_vec(),
+        });
+    };
+    while out.len() < limit {
+        let order = match (storage.peek(), pending.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((s, _)), Some((p, _))) if reverse => p.cmp(s),
+            (Some((s, _)), Some((p, _))) => s.cmp(p),
+        };
+        if order != Ordering::Greater {
+            let Some((key, value)) = storage.next() else {
+                break;
+            };
+            if order == Ordering::Less {
+                if cleared.is_empty() || !in_cleared(cleared, key) {
+                    emit(out, key, value);
+                }
+                continue;
+            }
+        }
+        if let Some((key, Some(value))) = pending.next() {
+            emit(out, key, value);
+        }
+    }
+}
+
+impl Tx {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            read_version: None,
+            writes: Writes::new(),
+            cleared: Cleared::new(),
+            read_conflicts: Vec::new(),
+            commit_started: false,
+            ended: None,
+            deferred: None,
+        }
+    }
+
+    /// Whether reads and commit may proceed, checked in FoundationDB's
+    /// order: the deferred write error (`ThreadSafeTransaction` checks it
+    /// first), then use after commit, then the transaction's end.
+    fn usable(&mut self) -> Result<(), KvError> {
+        if let Some(error) = &self.deferred {
+            return Err(error.clone());
+        }
+        self.check_commit_started()?;
+        self.check_ended()
+    }
+
+    /// `used_during_commit` once `commit` was called; the first such use
+    /// also ends the transaction with that error (`checkUsedDuringCommit`).
+    fn check_commit_started(&mut self) -> Result<(), KvError> {
+        if self.commit_started {
+            self.ended.get_or_insert_with(used_during_commit);
+            return Err(used_during_commit());
+        }
+        Ok(())
+    }
+
+    fn check_ended(&self) -> Result<(), KvError> {
+        match &self.ended {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn read_version(&mut self) -> u64 {
+        match self.read_version {
+            Some(v) => v,
+            None => {
+                let v = self.shared.next_version();
+                self.read_version = Some(v);
+                v
+            }
+        }
+    }
+
+    fn defer(&mut self, error: KvError) {
+        self.deferred.get_or_insert(error);
+    }
+
+    /// Whether a write may go ahead. After a deferred error FoundationDB
+    /// skips later writes; after `commit` a write is `used_during_commit`
+    /// (deferred like any write error).
+    fn writable(&mut self) -> bool {
+        if self.deferred.is_some() {
+            return false;
+        }
+        if let Err(error) = self.check_commit_started() {
+            self.defer(error);
+            return false;
+        }
+        true
+    }
+
+    /// Forgets everything for a retry (FoundationDB's `resetRyow`).
+    fn reset(&mut self) {
+        self.read_version = None;
+        self.writes.clear();
+        self.cleared.clear();
+        self.read_conflicts.clear();
+        self.commit_started = false;
+        self.ended = None;
+        self.deferred = None;
+    }
+
+    /// Adds [begin, end) minus what this transaction wrote as read conflict
+    /// ranges: FoundationDB does not count reads of its own writes.
+    fn add_read_range(&mut self, begin: Vec<u8>, end: Vec<u8>) {
+        if self.writes.is_empty() && self.cleared.is_empty() {
+            self.read_conflicts.push(Conflict::Range(begin, end));
+            return;
+        }
+        let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Included(&begin), Excluded(&end));
+        let mut written: Vec<(Vec<u8>, Vec<u8>)> = self
+            .writes
+            .range::<[u8], _>(bounds)
+            .map(|(k, _)| (k.clone(), key_after(k)))
+            .collect();
+        let upto: (Bound<&[u8]>, Bound<&[u8]>) = (Unbounded, Excluded(&end));
+        for (b, e) in self.cleared.range::<[u8], _>(upto).rev() {
+            if e.as_slice() <= begin.as_slice() {
+                break;
+            }
+            written.push((b.clone(), e.clone()));
+        }
+        written.sort_unstable();
+        let mut cursor = begin;
+        for (b, e) in written {
+            // `b < end`: both sources were cut at `end`.
+            if cursor < b {
+                self.read_conflicts
+                    .push(Conflict::Range(std::mem::replace(&mut cursor, e), b));
+            } else if cursor < e {
+                cursor = e;
+            }
+        }
+        if cursor < end {
+            self.read_conflicts.push(Conflict::Range(cursor, end));
+        }
+    }
+
+    /// Bytes of mutations and conflict ranges, counted like FoundationDB's
+    /// `Transaction::getSize`: a set is key + value, a clear a range
+    /// [k, k\x00), each with the fixed size of a mutation; each write adds its
+    /// write conflict range, and each read conflict range counts once after
+    /// coalescing, each range with the fixed size of a range.
+    fn size(&self) -> usize {
+        let writes: usize = self
+            .writes
+            .iter()
+            .map(|(k, op)| {
+                let point = 2 * k.len() + 1;
+                let mutation = op.as_ref().map_or(point, |v| k.len() + v.len());
+                MUTATION_OVERHEAD + mutation + RANGE_OVERHEAD + point
+            })
+            .sum();
+        let cleared: usize = self
+            .cleared
+            .iter()
+            .map(|(b, e)| MUTATION_OVERHEAD + RANGE_OVERHEAD + 2 * (b.len() + e.len()))
+            .sum();
+        let reads: usize = self
+            .read_conflicts
+            .iter()
+            .map(|c| RANGE_OVERHEAD + c.bytes())
+            .sum();
+        let upper = writes + cleared + reads;
+        // Coalescing only lowers the count: skip it while the plain sum fits.
+        if upper <= limits::TRANSACTION_BYTES {
+            return upper;
+        }
+        writes + cleared + self.coalesced_read_bytes()
+    }
+
+    /// The read conflict ranges' bytes after merging overlapping and
+    /// touching ranges, as FoundationDB's `CoalescedKeyRefRangeMap` does.
+    fn coalesced_read_bytes(&self) -> usize {
+        let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = self
+            .read_conflicts
+            .iter()
+            .map(|c| match c {
+                Conflict::Key(k) => (k.clone(), key_after(k)),
+                Conflict::Range(b, e) => (b.clone(), e.clone()),
+            })
+            .collect();
+        ranges.sort_unstable();
+        let mut total = 0;
+        let mut current: Option<(Vec<u8>, Vec<u8>)> = None;
+        for (b, e) in ranges {
+            current = match current {
+                Some((cb, ce)) if b <= ce => Some((cb, ce.max(e))),
+                Some((cb, ce)) => {
+                    total += RANGE_OVERHEAD + cb.len() + ce.len();
+                    Some((b, e))
+                }
+                None => Some((b, e)),
+            };
+        }
+        if let Some((b, e)) = current {
+            total += RANGE_OVERHEAD + b.len() + e.len();
+        }
+        total
+    }
+
+    fn insert_cleared(&mut self, begin: &[u8], end: &[u8]) {
+        let mut begin = begin.to_vec();
+        let mut end = end.to_vec();
+        let upto: (Bound<&[u8]>, Bound<&[u8]>) = (Unbounded, Included(&begin));
+        if let Some((b, e)) = self.cleared.range::<[u8], _>(upto).next_back()
+            && *e >= begin
+        {
+            begin = b.clone();
+            end = end.max(e.clone());
+        }
+        let within: (Bound<&[u8]>, Bound<&[u8]>) = (Included(&begin), Included(&end));
+        let swallowed: Vec<Vec<u8>> = self
+            .cleared
+            .range::<[u8], _>(within)
+            .map(|(b, _)| b.clone())
+            .collect();
+        for b in swallowed {
+            if let Some(e) = self.cleared.remove(&b) {
+                end = end.max(e);
+            }
+        }
+        self.cleared.insert(begin, end);
+    }
+}
+
+impl Transaction for Tx {
+    fn get_read_version(&mut self) -> Result<u64, KvError> {
+        // FoundationDB's `getReadVersion` checks neither use after commit
+        // nor anything but the deferred error and the transaction's end.
+        if let Some(error) = &self.deferred {
+            return Err(error.clone());
+        }
+        self.check_ended()?;
+        Ok(self.read_version())
+    }
+
+    fn get(&mut self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, KvError> {
+        self.usable()?;
+        check_legal(key)?;
+        // No stored key is longer than the limit: FoundationDB answers
+        // "absent" at once, with no read version and no conflict range.
+        if key.len() > limits::KEY_BYTES {
+            return Ok(None);
+        }
+        // Answered by this transaction's own writes: no read version, no
+        // storage access, no conflict range (the `ryw` hot path).
+        if let Some(op) = self.writes.get(key) {
+            return Ok(op.clone());
+        }
+        if !self.cleared.is_empty() && in_cleared(&self.cleared, key) {
+            return Ok(None);
+        }
+        let version = self.read_version();
+        let value = {
+            let store = self.shared.read();
+            self.shared.check_age(version)?;
+            store.get(key, version)
+        };
+        if !snapshot {
+            self.read_conflicts.push(Conflict::Key(key.to_vec()));
+        }
+        Ok(value)
+    }
+
+    fn get_range(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        options: RangeOptions,
+    ) -> Result<Vec<KeyValue>, KvError> {
+        self.usable()?;
+        check_bound(begin)?;
+        check_bound(end)?;
+        // An empty or inverted range reads as empty, with no conflict range
+        // ("RYW range inverted" in `ReadYourWritesTransaction::getRange`).
+        if begin >= end {
+            return Ok(Vec::new());
+        }
+        let (begin, end) = (clamp_bound(begin), clamp_bound(end));
+        if begin == end {
+            // Both bounds past every key of the same longest prefix.
+            return Ok(Vec::new());
+        }
+        let limit = match options.limit {
+            0 => usize::MAX,
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        };
+        let version = self.read_version();
+        let mut rows = Vec::new();
+        {
+            let store = self.shared.read();
+            self.shared.check_age(version)?;
+            let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Included(begin), Excluded(end));
+            let scan = store.keys.range::<[u8], _>(bounds);
+            let pending = self.writes.range::<[u8], _>(bounds);
+            if options.reverse {
+                merge_range(
+                    at_version(scan.rev(), version),
+                    as_ops(pending.rev()),
+                    &self.cleared,
+                    true,
+                    limit,
+                    &mut rows,
+                );
+            } else {
+                merge_range(
+                    at_version(scan, version),
+                    as_ops(pending),
+                    &self.cleared,
+                    false,
+                    limit,
+                    &mut rows,
+                );
+            }
+        }
+        if !options.snapshot {
+            // Hitting the limit means only the part up to the last row was
+            // read: rows beyond it cannot change this result.
+            let (b, e) = match rows.last() {
+                Some(last) if rows.len() == limit && options.reverse => {
+                    (last.key.clone(), end.to_vec())
+                }
+                Some(last) if rows.len() == limit => (begin.to_vec(), key_after(&last.key)),
+                _ => (begin.to_vec(), end.to_vec()),
+            };
+            self.add_read_range(b, e);
+        }
+        Ok(rows)
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) {
+        if !self.writable() {
+            return;
+        }
+        if let Err(e) = check_legal(key) {
+            return self.defer(e);
+        }
+        if key.len() > limits::KEY_BYTES {
+            return self.defer(KvError::KeyTooLarge);
+        }
+        if value.len() > limits::VALUE_BYTES {
+            return self.defer(KvError::ValueTooLarge);
+        }
+        match self.writes.get_mut(key) {
+            Some(slot) => *slot = Some(value.to_vec()),
+            None => {
+                self.writes.insert(key.to_vec(), Some(value.to_vec()));
+            }
+        }
+    }
+
+    fn clear(&mut self, key: &[u8]) {
+        if !self.writable() {
+            return;
+        }
+        if let Err(e) = check_legal(key) {
+            return self.defer(e);
+        }
+        // No stored key is this long: nothing to clear, and no error
+        // (`ReadYourWritesTransaction::clear` returns early).
+        if key.len() > limits::KEY_BYTES {
+            return;
+        }
+        match self.writes.get_mut(key) {
+            Some(slot) => *slot = None,
+            None => {
+                self.writes.insert(key.to_vec(), None);
+            }
+        }
+    }
+
+    fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
+        if !self.writable() {
+            return;
+        }
+        // Inversion first: `ThreadSafeTransaction::clear(begin, end)` throws
+        // `inverted_range` before the transaction looks at the keys.
+        if begin > end {
+            return self.defer(inverted_range());
+        }
+        if let Err(e) = check_bound(begin).and_then(|()| check_bound(end)) {
+            return self.defer(e);
+        }
+        let (begin, end) = (clamp_bound(begin), clamp_bound(end));
+        if begin >= end {
+            return;
+        }
+        let mut tail = self.writes.split_off(begin);
+        let mut after = tail.split_off(end);
+        self.writes.append(&mut after);
+        self.insert_cleared(begin, end);
+    }
+
+    fn commit(&mut self) -> Result<u64, KvError> {
+        // A deferred error fails the commit before it starts, so it stays
+        // the answer to every later call.
+        self.usable()?;
+        self.commit_started = true;
+        if self.writes.is_empty() && self.cleared.is_empty() {
+            return Ok(self.read_version());
+        }
+        if self.size() > limits::TRANSACTION_BYTES {
+            return Err(KvError::TransactionTooLarge);
+        }
+        let shared = Arc::clone(&self.shared);
+        let mut store = shared.write();
+        let version = shared.next_version();
+        // Like FoundationDB's resolver: a transaction without read conflict
+        // ranges (write-only, or snapshot reads only) is never too old and
+        // never conflicts.
+        if let Some(read_version) = self.read_version
+            && !self.read_conflicts.is_empty()
+        {
+            if read_version.saturating_add(limits::MVCC_WINDOW_VERSIONS) < version {
+                return Err(KvError::TransactionTooOld);
+            }
+            if store.conflicts(read_version, &self.read_conflicts) {
+                return Err(KvError::NotCommitted);
+            }
+        }
+        let writes = std::mem::take(&mut self.writes);
+        let cleared = std::mem::take(&mut self.cleared);
+        store.apply(version, writes, cleared);
+        store.expire(version.saturating_sub(limits::MVCC_WINDOW_VERSIONS));
+        Ok(version)
+    }
+
+    /// FoundationDB's `on_error`, minus its backoff: a retryable error resets
+    /// the transaction and returns at once. A cluster sleeps (exponential,
+    /// from 10 ms) to let contention drain; in-process there is nothing to
+    /// wait for, and a sleep would only add idle time to measurements.
+    ///
+    /// Any other error is handed back and the transaction is cancelled, as
+    /// `RYWImpl::onError` does: later calls fail with `transaction_cancelled`
+    /// and its writes never commit. A transaction that has already ended
+    /// answers with the error it ended with.
+    fn on_error(&mut self, error: KvError) -> Result<(), KvError> {
+        self.check_ended()?;
+        if error.is_retryable() {
+            self.reset();
+            return Ok(());
+        }
+        self.ended = Some(KvError::Cancelled);
+        // `Transaction::onError` refuses to retry "success" as an error.
+        if error.code() == 0 {
+            return Err(client_invalid_operation());
+        }
+        Err(error)
+    }
+
+    fn cancel(&mut self) {
+        self.ended.get_or_insert(KvError::Cancelled);
+    }
+}
