@@ -321,7 +321,7 @@ mod tests {
         EffectRow {
             workload: "get100".into(),
             arm: "wasm".into(),
-            baseline: "builtin".into(),
+            baseline: "native".into(),
             statistic: statistic.parse().unwrap(),
             ratio,
             ci_low: lo,
@@ -342,7 +342,7 @@ mod tests {
         assert_eq!(v.direction, Outcome::Worse);
         assert_eq!(
             v.text,
-            "wasm is 8.6× slower than builtin [7.2×, 10.1×], 6 of 6 blocks"
+            "wasm is 8.6× slower than native [7.2×, 10.1×], 6 of 6 blocks"
         );
         assert!(!v.weak && v.warnings.is_empty(), "{v:?}");
 
@@ -354,7 +354,7 @@ mod tests {
         assert_eq!(v.direction, Outcome::Better);
         assert_eq!(
             v.text,
-            "wasm is 1.25× faster than builtin [1.18×, 1.33×], 6 of 6 blocks"
+            "wasm is 1.25× faster than native [1.18×, 1.33×], 6 of 6 blocks"
         );
 
         let v = verdict(
@@ -365,7 +365,7 @@ mod tests {
         assert_eq!(v.direction, Outcome::NoDetectableChange);
         assert_eq!(
             v.text,
-            "no detectable difference between wasm and builtin (interval 0.94–1.07), 6 of 6 blocks"
+            "no detectable difference between wasm and native (interval 0.94–1.07), 6 of 6 blocks"
         );
     }
 
@@ -380,7 +380,7 @@ mod tests {
         assert_eq!(v.direction, Outcome::Worse);
         assert_eq!(
             v.text,
-            "wasm is 2.0× slower than builtin [1.67×, 2.5×], 8 of 8 blocks"
+            "wasm is 2.0× slower than native [1.67×, 2.5×], 8 of 8 blocks"
         );
         let v = verdict(
             stat("records_per_s"),
@@ -396,7 +396,7 @@ mod tests {
         );
         assert!(
             v.text
-                .starts_with("wasm uses 1.50× more `cpu_process` than builtin"),
+                .starts_with("wasm uses 1.50× more `cpu_process` than native"),
             "{}",
             v.text
         );
@@ -464,7 +464,7 @@ mod tests {
     /// Four blocks of two arms, clean.
     fn clean() -> Vec<RunRow> {
         (0..8)
-            .map(|slot| row(slot, if slot % 2 == 0 { "builtin" } else { "wasm" }, 0))
+            .map(|slot| row(slot, if slot % 2 == 0 { "native" } else { "wasm" }, 0))
             .collect()
     }
 
@@ -488,7 +488,7 @@ mod tests {
         runs[2].result.measured_s = 0.001;
         runs[3].steal_pct = 4.5;
         // Slot 4 was killed and resumed; slot 5 failed once and was rerun.
-        let mut resumed = row(4, "builtin", 1);
+        let mut resumed = row(4, "native", 1);
         resumed.rerun_reason = Some(RerunReason::Resumed);
         let mut rerun = row(5, "wasm", 1);
         rerun.rerun_reason = Some(RerunReason::Failed {
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn a_tail_percentile_needs_samples_enough_per_run() {
-        let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"builtin\"\nbaseline = true\n[[arms]]\nname = \"wasm\"\n";
+        let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"native\"\nbaseline = true\n[[arms]]\nname = \"wasm\"\n";
         let spec = PlanSpec::parse(text, &[]).unwrap();
         let rows = statistic_rows(&spec, &clean());
         assert!(rows.iter().all(|r| r.supported), "{rows:?}");

@@ -212,6 +212,7 @@ impl Current {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::source::PluginSource;
     use crate::target::kv::{KeyValue, Transaction};
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
@@ -373,7 +374,10 @@ mod tests {
     fn builtin() -> (Builtin, Arc<Mutex<State>>) {
         let db = MemoryDb::default();
         let state = Arc::clone(&db.state);
-        (Builtin::new(Arc::new(db), Env::new("builtin", 7, 0)), state)
+        (
+            Builtin::new(Arc::new(db), Env::new(PluginSource::Builtin.label(), 7, 0)),
+            state,
+        )
     }
 
     fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

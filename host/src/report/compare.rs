@@ -1,7 +1,7 @@
 //! Campaign against campaign as terminal text and markdown (the comparison
 //! itself is [`crate::analysis::compare`]).
 
-use super::format::{Align, md, md_header, md_header_aligned, md_row};
+use super::format::{md, md_header, md_header_right, md_row, md_warnings};
 use crate::analysis::compare::{Comparison, Side, short};
 use std::fmt::Write as _;
 
@@ -88,23 +88,19 @@ pub fn markdown(c: &Comparison) -> String {
         let _ = writeln!(out, "- {}", md(&side_line(label, s)));
     }
     let _ = writeln!(out);
-    for w in &c.warnings {
-        let _ = writeln!(out, "> **Warning:** {}\n", md(w));
-    }
+    md_warnings(&mut out, &c.warnings);
     let interval = format!("{:.0}% interval", c.level * 100.0);
-    let _ = writeln!(
-        out,
-        "{}",
-        md_header_aligned(&[
-            ("workload", Align::Left),
-            ("arm", Align::Left),
-            ("statistic", Align::Left),
-            ("B/A", Align::Right),
-            (&interval, Align::Left),
-            ("blocks A/B", Align::Right),
-            ("verdict", Align::Left),
-        ])
-    );
+    let columns = [
+        "workload",
+        "arm",
+        "statistic",
+        "B/A",
+        &interval,
+        "blocks A/B",
+        "verdict",
+    ];
+    let header = md_header_right(&columns, &["B/A", "blocks A/B"]);
+    let _ = writeln!(out, "{header}");
     for r in &c.changes {
         let row = md_row(&[
             md(&r.workload),

@@ -26,34 +26,26 @@ pub fn fmt_pct(x: f64) -> String {
     }
 }
 
-/// How a markdown column's cells are aligned.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Align {
-    Left,
-    Right,
-}
-
 /// A markdown table's header line and rule, left-aligned columns.
 pub(super) fn md_header(columns: &[&str]) -> String {
-    md_header_aligned(
-        &columns
-            .iter()
-            .map(|c| (*c, Align::Left))
-            .collect::<Vec<_>>(),
-    )
+    md_header_right(columns, &[])
 }
 
-/// A markdown table's header line and rule: `| a | b |` then `|---|---:|`.
-pub(super) fn md_header_aligned(columns: &[(&str, Align)]) -> String {
-    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+/// A markdown table's header line and rule, the columns named in `right`
+/// right-aligned: `| a | b |` then `|---|---:|`.
+pub(super) fn md_header_right(columns: &[&str], right: &[&str]) -> String {
     let rule: String = columns
         .iter()
-        .map(|(_, align)| match align {
-            Align::Left => "---|",
-            Align::Right => "---:|",
-        })
+        .map(|c| if right.contains(c) { "---:|" } else { "---|" })
         .collect();
-    format!("{}\n|{rule}", md_row(&names))
+    format!("{}\n|{rule}", md_row(columns))
+}
+
+/// Each warning as a markdown quote of its own.
+pub(super) fn md_warnings(out: &mut String, warnings: &[String]) {
+    for w in warnings {
+        out.push_str(&format!("> **Warning:** {}\n\n", md(w)));
+    }
 }
 
 /// One markdown table row of cells already escaped: `| a | b |`.
@@ -233,5 +225,19 @@ mod tests {
                 && words.contains("blocks 7–40 were left unrun"),
             "{words}"
         );
+    }
+
+    #[test]
+    fn tables_have_one_header_shape_and_cells_are_escaped_once() {
+        assert_eq!(md_header(&["a", "b"]), "| a | b |\n|---|---|");
+        assert_eq!(
+            md_header_right(&["a", "b", "c"], &["b"]),
+            "| a | b | c |\n|---|---:|---|"
+        );
+        assert_eq!(md_row(&["x", ""]), "| x |  |");
+        assert_eq!(md("a|b #1 & <c>\nd"), "a\\|b \\#1 \\& \\<c\\> d");
+        let mut out = String::new();
+        md_warnings(&mut out, &["w_1".to_owned()]);
+        assert_eq!(out, "> **Warning:** w\\_1\n\n");
     }
 }

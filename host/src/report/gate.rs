@@ -1,7 +1,7 @@
 //! The regression gate's verdict as markdown (for a pull-request comment),
 //! terminal text and JUnit XML (the judging is [`crate::analysis::gate`]).
 
-use super::format::{Align, md, md_header_aligned, md_row};
+use super::format::{md, md_header_right, md_row, md_warnings};
 use crate::analysis::gate::{Gate, Verdict};
 use std::fmt::Write as _;
 
@@ -49,23 +49,18 @@ pub fn markdown(gate: &Gate) -> String {
         failed,
         gate.rows.len()
     );
-    for w in &gate.warnings {
-        let _ = writeln!(out, "> **Warning:** {}\n", md(w));
-    }
-    let _ = writeln!(
-        out,
-        "{}",
-        md_header_aligned(&[
-            ("workload", Align::Left),
-            ("arm", Align::Left),
-            ("against", Align::Left),
-            ("statistic", Align::Left),
-            ("ratio", Align::Right),
-            ("interval", Align::Left),
-            ("blocks", Align::Right),
-            ("verdict", Align::Left),
-        ])
-    );
+    md_warnings(&mut out, &gate.warnings);
+    let columns = [
+        "workload",
+        "arm",
+        "against",
+        "statistic",
+        "ratio",
+        "interval",
+        "blocks",
+        "verdict",
+    ];
+    let _ = writeln!(out, "{}", md_header_right(&columns, &["ratio", "blocks"]));
     for r in &gate.rows {
         let row = md_row(&[
             md(&r.workload),
