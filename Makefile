@@ -148,10 +148,12 @@ bench-boundary: plugins
 ## bench-precision: the precision proof (docs/benchmarks.md): A/A campaigns
 ## of examples/precision.toml with one core kept busy, then campaigns with a
 ## 2% slowdown injected; CAMPAIGNS (20) and DETECTIONS (10) per workload.
+## PRECISION_PLAN=examples/precision-duet.toml benchmarks the duet design.
 CAMPAIGNS ?= 20
 DETECTIONS ?= 10
+PRECISION_PLAN ?= examples/precision.toml
 bench-precision: host
-	mk/bench-precision.sh $(BLOCKLAB) $(CAMPAIGNS) $(DETECTIONS)
+	BLOCKLAB_PRECISION_PLAN=$(PRECISION_PLAN) mk/bench-precision.sh $(BLOCKLAB) $(CAMPAIGNS) $(DETECTIONS)
 
 ## lint: formatting and clippy -D warnings (host, store, SDK and every plugin
 ## crate); `make test` runs it first, so CI fails on either.
