@@ -13,7 +13,8 @@ use std::time::Duration;
 pub const PLAN_BYTES: u64 = 1 << 20;
 /// Most blocks per workload.
 pub const BLOCKS: usize = 10_000;
-/// A plugin component uploaded to a daemon (`POST /api/plugins`).
+/// Largest plugin or adapter component: a file a plan names, or one
+/// uploaded to a daemon (`POST /api/plugins`).
 pub const PLUGIN_BYTES: usize = 64 << 20;
 /// Most arms in one plan (a Williams square holds arms² entries).
 pub const ARMS: usize = 64;
@@ -94,7 +95,7 @@ pub fn table() -> Vec<Row> {
             format!("{PLAN_BYTES} bytes"),
         ),
         row(
-            "uploaded plugin (`POST /api/plugins`)",
+            "plugin or adapter file, uploaded plugin (`POST /api/plugins`)",
             "-",
             format!("{PLUGIN_BYTES} bytes"),
         ),
@@ -232,19 +233,101 @@ pub fn show(x: f64) -> String {
 }
 
 /// Reads at most [`PLAN_BYTES`] of the file at `path` (a device such as
-/// `/dev/zero` never ends); more is refused naming the cap.
+/// `/dev/zero` never ends); more is refused naming the cap. Unlike the
+/// files a plan names ([`read_file`]), the plan itself may be a pipe
+/// (`blocklab plan <(generate)`): the user chose to read it, and typed it.
 pub fn read_plan(path: &Path) -> anyhow::Result<Vec<u8>> {
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot read plan `{}`", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(PLAN_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read plan `{}`", path.display()))?;
-    if bytes.len() as u64 > PLAN_BYTES {
-        bail!(
+    match read_to_cap(file, PLAN_BYTES, "plan files") {
+        Err(FileError::TooLarge { .. }) => bail!(
             "plan `{}` is larger than the cap of {PLAN_BYTES} bytes on plan files (plans are a few KiB; check that you passed the plan file)",
             path.display()
-        );
+        ),
+        read => read.with_context(|| format!("cannot read plan `{}`", path.display())),
+    }
+}
+
+/// What a file a user named is, when it is not a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Directory,
+    CharDevice,
+    BlockDevice,
+    Fifo,
+    Socket,
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileKind::Directory => "a directory",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+            FileKind::Fifo => "a FIFO (named pipe)",
+            FileKind::Socket => "a socket",
+        })
+    }
+}
+
+/// Why a file a user named (a plugin, an adapter, a process arm's input)
+/// was not read. The caller names the file: `cannot read plugin `…`: {this}`.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("it is {0}, not a regular file; name a file")]
+    NotRegular(FileKind),
+    #[error("it is larger than {cap} bytes, the cap on {what} (docs/limits.md)")]
+    TooLarge { cap: u64, what: &'static str },
+}
+
+/// Opens a file a user named for reading, refusing anything but a regular
+/// file. The open does not block (`O_NONBLOCK`: a FIFO without a writer
+/// would wait forever) and the check is on the opened descriptor, not the
+/// path, so a file swapped in between cannot slip through.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, FileError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    let special = if kind.is_file() {
+        return Ok(file);
+    } else if kind.is_dir() {
+        FileKind::Directory
+    } else if kind.is_char_device() {
+        FileKind::CharDevice
+    } else if kind.is_block_device() {
+        FileKind::BlockDevice
+    } else if kind.is_fifo() {
+        FileKind::Fifo
+    } else {
+        FileKind::Socket
+    };
+    Err(FileError::NotRegular(special))
+}
+
+/// Reads the whole regular file a user named, at most `cap` bytes (`what`
+/// names the cap in the refusal). Every plugin, adapter and upload is read
+/// through this: a device, a FIFO or a directory is refused at once, and
+/// no file costs more than its cap in memory.
+pub fn read_file(path: &Path, cap: u64, what: &'static str) -> Result<Vec<u8>, FileError> {
+    let file = open_regular(path)?;
+    if file.metadata()?.len() > cap {
+        return Err(FileError::TooLarge { cap, what });
+    }
+    // The size can still grow between the check and the read.
+    read_to_cap(file, cap, what)
+}
+
+/// Reads `file` to its end, refusing it past `cap` bytes.
+fn read_to_cap(file: std::fs::File, cap: u64, what: &'static str) -> Result<Vec<u8>, FileError> {
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(FileError::TooLarge { cap, what });
     }
     Ok(bytes)
 }

@@ -141,11 +141,12 @@ impl Default for Limits {
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
     #[error(
-        "cannot read plugin `{path}`: {source} (check the path; `make build` puts plugins in target/plugins/)"
+        "cannot read plugin `{path}`: {error} (check the path; `make build` puts plugins in target/plugins/)"
     )]
     Read {
         path: String,
-        source: std::io::Error,
+        // Not `source`: the message holds it, and `{:#}` would repeat it.
+        error: crate::limits::FileError,
     },
     #[error(
         "plugin `{0}` is not a WebAssembly file (it does not start with `\\0asm`); pass a component built with `cargo build --target wasm32-wasip2`"
@@ -337,10 +338,7 @@ impl Runtime {
     /// the component at `path`.
     pub fn load(&self, path: &Path) -> anyhow::Result<Plugin> {
         let name = plugin_name(path);
-        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let bytes = read_plugin(path)?;
         self.load_bytes(&name, &bytes)
     }
 
@@ -469,6 +467,16 @@ fn write_cache(entry: &Path, component: &Component) -> anyhow::Result<()> {
     )?;
     std::fs::rename(&tmp, entry)?;
     Ok(())
+}
+
+/// Reads the plugin or adapter file at `path` within the cap on plugins;
+/// a device, FIFO or directory is refused without waiting or reading.
+pub fn read_plugin(path: &Path) -> Result<Vec<u8>, PluginError> {
+    let cap = crate::limits::PLUGIN_BYTES as u64;
+    crate::limits::read_file(path, cap, "plugin files").map_err(|error| PluginError::Read {
+        path: path.display().to_string(),
+        error,
+    })
 }
 
 /// The initial memory size in the pooling allocator's refusal of a

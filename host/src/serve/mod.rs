@@ -43,6 +43,11 @@ pub const DEFAULT_MAX_EVENT_STREAMS: usize = 64;
 /// process by a thread (tokio's default allows 512).
 const BLOCKING_THREADS: usize = 8;
 
+/// Plans (and plugin uploads) sealed at once; one more gets 503. Sealing
+/// loads every plugin a plan names and can take seconds, so without a cap
+/// a burst of posts would hold every blocking thread and stall the reads.
+pub const SEALS: usize = 2;
+
 /// What the daemon tells SSE subscribers (`GET /api/events`); the SSE event
 /// name is the `event` field.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -111,6 +116,8 @@ struct Shared {
     /// One permit per open event stream; none left means 503.
     event_streams: Arc<tokio::sync::Semaphore>,
     max_event_streams: usize,
+    /// One permit per plan being sealed or plugin being checked ([`SEALS`]).
+    seals: Arc<tokio::sync::Semaphore>,
     /// Wakes the queue's thread; absent until it is started.
     wake: Mutex<Option<std::sync::mpsc::Sender<()>>>,
     /// Held while the queue's thread picks a campaign and while a cancel
@@ -178,6 +185,7 @@ impl AppState {
             events,
             event_streams: Arc::new(tokio::sync::Semaphore::new(max_event_streams)),
             max_event_streams,
+            seals: Arc::new(tokio::sync::Semaphore::new(SEALS)),
             wake: Mutex::new(None),
             running: Mutex::new(None),
             current: Mutex::new(None),

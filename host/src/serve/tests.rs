@@ -549,6 +549,46 @@ async fn event_streams_past_the_cap_get_503() {
     assert_eq!(third.status(), StatusCode::OK);
 }
 
+/// Issue 32, item 3: ten slow posts once held all the blocking threads, so
+/// reads timed out. With every seal place taken, a post gets 503 JSON and
+/// stores nothing, reads still answer, and a freed place seals again.
+#[tokio::test]
+async fn posts_past_the_seal_cap_get_503_and_reads_still_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let held =
+        s.0.seals
+            .clone()
+            .acquire_many_owned(SEALS as u32)
+            .await
+            .unwrap();
+    let before = snapshot(&s);
+    for request in [
+        post("/api/campaigns", Some(TOKEN), "application/toml", PLAN),
+        post("/api/plugins", Some(TOKEN), "application/wasm", "\0asm"),
+    ] {
+        let (status, body) = call(&s, request).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "{SEALS} plans or plugin uploads are being checked"
+            )),
+            "{message}"
+        );
+    }
+    assert_eq!(snapshot(&s), before);
+    let (status, _) = call(&s, get("/api/campaigns")).await;
+    assert_eq!(status, StatusCode::OK);
+    drop(held);
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", PLAN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
 /// Issue 12: a NaN once sealed fine and was stored as JSON `null`; from then
 /// on the whole list answered 500, also after a restart. Now the plan is
 /// refused when posted, and a stored entry that does not decode is listed
