@@ -193,3 +193,106 @@ fn a_mistyped_data_directory_is_named_and_not_created() {
         assert!(!typo.exists(), "{args:?} created {}", typo.display());
     }
 }
+
+/// Issue 32, items 1 and 6: on damaged stores (truncated logs, a `conf`
+/// that no longer reads) the recovery tools and the read commands never
+/// panic, `store check` exits 3, and every message names the user's store,
+/// never the private copy it was read from. The store-level corpus
+/// (store/tests/corpus.rs) covers 250 damages; this runs the commands
+/// themselves over a sample.
+#[test]
+fn the_commands_on_damaged_stores_never_panic_and_name_the_users_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    tiny_campaign(dir.path(), &data, "t");
+    let pristine = dir.path().join("pristine");
+    copy_tree(&data, &pristine);
+    let db_len = std::fs::metadata(data.join("store/db")).unwrap().len();
+    let mut damages: Vec<(String, Damage)> = Vec::new();
+    for i in 1..=8 {
+        let at = db_len * i / 9;
+        damages.push((
+            format!("db truncated at {at}"),
+            Box::new(move |store: &Path| {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(store.join("db"))
+                    .unwrap();
+                f.set_len(at).unwrap();
+            }),
+        ));
+    }
+    // A `conf` whose first line no longer reads as UTF-8 (sled: "may have
+    // been created using a sled version earlier than 0.29").
+    damages.push((
+        "conf damaged".to_owned(),
+        Box::new(|store: &Path| {
+            let conf = store.join("conf");
+            let mut bytes = std::fs::read(&conf).unwrap();
+            bytes[3] = 0xff;
+            std::fs::write(&conf, bytes).unwrap();
+        }),
+    ));
+    let mut conf_exit = None;
+    for (what, damage) in &damages {
+        let _ = std::fs::remove_dir_all(&data);
+        copy_tree(&pristine, &data);
+        damage(&data.join("store"));
+        let fresh = dir.path().join(format!("fresh-{}", what.replace(' ', "-")));
+        let data_arg = data.to_string_lossy().into_owned();
+        let fresh_arg = fresh.to_string_lossy().into_owned();
+        for args in [
+            vec!["store", "check", "--data", &data_arg],
+            vec![
+                "store",
+                "export-good",
+                "--data",
+                &data_arg,
+                "--to",
+                &fresh_arg,
+            ],
+            vec!["campaigns", "--data", &data_arg],
+            vec!["report", "1", "--data", &data_arg],
+        ] {
+            let r = run(blocklab().args(&args));
+            let said = format!("{}{}", r.stdout, r.stderr);
+            assert!(
+                !said.contains("panicked") && r.code != Some(101),
+                "{what}: `{}` panicked:\n{said}",
+                args.join(" ")
+            );
+            assert!(
+                !said.contains("blocklab-store-"),
+                "{what}: `{}` names a private copy:\n{said}",
+                args.join(" ")
+            );
+            if !r.ok {
+                assert!(
+                    said.contains(&data_arg),
+                    "{what}: `{}`:\n{said}",
+                    args.join(" ")
+                );
+            }
+            if what == "conf damaged" && args[1] == "check" {
+                conf_exit = r.code;
+            }
+        }
+    }
+    assert_eq!(conf_exit, Some(3), "`store check` on a damaged conf");
+}
+
+/// Damages the store directory it is given.
+type Damage = Box<dyn Fn(&Path)>;
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
