@@ -128,32 +128,18 @@ fn private_copy(dir: &Path) -> Result<tempfile::TempDir, StoreError> {
     Ok(copy)
 }
 
-fn is_read_only(e: &StoreError) -> bool {
-    match e {
-        StoreError::Sled(sled::Error::Io(io)) => matches!(
-            io.kind(),
-            std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
-        ),
-        _ => false,
-    }
-}
-
 impl Store {
     /// Opens an existing store for reading only: refuses a directory that
     /// holds no store ([`StoreError::NoStore`]) instead of creating one, and
-    /// where `dir` cannot be written (read-only media, another user's files)
-    /// opens a private copy instead. Writing through the returned store
-    /// fails with [`StoreError::ReadOnly`].
+    /// opens a private copy of it, so that nothing `dir` holds is ever
+    /// written. sled writes on every open (a snapshot, the log's tail after
+    /// a torn or damaged record), and such a write failing on a full disk
+    /// left the store failing its checksum for good (issue 32, item 2).
+    /// Writing through the returned store fails with
+    /// [`StoreError::ReadOnly`].
     pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
         Store::require_existing(dir)?;
-        match Store::open(dir) {
-            Err(e) if is_read_only(&e) => Store::open_copy(private_copy(dir)?, dir),
-            Ok(mut store) => {
-                store.read_only = true;
-                Ok(store)
-            }
-            Err(e) => Err(e),
-        }
+        Store::open_copy(private_copy(dir)?, dir)
     }
 
     /// Opens an existing store to write to it (a resumed campaign), refusing

@@ -163,13 +163,11 @@ pub struct Store {
     profiles: sled::Tree,
     queue: sled::Tree,
     queued: sled::Tree,
-    /// Opened with [`Store::open_read_only`]: writes are refused.
-    read_only: bool,
-    /// The private copy this store was opened from (read-only media, a
-    /// salvaged store), deleted when the store is dropped; writes are
-    /// refused.
-    copy: Option<tempfile::TempDir>,
     calibrations: sled::Tree,
+    /// The private copy this store was opened from (a read-only open, a
+    /// salvaged store); writes are refused. Last, so that it is deleted
+    /// after sled has let go of every tree.
+    copy: Option<tempfile::TempDir>,
 }
 
 impl fmt::Debug for Store {
@@ -238,7 +236,6 @@ impl Store {
             queued: tree(QUEUED)?,
             calibrations: tree(CALIBRATIONS)?,
             db,
-            read_only: false,
             copy: None,
         };
         if found.is_none() {
@@ -649,7 +646,7 @@ impl Store {
     /// Refuses a write through a store opened for reading, before anything
     /// changes.
     fn writable(&self) -> Result<(), StoreError> {
-        if self.read_only || self.copy.is_some() {
+        if self.copy.is_some() {
             return Err(StoreError::ReadOnly {
                 path: self.path.clone(),
             });

@@ -263,6 +263,10 @@ fn exercise(
 #[test]
 fn no_truncation_or_flip_makes_the_recovery_tools_or_a_read_panic_or_hang() {
     let tmp = scratch();
+    // The private copies (three per case) go beside the corpus, in memory
+    // where it is. SAFETY: this is the only test of its binary and no
+    // other thread runs yet.
+    unsafe { std::env::set_var("TMPDIR", tmp.path()) };
     let origin = tmp.path().join("pristine");
     pristine(&origin);
     let store = files(&origin);
@@ -299,6 +303,11 @@ fn no_truncation_or_flip_makes_the_recovery_tools_or_a_read_panic_or_hang() {
                                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                                 .unwrap_or_default();
                             Err(format!("panicked: {what}"))
+                        })
+                        .and_then(|recovery| {
+                            (files(&dir) == damaged)
+                                .then_some(recovery)
+                                .ok_or_else(|| "the store's files changed".to_owned())
                         });
                 let _ = std::fs::remove_dir_all(&case);
                 if tx.send((n, format!("{damage:?}"), outcome)).is_err() {
