@@ -11,6 +11,7 @@
 mod api;
 mod assets;
 pub mod client;
+pub mod conn;
 mod error;
 mod guard;
 mod idempotency;
@@ -362,7 +363,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         // No graceful drain: SSE streams never end by themselves, and the
         // store is durable after every write, so stopping at once loses nothing.
         tokio::select! {
-            served = axum::serve(listener, app(state)) => served?,
+            () = conn::serve(listener, app(state), conn::Limits::default()) => {}
             () = shutdown_signal() => {}
         }
         anyhow::Ok(())

@@ -5,6 +5,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::Value;
+use std::time::{Duration, Instant};
 use tower::ServiceExt;
 
 const TOKEN: &str = "test-token-0123";
@@ -400,7 +401,7 @@ async fn the_router_answers_on_a_real_socket() {
     let s = state(dir.path());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move { axum::serve(listener, app(s)).await });
+    let server = tokio::spawn(conn::serve(listener, app(s), conn::Limits::default()));
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
@@ -410,6 +411,93 @@ async fn the_router_answers_on_a_real_socket() {
     stream.read_to_string(&mut response).await.unwrap();
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.contains("\"status\":\"ok\""), "{response}");
+    server.abort();
+}
+
+/// Reads `stream` until the server closes it, at most `limit`: `None` if it
+/// is still open then.
+async fn until_closed(stream: &mut tokio::net::TcpStream, limit: Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    match tokio::time::timeout(limit, stream.read_to_end(&mut got)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&got).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// Issue 32, item 4: with 256 descriptors, 300 half-sent requests stopped
+/// `/api/health` until they closed. Over a real socket, with a short
+/// header timeout and a cap of 3: a half-sent head and an idle kept-alive
+/// connection are closed once the timeout passes, an event stream is not,
+/// and a client past the cap waits unaccepted until a place frees.
+#[tokio::test]
+async fn slow_clients_are_cut_off_and_connections_past_the_cap_wait() {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = conn::Limits {
+        header_timeout: Duration::from_millis(300),
+        connections: 3,
+    };
+    let server = tokio::spawn(conn::serve(listener, app(state(dir.path())), limits));
+    // Everything below the server does by itself well within this.
+    let bound = Duration::from_secs(30);
+    const HEALTH: &[u8] = b"GET /api/health HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+    let start = Instant::now();
+    let mut half = TcpStream::connect(addr).await.unwrap();
+    half.write_all(&HEALTH[..30]).await.unwrap();
+    let said = until_closed(&mut half, bound).await;
+    assert!(
+        said.is_some(),
+        "a half-sent head is still open after {bound:?}"
+    );
+    assert!(!said.unwrap().contains("200 OK"));
+    assert!(start.elapsed() >= limits.header_timeout);
+
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    idle.write_all(HEALTH).await.unwrap();
+    let said = until_closed(&mut idle, bound).await;
+    let said = said.unwrap_or_else(|| panic!("an idle connection is still open after {bound:?}"));
+    assert!(said.starts_with("HTTP/1.1 200 OK"), "{said}");
+
+    // An event stream outlives the timeout several times over.
+    let mut events = TcpStream::connect(addr).await.unwrap();
+    events
+        .write_all(b"GET /api/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    assert_eq!(
+        until_closed(&mut events, 3 * limits.header_timeout).await,
+        None
+    );
+
+    // The cap: the event stream and two silent clients hold the 3 places;
+    // a fourth is answered only once the silent ones are cut off.
+    let start = Instant::now();
+    let mut silent = Vec::new();
+    for _ in 0..2 {
+        silent.push(TcpStream::connect(addr).await.unwrap());
+    }
+    let mut fourth = TcpStream::connect(addr).await.unwrap();
+    fourth
+        .write_all(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let said = until_closed(&mut fourth, bound)
+        .await
+        .expect("the fourth client is answered");
+    assert!(said.starts_with("HTTP/1.1 200 OK"), "{said}");
+    assert!(
+        start.elapsed() >= limits.header_timeout,
+        "answered past the cap after {:?}",
+        start.elapsed()
+    );
+    for mut s in silent {
+        assert!(until_closed(&mut s, bound).await.is_some());
+    }
     server.abort();
 }
 
