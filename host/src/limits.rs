@@ -68,6 +68,22 @@ pub const RATE_PER_S: f64 = 10_000_000.0;
 /// Most rates one sweep (`measure.rates`) lists.
 pub const RATES: usize = 64;
 
+/// How long a daemon's client may take to send a request's head, and how
+/// long a kept-alive connection may wait for its next request, seconds.
+pub const DAEMON_HEADER_TIMEOUT_S: u64 = 10;
+/// Most connections a daemon keeps open at once (event streams included).
+pub const DAEMON_CONNECTIONS: usize = 256;
+/// Most plans a daemon seals (and plugin uploads it checks) at once.
+pub const DAEMON_SEALS: usize = 2;
+/// Most concurrent streams on one connection to the local ingest server,
+/// advertised as `SETTINGS_MAX_CONCURRENT_STREAMS` (about 12.5 KB each).
+pub const INGEST_STREAMS_PER_CONNECTION: u32 = 1024;
+/// The default and largest `idle_timeout_ms` of the local ingest server:
+/// how long a connection may take to send the HTTP/2 preface, and to
+/// answer a PING sent after that long without a frame.
+pub const DEFAULT_INGEST_IDLE_MS: u64 = 20_000;
+pub const INGEST_IDLE_MS: u64 = 3_600_000;
+
 /// Fastest link rate a plan may ask for, Mbit/s (100 Gbit/s).
 pub const LINK_RATE_MBIT: f64 = 100_000.0;
 /// Largest rate limiter bucket, KiB (1 GiB).
@@ -188,6 +204,31 @@ pub fn table() -> Vec<Row> {
             format!("0 to {LINK_DELAY_MS}"),
         ),
         row("`link.loss_pct`", "0", "0 to 100".to_owned()),
+        row(
+            "daemon: sending a request head; a kept-alive connection's wait for the next",
+            "-",
+            format!("{DAEMON_HEADER_TIMEOUT_S} s, then the connection is closed"),
+        ),
+        row(
+            "daemon: open connections",
+            "-",
+            format!("{DAEMON_CONNECTIONS}; more wait in the kernel's backlog"),
+        ),
+        row(
+            "daemon: plans sealed and plugin uploads checked at once",
+            "-",
+            format!("{DAEMON_SEALS}; more get 503"),
+        ),
+        row(
+            "ingest server: streams per connection (`SETTINGS_MAX_CONCURRENT_STREAMS`)",
+            "-",
+            format!("{INGEST_STREAMS_PER_CONNECTION}"),
+        ),
+        row(
+            "ingest server: `idle_timeout_ms` (the HTTP/2 preface; a PING's answer)",
+            "20000",
+            format!("1 to {INGEST_IDLE_MS}, then the connection is closed"),
+        ),
     ]
 }
 

@@ -11,11 +11,11 @@ use std::time::Duration;
 /// How long a client may take to send a request's head, and how long a
 /// kept-alive connection may wait for its next request. An `EventSource`
 /// stream is a response being written, not a wait, so it is not cut.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(crate::limits::DAEMON_HEADER_TIMEOUT_S);
 
 /// Most connections open at once (event streams included); more wait,
 /// unaccepted, in the kernel's backlog, costing the daemon no descriptor.
-pub const CONNECTIONS: usize = 256;
+pub const CONNECTIONS: usize = crate::limits::DAEMON_CONNECTIONS;
 
 /// The caps one daemon serves with.
 #[derive(Debug, Clone, Copy)]

@@ -47,7 +47,7 @@ const BLOCKING_THREADS: usize = 8;
 /// Plans (and plugin uploads) sealed at once; one more gets 503. Sealing
 /// loads every plugin a plan names and can take seconds, so without a cap
 /// a burst of posts would hold every blocking thread and stall the reads.
-pub const SEALS: usize = 2;
+pub const SEALS: usize = crate::limits::DAEMON_SEALS;
 
 /// What the daemon tells SSE subscribers (`GET /api/events`); the SSE event
 /// name is the `event` field.
