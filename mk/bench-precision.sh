@@ -18,7 +18,9 @@ detections=${3:-10}
 shift $(( $# < 3 ? $# : 3 ))
 sets=()
 for s in "$@"; do sets+=(--set "$s"); done
-plan=examples/precision.toml
+# BLOCKLAB_PRECISION_PLAN=FILE benchmarks another design of the same A/A
+# plan (e.g. examples/precision-duet.toml).
+plan=${BLOCKLAB_PRECISION_PLAN:-examples/precision.toml}
 # BLOCKLAB_PRECISION_DATA=DIR with CAMPAIGNS=0 reuses the A/A campaigns of
 # an earlier run there and runs the detections only.
 data=${BLOCKLAB_PRECISION_DATA:-$(mktemp -d "${TMPDIR:-/tmp}/blocklab-precision.XXXXXX")}

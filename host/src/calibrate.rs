@@ -251,13 +251,7 @@ fn level_rows(spec: &PlanSpec, reports: &[Report], target: f64) -> Vec<LevelRow>
                 fixed_s: mean(&|r| r.fixed_s),
                 per_transaction_s: mean(&|r| r.per_transaction_s),
             };
-            let n = row.transactions.max(1);
-            // Without a within-run figure, run length cannot be traded
-            // against blocks: keep the calibrated length.
-            let range = match levels.within_run {
-                Some(_) => (64.min(n), n.saturating_mul(100)),
-                None => (n, n),
-            };
+            let range = crate::analysis::calibration::length_range(&levels, row.transactions);
             let design = row
                 .costs()
                 .plan(target, spec.bootstrap.level, range, step, 10_000);

@@ -576,6 +576,7 @@ fn run_rows(spec: &PlanSpec, records: &[RunRecord]) -> Vec<RunRow> {
                 steal_pct: r.telemetry.steal_pct,
                 oom_kills: r.telemetry.oom_kills,
                 link: r.link.clone(),
+                duet: r.duet.clone(),
                 values,
                 result,
             }

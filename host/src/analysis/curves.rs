@@ -1,6 +1,6 @@
 //! Rate sweeps (issue 20): each arm's latency–throughput curve per plugin
 //! workload, from the workloads a sweep made (`get100@1000`, `get100@2000`,
-//! …; plan/spec.rs), and the SLO search over them (docs/method.md, "SLO
+//! …; plan/spec/expand.rs), and the SLO search over them (docs/method.md, "SLO
 //! search"). A point is a median over blocks with a bootstrap interval
 //! over blocks; the paired ratio at a rate is that workload's effect, which
 //! the analysis already computed.

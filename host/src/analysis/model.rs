@@ -160,6 +160,9 @@ pub struct RunRow {
     /// before the run, and the link's counters over it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkRun>,
+    /// A duet's run: its CPU group and how its block's start went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duet: Option<crate::record::result::DuetRun>,
     /// Every statistic of the plan's mode for this run, by name (from
     /// [`super::statistics`]; 0 for a failed run).
     #[serde(default)]

@@ -465,6 +465,7 @@ mod tests {
             steal_pct: 0.0,
             oom_kills: None,
             link: None,
+            duet: None,
             values: BTreeMap::new(),
             result: crate::record::RunResult {
                 workload: "get100".into(),

@@ -183,6 +183,7 @@ pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         adapters: args.adapters,
         grants: args.grants.grants(),
         profile_hz: args.profile.as_ref().map(|_| args.profile_hz.hz),
+        start_barrier: None,
     };
     let mut result = worker::execute(&spec)?;
     result.histogram = None;

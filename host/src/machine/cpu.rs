@@ -44,7 +44,17 @@ impl Usage {
     }
 }
 
-/// The CPUs this process may run on, as sched_getaffinity reports them.
+/// The CPUs this process was started on, read before blocklab pinned any
+/// of its threads ([`crate::machine::placement::pin_current`] reads it
+/// first): what placement divides. Reading the current affinity instead
+/// would, in a process that runs several campaigns (`blocklab
+/// calibrate`), see only the runner CPUs the first campaign pinned it to.
+pub fn machine_cpus() -> Vec<usize> {
+    static STARTED_WITH: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    STARTED_WITH.get_or_init(affinity).clone()
+}
+
+/// The CPUs this thread may run on now, as sched_getaffinity reports them.
 pub fn affinity() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };

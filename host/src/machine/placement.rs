@@ -24,6 +24,10 @@ pub struct Placement {
     pub server: Vec<usize>,
     /// How the groups were chosen: `plan`, or `derived` with a note.
     pub origin: String,
+    /// `design = "duet"`: one disjoint CPU group per block position, the
+    /// arms' of a block at once. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub duet: Vec<Vec<usize>>,
 }
 
 /// Parses a CPU list such as "0-1,4,8-11".
@@ -74,7 +78,7 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 /// /sys/devices/system/cpu/cpu*/topology/thread_siblings_list, restricted to
 /// the CPUs this process may use.
 pub fn sibling_groups() -> Vec<Vec<usize>> {
-    let allowed: BTreeSet<usize> = crate::machine::cpu::affinity().into_iter().collect();
+    let allowed: BTreeSet<usize> = crate::machine::cpu::machine_cpus().into_iter().collect();
     let mut groups: BTreeSet<Vec<usize>> = BTreeSet::new();
     for &cpu in &allowed {
         let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
@@ -92,7 +96,7 @@ impl Placement {
     /// its topology: runner on the first core, server on the next quarter
     /// (when a local server is needed), client on the rest.
     pub fn resolve(spec: Option<&CpuSpec>, needs_server: bool) -> anyhow::Result<Placement> {
-        let available: BTreeSet<usize> = crate::machine::cpu::affinity().into_iter().collect();
+        let available: BTreeSet<usize> = crate::machine::cpu::machine_cpus().into_iter().collect();
         let Some(spec) = spec else {
             return Ok(Self::derive(&sibling_groups(), needs_server));
         };
@@ -138,7 +142,72 @@ impl Placement {
             client,
             server,
             origin: "plan".into(),
+            duet: Vec::new(),
         })
+    }
+
+    /// Gives each of a duet's `arms` a CPU group of its own and of equal
+    /// size: from `cpus.client` in the plan's order, or, `derived`, whole
+    /// cores of the client group and then of the runner's (the supervisor
+    /// only waits while a duet runs), never the server's.
+    pub fn split_duet(mut self, arms: usize, derived: bool) -> anyhow::Result<Placement> {
+        let units: Vec<Vec<usize>> = if derived {
+            let cores = sibling_groups();
+            let of = |group: &[usize]| -> Vec<Vec<usize>> {
+                cores
+                    .iter()
+                    .filter(|core| core.iter().all(|c| group.contains(c)))
+                    .cloned()
+                    .collect()
+            };
+            let mut units = of(&self.client);
+            if units.len() < arms {
+                let runner: Vec<Vec<usize>> = of(&self.runner)
+                    .into_iter()
+                    .filter(|core| !units.contains(core))
+                    .collect();
+                units.extend(runner);
+            }
+            units
+        } else {
+            self.client.iter().map(|&c| vec![c]).collect()
+        };
+        let per_arm = units.len() / arms.max(1);
+        if per_arm == 0 {
+            let have = if derived {
+                format!("this machine has {} core(s) free for them", units.len())
+            } else {
+                format!("`cpus.client` lists {} CPU(s)", units.len())
+            };
+            bail!(
+                "`design = \"duet\"` runs each of the plan's {arms} arms on CPUs of its own, but {have}; use `design = \"sequential\"`, fewer arms, or more CPUs"
+            );
+        }
+        let groups: Vec<Vec<usize>> = units
+            .chunks(per_arm)
+            .take(arms)
+            .map(|chunk| chunk.iter().flatten().copied().collect())
+            .collect();
+        if let Some((i, shared)) = groups.iter().enumerate().find_map(|(i, g)| {
+            let shared: Vec<usize> = g
+                .iter()
+                .copied()
+                .filter(|c| self.server.contains(c))
+                .collect();
+            (!shared.is_empty()).then_some((i, shared))
+        }) {
+            bail!(
+                "`design = \"duet\"` would put the local server on CPU {} beside the arm of block position {}, so one arm would share its CPUs with the server and the other not; give the server CPUs of its own (`cpus.server`), use a remote target, or use `design = \"sequential\"`",
+                format_cpu_list(&shared),
+                i + 1
+            );
+        }
+        if derived && groups.iter().flatten().any(|c| self.runner.contains(c)) {
+            self.origin
+                .push_str("; duet: one arm's group shares the runner's core");
+        }
+        self.duet = groups;
+        Ok(self)
     }
 
     fn derive(groups: &[Vec<usize>], needs_server: bool) -> Placement {
@@ -153,6 +222,7 @@ impl Placement {
                     origin:
                         "derived: one core, so runner, client and server share it (not isolated)"
                             .into(),
+                    duet: Vec::new(),
                 }
             }
             2 => Placement {
@@ -168,6 +238,7 @@ impl Placement {
                 } else {
                     "derived: runner on the first core, client on the second".into()
                 },
+                duet: Vec::new(),
             },
             n => {
                 let server_cores = if needs_server { (n / 4).max(1) } else { 0 };
@@ -176,6 +247,7 @@ impl Placement {
                     server: flat(&groups[1..1 + server_cores]),
                     client: flat(&groups[1 + server_cores..]),
                     origin: "derived from the sibling topology".into(),
+                    duet: Vec::new(),
                 }
             }
         }
@@ -187,6 +259,8 @@ pub fn pin_current(cpus: &[usize]) -> std::io::Result<()> {
     if cpus.is_empty() {
         return Ok(());
     }
+    // Remember the machine before the first pin narrows this thread.
+    let _ = crate::machine::cpu::machine_cpus();
     // SAFETY: cpu_set_t is plain data, CPU_SET indexes stay below
     // CPU_SETSIZE, and pid 0 is the calling thread.
     unsafe {
@@ -269,5 +343,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("share CPU"), "{err}");
+    }
+
+    fn listed(client: &[usize], server: &[usize]) -> Placement {
+        Placement {
+            runner: vec![0],
+            client: client.to_vec(),
+            server: server.to_vec(),
+            origin: "plan".into(),
+            duet: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_duet_gives_each_arm_an_equal_group_of_the_listed_client_cpus() {
+        let p = listed(&[2, 3, 4, 5, 6], &[1]).split_duet(2, false).unwrap();
+        // Five CPUs for two arms: two each, the fifth left idle.
+        assert_eq!(p.duet, [vec![2, 3], vec![4, 5]]);
+    }
+
+    #[test]
+    fn a_duet_with_fewer_cpus_than_arms_is_refused_saying_so() {
+        let err = listed(&[1], &[])
+            .split_duet(2, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("2 arms") && err.contains("`cpus.client` lists 1 CPU(s)"),
+            "{err}"
+        );
+        assert!(err.contains("design = \"sequential\""), "{err}");
+    }
+
+    #[test]
+    fn a_duet_group_that_would_share_the_local_servers_cpus_is_refused() {
+        let err = listed(&[1, 2], &[2])
+            .split_duet(2, false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("local server on CPU 2"), "{err}");
     }
 }

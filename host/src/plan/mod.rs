@@ -2,6 +2,7 @@
 //! and a campaign's identity (tags, testbed, plan family, series key).
 
 pub mod design;
+pub mod duet;
 pub mod identity;
 pub mod inputs;
 pub mod seal;

@@ -17,6 +17,22 @@ pub struct Quiescence {
     pub load_per_cpu: f64,
     /// How long the gate waited, seconds.
     pub waited_s: f64,
+    /// `gates.quiescence = "baseline"`: the mean busy share of the watched
+    /// CPUs in the last window, and the baseline it was judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_busy_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Baseline>,
+}
+
+/// The machine before a campaign's first run, as `gates.quiescence =
+/// "baseline"` measures it: the median of several gate windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Mean busy share of the watched CPUs, percent.
+    pub busy_pct: f64,
+    /// Runnable tasks per online CPU, the gate's own thread excluded.
+    pub load_per_cpu: f64,
 }
 
 /// What the kernel saw during a run.

@@ -294,6 +294,10 @@ pub struct RunResult {
     /// timing statistics are not reported (docs/method.md, "Counted runs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<super::counts::Counts>,
+    /// A duet's run: when its measured window started, µs since the epoch,
+    /// so its overlap with its partners' can be checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_started_unix_us: Option<u64>,
 }
 
 impl RunResult {
@@ -532,6 +536,9 @@ pub enum RerunReason {
     Resumed,
     /// The attempt before it failed, for this reason.
     Failed { attempt: u32, reason: String },
+    /// A duet: this run passed, but a partner of its block failed in
+    /// attempt `attempt`, and the block's runs start together or not at all.
+    Partner { attempt: u32 },
     /// A sentence this build does not write (kept as it was stored).
     Other(String),
 }
@@ -539,12 +546,19 @@ pub enum RerunReason {
 /// How [`RerunReason::Resumed`] reads.
 const RESUMED: &str = "resumed after an earlier attempt";
 
+/// How [`RerunReason::Partner`] reads, around its attempt.
+const PARTNER_BEFORE: &str = "a duet partner failed in attempt ";
+const PARTNER_AFTER: &str = ", so the block ran again";
+
 impl std::fmt::Display for RerunReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RerunReason::Resumed => f.write_str(RESUMED),
             RerunReason::Failed { attempt, reason } => {
                 write!(f, "attempt {attempt} failed: {reason}")
+            }
+            RerunReason::Partner { attempt } => {
+                write!(f, "{PARTNER_BEFORE}{attempt}{PARTNER_AFTER}")
             }
             RerunReason::Other(text) => f.write_str(text),
         }
@@ -556,6 +570,13 @@ impl RerunReason {
     pub fn parse(text: &str) -> RerunReason {
         if text == RESUMED {
             return RerunReason::Resumed;
+        }
+        if let Some(attempt) = text
+            .strip_prefix(PARTNER_BEFORE)
+            .and_then(|rest| rest.strip_suffix(PARTNER_AFTER))
+            .and_then(|n| n.parse().ok())
+        {
+            return RerunReason::Partner { attempt };
         }
         let failed = text.strip_prefix("attempt ").and_then(|rest| {
             let (n, reason) = rest.split_once(" failed: ")?;
@@ -617,6 +638,24 @@ pub struct RunRecord {
     /// The node its local server ran on, when that was another node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_host: Option<String>,
+    /// `design = "duet"`: the run shared its start with its block's other
+    /// arms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duet: Option<DuetRun>,
+}
+
+/// How one run of a duet started (docs/method.md, "Duets").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DuetRun {
+    /// Its CPU group: the arm's position in the block.
+    pub group: u32,
+    /// Runs started together (the block's arms; fewer when a resume ran
+    /// the rest of a block whose first runs were already stored).
+    pub runs: u32,
+    /// From releasing the first run to releasing the last, µs; none when
+    /// the start barrier broke.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_skew_us: Option<f64>,
 }
 
 #[cfg(test)]
@@ -644,6 +683,7 @@ impl RunRecord {
             wall_s: 0.5,
             host: None,
             server_host: None,
+            duet: None,
         }
     }
 }

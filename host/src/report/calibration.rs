@@ -1,7 +1,7 @@
 //! A machine's stored calibration as a table (terminal and markdown). The
 //! calibration itself is [`crate::analysis::calibration`].
 
-use crate::analysis::calibration::Calibration;
+use crate::analysis::calibration::{Calibration, Recommendation};
 use blocklab_store::CampaignId;
 use std::fmt::Write as _;
 
@@ -121,4 +121,40 @@ pub fn fmt_pct(x: f64) -> String {
     } else {
         "∞".into()
     }
+}
+
+/// `blocklab plan --target`'s design, with what each headline row needs
+/// alone and what it is expected to reach at the shared design.
+pub fn render_recommendation(r: &Recommendation) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\ndesign for ±{} from the latest calibration of `{}`: {} blocks × {} transactions per run, about {:.0} s of machine time",
+        fmt_pct(r.target_half_width),
+        r.machine,
+        r.blocks,
+        r.transactions,
+        r.seconds
+    );
+    let _ = writeln!(
+        s,
+        "\n| workload | statistic | alone | expected half-width at this design |\n|---|---|---|---|"
+    );
+    for row in &r.rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} blocks × {} transactions | ±{} |",
+            row.workload,
+            row.statistic,
+            row.own.blocks,
+            row.own.transactions,
+            fmt_pct(row.half_width)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nrun it: --set blocks={} --set measure.measured={}",
+        r.blocks, r.transactions
+    );
+    s
 }

@@ -4,10 +4,11 @@
 //! differ only in where an attempt's record goes ([`Attempts`]), so a new
 //! executor only places an attempt.
 
-use super::executor::{Executed, Executor, Halt};
+use super::executor::{Executed, Executor, Halt, Planned};
 use super::policy::{self, Next};
 use crate::plan::seal::Slot;
 use crate::plan::spec::GateSpec;
+use crate::record::RunStatus;
 use crate::record::result::RerunReason;
 
 /// How a slot's attempts ended.
@@ -70,14 +71,108 @@ pub fn run_slot(
             }
             Next::Continue => return Ok(SlotEnd::Done),
             Next::Stop => {
-                return Ok(SlotEnd::Stop(format!(
-                    "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
-                    slot.slot,
-                    slot.workload,
-                    slot.arm,
-                    reason.unwrap_or_default()
-                )));
+                return Ok(SlotEnd::Stop(stop_words(slot, reason.as_deref())));
             }
         }
     }
+}
+
+/// Runs one duet block's `slots` together from their attempts `firsts`
+/// until the policy is done with all of them: when one needs a rerun, the
+/// whole block runs again (its passed runs kept, not final, with
+/// [`RerunReason::Partner`]), so the final attempts started together.
+pub fn run_duet(
+    executor: &mut dyn Executor,
+    slots: &[&Slot],
+    firsts: &[u32],
+    gates: &GateSpec,
+    attempts: &mut dyn Attempts,
+) -> anyhow::Result<SlotEnd> {
+    let mut planned: Vec<Planned<'_>> = slots
+        .iter()
+        .zip(firsts)
+        .map(|(slot, &attempt)| Planned {
+            slot,
+            attempt,
+            rerun_reason: (attempt > 0).then_some(RerunReason::Resumed),
+        })
+        .collect();
+    loop {
+        for p in &planned {
+            attempts.starting(p.slot, p.attempt);
+        }
+        let executed = match executor.run_duet(&planned) {
+            Ok(executed) => executed,
+            Err(Halt::Interrupted(signal)) => return Ok(SlotEnd::Interrupted(signal)),
+            Err(Halt::GateAbort(why)) => return Ok(SlotEnd::Stop(why)),
+            Err(Halt::Broken(e)) => return Err(e),
+        };
+        let nexts: Vec<Next> = executed
+            .iter()
+            .zip(&planned)
+            .map(|(e, p)| policy::after_attempt(e.record.status, p.attempt, gates))
+            .collect();
+        let stop = stop_reason(&planned, &executed, &nexts);
+        let again = stop.is_none() && nexts.contains(&Next::Rerun);
+        let reasons = rerun_reasons(&planned, &executed);
+        for e in executed {
+            attempts.keep(e, !again)?;
+        }
+        if let Some(signal) = attempts.signal() {
+            return Ok(SlotEnd::Interrupted(signal));
+        }
+        if let Some(why) = stop {
+            return Ok(SlotEnd::Stop(why));
+        }
+        if !again {
+            return Ok(SlotEnd::Done);
+        }
+        for (p, reason) in planned.iter_mut().zip(reasons) {
+            p.attempt += 1;
+            p.rerun_reason = Some(reason);
+        }
+    }
+}
+
+/// Why a campaign stops at `slot`'s failure.
+fn stop_words(slot: &Slot, reason: Option<&str>) -> String {
+    format!(
+        "slot {} ({} / {}) failed and `gates.on_run_failure = \"stop\"`: {}",
+        slot.slot,
+        slot.workload,
+        slot.arm,
+        reason.unwrap_or_default()
+    )
+}
+
+/// The words of a duet's stop: its first run the policy stops at.
+fn stop_reason(planned: &[Planned<'_>], executed: &[Executed], nexts: &[Next]) -> Option<String> {
+    let ((p, e), _) = planned
+        .iter()
+        .zip(executed)
+        .zip(nexts)
+        .find(|(_, n)| **n == Next::Stop)?;
+    Some(stop_words(p.slot, e.record.reason.as_deref()))
+}
+
+/// Why each run of a duet block runs again: its own failure, or its
+/// partner's.
+fn rerun_reasons(planned: &[Planned<'_>], executed: &[Executed]) -> Vec<RerunReason> {
+    let failed = |e: &Executed| e.record.status == RunStatus::Failed;
+    let partner = planned
+        .iter()
+        .zip(executed)
+        .find(|(_, e)| failed(e))
+        .map_or(0, |(p, _)| p.attempt);
+    executed
+        .iter()
+        .zip(planned)
+        .map(|(e, p)| match &e.record.reason {
+            Some(reason) if failed(e) => RerunReason::Failed {
+                attempt: p.attempt,
+                reason: reason.clone(),
+            },
+            _ => RerunReason::Partner { attempt: partner },
+        })
+        .collect()
 }

@@ -165,6 +165,7 @@ fn round_spec(name: &str, source: PluginSource, bench: &Bench, round: u32) -> Ru
         adapters: Vec::new(),
         grants: Default::default(),
         profile_hz: None,
+        start_barrier: None,
     }
 }
 

@@ -18,12 +18,13 @@ use super::process::ProcessJob;
 use super::profile::Selection;
 use super::worker::RunSpec;
 use crate::machine::placement::{self, Placement};
+use crate::plan::duet::Design;
 use crate::plan::inputs::{self, HashedFile};
 use crate::plan::seal::{SealedPlan, Slot};
-use crate::plan::spec::{CounterSource, Measure, OnFail};
-use crate::record::gates::Quiescence;
+use crate::plan::spec::{CounterSource, Measure, OnFail, QuiescenceRule};
+use crate::record::gates::{Baseline, Quiescence};
 use crate::record::link::{LinkRun, NetworkRecord};
-use crate::record::result::RerunReason;
+use crate::record::result::{DuetRun, RerunReason};
 use crate::record::{RunRecord, RunResult, RunStatus};
 use crate::target::grpc::local::LocalServers;
 use anyhow::{Context, bail};
@@ -31,7 +32,8 @@ use blocklab_store::CampaignId;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// One executed attempt: the record to store and the blobs stored beside it.
 #[derive(Debug)]
@@ -58,6 +60,15 @@ pub enum Halt {
     Broken(#[from] anyhow::Error),
 }
 
+/// One attempt an executor is asked for.
+#[derive(Debug, Clone)]
+pub struct Planned<'s> {
+    pub slot: &'s Slot,
+    pub attempt: u32,
+    /// Why it repeats an earlier attempt.
+    pub rerun_reason: Option<RerunReason>,
+}
+
 /// Executes attempts of a sealed plan's slots.
 pub trait Executor {
     /// Executes attempt `attempt` of `slot`; `rerun_reason` says why it
@@ -68,6 +79,17 @@ pub trait Executor {
         attempt: u32,
         rerun_reason: Option<RerunReason>,
     ) -> Result<Executed, Halt>;
+
+    /// Executes one block's attempts at the same time, each on the CPU
+    /// group of its block position, started together (`design = "duet"`):
+    /// one [`Executed`] per attempt, in order. An executor that cannot
+    /// refuses.
+    fn run_duet(&mut self, runs: &[Planned<'_>]) -> Result<Vec<Executed>, Halt> {
+        let _ = runs;
+        Err(Halt::Broken(anyhow::anyhow!(
+            "this executor cannot run `design = \"duet\"` blocks; run the plan on one machine with the local executor"
+        )))
+    }
 }
 
 /// What a local execution needs besides the plan.
@@ -96,6 +118,8 @@ pub struct LocalExecutor<'a> {
     binary: HashedFile,
     /// The CPUs the quiescence gate watches: client and server.
     watched: Vec<usize>,
+    /// `gates.quiescence = "baseline"`: the machine before the first run.
+    baseline: Option<Baseline>,
     /// Local targets serve the whole execution; dropping them stops them.
     servers: LocalServers,
     /// With `network.placement = "netns"`: the namespace the servers run
@@ -109,7 +133,10 @@ impl<'a> LocalExecutor<'a> {
     /// CPUs. Read anything about the whole machine before this.
     pub fn placement(plan: &SealedPlan) -> anyhow::Result<Placement> {
         let needs_server = LocalServers::needed(plan.spec.arms.iter().map(|a| &a.target));
-        let placement = Placement::resolve(plan.spec.cpus.as_ref(), needs_server)?;
+        let mut placement = Placement::resolve(plan.spec.cpus.as_ref(), needs_server)?;
+        if plan.spec.design == Design::Duet {
+            placement = placement.split_duet(plan.spec.arms.len(), plan.spec.cpus.is_none())?;
+        }
         placement::pin_current(&placement.runner)
             .with_context(|| format!("cannot pin the supervisor to CPUs {:?}", placement.runner))?;
         Ok(placement)
@@ -160,12 +187,19 @@ impl<'a> LocalExecutor<'a> {
         } else {
             LocalServers::default()
         };
-        let watched = placement
+        let mut watched: Vec<usize> = placement
             .client
             .iter()
             .chain(&placement.server)
+            .chain(placement.duet.iter().flatten())
             .copied()
             .collect();
+        watched.sort_unstable();
+        watched.dedup();
+        // Measured after the servers started: their idle cost is part of
+        // the machine every run meets.
+        let baseline = (plan.spec.gates.quiescence == QuiescenceRule::Baseline)
+            .then(|| gates::baseline(&watched, &plan.spec.gates));
         Ok(LocalExecutor {
             plan,
             settings,
@@ -173,6 +207,7 @@ impl<'a> LocalExecutor<'a> {
             exe,
             binary,
             watched,
+            baseline,
             servers,
             network,
         })
@@ -189,22 +224,31 @@ impl<'a> LocalExecutor<'a> {
     fn gate(&self, slot: &Slot) -> Result<Quiescence, Halt> {
         let gate = &self.plan.spec.gates;
         let interrupt = &self.settings.interrupt;
-        let quiescence =
-            gates::quiescence(&self.watched, gate, gate.on_fail == OnFail::Wait, &|| {
-                interrupt.signal().is_some()
-            });
+        let quiescence = gates::quiescence(
+            &self.watched,
+            gate,
+            self.baseline,
+            gate.on_fail == OnFail::Wait,
+            &|| interrupt.signal().is_some(),
+        );
         if let Some(signal) = interrupt.signal() {
             return Err(Halt::Interrupted(signal));
         }
         if !quiescence.passed && gate.on_fail == OnFail::Abort {
+            let (busy, load) = (gate.quiescence_busy_pct, gate.quiescence_load_per_cpu);
+            let why = match (quiescence.baseline, quiescence.mean_busy_pct) {
+                (Some(b), Some(mean)) => format!(
+                    "mean busy {mean:.0}% > the baseline's {:.0}% + {busy}%, or runnable tasks {:.2}/cpu > {:.2} + {load}",
+                    b.busy_pct, quiescence.load_per_cpu, b.load_per_cpu
+                ),
+                _ => format!(
+                    "busy {:.0}% > {busy}% or runnable tasks {:.2}/cpu > {load}",
+                    quiescence.busy_pct, quiescence.load_per_cpu
+                ),
+            };
             return Err(Halt::GateAbort(format!(
-                "quiescence gate failed before slot {} (busy {:.0}% > {}% or runnable tasks {:.2}/cpu > {}) after {:.0} s; the campaign stops (`gates.on_fail = \"abort\"`): resume it when the machine is quiet",
-                slot.slot,
-                quiescence.busy_pct,
-                gate.quiescence_busy_pct,
-                quiescence.load_per_cpu,
-                gate.quiescence_load_per_cpu,
-                quiescence.waited_s
+                "quiescence gate failed before slot {} ({why}) after {:.0} s; the campaign stops (`gates.on_fail = \"abort\"`): resume it when the machine is quiet",
+                slot.slot, quiescence.waited_s
             )));
         }
         Ok(quiescence)
@@ -215,7 +259,7 @@ impl<'a> LocalExecutor<'a> {
     /// unhealthy after is not trusted.
     /// With a namespace, the link takes the arm's shape first and its
     /// counters are read just before and after the worker.
-    fn run_checked(&self, slot: &Slot, client: &mut Client) -> Checked {
+    fn run_checked(&self, slot: &Slot, client: &mut Client, cpus: &[usize]) -> Checked {
         let before = self.health_before(client);
         let sample = self
             .network
@@ -235,7 +279,7 @@ impl<'a> LocalExecutor<'a> {
                 ))),
                 None,
             ),
-            (None, Ok(sample)) => (self.spawn(client), sample),
+            (None, Ok(sample)) => (self.spawn(client, cpus), sample),
         };
         let link = match (&self.network, sample) {
             (Some(n), Some(sample)) => n.after_run(sample).ok(),
@@ -284,20 +328,17 @@ impl<'a> LocalExecutor<'a> {
         }
     }
 
-    /// Runs the attempt's child: a worker, or the process arm's program.
-    fn spawn(&self, client: &Client) -> Result<RunResult, Halt> {
+    /// Runs the attempt's child, pinned to `cpus`: a worker, or the process
+    /// arm's program.
+    fn spawn(&self, client: &Client, cpus: &[usize]) -> Result<RunResult, Halt> {
         let timeout_s = self.plan.spec.gates.run_timeout_s;
         match client {
-            Client::Worker(spec) => spawn_worker(
-                &self.exe,
-                spec,
-                &self.placement.client,
-                timeout_s,
-                &self.settings.interrupt,
-            ),
+            Client::Worker(spec) => {
+                spawn_worker(&self.exe, spec, cpus, timeout_s, &self.settings.interrupt)
+            }
             Client::Process(job) => super::process::run(
                 job,
-                &self.placement.client,
+                cpus,
                 timeout_s,
                 &self.settings.interrupt,
                 Some(&self.binary),
@@ -315,37 +356,59 @@ struct Checked {
     link: Option<LinkRun>,
 }
 
-impl Executor for LocalExecutor<'_> {
-    fn run(
-        &mut self,
-        slot: &Slot,
-        attempt: u32,
-        rerun_reason: Option<RerunReason>,
-    ) -> Result<Executed, Halt> {
-        let quiescence = self.gate(slot)?;
-        let mut client = match ProcessJob::of(self.plan, slot)? {
+impl LocalExecutor<'_> {
+    /// The client of `slot`'s attempt: its worker's instructions, or its
+    /// process arm's job.
+    fn client(&self, slot: &Slot) -> Result<Client, Halt> {
+        Ok(match ProcessJob::of(self.plan, slot)? {
             Some(job) => Client::Process(Box::new(job)),
             None => {
                 let mut spec = run_spec(self.plan, slot, &self.settings)?;
                 spec.binary = Some(self.binary.clone());
                 Client::Worker(Box::new(spec))
             }
-        };
-        let started_unix_ms = unix_ms();
-        let t0 = Instant::now();
-        let probe = Probe::start();
+        })
+    }
+}
+
+/// What every attempt of one start shares: its gate, and its clocks.
+struct Start {
+    quiescence: Quiescence,
+    started_unix_ms: u64,
+    t0: Instant,
+    probe: Probe,
+}
+
+impl Start {
+    fn now(quiescence: Quiescence) -> Start {
+        Start {
+            quiescence,
+            started_unix_ms: unix_ms(),
+            t0: Instant::now(),
+            probe: Probe::start(),
+        }
+    }
+
+    /// The stored attempt of `planned`, run on `cpus` as `checked` says.
+    fn executed(
+        &self,
+        planned: &Planned<'_>,
+        checked: Checked,
+        cpus: &[usize],
+        duet: Option<DuetRun>,
+    ) -> Result<Executed, Halt> {
         let Checked {
             outcome,
             health,
             link,
-        } = self.run_checked(slot, &mut client);
+        } = checked;
         // Within a run, `Broken` is the run's own failure: stored, not fatal.
         let (status, reason, mut result) = match outcome {
             Ok(result) => (RunStatus::Ok, None, Some(result)),
             Err(Halt::Broken(e)) => (RunStatus::Failed, Some(format!("{e:#}")), None),
             Err(halt) => return Err(halt),
         };
-        let telemetry = probe.finish(&self.placement.client);
+        let telemetry = self.probe.finish(cpus);
         let histogram = result.as_mut().and_then(|r| r.histogram.take());
         let profile_svg = result.as_mut().and_then(|r| r.profile_svg.take());
         let histogram = histogram
@@ -357,26 +420,117 @@ impl Executor for LocalExecutor<'_> {
             .context("the worker sent a malformed histogram")?;
         Ok(Executed {
             record: RunRecord {
-                slot: slot.clone(),
-                attempt,
+                slot: planned.slot.clone(),
+                attempt: planned.attempt,
                 status,
                 reason,
-                rerun_reason,
+                rerun_reason: planned.rerun_reason.clone(),
                 result,
-                gate_flagged: !quiescence.passed,
-                quiescence,
+                gate_flagged: !self.quiescence.passed,
+                quiescence: self.quiescence.clone(),
                 telemetry,
                 health,
                 link,
-                pinned: self.placement.client.clone(),
-                started_unix_ms,
-                wall_s: t0.elapsed().as_secs_f64(),
+                pinned: cpus.to_vec(),
+                started_unix_ms: self.started_unix_ms,
+                wall_s: self.t0.elapsed().as_secs_f64(),
                 host: None,
                 server_host: None,
+                duet,
             },
             histogram,
             profile_svg,
         })
+    }
+}
+
+impl Executor for LocalExecutor<'_> {
+    fn run(
+        &mut self,
+        slot: &Slot,
+        attempt: u32,
+        rerun_reason: Option<RerunReason>,
+    ) -> Result<Executed, Halt> {
+        let start = Start::now(self.gate(slot)?);
+        let mut client = self.client(slot)?;
+        let checked = self.run_checked(slot, &mut client, &self.placement.client);
+        let planned = Planned {
+            slot,
+            attempt,
+            rerun_reason,
+        };
+        start.executed(&planned, checked, &self.placement.client, None)
+    }
+
+    fn run_duet(&mut self, runs: &[Planned<'_>]) -> Result<Vec<Executed>, Halt> {
+        let groups = &self.placement.duet;
+        let Some(first) = runs.first() else {
+            return Ok(Vec::new());
+        };
+        if groups.is_empty() {
+            return Err(Halt::Broken(anyhow::anyhow!(
+                "the placement has no duet CPU groups; this is a bug in blocklab's placement"
+            )));
+        }
+        let barrier = super::duet::Barrier::bind(runs.len())?;
+        let mut clients = Vec::with_capacity(runs.len());
+        for planned in runs {
+            let mut client = self.client(planned.slot)?;
+            if let Client::Worker(spec) = &mut client {
+                spec.start_barrier = Some(barrier.path().to_owned());
+            }
+            clients.push(client);
+        }
+        let cpus_of =
+            |planned: &Planned<'_>| &groups[planned.slot.position as usize % groups.len()];
+        let start = Start::now(self.gate(first.slot)?);
+        let deadline = start.t0 + Duration::from_secs_f64(self.plan.spec.gates.run_timeout_s);
+        let ended = AtomicUsize::new(0);
+        let this = &*self;
+        let (checked, skew) = std::thread::scope(|scope| {
+            let handles: Vec<_> = clients
+                .iter_mut()
+                .zip(runs)
+                .map(|(client, planned)| {
+                    let ended = &ended;
+                    scope.spawn(move || {
+                        let checked = this.run_checked(planned.slot, client, cpus_of(planned));
+                        ended.fetch_add(1, Ordering::SeqCst);
+                        checked
+                    })
+                })
+                .collect();
+            let interrupt = &this.settings.interrupt;
+            // A run that ended before the release can never arrive.
+            let skew = barrier.hold(deadline, &|| {
+                ended.load(Ordering::SeqCst) > 0 || interrupt.signal().is_some()
+            });
+            let checked: Vec<Checked> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| Checked {
+                        outcome: Err(Halt::Broken(anyhow::anyhow!(
+                            "the thread running this duet run panicked"
+                        ))),
+                        health: None,
+                        link: None,
+                    })
+                })
+                .collect();
+            (checked, skew)
+        });
+        let skew_us = skew.ok().map(|d| d.as_secs_f64() * 1e6);
+        runs.iter()
+            .zip(checked)
+            .map(|(planned, checked)| {
+                let duet = DuetRun {
+                    group: planned.slot.position,
+                    runs: runs.len() as u32,
+                    release_skew_us: skew_us,
+                };
+                start.executed(planned, checked, cpus_of(planned), Some(duet))
+            })
+            .collect()
     }
 }
 
@@ -436,6 +590,7 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, settings: &Settings) -> anyhow::
             .profile
             .matches(slot)
             .then_some(settings.profile_hz),
+        start_barrier: None,
     })
 }
 

@@ -3,7 +3,7 @@
 //! pinned CPUs and OOM kills — plus the machine's environment for reports.
 
 use crate::plan::spec::GateSpec;
-use crate::record::gates::{Quiescence, Telemetry};
+use crate::record::gates::{Baseline, Quiescence, Telemetry};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -54,49 +54,101 @@ fn procs_running(stat: &str) -> Option<u64> {
         .ok()
 }
 
-/// Waits until `cpus` are nearly idle and the load is low, or the timeout
-/// passes (`wait_forever` ignores the timeout), or `stop` says to give up
-/// (an interrupted campaign must not wait out the gate first).
+/// What one gate window saw on the watched CPUs.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    max_busy_pct: f64,
+    mean_busy_pct: f64,
+    load_per_cpu: f64,
+}
+
+/// Samples the watched `cpus` over one gate window of `window`.
+fn sample(cpus: &[usize], window: Duration) -> Sample {
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // Runnable tasks are a snapshot: sample them across the window.
+    const SAMPLES: u32 = 5;
+    let before = cpu_times();
+    let mut runnable = 0.0;
+    for _ in 0..SAMPLES {
+        std::thread::sleep(window / SAMPLES);
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        // The reading thread is running while it reads.
+        runnable += procs_running(&stat).unwrap_or(1).saturating_sub(1) as f64;
+    }
+    let after = cpu_times();
+    let busy: Vec<f64> = cpus
+        .iter()
+        .filter_map(|c| {
+            let (b0, t0, _) = before.get(c)?;
+            let (b1, t1, _) = after.get(c)?;
+            let dt = t1.saturating_sub(*t0);
+            (dt > 0).then(|| 100.0 * b1.saturating_sub(*b0) as f64 / dt as f64)
+        })
+        .collect();
+    Sample {
+        max_busy_pct: busy.iter().copied().fold(0.0, f64::max),
+        mean_busy_pct: if busy.is_empty() {
+            0.0
+        } else {
+            busy.iter().sum::<f64>() / busy.len() as f64
+        },
+        load_per_cpu: runnable / f64::from(SAMPLES) / online,
+    }
+}
+
+fn window(gate: &GateSpec) -> Duration {
+    Duration::from_millis(gate.quiescence_window_ms.max(10))
+}
+
+/// The machine before the first run, for `gates.quiescence = "baseline"`:
+/// the medians of nine gate windows, so one burst while it is measured
+/// does not raise the bar for the whole campaign.
+pub fn baseline(cpus: &[usize], gate: &GateSpec) -> Baseline {
+    let samples: Vec<Sample> = (0..9).map(|_| sample(cpus, window(gate))).collect();
+    let median = |f: fn(&Sample) -> f64| {
+        let mut v: Vec<f64> = samples.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Baseline {
+        busy_pct: median(|s| s.mean_busy_pct),
+        load_per_cpu: median(|s| s.load_per_cpu),
+    }
+}
+
+/// Waits until `cpus` are nearly idle and the load is low — or, with a
+/// `baseline`, no busier than it by more than the thresholds — or the
+/// timeout passes (`wait_forever` ignores the timeout), or `stop` says to
+/// give up (an interrupted campaign must not wait out the gate first).
 pub fn quiescence(
     cpus: &[usize],
     gate: &GateSpec,
+    baseline: Option<Baseline>,
     wait_forever: bool,
     stop: &dyn Fn() -> bool,
 ) -> Quiescence {
     let start = Instant::now();
-    let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let window = Duration::from_millis(gate.quiescence_window_ms.max(10));
-    // Runnable tasks are a snapshot: sample them across the window.
-    const SAMPLES: u32 = 5;
     loop {
-        let before = cpu_times();
-        let mut runnable = 0.0;
-        for _ in 0..SAMPLES {
-            std::thread::sleep(window / SAMPLES);
-            let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-            // The reading thread is running while it reads.
-            runnable += procs_running(&stat).unwrap_or(1).saturating_sub(1) as f64;
-        }
-        let after = cpu_times();
-        let busy_pct = cpus
-            .iter()
-            .filter_map(|c| {
-                let (b0, t0, _) = before.get(c)?;
-                let (b1, t1, _) = after.get(c)?;
-                let dt = t1.saturating_sub(*t0);
-                (dt > 0).then(|| 100.0 * b1.saturating_sub(*b0) as f64 / dt as f64)
-            })
-            .fold(0.0, f64::max);
-        let load_per_cpu = runnable / f64::from(SAMPLES) / online;
-        let passed =
-            busy_pct <= gate.quiescence_busy_pct && load_per_cpu <= gate.quiescence_load_per_cpu;
+        let s = sample(cpus, window(gate));
+        let passed = match baseline {
+            None => {
+                s.max_busy_pct <= gate.quiescence_busy_pct
+                    && s.load_per_cpu <= gate.quiescence_load_per_cpu
+            }
+            Some(b) => {
+                s.mean_busy_pct <= b.busy_pct + gate.quiescence_busy_pct
+                    && s.load_per_cpu <= b.load_per_cpu + gate.quiescence_load_per_cpu
+            }
+        };
         let waited = start.elapsed();
         if passed || stop() || (!wait_forever && waited.as_secs_f64() >= gate.wait_timeout_s) {
             return Quiescence {
                 passed,
-                busy_pct,
-                load_per_cpu,
+                busy_pct: s.max_busy_pct,
+                load_per_cpu: s.load_per_cpu,
                 waited_s: waited.as_secs_f64(),
+                mean_busy_pct: baseline.map(|_| s.mean_busy_pct),
+                baseline,
             };
         }
     }
@@ -116,7 +168,7 @@ impl Probe {
         }
     }
 
-    pub fn finish(self, client: &[usize]) -> Telemetry {
+    pub fn finish(&self, client: &[usize]) -> Telemetry {
         let after = cpu_times();
         let (mut steal, mut busy, mut total) = (0u64, 0u64, 0u64);
         for c in client {

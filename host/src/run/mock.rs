@@ -3,7 +3,7 @@
 //! result unless the script says it fails or halts, and every call is
 //! recorded so a test can check what the supervisor asked for.
 
-use super::executor::{Executed, Executor, Halt};
+use super::executor::{Executed, Executor, Halt, Planned};
 use crate::plan::seal::Slot;
 use crate::record::result::{Cpu, Latency, RerunReason};
 use crate::record::{RunRecord, RunResult, RunStatus};
@@ -39,6 +39,8 @@ pub struct MockExecutor {
     pub cancel_after: Option<(usize, Arc<AtomicBool>)>,
     /// Every attempt asked for, in order.
     pub calls: Vec<Call>,
+    /// How many duets (blocks of runs started together) were asked for.
+    pub duets: usize,
 }
 
 impl MockExecutor {
@@ -110,5 +112,14 @@ impl Executor for MockExecutor {
             histogram: None,
             profile_svg: None,
         })
+    }
+
+    /// A duet's runs one after another: the mock has no CPUs to share, and
+    /// what the supervisor asks for is the same.
+    fn run_duet(&mut self, runs: &[Planned<'_>]) -> Result<Vec<Executed>, Halt> {
+        self.duets += 1;
+        runs.iter()
+            .map(|p| self.run(p.slot, p.attempt, p.rerun_reason.clone()))
+            .collect()
     }
 }

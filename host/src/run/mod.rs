@@ -9,6 +9,7 @@ pub mod batches;
 pub mod boundary;
 pub mod child;
 pub mod counters;
+pub mod duet;
 pub mod executor;
 pub mod gates;
 pub mod interrupt;

@@ -565,11 +565,8 @@ fn result(
         },
         client_runtime: None,
         histogram: Some(encode_histogram(&checked.latency)?),
-        batches: None,
-        profile: None,
-        profile_svg: None,
-        sched: None,
-        counts: None,
+        // No batches, profile, sched or counts: the protocol carries none.
+        ..RunResult::default()
     })
 }
 

@@ -12,6 +12,7 @@ use super::executor::{self, Executed, Executor, LocalExecutor};
 use super::interrupt::Interrupt;
 use super::profile::Selection;
 use crate::analysis::sequential_check;
+use crate::plan::duet::Design;
 use crate::plan::seal::{SealedPlan, Slot};
 use crate::record::gates::Environment;
 use crate::record::link::NetworkRecord;
@@ -193,8 +194,17 @@ fn walk(
         observe,
         stops: store.blob(id, Blob::Sequential.key())?.unwrap_or_default(),
     };
-    for slot in plan.schedule.iter().filter(|s| !finished.contains(&s.slot)) {
-        if let Some(outcome) = campaign.slot(executor, slot)? {
+    let unfinished: Vec<&Slot> = plan
+        .schedule
+        .iter()
+        .filter(|s| !finished.contains(&s.slot))
+        .collect();
+    // A duet runs a block's unfinished slots at once; otherwise one by one.
+    let together = |a: &&Slot, b: &&Slot| {
+        plan.spec.design == Design::Duet && a.workload == b.workload && a.block == b.block
+    };
+    for group in unfinished.chunk_by(together) {
+        if let Some(outcome) = campaign.slots(executor, group)? {
             return Ok(outcome);
         }
     }
@@ -214,15 +224,17 @@ struct Campaign<'a> {
 }
 
 impl Campaign<'_> {
-    /// Runs `slot` to its final attempt through `executor`, stores every
-    /// attempt, and lets the sequential rule look after a block's last
-    /// position. `Some` when the campaign ends here.
-    fn slot(
+    /// Runs `slots` (one, or a duet block's) to their final attempts
+    /// through `executor`, stores every attempt, and lets the sequential
+    /// rule look after a block's last position. `Some` when the campaign
+    /// ends here.
+    fn slots(
         &mut self,
         executor: &mut dyn Executor,
-        slot: &Slot,
+        slots: &[&Slot],
     ) -> anyhow::Result<Option<Outcome>> {
         let (store, id) = (self.store, self.id);
+        let slot = slots[slots.len() - 1];
         if let Some(signal) = self.options.interrupt.signal() {
             return self.interrupted(signal).map(Some);
         }
@@ -234,9 +246,19 @@ impl Campaign<'_> {
             store.set_status(id, CampaignStatus::Cancelled)?;
             return Ok(Some(Outcome::Stopped("cancelled".into())));
         }
-        let first = store.next_attempt(id, slot.slot)?;
         let plan = self.plan;
-        match attempts::run_slot(executor, slot, first, &plan.spec.gates, self)? {
+        let gates = &plan.spec.gates;
+        let end = if let [slot] = slots {
+            let first = store.next_attempt(id, slot.slot)?;
+            attempts::run_slot(executor, slot, first, gates, self)?
+        } else {
+            let firsts = slots
+                .iter()
+                .map(|s| store.next_attempt(id, s.slot))
+                .collect::<Result<Vec<_>, _>>()?;
+            attempts::run_duet(executor, slots, &firsts, gates, self)?
+        };
+        match end {
             SlotEnd::Done => {}
             SlotEnd::Interrupted(signal) => return self.interrupted(signal).map(Some),
             SlotEnd::Stop(why) => {
@@ -344,8 +366,18 @@ mod tests {
     }
 
     fn fixture(blocks: usize, extra: &str) -> Fixture {
+        fixture_of(blocks, "[measure]\nmeasured = 100\n", extra)
+    }
+
+    /// A duet of the two arms in window mode.
+    fn duet(blocks: usize, extra: &str) -> Fixture {
+        let head = "design = \"duet\"\n[measure]\nmode = \"window\"\nmeasured_s = 0.1\n";
+        fixture_of(blocks, head, extra)
+    }
+
+    fn fixture_of(blocks: usize, head: &str, extra: &str) -> Fixture {
         let text = format!(
-            "name = \"mock\"\nseed = 3\nblocks = {blocks}\nplugin = \"builtin\"\n[measure]\nmeasured = 100\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n{extra}"
+            "name = \"mock\"\nseed = 3\nblocks = {blocks}\nplugin = \"builtin\"\n{head}[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n{extra}"
         );
         let spec = crate::plan::spec::PlanSpec::parse(&text, &[]).unwrap();
         let plan =
@@ -537,5 +569,51 @@ mod tests {
         let mut resumed = MockExecutor::default();
         assert_eq!(f.walk(&mut resumed, &Options::default()), Outcome::Finished);
         assert!(resumed.calls.is_empty());
+    }
+
+    #[test]
+    fn a_duet_runs_each_block_as_one_start_of_all_its_arms() {
+        let f = duet(4, "");
+        let mut mock = MockExecutor::default();
+        assert_eq!(f.walk(&mut mock, &Options::default()), Outcome::Finished);
+        assert_eq!(mock.duets, 4);
+        let order: Vec<u32> = f.plan.schedule.iter().map(|s| s.slot).collect();
+        assert_eq!(mock.slots(), order);
+        assert_eq!(f.store.finished_slots(f.id).unwrap().len(), 8);
+    }
+
+    #[test]
+    fn a_failed_duet_run_reruns_its_whole_block_so_the_final_runs_started_together() {
+        let f = duet(2, "[gates]\nreruns = 1\n");
+        let mut mock = MockExecutor::default();
+        // Slot 1 is block 1's second run: its partner is slot 0.
+        mock.script.insert((1, 0), Scripted::Fail("boom".into()));
+        assert_eq!(f.walk(&mut mock, &Options::default()), Outcome::Finished);
+        assert_eq!(mock.duets, 3);
+        let stored: Vec<_> = f.stored().into_iter().filter(|r| r.0 < 2).collect();
+        assert_eq!(
+            stored,
+            [
+                (0, 0, None),
+                (
+                    0,
+                    1,
+                    Some("a duet partner failed in attempt 0, so the block ran again".into())
+                ),
+                (1, 0, None),
+                (1, 1, Some("attempt 0 failed: boom".into())),
+            ]
+        );
+        // The stored sentence reads back as the partner reason.
+        let runs = f.store.runs::<RunRecord>(f.id).unwrap();
+        let rerun = runs
+            .iter()
+            .find(|(k, _)| (k.slot, k.attempt) == (0, 1))
+            .unwrap();
+        assert_eq!(
+            rerun.1.rerun_reason,
+            Some(RerunReason::Partner { attempt: 0 })
+        );
+        assert_eq!(f.store.finished_slots(f.id).unwrap().len(), 4);
     }
 }

@@ -86,6 +86,10 @@ pub struct RunSpec {
     /// Sample a CPU profile of the measured window at this many Hz.
     #[serde(default)]
     pub profile_hz: Option<u32>,
+    /// A duet's start barrier: wait there, loaded, until every partner run
+    /// is loaded too, then warm up and measure ([`super::duet`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_barrier: Option<PathBuf>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -176,29 +180,61 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
     Ok(loaded)
 }
 
-/// Busy-waits `ns` nanoseconds (the injected slowdown of test arms).
-fn spin(ns: u64) {
+/// How many [`inject_loop`] iterations make one call of it take `ns`
+/// nanoseconds on this CPU when nothing preempts it. A call costs a + b·n
+/// (its fences and call, then b per iteration); each is the fastest of
+/// several timed trials, so a neighbour can only make a trial slower,
+/// never the count smaller. The busy wait of a test arm is this fixed
+/// amount of work, not a spin on the clock: reading the clock in the loop
+/// overshot short waits by the clock's own cost (an 8 ns wait measured
+/// 1.11-1.17x on a 0.4 us transaction, docs/benchmarks.md), and a
+/// preempted spin would end on time having done less.
+fn busy_iterations(ns: u64) -> u64 {
     if ns == 0 {
-        return;
+        return 0;
     }
-    let start = Instant::now();
-    while start.elapsed().as_nanos() < u128::from(ns) {
-        std::hint::spin_loop();
-    }
+    let fastest = |calls: u32, n: u64| {
+        (0..15)
+            .map(|_| {
+                let t0 = Instant::now();
+                for _ in 0..calls {
+                    inject_loop(n);
+                }
+                t0.elapsed().as_nanos() as f64 / f64::from(calls)
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    const LONG: u64 = 200_000;
+    let per_iteration = (fastest(1, LONG) / LONG as f64).max(1e-3);
+    let per_call = (fastest(1000, 1) - per_iteration).max(0.0);
+    ((ns as f64 - per_call) / per_iteration).round().max(1.0) as u64
 }
 
 /// Runs `n` iterations of a two-instruction loop (`dec`, `jnz`) that the
-/// compiler cannot remove or shorten: a test arm's known instruction
-/// count, 2 × `n` per transaction (plus the call's few).
+/// compiler cannot remove or shorten, between two `lfence`s: a test arm's
+/// known instruction count, 2 × `n` per transaction (plus the fences' and
+/// the call's few), and a known time, since the fences keep the
+/// processor from overlapping the loop with the transaction's own work
+/// (without them a 20-iteration loop hid almost entirely in a get100's
+/// out-of-order window).
 #[inline(never)]
 fn inject_loop(n: u64) {
     if n == 0 {
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: counts a register down to zero; touches nothing else.
+    // SAFETY: fences, then counts a register down to zero; touches nothing
+    // else.
     unsafe {
-        std::arch::asm!("2:", "dec {n}", "jnz 2b", n = inout(reg) n => _, options(nomem, nostack));
+        std::arch::asm!(
+            "lfence",
+            "2:",
+            "dec {n}",
+            "jnz 2b",
+            "lfence",
+            n = inout(reg) n => _,
+            options(nomem, nostack)
+        );
     }
     #[cfg(not(target_arch = "x86_64"))]
     for i in 0..n {
@@ -281,7 +317,6 @@ impl Driver<'_> {
     /// `intended` start, so time spent queued behind a slow one is in it.
     fn step(&mut self, measured: bool, intended: Option<Instant>) -> anyhow::Result<()> {
         let t0 = Instant::now();
-        spin(self.inject.busy_ns);
         inject_loop(self.inject.loop_iterations);
         let result = self.instance.run(self.iteration);
         let end = Instant::now();
@@ -479,10 +514,10 @@ fn panicked(phase: &str, panic: &(dyn std::any::Any + Send)) -> anyhow::Error {
     anyhow::anyhow!("a worker thread panicked in {phase}: {message}; this is a bug in blocklab")
 }
 
-/// A test arm's work added to every transaction.
+/// A test arm's work added to every transaction: `inject_loop_iterations`
+/// plus `inject_busy_ns` as [`busy_iterations`] converts it.
 #[derive(Debug, Clone, Copy, Default)]
 struct Inject {
-    busy_ns: u64,
     loop_iterations: u64,
 }
 
@@ -524,6 +559,9 @@ struct Window {
     /// The window's software events, and the PMU's counts when counted.
     sched: Option<crate::machine::pmu::SchedCounts>,
     pmu: Option<crate::machine::pmu::PmuCounts>,
+    /// When the window started, µs since the epoch: a duet's runs' windows
+    /// are compared by it (one clock across processes).
+    started_unix_us: u64,
 }
 
 /// How the measured window is counted: the kernel's counters (opened
@@ -568,6 +606,22 @@ impl WindowCount {
     }
 }
 
+/// What comes last before the warmup: the test arm's injected loop count
+/// (calibrated here, outside any window), then a duet's start barrier.
+fn before_window(spec: &RunSpec) -> anyhow::Result<u64> {
+    let loop_iterations = spec.inject_loop_iterations + busy_iterations(spec.inject_busy_ns);
+    if let Some(path) = &spec.start_barrier {
+        super::duet::arrive(path)?;
+    }
+    Ok(loop_iterations)
+}
+
+fn unix_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
 /// Runs every worker's warmup and measured phases on its own thread and
 /// takes the window's clocks, CPU, allocations, client runtime and profile
 /// around the measured phase.
@@ -581,6 +635,7 @@ fn measure_all(
         Measure::Transactions { warmup, measured } => (warmup, measured),
         Measure::Window { .. } | Measure::Rate { .. } => (0, 0),
     };
+    let loop_iterations = before_window(spec)?;
     let barriers = Barriers::new(workers);
     let t_warm = Instant::now();
     let sampling = AtomicBool::new(true);
@@ -595,10 +650,7 @@ fn measure_all(
                     measured: split(measured_total, workers, i as u32),
                 };
                 let barriers = &barriers;
-                let inject = Inject {
-                    busy_ns: spec.inject_busy_ns,
-                    loop_iterations: spec.inject_loop_iterations,
-                };
+                let inject = Inject { loop_iterations };
                 let measure = spec.measure;
                 let schedule = worker_schedule(spec, i as u32);
                 scope.spawn(move || {
@@ -623,6 +675,7 @@ fn measure_all(
         let profiler = spec.profile_hz.map(Sampler::start).transpose();
         let usage = Usage::now();
         let alloc = AllocCount::now();
+        let started_unix_us = unix_us();
         let t0 = Instant::now();
         count.start();
         barriers.start.wait();
@@ -647,6 +700,7 @@ fn measure_all(
             samples: samples?,
             sched,
             pmu,
+            started_unix_us,
         })
     })
 }
@@ -948,6 +1002,7 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         counts: window
             .pmu
             .map(|p| super::counters::Counts::of_pmu(p, measured)),
+        window_started_unix_us: spec.start_barrier.as_ref().map(|_| window.started_unix_us),
     })
 }
 

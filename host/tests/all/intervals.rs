@@ -295,6 +295,38 @@ inject_busy_ns = 1000
     assert_eq!(aa["plan"]["arms"].as_array().unwrap().len(), 2);
     assert_eq!(aa["plan"]["arms"][1]["name"], "a-again");
     assert_eq!(aa["plan"]["seed"], 13);
+    // Every A/A campaign is placed on the whole machine, not on the runner
+    // CPUs the campaign before pinned the calibrating process to.
+    let cpus_of = |id: &str| {
+        let r = run(blocklab()
+            .args(["report", id, "--format", "json", "--data"])
+            .arg(&data));
+        assert!(r.ok, "{}", r.stderr);
+        let rep: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let cpus: std::collections::BTreeSet<String> = rep["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cpus"].to_string())
+            .collect();
+        cpus
+    };
+    assert_eq!(cpus_of("3"), cpus_of("1"));
+
+    // The planner sizes the plan from the stored calibration.
+    let planned = run(blocklab()
+        .args(["plan", "--target", "0.5", "--data"])
+        .arg(&data)
+        .arg(&p));
+    assert!(planned.ok, "{}", planned.stderr);
+    assert!(
+        planned
+            .stdout
+            .contains("design for ±50.00% from the latest calibration")
+            && planned.stdout.contains("run it: --set blocks="),
+        "{}",
+        planned.stdout
+    );
 
     // Recomputed from the stored campaigns: the same figures.
     let again = cal(&["--stored", "1-2", "--stored", "3"]);

@@ -8,6 +8,7 @@ mod counters;
 mod daemon;
 mod daemon_limits;
 mod daemon_support;
+mod duet;
 mod exit_codes;
 mod export;
 mod gate;

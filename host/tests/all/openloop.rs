@@ -38,6 +38,7 @@ fn worker_run(measure: Measure, target: TargetSpec, inject_busy_ns: u64) -> RunR
         adapters: Vec::new(),
         grants: Default::default(),
         profile_hz: None,
+        start_barrier: None,
     };
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("spec.json");

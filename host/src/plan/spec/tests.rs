@@ -1,0 +1,395 @@
+use super::*;
+use crate::statistic::MeasureMode;
+
+fn quick_with(overrides: &[&str]) -> anyhow::Result<PlanSpec> {
+    let quick = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quick.toml");
+    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    PlanSpec::load(&quick, &overrides)
+}
+
+/// quick.toml in rate mode: a 0.2 s window at `rate`, or swept.
+fn rate_plan(extra: &[&str]) -> anyhow::Result<PlanSpec> {
+    let mut o = vec!["measure.mode=\"rate\"", "measure.measured_s=0.2"];
+    o.extend_from_slice(extra);
+    quick_with(&o)
+}
+
+#[test]
+fn counters_count_every_run_or_a_counted_twin_beside_each_workload() {
+    let every = quick_with(&["measure.counters=\"callgrind\""]).unwrap();
+    assert_eq!(every.workloads.len(), 11);
+    let counted = every.counters_for(&every.workloads[0]).unwrap();
+    assert_eq!(counted.source, CounterSource::Callgrind);
+    assert!(!counted.cache_sim);
+    assert!(
+        every
+            .primary_statistics()
+            .contains(&Statistic::InstructionsPerTxn)
+    );
+
+    let beside = quick_with(&[
+        "measure.counters=\"callgrind\"",
+        "measure.counted=\"beside\"",
+        "measure.cache_sim=true",
+    ])
+    .unwrap();
+    let names: Vec<&str> = beside.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names.len(), 22, "{names:?}");
+    assert_eq!(&names[..2], ["grv", "grv:counted"]);
+    assert_eq!(beside.workloads[1].plugin_workload(), "grv");
+    assert_eq!(beside.counters_for(&beside.workloads[0]), None);
+    assert!(beside.counters_for(&beside.workloads[1]).unwrap().cache_sim);
+
+    // A plan without counters seals to the same text as before they existed.
+    let plain = quick_with(&[]).unwrap();
+    let text = toml::to_string(&plain).unwrap();
+    for key in ["counters", "counted", "cache_sim", "inject_loop_iterations"] {
+        assert!(!text.contains(key), "{key} in {text}");
+    }
+}
+
+#[test]
+fn counter_keys_that_cannot_apply_are_refused_naming_the_fix() {
+    let e = |o: &[&str]| format!("{:#}", quick_with(o).unwrap_err());
+    let stray = e(&["measure.cache_sim=true"]);
+    assert!(
+        stray.contains("`measure.cache_sim` is set but `measure.counters` is not"),
+        "{stray}"
+    );
+    let pmu_cache = e(&["measure.counters=\"pmu\"", "measure.cache_sim=true"]);
+    assert!(
+        pmu_cache.contains("set `measure.counters = \"callgrind\"`"),
+        "{pmu_cache}"
+    );
+    let rate = e(&[
+        "measure.counters=\"callgrind\"",
+        "measure.mode=\"rate\"",
+        "measure.measured_s=0.2",
+        "measure.rate=100",
+    ]);
+    assert!(
+        rate.contains("cannot keep `measure.mode = \"rate\"`"),
+        "{rate}"
+    );
+    let unknown = e(&["measure.counters=\"perf\""]);
+    assert!(unknown.contains("unknown variant `perf`"), "{unknown}");
+}
+
+#[test]
+fn a_rate_sweep_is_a_factor_crossed_with_arms_under_names_that_say_the_rate() {
+    let plan = rate_plan(&["measure.rates=[1000, 2500.5]"]).unwrap();
+    let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names.len(), 22, "{names:?}");
+    assert_eq!(&names[..2], ["grv@1000", "grv@2500.5"]);
+    let w = &plan.workloads[1];
+    assert_eq!((w.plugin_workload(), w.rate), ("grv", Some(2500.5)));
+    match plan.measure_for(w).unwrap() {
+        Measure::Rate {
+            rate_per_s,
+            arrival,
+            measured_s,
+            ..
+        } => assert_eq!(
+            (rate_per_s, arrival, measured_s),
+            (2500.5, Arrival::Constant, 0.2)
+        ),
+        other => panic!("{other:?}"),
+    }
+    // The sealed spec parses back to the same workloads: no second sweep.
+    let text = toml::to_string(&plan).unwrap();
+    assert_eq!(
+        PlanSpec::parse(&text, &[]).unwrap().workloads,
+        plan.workloads
+    );
+}
+
+#[test]
+fn rate_mode_refuses_a_missing_or_impossible_rate_and_stray_rate_keys() {
+    let e = format!("{:#}", rate_plan(&[]).unwrap_err());
+    assert!(e.contains("set `measure.rate`"), "{e}");
+    let own = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmode = \"rate\"\nmeasured_s = 0.1\n[[workloads]]\nname = \"grv\"\nrate = -1.0\n[[arms]]\nname = \"a\"\nbaseline = true\n";
+    let e = format!("{:#}", PlanSpec::parse(own, &[]).unwrap_err());
+    assert!(e.contains("in workload `grv`: `rate = -1`"), "{e}");
+    for bad in ["measure.rate=0", "measure.rate=-5", "measure.rate=1e12"] {
+        let e = format!("{:#}", rate_plan(&[bad]).unwrap_err());
+        assert!(
+            e.contains("out of range") && e.contains("10000000"),
+            "{bad}: {e}"
+        );
+    }
+    let e = format!("{:#}", rate_plan(&["measure.rates=[100, 0]"]).unwrap_err());
+    assert!(e.contains("`measure.rates = 0` is out of range"), "{e}");
+    let e = format!("{:#}", quick_with(&["measure.rate=100"]).unwrap_err());
+    assert!(
+        e.contains("`rate` is set") && e.contains("measure.mode = \"rate\""),
+        "{e}"
+    );
+    let e = format!(
+        "{:#}",
+        quick_with(&["measure.arrival=\"poisson\""]).unwrap_err()
+    );
+    assert!(e.contains("`arrival` is set"), "{e}");
+    let e = format!(
+        "{:#}",
+        rate_plan(&["measure.rate=100", "measure.arrival=\"bursty\""]).unwrap_err()
+    );
+    assert!(e.contains("bursty") && e.contains("poisson"), "{e}");
+    let plan = rate_plan(&["measure.rate=100", "measure.arrival=\"poisson\""]).unwrap();
+    assert_eq!(plan.workloads.len(), 11);
+    assert!(matches!(
+        plan.measure_for(&plan.workloads[0]).unwrap(),
+        Measure::Rate {
+            rate_per_s: 100.0,
+            arrival: Arrival::Poisson,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn statistics_headline_chooses_the_headline_and_refuses_what_the_mode_lacks() {
+    let set = "statistics.headline=[\"batch_median_latency\", \"cpu_measured\"]";
+    let plan = quick_with(&[set]).unwrap();
+    assert_eq!(
+        plan.primary_statistics(),
+        vec!["batch_median_latency".to_owned(), "cpu_measured".to_owned()]
+    );
+    // A plan without the section serialises as before (hash unchanged)
+    // and keeps its mode's primary statistics.
+    let plain = quick_with(&[]).unwrap();
+    assert!(!toml::to_string(&plain).unwrap().contains("statistics"));
+    assert_eq!(
+        plain.primary_statistics(),
+        vec!["mean_latency", "cpu_process"]
+    );
+    for (bad, words) in [
+        (
+            "statistics.headline=[\"records_per_s\"]",
+            "does not compare",
+        ),
+        ("statistics.headline=[]", "is empty"),
+        (
+            "statistics.headline=[\"cpu_measured\", \"cpu_measured\"]",
+            "twice",
+        ),
+    ] {
+        let e = format!("{:#}", quick_with(&[bad]).unwrap_err());
+        assert!(e.contains(words), "{bad}: {e}");
+        assert!(e.contains("statistics.headline"), "{bad}: {e}");
+    }
+    let e = format!(
+        "{:#}",
+        quick_with(&["statistics.headline=[\"nope\"]"]).unwrap_err()
+    );
+    assert!(
+        e.contains("`nope` is not a statistic") && e.contains("statistics.headline"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_slo_statistic_is_written_as_the_rate_mode_statistic_it_bounds() {
+    use SloStatistic::*;
+    for s in [P50Latency, P99Latency, MeanLatency, ServiceP99Latency] {
+        assert_eq!(
+            serde_json::to_string(&s).unwrap(),
+            format!("\"{}\"", s.name())
+        );
+        assert!(Statistic::of_mode(MeasureMode::Rate).contains(&s.statistic()));
+    }
+}
+
+#[test]
+fn an_slo_needs_a_swept_rate_plan_a_latency_statistic_and_a_positive_bound() {
+    let slo = "measure.slo={ statistic = \"p99_latency\", max_ms = 2.0 }";
+    let plan = rate_plan(&["measure.rates=[1000, 2000]", slo]).unwrap();
+    let got = plan.measure.slo.unwrap();
+    assert_eq!((got.statistic, got.max_ms), (SloStatistic::P99Latency, 2.0));
+    assert!(plan.swept());
+    // Sealed and parsed back: the same objective, no second sweep.
+    let text = toml::to_string(&plan).unwrap();
+    assert_eq!(PlanSpec::parse(&text, &[]).unwrap().measure, plan.measure);
+    // A plan without one serialises as before (its hash is unchanged).
+    let plain = rate_plan(&["measure.rates=[1000, 2000]"]).unwrap();
+    assert!(!toml::to_string(&plain).unwrap().contains("slo"));
+    let e = format!("{:#}", quick_with(&[slo]).unwrap_err());
+    assert!(
+        e.contains("`slo` is set") && e.contains("measure.mode = \"rate\""),
+        "{e}"
+    );
+    let e = format!("{:#}", rate_plan(&["measure.rate=1000", slo]).unwrap_err());
+    assert!(
+        e.contains("`measure.slo` searches") && e.contains("measure.rates"),
+        "{e}"
+    );
+    for bad in ["0", "-1", "1e9"] {
+        let e = format!(
+            "{:#}",
+            rate_plan(&[
+                "measure.rates=[1000, 2000]",
+                &format!("measure.slo={{ statistic = \"p99_latency\", max_ms = {bad} }}"),
+            ])
+            .unwrap_err()
+        );
+        assert!(
+            e.contains("is not a usable bound") && e.contains("max_ms = 2.0"),
+            "{bad}: {e}"
+        );
+    }
+    let e = format!(
+        "{:#}",
+        rate_plan(&[
+            "measure.rates=[1000, 2000]",
+            "measure.slo={ statistic = \"throughput\", max_ms = 2 }",
+        ])
+        .unwrap_err()
+    );
+    assert!(e.contains("throughput") && e.contains("p99_latency"), "{e}");
+}
+
+#[test]
+fn a_slurm_executor_needs_a_spool_and_sane_options() {
+    let e = format!(
+        "{:#}",
+        quick_with(&["executor.kind=\"slurm\""]).unwrap_err()
+    );
+    assert!(e.contains("executor.spool") && e.contains("--spool"), "{e}");
+    let e = format!(
+        "{:#}",
+        quick_with(&["executor.partition=\"bench\""]).unwrap_err()
+    );
+    assert!(e.contains("executor.kind = \"slurm\""), "{e}");
+    let e = format!(
+        "{:#}",
+        quick_with(&[
+            "executor.kind=\"slurm\"",
+            "executor.spool=\"/s\"",
+            "executor.partition=\"a b\""
+        ])
+        .unwrap_err()
+    );
+    assert!(e.contains("executor.partition"), "{e}");
+    let e = format!(
+        "{:#}",
+        quick_with(&[
+            "executor.kind=\"slurm\"",
+            "executor.spool=\"/s\"",
+            "executor.nodelist=[\"n1\"]",
+            "executor.distinct_hosts=2"
+        ])
+        .unwrap_err()
+    );
+    assert!(e.contains("distinct_hosts = 2"), "{e}");
+    let ok = quick_with(&["executor.kind=\"slurm\"", "executor.spool=\"/s\""]).unwrap();
+    assert_eq!(ok.executor.kind, ExecutorKind::Slurm);
+}
+
+#[test]
+fn a_local_plan_seals_without_an_executor_key() {
+    // Plans sealed before `[executor]` existed keep their hash.
+    let spec = quick_with(&[]).unwrap();
+    let json = serde_json::to_value(&spec).unwrap();
+    assert!(json.get("executor").is_none(), "{json}");
+}
+
+/// The plans users copy must stay valid as the format evolves.
+#[test]
+fn every_example_plan_parses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            PlanSpec::load(&path, &[]).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            seen += 1;
+        }
+    }
+    assert!(seen >= 3, "examples/ should hold the documented plans");
+}
+
+#[test]
+fn set_overrides_nested_fields_and_is_typed() {
+    let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n";
+    let spec = PlanSpec::parse(
+        text,
+        &[
+            "measure.measured=500".into(),
+            "bootstrap.method=\"bca\"".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(spec.measure.measured, Some(500));
+    assert_eq!(spec.bootstrap.method, Method::Bca);
+    let err = PlanSpec::parse(text, &["measure.measured=lots".into()]).unwrap_err();
+    assert!(format!("{err:#}").contains("measured"), "{err:#}");
+    let err = PlanSpec::parse(text, &["nonsense".into()]).unwrap_err();
+    assert!(err.to_string().contains("is not PATH=VALUE"), "{err}");
+}
+
+/// A window-mode grpc plan with `network` and `arms` appended.
+fn grpc_plan(rest: &str) -> anyhow::Result<PlanSpec> {
+    let text = format!(
+        "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmode = \"window\"\nmeasured_s = 1.0\n[[workloads]]\nname = \"ingest\"\n{rest}"
+    );
+    PlanSpec::parse(&text, &[])
+}
+
+const LOCAL_ARMS: &str = "[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\n[[arms]]\nname = \"b\"\ntarget = { kind = \"grpc\", endpoint = \"local:grpc-ingest\" }\nlink = { rate_mbit = 10 }\n";
+
+#[test]
+fn links_need_a_namespace_and_a_local_target() {
+    // The arm link without `placement = "netns"`.
+    let e = grpc_plan(LOCAL_ARMS).unwrap_err().to_string();
+    assert!(
+        e.contains("arm `b` sets `link`") && e.contains("set `network.placement = \"netns\"`"),
+        "{e}"
+    );
+    let spec = grpc_plan(&format!("[network]\nplacement = \"netns\"\n{LOCAL_ARMS}")).unwrap();
+    let (a, b) = (&spec.arms[0], &spec.arms[1]);
+    assert_eq!(spec.link_for(a), None);
+    assert_eq!(spec.link_for(b).unwrap().rate_mbit, Some(10.0));
+    // Arms that differ only in their link are not the same arm.
+    assert!(spec.warnings().is_empty(), "{:?}", spec.warnings());
+    // The plan's link is every arm's that sets none.
+    let spec = grpc_plan(&format!(
+        "[network]\nplacement = \"netns\"\nlink = {{ rate_mbit = 1000 }}\n{LOCAL_ARMS}"
+    ))
+    .unwrap();
+    assert_eq!(
+        spec.link_for(&spec.arms[0]).unwrap().rate_mbit,
+        Some(1000.0)
+    );
+    // A namespace with nothing of ours to put in it.
+    let e = grpc_plan(
+        "[network]\nplacement = \"netns\"\n[[arms]]\nname = \"a\"\nbaseline = true\ntarget = { kind = \"grpc\", endpoint = \"http://127.0.0.1:9\" }\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no arm's target is one"), "{e}");
+    // Unknown link keys and out-of-range values name the key.
+    let e = grpc_plan(&format!(
+        "[network]\nplacement = \"netns\"\nlink = {{ rate = 10 }}\n{LOCAL_ARMS}"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("unknown field `rate`"), "{e}");
+    let e = grpc_plan(&format!(
+        "[network]\nplacement = \"netns\"\nlink = {{ delay_ms = -1 }}\n{LOCAL_ARMS}"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("`network.link.delay_ms = -1` is out of range"),
+        "{e}"
+    );
+}
+
+#[test]
+fn exactly_one_baseline_is_required() {
+    let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\n[[arms]]\nname = \"b\"\n";
+    let err = PlanSpec::parse(text, &[]).unwrap_err();
+    assert!(
+        err.to_string().contains("mark one with `baseline = true`"),
+        "{err}"
+    );
+}
