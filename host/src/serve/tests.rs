@@ -1067,6 +1067,49 @@ async fn every_answer_forbids_framing_and_sniffing() {
     );
 }
 
+/// Issue 32, item 6: `Host: localhost:80@evil.example`, a second `Host`
+/// and an absolute target naming another host were all answered.
+#[tokio::test]
+async fn a_disguised_second_or_absolute_foreign_host_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let (status, body) = call(
+        &s,
+        get_with_host("/api/health", "localhost:80@evil.example"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("localhost:80@evil.example")
+    );
+    let two = Request::get("/api/health")
+        .header(header::HOST, "localhost")
+        .header(header::HOST, "evil.example")
+        .body(Body::empty())
+        .unwrap();
+    let (status, body) = call(&s, two).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("more than one `Host`"),
+        "{body}"
+    );
+    let absolute = get_with_host("http://evil.example/api/health", "localhost");
+    let (status, body) = call(&s, absolute).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("`evil.example`"),
+        "{body}"
+    );
+    let ours = get_with_host("http://localhost:7878/api/health", "localhost:7878");
+    assert_eq!(call(&s, ours).await.0, StatusCode::OK);
+}
+
 /// DNS rebinding: a request naming another host is refused before any
 /// handler runs, with a message that says how to allow a name of ours.
 #[tokio::test]
