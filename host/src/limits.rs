@@ -68,6 +68,18 @@ pub const RATE_PER_S: f64 = 10_000_000.0;
 /// Most rates one sweep (`measure.rates`) lists.
 pub const RATES: usize = 64;
 
+/// Most transactions one run of transaction mode warms up or measures: a
+/// billion is hours of the fastest workload; 2^63 only ran into
+/// `run_timeout_s`.
+pub const TRANSACTIONS: u64 = 1_000_000_000;
+/// Highest `gates.quiescence_busy_pct`: a share of a CPU.
+pub const BUSY_PCT: f64 = 100.0;
+/// Highest `gates.quiescence_load_per_cpu`: far above any machine's load
+/// that is still worth measuring on.
+pub const LOAD_PER_CPU: f64 = 1000.0;
+/// Most tags on one campaign (`--tag`, `?tag=`).
+pub const TAGS: usize = 64;
+
 /// How long a daemon's client may take to send a request's head, and how
 /// long a kept-alive connection may wait for its next request, seconds.
 pub const DAEMON_HEADER_TIMEOUT_S: u64 = 10;
@@ -204,6 +216,26 @@ pub fn table() -> Vec<Row> {
             format!("0 to {LINK_DELAY_MS}"),
         ),
         row("`link.loss_pct`", "0", "0 to 100".to_owned()),
+        row(
+            "`measure.measured`, `measure.warmup` (transaction mode)",
+            "- (measured), 0 (warmup)",
+            format!("1 to {TRANSACTIONS} (measured), 0 to {TRANSACTIONS} (warmup)"),
+        ),
+        row(
+            "`gates.quiescence_busy_pct`",
+            "10",
+            format!("0 to {BUSY_PCT}"),
+        ),
+        row(
+            "`gates.quiescence_load_per_cpu`",
+            "0.5",
+            format!("0 to {LOAD_PER_CPU}"),
+        ),
+        row(
+            "tags on one campaign (`--tag`, `?tag=`)",
+            "-",
+            format!("{TAGS}"),
+        ),
         row(
             "daemon: sending a request head; a kept-alive connection's wait for the next",
             "-",
