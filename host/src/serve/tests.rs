@@ -501,6 +501,49 @@ async fn slow_clients_are_cut_off_and_connections_past_the_cap_wait() {
     server.abort();
 }
 
+/// Issue 32, item 6: the answers hyper writes itself to a request it cannot
+/// parse (414 for a 100 KB URI, 431 for 5,000 headers, 400 for a control
+/// character in `Idempotency-Key`) had empty bodies; every error is JSON.
+#[tokio::test]
+async fn requests_hyper_cannot_parse_get_json_errors() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(conn::serve(
+        listener,
+        app(state(dir.path())),
+        conn::Limits::default(),
+    ));
+    let long_uri = format!(
+        "GET /api/health?{} HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "a".repeat(100_000)
+    );
+    let many: String = (0..5000).map(|i| format!("X-{i}: a\r\n")).collect();
+    let many_headers = format!("GET /api/health HTTP/1.1\r\nHost: localhost\r\n{many}\r\n");
+    let control = "POST /api/campaigns HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: a\u{1}b\r\nContent-Length: 0\r\n\r\n".to_owned();
+    for (request, status, words) in [
+        (long_uri, "414", "URI is longer"),
+        (many_headers, "431", "more headers"),
+        (control, "400", "not valid HTTP/1.1"),
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        // The server may answer and close before it has read all of it.
+        let _ = stream.write_all(request.as_bytes()).await;
+        let said = until_closed(&mut stream, Duration::from_secs(30))
+            .await
+            .expect("answered");
+        let (head, body) = said
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("{said}"));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(head.contains("content-type: application/json"), "{head}");
+        let body: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert!(body["error"].as_str().unwrap().contains(words), "{body}");
+    }
+    server.abort();
+}
+
 /// Run events reach SSE subscribers as the supervisor reports them, with the
 /// `event` field the UI dispatches on.
 #[test]
