@@ -781,11 +781,21 @@ fn count(name: &str, value: i64) -> anyhow::Result<u64> {
     })
 }
 
+/// A program's `[value_ns, count]` pairs as a histogram, their total and
+/// the longest value as sent (the histogram clamps at an hour, and a check
+/// must quote what the program said, not the clamp).
+struct Recorded {
+    histogram: Histogram<u64>,
+    total_ns: u128,
+    longest_ns: u64,
+}
+
 /// `[value_ns, count]` pairs as a histogram; negative values or counts are
 /// refused.
-fn histogram(name: &str, pairs: &[(i64, i64)]) -> anyhow::Result<(Histogram<u64>, u128)> {
+fn histogram(name: &str, pairs: &[(i64, i64)]) -> anyhow::Result<Recorded> {
     let mut h = new_histogram()?;
     let mut total_ns: u128 = 0;
+    let mut longest_ns = 0;
     for &(value, n) in pairs {
         if value < 0 {
             bail!(
@@ -797,8 +807,15 @@ fn histogram(name: &str, pairs: &[(i64, i64)]) -> anyhow::Result<(Histogram<u64>
         // A transaction faster than the clock's tick is counted as 1 ns, as
         // blocklab's own client does.
         h.saturating_record_n((value as u64).max(1), n);
+        if n > 0 {
+            longest_ns = longest_ns.max(value as u64);
+        }
     }
-    Ok((h, total_ns))
+    Ok(Recorded {
+        histogram: h,
+        total_ns,
+        longest_ns,
+    })
 }
 
 /// What the host's clock allows a result.
@@ -859,7 +876,11 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         limits::name("a counter's name", name)?;
         count(&format!("counters.{name}"), *value)?;
     }
-    let (latency, total_ns) = histogram("latency_ns", &r.latency_ns)?;
+    let Recorded {
+        histogram: latency,
+        total_ns,
+        longest_ns,
+    } = histogram("latency_ns", &r.latency_ns)?;
     if latency.len() != measured - errors {
         bail!(
             "its result's `latency_ns` counts {} transactions, but it reports {measured} measured with {errors} errors (the counts must sum to measured minus errors)",
@@ -876,11 +897,16 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         )?),
         None => None,
     };
-    check_time(bounds, &latency, total_ns, open_loop.as_ref().map(|o| o.1))?;
+    check_time(
+        bounds,
+        longest_ns,
+        total_ns,
+        open_loop.as_ref().map(|o| o.1),
+    )?;
     let mut histograms = BTreeMap::new();
     for (name, pairs) in &r.histograms {
         limits::name("a histogram's name", name)?;
-        histograms.insert(name.clone(), histogram(name, pairs)?.0);
+        histograms.insert(name.clone(), histogram(name, pairs)?.histogram);
     }
     Ok(Checked {
         warmup,
@@ -900,11 +926,11 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
 /// the in-flight ones had (`service_ns`: rate mode's service times total).
 fn check_time(
     bounds: &Bounds,
-    latency: &Histogram<u64>,
+    longest_ns: u64,
     total_ns: u128,
     service_ns: Option<u128>,
 ) -> anyhow::Result<()> {
-    let longest_s = latency.max() as f64 / 1e9;
+    let longest_s = longest_ns as f64 / 1e9;
     if longest_s > bounds.lifetime_s + 1.0 {
         bail!(
             "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
@@ -959,7 +985,7 @@ fn check_open_loop(
             "its result gives `open_loop` scheduled = {scheduled}, started = {started}, late = {late} with measured = {measured}; a client reports late ≤ started ≤ scheduled and measures every transaction it started"
         );
     }
-    let (start_lag, _) = histogram("open_loop.start_lag_ns", &o.start_lag_ns)?;
+    let start_lag = histogram("open_loop.start_lag_ns", &o.start_lag_ns)?.histogram;
     if start_lag.len() != started {
         bail!(
             "its result's `open_loop.start_lag_ns` counts {} starts, but it reports {started} started (one lag per start)",
@@ -976,7 +1002,11 @@ fn check_open_loop(
             OpenLoop::LATE_US
         );
     }
-    let (service, service_ns) = histogram("open_loop.service_ns", &o.service_ns)?;
+    let Recorded {
+        histogram: service,
+        total_ns: service_ns,
+        ..
+    } = histogram("open_loop.service_ns", &o.service_ns)?;
     if service.len() != measured - errors {
         bail!(
             "its result's `open_loop.service_ns` counts {} transactions, but it reports {measured} measured with {errors} errors (the counts must sum to measured minus errors)",
@@ -1043,6 +1073,13 @@ mod tests {
         );
         let e = check(&r, &bounds(64.0)).err().unwrap().to_string();
         assert!(e.contains("cannot outlast the program"), "{e}");
+        // Issue 32, item 6: 9.2e18 ns was quoted as the histogram's clamp
+        // ("3601.330 s"), not as what the program sent.
+        let r = reported(
+            r#"{"warmup":0,"measured":1,"measured_s":1.0,"errors":0,"latency_ns":[[9200000000000000000,1]]}"#,
+        );
+        let e = check(&r, &bounds(64.0)).err().unwrap().to_string();
+        assert!(e.contains("longest latency is 9200000000.000 s"), "{e}");
     }
 
     fn rate(arrival: Arrival) -> Measure {
