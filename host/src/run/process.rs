@@ -876,33 +876,24 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         limits::name("a counter's name", name)?;
         count(&format!("counters.{name}"), *value)?;
     }
-    let Recorded {
-        histogram: latency,
-        total_ns,
-        longest_ns,
-    } = histogram("latency_ns", &r.latency_ns)?;
-    if latency.len() != measured - errors {
+    let latency = histogram("latency_ns", &r.latency_ns)?;
+    if latency.histogram.len() != measured - errors {
         bail!(
             "its result's `latency_ns` counts {} transactions, but it reports {measured} measured with {errors} errors (the counts must sum to measured minus errors)",
-            latency.len()
+            latency.histogram.len()
         );
     }
     let open_loop = match &bounds.schedule {
         Some((schedule, window_s)) => Some(check_open_loop(
             r,
             (measured, errors),
-            (&latency, total_ns),
+            (&latency.histogram, latency.total_ns),
             schedule,
             *window_s,
         )?),
         None => None,
     };
-    check_time(
-        bounds,
-        longest_ns,
-        total_ns,
-        open_loop.as_ref().map(|o| o.1),
-    )?;
+    check_time(bounds, &latency, open_loop.as_ref().map(|o| o.1))?;
     let mut histograms = BTreeMap::new();
     for (name, pairs) in &r.histograms {
         limits::name("a histogram's name", name)?;
@@ -915,7 +906,7 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         errors_by_kind,
         retries,
         counters: r.counters.clone(),
-        latency,
+        latency: latency.histogram,
         histograms,
         open_loop: open_loop.map(|o| o.0),
     })
@@ -924,13 +915,9 @@ fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
 /// Checks the result's times against the host's clock: no transaction
 /// outlasts the program, and no more time was spent in transactions than
 /// the in-flight ones had (`service_ns`: rate mode's service times total).
-fn check_time(
-    bounds: &Bounds,
-    longest_ns: u64,
-    total_ns: u128,
-    service_ns: Option<u128>,
-) -> anyhow::Result<()> {
-    let longest_s = longest_ns as f64 / 1e9;
+fn check_time(bounds: &Bounds, latency: &Recorded, service_ns: Option<u128>) -> anyhow::Result<()> {
+    let total_ns = latency.total_ns;
+    let longest_s = latency.longest_ns as f64 / 1e9;
     if longest_s > bounds.lifetime_s + 1.0 {
         bail!(
             "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
