@@ -13,7 +13,8 @@ use std::time::Duration;
 pub const PLAN_BYTES: u64 = 1 << 20;
 /// Most blocks per workload.
 pub const BLOCKS: usize = 10_000;
-/// A plugin component uploaded to a daemon (`POST /api/plugins`).
+/// Largest plugin or adapter component: a file a plan names, or one
+/// uploaded to a daemon (`POST /api/plugins`).
 pub const PLUGIN_BYTES: usize = 64 << 20;
 /// Most arms in one plan (a Williams square holds arms² entries).
 pub const ARMS: usize = 64;
@@ -67,6 +68,34 @@ pub const RATE_PER_S: f64 = 10_000_000.0;
 /// Most rates one sweep (`measure.rates`) lists.
 pub const RATES: usize = 64;
 
+/// Most transactions one run of transaction mode warms up or measures: a
+/// billion is hours of the fastest workload; 2^63 only ran into
+/// `run_timeout_s`.
+pub const TRANSACTIONS: u64 = 1_000_000_000;
+/// Highest `gates.quiescence_busy_pct`: a share of a CPU.
+pub const BUSY_PCT: f64 = 100.0;
+/// Highest `gates.quiescence_load_per_cpu`: far above any machine's load
+/// that is still worth measuring on.
+pub const LOAD_PER_CPU: f64 = 1000.0;
+/// Most tags on one campaign (`--tag`, `?tag=`).
+pub const TAGS: usize = 64;
+
+/// How long a daemon's client may take to send a request's head, and how
+/// long a kept-alive connection may wait for its next request, seconds.
+pub const DAEMON_HEADER_TIMEOUT_S: u64 = 10;
+/// Most connections a daemon keeps open at once (event streams included).
+pub const DAEMON_CONNECTIONS: usize = 256;
+/// Most plans a daemon seals (and plugin uploads it checks) at once.
+pub const DAEMON_SEALS: usize = 2;
+/// Most concurrent streams on one connection to the local ingest server,
+/// advertised as `SETTINGS_MAX_CONCURRENT_STREAMS` (about 12.5 KB each).
+pub const INGEST_STREAMS_PER_CONNECTION: u32 = 1024;
+/// The default and largest `idle_timeout_ms` of the local ingest server:
+/// how long a connection may take to send the HTTP/2 preface, and to
+/// answer a PING sent after that long without a frame.
+pub const DEFAULT_INGEST_IDLE_MS: u64 = 20_000;
+pub const INGEST_IDLE_MS: u64 = 3_600_000;
+
 /// Fastest link rate a plan may ask for, Mbit/s (100 Gbit/s).
 pub const LINK_RATE_MBIT: f64 = 100_000.0;
 /// Largest rate limiter bucket, KiB (1 GiB).
@@ -106,7 +135,7 @@ fn sizes() -> Vec<Row> {
             format!("{PLAN_BYTES} bytes"),
         ),
         row(
-            "uploaded plugin (`POST /api/plugins`)",
+            "plugin or adapter file, uploaded plugin (`POST /api/plugins`)",
             "-",
             format!("{PLUGIN_BYTES} bytes"),
         ),
@@ -211,6 +240,51 @@ fn links() -> Vec<Row> {
             format!("0 to {LINK_DELAY_MS}"),
         ),
         row("`link.loss_pct`", "0", "0 to 100".to_owned()),
+        row(
+            "`measure.measured`, `measure.warmup` (transaction mode)",
+            "- (measured), 0 (warmup)",
+            format!("1 to {TRANSACTIONS} (measured), 0 to {TRANSACTIONS} (warmup)"),
+        ),
+        row(
+            "`gates.quiescence_busy_pct`",
+            "10",
+            format!("0 to {BUSY_PCT}"),
+        ),
+        row(
+            "`gates.quiescence_load_per_cpu`",
+            "0.5",
+            format!("0 to {LOAD_PER_CPU}"),
+        ),
+        row(
+            "tags on one campaign (`--tag`, `?tag=`)",
+            "-",
+            format!("{TAGS}"),
+        ),
+        row(
+            "daemon: sending a request head; a kept-alive connection's wait for the next",
+            "-",
+            format!("{DAEMON_HEADER_TIMEOUT_S} s, then the connection is closed"),
+        ),
+        row(
+            "daemon: open connections",
+            "-",
+            format!("{DAEMON_CONNECTIONS}; more wait in the kernel's backlog"),
+        ),
+        row(
+            "daemon: plans sealed and plugin uploads checked at once",
+            "-",
+            format!("{DAEMON_SEALS}; more get 503"),
+        ),
+        row(
+            "ingest server: streams per connection (`SETTINGS_MAX_CONCURRENT_STREAMS`)",
+            "-",
+            format!("{INGEST_STREAMS_PER_CONNECTION}"),
+        ),
+        row(
+            "ingest server: `idle_timeout_ms` (the HTTP/2 preface; a PING's answer)",
+            "20000",
+            format!("1 to {INGEST_IDLE_MS}, then the connection is closed"),
+        ),
     ]
 }
 
@@ -256,19 +330,101 @@ pub fn show(x: f64) -> String {
 }
 
 /// Reads at most [`PLAN_BYTES`] of the file at `path` (a device such as
-/// `/dev/zero` never ends); more is refused naming the cap.
+/// `/dev/zero` never ends); more is refused naming the cap. Unlike the
+/// files a plan names ([`read_file`]), the plan itself may be a pipe
+/// (`blocklab plan <(generate)`): the user chose to read it, and typed it.
 pub fn read_plan(path: &Path) -> anyhow::Result<Vec<u8>> {
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot read plan `{}`", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(PLAN_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read plan `{}`", path.display()))?;
-    if bytes.len() as u64 > PLAN_BYTES {
-        bail!(
+    match read_to_cap(file, PLAN_BYTES, "plan files") {
+        Err(FileError::TooLarge { .. }) => bail!(
             "plan `{}` is larger than the cap of {PLAN_BYTES} bytes on plan files (plans are a few KiB; check that you passed the plan file)",
             path.display()
-        );
+        ),
+        read => read.with_context(|| format!("cannot read plan `{}`", path.display())),
+    }
+}
+
+/// What a file a user named is, when it is not a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Directory,
+    CharDevice,
+    BlockDevice,
+    Fifo,
+    Socket,
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileKind::Directory => "a directory",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+            FileKind::Fifo => "a FIFO (named pipe)",
+            FileKind::Socket => "a socket",
+        })
+    }
+}
+
+/// Why a file a user named (a plugin, an adapter, a process arm's input)
+/// was not read. The caller names the file: `cannot read plugin `…`: {this}`.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("it is {0}, not a regular file; name a file")]
+    NotRegular(FileKind),
+    #[error("it is larger than {cap} bytes, the cap on {what} (docs/limits.md)")]
+    TooLarge { cap: u64, what: &'static str },
+}
+
+/// Opens a file a user named for reading, refusing anything but a regular
+/// file. The open does not block (`O_NONBLOCK`: a FIFO without a writer
+/// would wait forever) and the check is on the opened descriptor, not the
+/// path, so a file swapped in between cannot slip through.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, FileError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    let special = if kind.is_file() {
+        return Ok(file);
+    } else if kind.is_dir() {
+        FileKind::Directory
+    } else if kind.is_char_device() {
+        FileKind::CharDevice
+    } else if kind.is_block_device() {
+        FileKind::BlockDevice
+    } else if kind.is_fifo() {
+        FileKind::Fifo
+    } else {
+        FileKind::Socket
+    };
+    Err(FileError::NotRegular(special))
+}
+
+/// Reads the whole regular file a user named, at most `cap` bytes (`what`
+/// names the cap in the refusal). Every plugin, adapter and upload is read
+/// through this: a device, a FIFO or a directory is refused at once, and
+/// no file costs more than its cap in memory.
+pub fn read_file(path: &Path, cap: u64, what: &'static str) -> Result<Vec<u8>, FileError> {
+    let file = open_regular(path)?;
+    if file.metadata()?.len() > cap {
+        return Err(FileError::TooLarge { cap, what });
+    }
+    // The size can still grow between the check and the read.
+    read_to_cap(file, cap, what)
+}
+
+/// Reads `file` to its end, refusing it past `cap` bytes.
+fn read_to_cap(file: std::fs::File, cap: u64, what: &'static str) -> Result<Vec<u8>, FileError> {
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(FileError::TooLarge { cap, what });
     }
     Ok(bytes)
 }

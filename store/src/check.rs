@@ -128,38 +128,18 @@ fn private_copy(dir: &Path) -> Result<tempfile::TempDir, StoreError> {
     Ok(copy)
 }
 
-fn is_read_only(e: &StoreError) -> bool {
-    match e {
-        StoreError::Sled(sled::Error::Io(io)) => matches!(
-            io.kind(),
-            std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
-        ),
-        _ => false,
-    }
-}
-
 impl Store {
     /// Opens an existing store for reading only: refuses a directory that
     /// holds no store ([`StoreError::NoStore`]) instead of creating one, and
-    /// where `dir` cannot be written (read-only media, another user's files)
-    /// opens a private copy instead. Writing through the returned store
-    /// fails with [`StoreError::ReadOnly`].
+    /// opens a private copy of it, so that nothing `dir` holds is ever
+    /// written. sled writes on every open (a snapshot, the log's tail after
+    /// a torn or damaged record), and such a write failing on a full disk
+    /// left the store failing its checksum for good (issue 32, item 2).
+    /// Writing through the returned store fails with
+    /// [`StoreError::ReadOnly`].
     pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
         Store::require_existing(dir)?;
-        match Store::open(dir) {
-            Err(e) if is_read_only(&e) => {
-                let copy = private_copy(dir)?;
-                let mut store = Store::open(copy.path())?;
-                store.path = dir.to_path_buf();
-                store.copy = Some(copy);
-                Ok(store)
-            }
-            Ok(mut store) => {
-                store.read_only = true;
-                Ok(store)
-            }
-            Err(e) => Err(e),
-        }
+        Store::open_copy(private_copy(dir)?, dir)
     }
 
     /// Opens an existing store to write to it (a resumed campaign), refusing
@@ -186,13 +166,7 @@ impl Store {
     /// snapshot is opened by replaying the log up to the damaged record.
     pub fn open_salvaged(dir: &Path) -> Result<Salvaged, StoreError> {
         Store::require_existing(dir)?;
-        let opened = |copy: tempfile::TempDir| -> Result<Store, StoreError> {
-            let mut store = Store::open(copy.path())?;
-            store.path = dir.to_path_buf();
-            store.copy = Some(copy);
-            Ok(store)
-        };
-        let damage = match opened(private_copy(dir)?) {
+        let damage = match Store::open_copy(private_copy(dir)?, dir) {
             Ok(store) => {
                 return Ok(Salvaged {
                     store,
@@ -203,15 +177,20 @@ impl Store {
             Err(StoreError::Damaged { at, .. }) => {
                 format!("sled found a record{at} that fails its checksum")
             }
+            Err(StoreError::Unreadable { detail, .. }) => detail,
             Err(e) => return Err(e),
         };
+        // Without its snapshot sled replays the log from the start, and
+        // without `conf` it writes a fresh one (blocklab never changes
+        // sled's configuration, so the fresh one is the one that was there).
         let copy = private_copy(dir)?;
-        let snapshots = std::fs::read_dir(copy.path()).map_err(|source| StoreError::Copy {
+        let entries = std::fs::read_dir(copy.path()).map_err(|source| StoreError::Copy {
             path: dir.to_path_buf(),
             source,
         })?;
-        for entry in snapshots.flatten() {
-            if entry.file_name().to_string_lossy().starts_with("snap.") {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("snap.") || name == "conf" {
                 std::fs::remove_file(entry.path()).map_err(|source| StoreError::Copy {
                     path: dir.to_path_buf(),
                     source,
@@ -219,10 +198,18 @@ impl Store {
             }
         }
         Ok(Salvaged {
-            store: opened(copy)?,
+            store: Store::open_copy(copy, dir)?,
             recovery: Recovery::LogReplayed,
             damage: Some(damage),
         })
+    }
+
+    /// Opens the private `copy` of the store at `dir`, named `dir` in every
+    /// error and as its path; the copy is deleted with the store.
+    fn open_copy(copy: tempfile::TempDir, dir: &Path) -> Result<Store, StoreError> {
+        let mut store = Store::open_as(copy.path(), dir)?;
+        store.copy = Some(copy);
+        Ok(store)
     }
 }
 

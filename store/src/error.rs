@@ -31,6 +31,18 @@ pub enum StoreError {
         at: String,
     },
 
+    /// sled cannot read the store back at all: a log it fails to replay
+    /// (sled 0.34 panics on some truncated ones), a configuration file
+    /// that no longer reads.
+    #[error(
+        "{what} is damaged: {detail}; `blocklab store check` says which campaigns still read, `blocklab store export-good --to NEW_DIR` copies them into a fresh store"
+    )]
+    Unreadable {
+        /// `the store `DIR``.
+        what: String,
+        detail: String,
+    },
+
     /// A command that only reads was pointed at a directory with no store.
     #[error("there is no blocklab store at `{path}`")]
     NoStore { path: PathBuf },
@@ -124,6 +136,17 @@ pub enum StoreError {
         slot: u32,
         total_runs: u32,
     },
+}
+
+impl StoreError {
+    /// Whether this is damage to the store's files (the recovery tools'
+    /// business), not a lock, a path or a disk that is full.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Damaged { .. } | StoreError::Unreadable { .. } | StoreError::Corrupt { .. }
+        )
+    }
 }
 
 impl From<sled::Error> for StoreError {

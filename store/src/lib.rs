@@ -10,6 +10,7 @@
 
 mod archive;
 mod check;
+mod contain;
 mod error;
 mod keys;
 
@@ -162,13 +163,11 @@ pub struct Store {
     profiles: sled::Tree,
     queue: sled::Tree,
     queued: sled::Tree,
-    /// Opened with [`Store::open_read_only`]: writes are refused.
-    read_only: bool,
-    /// The private copy this store was opened from (read-only media, a
-    /// salvaged store), deleted when the store is dropped; writes are
-    /// refused.
-    copy: Option<tempfile::TempDir>,
     calibrations: sled::Tree,
+    /// The private copy this store was opened from (a read-only open, a
+    /// salvaged store); writes are refused. Last, so that it is deleted
+    /// after sled has let go of every tree.
+    copy: Option<tempfile::TempDir>,
 }
 
 impl fmt::Debug for Store {
@@ -193,23 +192,30 @@ impl Store {
     /// its trees. A store held by another process gives
     /// [`StoreError::Locked`].
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        refuse_foreign_dir(dir)?;
-        let db = open_db(dir)?;
-        let found = read_schema_version(&db, dir)?;
+        Store::open_as(dir, dir)
+    }
+
+    /// [`Store::open`] of `dir`, named `shown` in every error and as its
+    /// [`Store::path`]: a private copy is named as the user's store it was
+    /// copied from, never as a temporary directory the user never saw.
+    pub(crate) fn open_as(dir: &Path, shown: &Path) -> Result<Store, StoreError> {
+        refuse_foreign_dir(dir, shown)?;
+        let db = open_db(dir, shown)?;
+        let found = read_schema_version(&db, shown)?;
         match found {
             Some(SCHEMA_VERSION) => {}
             Some(v) if v > SCHEMA_VERSION => {
                 return Err(StoreError::NewerSchema {
                     found: v,
                     supported: SCHEMA_VERSION,
-                    path: dir.to_path_buf(),
+                    path: shown.to_path_buf(),
                 });
             }
             // No released schema predates version 1; a migration from an
             // older version would run here and then rewrite the version.
             Some(v) => {
                 return Err(malformed(
-                    format!("the schema version of `{}`", dir.display()),
+                    format!("the schema version of `{}`", shown.display()),
                     format!("version {v} was never written by any blocklab release"),
                 ));
             }
@@ -217,7 +223,7 @@ impl Store {
         }
         let tree = |name: &str| db.open_tree(name);
         let store = Store {
-            path: dir.to_path_buf(),
+            path: shown.to_path_buf(),
             meta: tree(META)?,
             campaigns: tree(CAMPAIGNS)?,
             plans: tree(PLANS)?,
@@ -230,7 +236,6 @@ impl Store {
             queued: tree(QUEUED)?,
             calibrations: tree(CALIBRATIONS)?,
             db,
-            read_only: false,
             copy: None,
         };
         if found.is_none() {
@@ -641,7 +646,7 @@ impl Store {
     /// Refuses a write through a store opened for reading, before anything
     /// changes.
     fn writable(&self) -> Result<(), StoreError> {
-        if self.read_only || self.copy.is_some() {
+        if self.copy.is_some() {
             return Err(StoreError::ReadOnly {
                 path: self.path.clone(),
             });
@@ -714,14 +719,14 @@ fn tx_campaign(
 
 /// sled creates its files in any directory it is given; refuse to litter one
 /// that already holds something else (a mistyped `--data`).
-fn refuse_foreign_dir(dir: &Path) -> Result<(), StoreError> {
+fn refuse_foreign_dir(dir: &Path, shown: &Path) -> Result<(), StoreError> {
     let Ok(mut entries) = std::fs::read_dir(dir) else {
         // Missing (sled creates it) or unreadable (sled reports why).
         return Ok(());
     };
     if entries.next().is_some() && !dir.join("db").exists() {
         return Err(StoreError::NotAStore {
-            path: dir.to_path_buf(),
+            path: shown.to_path_buf(),
         });
     }
     Ok(())
@@ -733,12 +738,18 @@ fn refuse_foreign_dir(dir: &Path) -> Result<(), StoreError> {
 /// after the previous handle in this process was dropped.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-fn open_db(dir: &Path) -> Result<sled::Db, StoreError> {
+fn open_db(dir: &Path, shown: &Path) -> Result<sled::Db, StoreError> {
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
-        match sled::Config::new().path(dir).open() {
+        // sled 0.34.7 panics, instead of returning `Corruption`, on some
+        // truncated or overwritten logs (an index past its segment table;
+        // "tried to serialize Uninitialized" writing a snapshot): contained,
+        // that is damage like any other.
+        let opened = contain::panics(|| sled::Config::new().path(dir).open())
+            .unwrap_or_else(|panic| Err(sled::Error::ReportableBug(panic)));
+        match opened {
             Ok(db) => return Ok(db),
-            Err(e) => match classify_open_error(dir, e) {
+            Err(e) => match classify_open_error(shown, e) {
                 StoreError::Locked { .. } if std::time::Instant::now() < deadline => {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
@@ -765,6 +776,18 @@ fn classify_open_error(dir: &Path, e: sled::Error) -> StoreError {
         StoreError::Damaged {
             what: format!("the store `{}`", dir.display()),
             at: error::damaged_at(at),
+        }
+    } else if let sled::Error::ReportableBug(panic) = e {
+        StoreError::Unreadable {
+            what: format!("the store `{}`", dir.display()),
+            detail: format!("sled stopped with an internal error replaying its log: {panic}"),
+        }
+    } else if let sled::Error::Unsupported(why) = e {
+        // Our configuration never changes, so sled refusing the stored one
+        // means its file `conf` no longer reads.
+        StoreError::Unreadable {
+            what: format!("the store `{}`", dir.display()),
+            detail: format!("its configuration file `conf` does not read back: {why}"),
         }
     } else {
         StoreError::Sled(e)

@@ -44,7 +44,16 @@ pub(super) fn main(command: StoreCommand) -> anyhow::Result<ExitCode> {
         StoreCommand::ExportGood(args) => &args.data,
     };
     let dir = data.data.join("store");
-    let salvaged = blocklab_store::Store::open_salvaged(&dir).map_err(|e| no_store(e, data))?;
+    let salvaged = match blocklab_store::Store::open_salvaged(&dir) {
+        Ok(salvaged) => salvaged,
+        // Nothing of it opens: that is the damage these commands report,
+        // with their exit code, not an error of the command.
+        Err(e) if e.is_damage() => {
+            let _ = writeln!(std::io::stderr(), "error: {:#}", anyhow::Error::from(e));
+            return Ok(ExitCode::from(exit::FAILURES));
+        }
+        Err(e) => return Err(no_store(e, data)),
+    };
     let report = salvaged.check::<SealedPlan, RunRecord>();
     let data_word = shell_word(&data.data.to_string_lossy());
     match command {

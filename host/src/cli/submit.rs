@@ -72,15 +72,15 @@ pub(super) fn main(args: SubmitArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
-    let token = std::fs::read_to_string(&args.token_file)
+    // A token is 64 hex digits; the cap keeps `--token-file /dev/zero` bounded.
+    let token = crate::limits::read_file(&args.token_file, 4096, "token files")
         .with_context(|| {
             format!(
                 "cannot read the token file `{}`; copy `<data>/token` from the daemon's machine and pass it with `--token-file`",
                 args.token_file.display()
             )
-        })?
-        .trim()
-        .to_owned();
+        })?;
+    let token = String::from_utf8_lossy(&token).trim().to_owned();
     let daemon = Daemon::new(&args.daemon, Some(token))?;
     // Checked here too, so a typo fails before anything is uploaded.
     crate::plan::identity::parse_tags(args.tags.iter().map(String::as_str))?;

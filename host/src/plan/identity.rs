@@ -36,6 +36,11 @@ pub enum IdentityError {
     #[error("tag `{0}` is given twice: give each key once")]
     Duplicate(String),
     #[error(
+        "{0} tags are given; a campaign takes at most {max} (the cap on tags, docs/limits.md): keep the ones a series is told apart by",
+        max = crate::limits::TAGS
+    )]
+    TooMany(usize),
+    #[error(
         "testbed name `{0}` is empty, longer than 256 characters or has control characters: give printable text with `--testbed NAME` or BLOCKLAB_TESTBED"
     )]
     BadTestbed(String),
@@ -72,6 +77,10 @@ pub fn parse_tags<'a>(
     texts: impl IntoIterator<Item = &'a str>,
 ) -> Result<BTreeMap<String, String>, IdentityError> {
     let mut tags = BTreeMap::new();
+    let texts: Vec<&str> = texts.into_iter().collect();
+    if texts.len() > crate::limits::TAGS {
+        return Err(IdentityError::TooMany(texts.len()));
+    }
     for text in texts {
         let (key, value) = parse_tag(text)?;
         if tags.insert(key.clone(), value).is_some() {
@@ -197,6 +206,18 @@ impl fmt::Display for SeriesKey {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 32, item 6: 5,000 `tag=` parameters were taken in one post.
+    #[test]
+    fn more_tags_than_the_cap_are_refused() {
+        let texts: Vec<String> = (0..=crate::limits::TAGS)
+            .map(|i| format!("k{i}=v"))
+            .collect();
+        let err = super::parse_tags(texts.iter().map(String::as_str)).unwrap_err();
+        assert_eq!(err, super::IdentityError::TooMany(crate::limits::TAGS + 1));
+        assert!(err.to_string().contains("at most 64"), "{err}");
+        assert!(super::parse_tags(texts[1..].iter().map(String::as_str)).is_ok());
+    }
+
     use super::*;
 
     #[test]

@@ -12,12 +12,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-/// sha256 of a file, hex.
+/// sha256 of a file, hex. Only a regular file is read
+/// ([`crate::limits::open_regular`]): a FIFO or a device named as an input
+/// would never end.
 pub fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("cannot read input `{}`", path.display()))?;
+    let context = || format!("cannot read input `{}`", path.display());
+    let mut file = crate::limits::open_regular(path).with_context(context)?;
     let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
+    std::io::copy(&mut file, &mut hasher).with_context(context)?;
     Ok(hex::encode(hasher.finalize()))
 }
 

@@ -102,10 +102,7 @@ pub fn file_label(path: &Path) -> String {
 /// label (`kv-basic.wasm+kv-passthrough.wasm`) and the composed bytes.
 pub fn compose_files(workload: &Path, adapters: &[PathBuf]) -> anyhow::Result<(String, Vec<u8>)> {
     let read = |path: &Path| -> anyhow::Result<Vec<u8>> {
-        let bytes = std::fs::read(path).map_err(|source| super::wasm::PluginError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let bytes = super::wasm::read_plugin(path)?;
         super::wasm::check_header(&file_label(path), &bytes)?;
         Ok(bytes)
     };

@@ -39,10 +39,7 @@ pub fn inspect(
     limits: Limits,
     cache_dir: Option<PathBuf>,
 ) -> anyhow::Result<Inspection> {
-    let bytes = std::fs::read(path).map_err(|source| super::wasm::PluginError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let bytes = super::wasm::read_plugin(path)?;
     let file = super::compose::file_label(path);
     super::wasm::check_header(&file, &bytes)?;
     let mut types = Types::default();

@@ -7,6 +7,7 @@
 
 pub mod builtin;
 pub mod builtin_grpc;
+mod cache;
 pub mod compose;
 pub mod env;
 pub mod grants;

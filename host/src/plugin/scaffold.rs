@@ -147,12 +147,15 @@ pub fn build(dir: &Path, js_toolchain: Option<&Path>) -> anyhow::Result<PathBuf>
         return build_js(dir, js_toolchain);
     }
     let manifest = dir.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).with_context(|| {
-        format!(
-            "`{}` is not a plugin (no Cargo.toml, no app.js); scaffold one with `blocklab plugin new`",
-            dir.display()
-        )
-    })?;
+    // A manifest is a few KiB: the plan cap bounds a device named as one.
+    let bytes = crate::limits::read_file(&manifest, crate::limits::PLAN_BYTES, "manifests")
+        .with_context(|| {
+            format!(
+                "`{}` is not a plugin (no Cargo.toml, no app.js); scaffold one with `blocklab plugin new`",
+                dir.display()
+            )
+        })?;
+    let text = String::from_utf8_lossy(&bytes);
     let name = package_name(&text)
         .with_context(|| format!("`{}` has no `[package] name`", manifest.display()))?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

@@ -36,6 +36,20 @@ pub enum StoredError {
         "plugin `{text}` is not on this daemon; upload the component first with `POST /api/plugins` (what `blocklab submit` does)"
     )]
     Unknown { text: String },
+    #[error(
+        "plugin `{text}` on this daemon no longer has that hash: `{}` was changed on the daemon's disk (its sha256 is now {found}); upload the component again (`POST /api/plugins`, what `blocklab submit` does) to replace it",
+        path.display()
+    )]
+    Changed {
+        text: String,
+        path: PathBuf,
+        found: String,
+    },
+    #[error("cannot read the stored plugin `{}`: {error}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        error: crate::limits::FileError,
+    },
     #[error("cannot store the plugin in `{}`", path.display())]
     Io {
         path: PathBuf,
@@ -54,12 +68,14 @@ pub struct Stored {
 }
 
 /// Checks that `bytes` are a valid component and stores them in `dir`
-/// under their sha256. Idempotent; a file appears whole or not at all.
+/// under their sha256. Idempotent; a file appears whole or not at all. A
+/// stored file whose bytes no longer match its name is replaced: uploading
+/// the original again is how a damaged one is repaired.
 pub fn store(dir: &Path, bytes: &[u8]) -> Result<Stored, StoredError> {
     check_component(bytes)?;
     let sha256 = hex::encode(Sha256::digest(bytes));
     let path = path_of(dir, &sha256);
-    if path.exists() {
+    if path.exists() && sha256_of(&path).is_ok_and(|found| found == sha256) {
         return Ok(Stored {
             sha256,
             created: false,
@@ -116,13 +132,33 @@ pub fn resolve(dir: &Path, text: &str) -> Result<PathBuf, StoredError> {
         });
     }
     let path = path_of(dir, hex);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(StoredError::Unknown {
+    if !path.exists() {
+        return Err(StoredError::Unknown {
             text: text.to_owned(),
-        })
+        });
     }
+    // A file is trusted by its bytes, not its name: one changed on disk
+    // would otherwise run under the hash of what was uploaded.
+    let found = sha256_of(&path)?;
+    if found != hex {
+        return Err(StoredError::Changed {
+            text: text.to_owned(),
+            path,
+            found,
+        });
+    }
+    Ok(path)
+}
+
+/// The sha256 (hex) of the stored file at `path`, read within the cap on
+/// plugins.
+fn sha256_of(path: &Path) -> Result<String, StoredError> {
+    let bytes = crate::limits::read_file(path, crate::limits::PLUGIN_BYTES as u64, "plugin files")
+        .map_err(|error| StoredError::Unreadable {
+            path: path.to_path_buf(),
+            error,
+        })?;
+    Ok(hex::encode(Sha256::digest(bytes)))
 }
 
 /// A WebAssembly component that validates: the preamble first (the same
@@ -163,6 +199,31 @@ mod tests {
             resolve(dir.path(), &text).unwrap(),
             path_of(dir.path(), &first.sha256)
         );
+    }
+
+    /// Issue 32, item 5: a stored component changed on disk (still valid)
+    /// was sealed and run under its old name, and uploading the original
+    /// again answered `created: false` and left it so.
+    #[test]
+    fn a_changed_stored_plugin_is_refused_by_name_and_an_upload_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = wat::parse_str("(component)").unwrap();
+        let stored = store(dir.path(), &bytes).unwrap();
+        let path = path_of(dir.path(), &stored.sha256);
+        let other = wat::parse_str("(component (core module))").unwrap();
+        std::fs::write(&path, &other).unwrap();
+
+        let text = format!("sha256:{}", stored.sha256);
+        let err = resolve(dir.path(), &text).unwrap_err().to_string();
+        assert!(err.contains("no longer has that hash"), "{err}");
+        assert!(err.contains(&hex::encode(Sha256::digest(&other))), "{err}");
+        assert!(err.contains("upload the component again"), "{err}");
+
+        let again = store(dir.path(), &bytes).unwrap();
+        assert!(again.created, "the re-upload replaced the changed file");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        assert_eq!(resolve(dir.path(), &text).unwrap(), path);
+        assert!(!store(dir.path(), &bytes).unwrap().created);
     }
 
     #[test]

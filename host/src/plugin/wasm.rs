@@ -142,11 +142,12 @@ impl Default for Limits {
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
     #[error(
-        "cannot read plugin `{path}`: {source} (check the path; `make build` puts plugins in target/plugins/)"
+        "cannot read plugin `{path}`: {error} (check the path; `make build` puts plugins in target/plugins/)"
     )]
     Read {
         path: String,
-        source: std::io::Error,
+        // Not `source`: the message holds it, and `{:#}` would repeat it.
+        error: crate::limits::FileError,
     },
     #[error(
         "plugin `{0}` is not a WebAssembly file (it does not start with `\\0asm`); pass a component built with `cargo build --target wasm32-wasip2`"
@@ -196,7 +197,7 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<HostState>,
     grants: Grants,
-    cache_dir: Option<PathBuf>,
+    cache: Option<super::cache::Cache>,
     limits: Limits,
     ticker: Arc<Ticker>,
 }
@@ -316,15 +317,15 @@ impl Runtime {
             })
             .context("cannot start the epoch ticker thread")?;
 
-        if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the plugin cache `{}`", dir.display()))?;
-        }
+        let cache = match &cache_dir {
+            Some(dir) => Some(super::cache::Cache::open(dir)?),
+            None => None,
+        };
         Ok(Runtime {
             engine,
             linker,
             grants,
-            cache_dir,
+            cache,
             limits,
             ticker: Arc::new(Ticker(ticker_stop)),
         })
@@ -343,10 +344,7 @@ impl Runtime {
     /// the component at `path`.
     pub fn load(&self, path: &Path) -> anyhow::Result<Plugin> {
         let name = plugin_name(path);
-        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let bytes = read_plugin(path)?;
         self.load_bytes(&name, &bytes)
     }
 
@@ -413,12 +411,12 @@ impl Runtime {
     /// Compiles `bytes`, or deserializes them from the cache when an entry
     /// for this component and this engine exists and is intact.
     fn compile(&self, name: &str, bytes: &[u8], sha256: &str) -> anyhow::Result<(Component, bool)> {
-        let entry = self.cache_dir.as_ref().map(|dir| {
+        let entry = self.cache.as_ref().map(|cache| {
             let mut hasher = std::hash::DefaultHasher::new();
             self.engine
                 .precompile_compatibility_hash()
                 .hash(&mut hasher);
-            dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()))
+            cache.entry(sha256, hasher.finish())
         });
         if let Some(entry) = &entry
             && let Some(component) = self.read_cache(entry)
@@ -440,9 +438,13 @@ impl Runtime {
                 },
             }
         })?;
-        if let Some(entry) = &entry {
+        if let (Some(cache), Some(entry)) = (&self.cache, &entry) {
             // A cache that cannot be written costs only time: warn and go on.
-            if let Err(e) = write_cache(entry, &component) {
+            if let Err(e) = component
+                .serialize()
+                .map_err(anyhow::Error::from)
+                .and_then(|bytes| cache.write(entry, &bytes))
+            {
                 eprintln!(
                     "warning: cannot write the plugin cache `{}`: {e:#}",
                     entry.display()
@@ -453,28 +455,23 @@ impl Runtime {
     }
 
     fn read_cache(&self, entry: &Path) -> Option<Component> {
-        let serialized = std::fs::read(entry).ok()?;
-        let digest = std::fs::read_to_string(entry.with_extension("sha256")).ok()?;
-        if hex::encode(Sha256::digest(&serialized)) != digest.trim() {
-            return None;
-        }
+        let serialized = self.cache.as_ref()?.read(entry)?;
         // SAFETY: the bytes were written by `Component::serialize` of an engine
         // with the same compatibility hash (it is in the file name) and are
-        // unchanged since (their sha256 matches the one written beside them).
+        // unchanged since: their MAC, under the cache's key, checks
+        // (plugin/cache.rs).
         unsafe { Component::deserialize(&self.engine, &serialized) }.ok()
     }
 }
 
-fn write_cache(entry: &Path, component: &Component) -> anyhow::Result<()> {
-    let serialized = component.serialize().map_err(anyhow::Error::from)?;
-    let tmp = entry.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, &serialized)?;
-    std::fs::write(
-        entry.with_extension("sha256"),
-        hex::encode(Sha256::digest(&serialized)),
-    )?;
-    std::fs::rename(&tmp, entry)?;
-    Ok(())
+/// Reads the plugin or adapter file at `path` within the cap on plugins;
+/// a device, FIFO or directory is refused without waiting or reading.
+pub fn read_plugin(path: &Path) -> Result<Vec<u8>, PluginError> {
+    let cap = crate::limits::PLUGIN_BYTES as u64;
+    crate::limits::read_file(path, cap, "plugin files").map_err(|error| PluginError::Read {
+        path: path.display().to_string(),
+        error,
+    })
 }
 
 /// The initial memory size in the pooling allocator's refusal of a

@@ -186,6 +186,17 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| AppError::Internal(anyhow::anyhow!("a blocking task failed: {e}")))?
 }
 
+/// A place among the [`super::SEALS`] seals (or plugin checks) run at once,
+/// or 503: the rest of the blocking threads stay free for reads.
+fn seal_permit(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, AppError> {
+    state.0.seals.clone().try_acquire_owned().map_err(|_| {
+        AppError::Unavailable(format!(
+            "{} plans or plugin uploads are being checked, the daemon's limit; retry when one is done",
+            super::SEALS
+        ))
+    })
+}
+
 #[derive(Serialize, Deserialize, Clone, utoipa::ToSchema)]
 pub(super) struct Created {
     pub(super) id: CampaignId,
@@ -230,6 +241,7 @@ struct CreateQuery {
         (status = 403, description = "a process arm, and the daemon was not started with `--allow-process-arms`", body = ErrorBody),
         (status = 409, description = "the `Idempotency-Key` was already used for another plan or query", body = ErrorBody),
         (status = 413, description = "body over 1 MiB", body = ErrorBody),
+        (status = 503, description = "the daemon is sealing as many plans as it checks at once; retry", body = ErrorBody),
     ),
     security(("token" = []))
 )]
@@ -284,7 +296,9 @@ async fn create_campaign(
     let cache_dir = state.0.cache_dir.clone();
     let allow_process_arms = state.allows_process_arms();
     let plugins_dir = state.plugins_dir();
+    let permit = seal_permit(&state)?;
     let created = blocking(move || {
+        let _permit = permit;
         let sealed = seal_posted(&body, json, cache_dir, allow_process_arms, &plugins_dir)?;
         if let (Some(selection), Some(text)) = (&profile, &q.profile) {
             selection
@@ -363,6 +377,7 @@ pub(super) struct UploadedPlugin {
         (status = 400, description = "not a valid WebAssembly component", body = ErrorBody),
         (status = 401, description = "missing or wrong token; the message names the token file", body = ErrorBody),
         (status = 413, description = "body over the cap on plugin uploads (docs/limits.md)", body = ErrorBody),
+        (status = 503, description = "the daemon is checking as many plans and plugins as it does at once; retry", body = ErrorBody),
     ),
     security(("token" = []))
 )]
@@ -382,7 +397,9 @@ async fn upload_plugin(
     })?;
     let dir = state.plugins_dir();
     let size = body.len();
+    let permit = seal_permit(&state)?;
     let stored = blocking(move || {
+        let _permit = permit;
         crate::plugin::stored::store(&dir, &body).map_err(|e| match e {
             crate::plugin::stored::StoredError::Io { .. } => AppError::Internal(e.into()),
             e => AppError::bad_request(e.to_string()),

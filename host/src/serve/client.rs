@@ -187,8 +187,7 @@ impl Daemon {
 
     /// Uploads a component; returns its `sha256:` reference.
     pub fn upload_plugin(&self, path: &Path) -> anyhow::Result<String> {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("cannot read plugin `{}` the plan names", path.display()))?;
+        let bytes = crate::plugin::wasm::read_plugin(path)?;
         let answer = self
             .json("POST", "/api/plugins", Some(("application/wasm", &bytes)))
             .with_context(|| format!("cannot upload plugin `{}`", path.display()))?;

@@ -43,8 +43,13 @@ impl AllowedHosts {
         AllowedHosts { extra }
     }
 
-    /// Whether a `Host` value (name, optional port) is one of ours.
+    /// Whether a `Host` value (name, optional port) is one of ours. A value
+    /// that is not a plain `name[:port]` is not: `localhost:80@evil.example`
+    /// names `evil.example` to a browser.
     pub fn allows(&self, host: &str) -> bool {
+        if !is_plain_host(host) {
+            return false;
+        }
         let name = host_name(host).to_ascii_lowercase();
         LOOPBACK_NAMES.contains(&name.as_str()) || self.extra.contains(&name)
     }
@@ -58,22 +63,68 @@ fn host_name(host: &str) -> &str {
     host.rsplit_once(':').map_or(host, |(name, _)| name)
 }
 
+/// Whether `host` is `name[:port]` with a DNS name or IPv4 address
+/// (letters, digits, `.`, `-`) or a bracketed IPv6 address, and a port of
+/// digits: no user info, path or second colon.
+fn is_plain_host(host: &str) -> bool {
+    let (name, port) = match host.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((ip, after)) => {
+                if ip.parse::<std::net::Ipv6Addr>().is_err() {
+                    return false;
+                }
+                match after.strip_prefix(':') {
+                    Some(port) => (None, Some(port)),
+                    None if after.is_empty() => (None, None),
+                    None => return false,
+                }
+            }
+            None => return false,
+        },
+        None => match host.split_once(':') {
+            Some((name, port)) => (Some(name), Some(port)),
+            None => (Some(host), None),
+        },
+    };
+    let name_ok = name.is_none_or(|n| {
+        !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+    });
+    let port_ok =
+        port.is_none_or(|p| (1..=5).contains(&p.len()) && p.chars().all(|c| c.is_ascii_digit()));
+    name_ok && port_ok
+}
+
 /// Refuses a request whose `Host` is not ours (421), then adds the security
 /// headers to whatever answers it, keeping a policy a handler set itself.
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let host = request
+    let hosts: Vec<String> = request
         .headers()
-        .get(header::HOST)
-        .map(|h| h.to_str().unwrap_or("(not text)").to_owned());
-    let mut response = match host {
-        Some(h) if !state.0.allowed_hosts.allows(&h) => AppError::Misdirected(format!(
+        .get_all(header::HOST)
+        .iter()
+        .map(|h| h.to_str().unwrap_or("(not text)").to_owned())
+        // An absolute request target names a host too, and a proxy or a
+        // browser goes by it rather than by `Host`.
+        .chain(request.uri().authority().map(|a| a.as_str().to_owned()))
+        .collect();
+    let foreign = hosts.iter().find(|h| !state.0.allowed_hosts.allows(h));
+    let mut response = if request.headers().get_all(header::HOST).iter().count() > 1 {
+        // RFC 9112 §3.2: a request with more than one `Host` is a 400.
+        AppError::bad_request(
+            "the request has more than one `Host` header; send exactly one (`Host: localhost:PORT`)",
+        )
+        .into_response()
+    } else if let Some(h) = foreign {
+        AppError::Misdirected(format!(
             "this daemon does not answer to host `{}` (a guard against DNS rebinding); open it as http://127.0.0.1:PORT/ or http://localhost:PORT/, or restart it with `blocklab serve --allow-host {}` if that name is yours",
-            crate::limits::clip(&h),
-            crate::limits::clip(host_name(&h))
+            crate::limits::clip(h),
+            crate::limits::clip(host_name(h))
         ))
-        .into_response(),
+        .into_response()
+    } else {
         // A request without `Host` (HTTP/1.0, or tests) comes from no browser.
-        _ => next.run(request).await,
+        next.run(request).await
     };
     let headers = response.headers_mut();
     if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
@@ -121,6 +172,14 @@ mod tests {
             "127.0.0.1.nip.io",
             "[::2]:7878",
             "",
+            // Issue 32, item 6: user info, a second port, a path.
+            "localhost:80@evil.example",
+            "localhost@evil.example",
+            "localhost:80:81",
+            "localhost:",
+            "localhost/evil",
+            "[::1]x",
+            "[::1",
         ] {
             assert!(!hosts.allows(bad), "{bad}");
         }

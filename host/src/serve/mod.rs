@@ -11,6 +11,7 @@
 mod api;
 mod assets;
 pub mod client;
+pub mod conn;
 mod error;
 mod guard;
 mod idempotency;
@@ -52,6 +53,11 @@ pub enum Ending {
     Failed,
     Cancelled,
 }
+
+/// Plans (and plugin uploads) sealed at once; one more gets 503. Sealing
+/// loads every plugin a plan names and can take seconds, so without a cap
+/// a burst of posts would hold every blocking thread and stall the reads.
+pub const SEALS: usize = crate::limits::DAEMON_SEALS;
 
 /// What the daemon tells SSE subscribers (`GET /api/events`); the SSE event
 /// name is the `event` field.
@@ -120,6 +126,8 @@ struct Shared {
     /// One permit per open event stream; none left means 503.
     event_streams: Arc<tokio::sync::Semaphore>,
     max_event_streams: usize,
+    /// One permit per plan being sealed or plugin being checked ([`SEALS`]).
+    seals: Arc<tokio::sync::Semaphore>,
     /// Wakes the queue's thread; absent until it is started.
     wake: Mutex<Option<std::sync::mpsc::Sender<()>>>,
     /// Held while the queue's thread picks a campaign and while a cancel
@@ -187,6 +195,7 @@ impl AppState {
             events,
             event_streams: Arc::new(tokio::sync::Semaphore::new(max_event_streams)),
             max_event_streams,
+            seals: Arc::new(tokio::sync::Semaphore::new(SEALS)),
             wake: Mutex::new(None),
             running: Mutex::new(None),
             current: Mutex::new(None),
@@ -363,7 +372,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         // No graceful drain: SSE streams never end by themselves, and the
         // store is durable after every write, so stopping at once loses nothing.
         tokio::select! {
-            served = axum::serve(listener, app(state)) => served?,
+            () = conn::serve(listener, app(state), conn::Limits::default()) => {}
             () = shutdown_signal() => {}
         }
         anyhow::Ok(())

@@ -5,6 +5,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::Value;
+use std::time::{Duration, Instant};
 use tower::ServiceExt;
 
 const TOKEN: &str = "test-token-0123";
@@ -400,7 +401,7 @@ async fn the_router_answers_on_a_real_socket() {
     let s = state(dir.path());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move { axum::serve(listener, app(s)).await });
+    let server = tokio::spawn(conn::serve(listener, app(s), conn::Limits::default()));
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
@@ -410,6 +411,136 @@ async fn the_router_answers_on_a_real_socket() {
     stream.read_to_string(&mut response).await.unwrap();
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.contains("\"status\":\"ok\""), "{response}");
+    server.abort();
+}
+
+/// Reads `stream` until the server closes it, at most `limit`: `None` if it
+/// is still open then.
+async fn until_closed(stream: &mut tokio::net::TcpStream, limit: Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    match tokio::time::timeout(limit, stream.read_to_end(&mut got)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&got).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// Issue 32, item 4: with 256 descriptors, 300 half-sent requests stopped
+/// `/api/health` until they closed. Over a real socket, with a short
+/// header timeout and a cap of 3: a half-sent head and an idle kept-alive
+/// connection are closed once the timeout passes, an event stream is not,
+/// and a client past the cap waits unaccepted until a place frees.
+#[tokio::test]
+async fn slow_clients_are_cut_off_and_connections_past_the_cap_wait() {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = conn::Limits {
+        header_timeout: Duration::from_millis(300),
+        connections: 3,
+    };
+    let server = tokio::spawn(conn::serve(listener, app(state(dir.path())), limits));
+    // Everything below the server does by itself well within this.
+    let bound = Duration::from_secs(30);
+    const HEALTH: &[u8] = b"GET /api/health HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+    let start = Instant::now();
+    let mut half = TcpStream::connect(addr).await.unwrap();
+    half.write_all(&HEALTH[..30]).await.unwrap();
+    let said = until_closed(&mut half, bound).await;
+    assert!(
+        said.is_some(),
+        "a half-sent head is still open after {bound:?}"
+    );
+    assert!(!said.unwrap().contains("200 OK"));
+    assert!(start.elapsed() >= limits.header_timeout);
+
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    idle.write_all(HEALTH).await.unwrap();
+    let said = until_closed(&mut idle, bound).await;
+    let said = said.unwrap_or_else(|| panic!("an idle connection is still open after {bound:?}"));
+    assert!(said.starts_with("HTTP/1.1 200 OK"), "{said}");
+
+    // An event stream outlives the timeout several times over.
+    let mut events = TcpStream::connect(addr).await.unwrap();
+    events
+        .write_all(b"GET /api/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    assert_eq!(
+        until_closed(&mut events, 3 * limits.header_timeout).await,
+        None
+    );
+
+    // The cap: the event stream and two silent clients hold the 3 places;
+    // a fourth is answered only once the silent ones are cut off.
+    let start = Instant::now();
+    let mut silent = Vec::new();
+    for _ in 0..2 {
+        silent.push(TcpStream::connect(addr).await.unwrap());
+    }
+    let mut fourth = TcpStream::connect(addr).await.unwrap();
+    fourth
+        .write_all(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let said = until_closed(&mut fourth, bound)
+        .await
+        .expect("the fourth client is answered");
+    assert!(said.starts_with("HTTP/1.1 200 OK"), "{said}");
+    assert!(
+        start.elapsed() >= limits.header_timeout,
+        "answered past the cap after {:?}",
+        start.elapsed()
+    );
+    for mut s in silent {
+        assert!(until_closed(&mut s, bound).await.is_some());
+    }
+    server.abort();
+}
+
+/// Issue 32, item 6: the answers hyper writes itself to a request it cannot
+/// parse (414 for a 100 KB URI, 431 for 5,000 headers, 400 for a control
+/// character in `Idempotency-Key`) had empty bodies; every error is JSON.
+#[tokio::test]
+async fn requests_hyper_cannot_parse_get_json_errors() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(conn::serve(
+        listener,
+        app(state(dir.path())),
+        conn::Limits::default(),
+    ));
+    let long_uri = format!(
+        "GET /api/health?{} HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "a".repeat(100_000)
+    );
+    let many: String = (0..5000).map(|i| format!("X-{i}: a\r\n")).collect();
+    let many_headers = format!("GET /api/health HTTP/1.1\r\nHost: localhost\r\n{many}\r\n");
+    let control = "POST /api/campaigns HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: a\u{1}b\r\nContent-Length: 0\r\n\r\n".to_owned();
+    for (request, status, words) in [
+        (long_uri, "414", "URI is longer"),
+        (many_headers, "431", "more headers"),
+        (control, "400", "not valid HTTP/1.1"),
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        // The server may answer and close before it has read all of it.
+        let _ = stream.write_all(request.as_bytes()).await;
+        let said = until_closed(&mut stream, Duration::from_secs(30))
+            .await
+            .expect("answered");
+        let (head, body) = said
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("{said}"));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(head.contains("content-type: application/json"), "{head}");
+        let body: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert!(body["error"].as_str().unwrap().contains(words), "{body}");
+    }
     server.abort();
 }
 
@@ -547,6 +678,46 @@ async fn event_streams_past_the_cap_get_503() {
     drop(first);
     let third = app(s.clone()).oneshot(get("/api/events")).await.unwrap();
     assert_eq!(third.status(), StatusCode::OK);
+}
+
+/// Issue 32, item 3: ten slow posts once held all the blocking threads, so
+/// reads timed out. With every seal place taken, a post gets 503 JSON and
+/// stores nothing, reads still answer, and a freed place seals again.
+#[tokio::test]
+async fn posts_past_the_seal_cap_get_503_and_reads_still_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let held =
+        s.0.seals
+            .clone()
+            .acquire_many_owned(SEALS as u32)
+            .await
+            .unwrap();
+    let before = snapshot(&s);
+    for request in [
+        post("/api/campaigns", Some(TOKEN), "application/toml", PLAN),
+        post("/api/plugins", Some(TOKEN), "application/wasm", "\0asm"),
+    ] {
+        let (status, body) = call(&s, request).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "{SEALS} plans or plugin uploads are being checked"
+            )),
+            "{message}"
+        );
+    }
+    assert_eq!(snapshot(&s), before);
+    let (status, _) = call(&s, get("/api/campaigns")).await;
+    assert_eq!(status, StatusCode::OK);
+    drop(held);
+    let (status, body) = call(
+        &s,
+        post("/api/campaigns", Some(TOKEN), "application/toml", PLAN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
 /// Issue 12: a NaN once sealed fine and was stored as JSON `null`; from then
@@ -937,6 +1108,49 @@ async fn every_answer_forbids_framing_and_sniffing() {
         html.matches("<script src=\"/assets/").count(),
         "every script is a file of the daemon's: {html}"
     );
+}
+
+/// Issue 32, item 6: `Host: localhost:80@evil.example`, a second `Host`
+/// and an absolute target naming another host were all answered.
+#[tokio::test]
+async fn a_disguised_second_or_absolute_foreign_host_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let (status, body) = call(
+        &s,
+        get_with_host("/api/health", "localhost:80@evil.example"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("localhost:80@evil.example")
+    );
+    let two = Request::get("/api/health")
+        .header(header::HOST, "localhost")
+        .header(header::HOST, "evil.example")
+        .body(Body::empty())
+        .unwrap();
+    let (status, body) = call(&s, two).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("more than one `Host`"),
+        "{body}"
+    );
+    let absolute = get_with_host("http://evil.example/api/health", "localhost");
+    let (status, body) = call(&s, absolute).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("`evil.example`"),
+        "{body}"
+    );
+    let ours = get_with_host("http://localhost:7878/api/health", "localhost:7878");
+    assert_eq!(call(&s, ours).await.0, StatusCode::OK);
 }
 
 /// DNS rebinding: a request naming another host is refused before any

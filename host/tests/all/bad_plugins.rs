@@ -288,4 +288,31 @@ fn the_second_load_comes_from_the_compiled_cache() {
         .args(["--workload", "grv", "--measured", "5", "--json"])));
     assert_eq!(first["from_cache"], false);
     assert_eq!(second["from_cache"], true);
+
+    // Issue 32, item 6: a flipped byte in the compiled code, with a plain
+    // sha256 of the changed bytes written beside it, once crashed the
+    // process (SIGSEGV) in wasmtime's unchecked deserialize. Without the
+    // cache's key the entry is refused, compiled again, and the run works.
+    let entry = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .expect("a cache entry");
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&entry, &bytes).unwrap();
+    let forged = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&bytes))
+    };
+    for sidecar in ["mac", "sha256"] {
+        std::fs::write(entry.with_extension(sidecar), &forged).unwrap();
+    }
+    let third = json(run(blocklab()
+        .env("BLOCKLAB_CACHE_DIR", cache.path())
+        .args(["run", "--plugin"])
+        .arg(plugin("kv-basic"))
+        .args(["--workload", "grv", "--measured", "5", "--json"])));
+    assert_eq!(third["from_cache"], false);
 }

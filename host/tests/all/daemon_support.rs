@@ -121,6 +121,10 @@ impl Daemon {
         token: Option<&str>,
     ) -> (u16, Value) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
+        // A daemon that hangs fails the test instead of stalling it.
+        stream
+            .set_read_timeout(Some(Duration::from_secs(300)))
+            .unwrap();
         let mut head =
             format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
         if let Some(t) = token {

@@ -780,3 +780,86 @@ fn each_run_records_the_http2_settings_both_sides_advertised() {
     assert_eq!(advertised["server"]["initial_window_size"], 100_000, "{r}");
     assert!(advertised["server"]["connection_window"].as_u64().unwrap() >= 65_535);
 }
+
+/// Reads `stream` to its end, waiting at most `bound` for each read:
+/// `Err` if the server keeps the connection open that long.
+fn until_closed(
+    stream: &mut std::net::TcpStream,
+    bound: std::time::Duration,
+) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(bound)).unwrap();
+    let mut got = Vec::new();
+    match stream.read_to_end(&mut got) {
+        Ok(_) => Ok(got),
+        // A reset after the server's last frames ends it as well.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Ok(got),
+        Err(e) => Err(format!(
+            "still open after {bound:?} ({e}); read {} bytes",
+            got.len()
+        )),
+    }
+}
+
+/// The HTTP/2 frames in `bytes`: (type, flags, payload).
+fn frames(mut bytes: &[u8]) -> Vec<(u8, u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    while bytes.len() >= 9 {
+        let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+        let end = (9 + len).min(bytes.len());
+        out.push((bytes[3], bytes[4], bytes[9..end].to_vec()));
+        bytes = &bytes[end..];
+    }
+    out
+}
+
+/// Issue 32, item 4: the ingest server kept preface-only connections for
+/// ever and advertised no `SETTINGS_MAX_CONCURRENT_STREAMS` (10,000 streams
+/// on one connection took it from 141 to 827 MB). With a 300 ms idle
+/// timeout: a client that sends nothing is closed; one that sends the
+/// preface and its SETTINGS and then stalls is told the stream cap, pinged,
+/// and closed when it does not answer.
+#[test]
+fn the_ingest_server_caps_streams_and_closes_silent_connections() {
+    use std::io::Write;
+    let server = IngestServer::start(&["--idle-timeout-ms=300"]);
+    let addr = server.url.strip_prefix("http://").unwrap();
+    let bound = std::time::Duration::from_secs(30);
+
+    let mut silent = std::net::TcpStream::connect(addr).unwrap();
+    let said = until_closed(&mut silent, bound).unwrap();
+    assert!(said.is_empty(), "{said:?}");
+
+    let mut stalled = std::net::TcpStream::connect(addr).unwrap();
+    stalled
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .unwrap();
+    // An empty SETTINGS frame: type 4, no flags, stream 0.
+    stalled.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).unwrap();
+    let said = until_closed(&mut stalled, bound).unwrap();
+    let frames = frames(&said);
+    let settings = frames
+        .iter()
+        .find(|(kind, flags, _)| *kind == 4 && *flags & 1 == 0)
+        .unwrap_or_else(|| panic!("no SETTINGS frame in {frames:?}"));
+    let advertised: Vec<(u16, u32)> = settings
+        .2
+        .chunks_exact(6)
+        .map(|c| {
+            (
+                u16::from_be_bytes([c[0], c[1]]),
+                u32::from_be_bytes([c[2], c[3], c[4], c[5]]),
+            )
+        })
+        .collect();
+    assert!(
+        advertised.contains(&(0x3, 1024)),
+        "SETTINGS_MAX_CONCURRENT_STREAMS is not 1024: {advertised:?}"
+    );
+    assert!(
+        frames
+            .iter()
+            .any(|(kind, flags, _)| *kind == 6 && *flags & 1 == 0),
+        "the server closed without a PING: {frames:?}"
+    );
+}

@@ -358,3 +358,98 @@ fn bad_flag_values_name_what_is_accepted() {
         .arg(&data));
     assert_error(&r, &["campaign 1 has no arm `nope`", "its arms are a, b"]);
 }
+
+/// A device, a FIFO (no writer) and a directory under `dir`.
+fn special_files(dir: &Path) -> Vec<PathBuf> {
+    let fifo = dir.join("fifo");
+    let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success(), "mkfifo failed");
+    let directory = dir.join("a-directory");
+    std::fs::create_dir(&directory).unwrap();
+    vec![PathBuf::from("/dev/zero"), fifo, directory]
+}
+
+/// Plans naming `special` as the plan's plugin, as an arm's adapter and as
+/// a process arm's input, each with the words its refusal must hold.
+fn plans_naming(special: &Path) -> Vec<(String, String)> {
+    let path = special.display();
+    let head = |plugin: &str| {
+        format!(
+            "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"{plugin}\"\n[measure]\nmeasured = 10\n"
+        )
+    };
+    let plugin = format!(
+        "{}[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n",
+        head(&path.to_string())
+    );
+    let adapter = format!(
+        "{}[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\nadapters = [\"{path}\"]\n",
+        head(&plugin_path("kv-basic"))
+    );
+    let input = format!(
+        "{}[[workloads]]\nname = \"unary\"\n[[arms]]\nname = \"a\"\nbaseline = true\ntarget = {{ kind = \"grpc\", endpoint = \"local:grpc-ingest\" }}\n[[arms]]\nname = \"native\"\nclient = {{ kind = \"process\", command = [\"/bin/true\"], inputs = [\"{path}\"] }}\ntarget = {{ kind = \"grpc\", endpoint = \"local:grpc-ingest\" }}\n",
+        head("builtin")
+    );
+    vec![
+        (plugin, format!("cannot read plugin `{path}`")),
+        (adapter, format!("cannot read plugin `{path}`")),
+        (input, format!("cannot read input `{path}`")),
+    ]
+}
+
+fn plugin_path(name: &str) -> String {
+    plugin(name).display().to_string()
+}
+
+/// What each kind of special file is called in its refusal.
+fn kind_words(special: &Path) -> &'static str {
+    if special.starts_with("/dev") {
+        "it is a character device, not a regular file"
+    } else if special.ends_with("fifo") {
+        "it is a FIFO (named pipe), not a regular file"
+    } else {
+        "it is a directory, not a regular file"
+    }
+}
+
+/// Issue 32, item 3: `plugin = "/dev/zero"` took `blocklab plan` to 2 GB and
+/// a FIFO hung it. Each special file, as plugin, adapter and input, is
+/// refused at once naming it and what it is, without being read.
+#[test]
+fn special_files_as_plugin_adapter_or_input_are_refused_at_sealing() {
+    let dir = tempfile::tempdir().unwrap();
+    for special in special_files(&std::fs::canonicalize(dir.path()).unwrap()) {
+        for (text, named) in plans_naming(&special) {
+            let plan = plan_file(dir.path(), &text);
+            let r = run_or_hang(blocklab().arg("plan").arg(&plan), Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("`{}` as in\n{text}\n{e}", special.display()));
+            assert_error(&r, &[&named, kind_words(&special)]);
+            assert!(r.stderr.len() < 2_000, "{}", r.stderr);
+        }
+    }
+}
+
+/// The same refusals from a daemon (a real one over loopback), where one
+/// such post used to take it to 3 GB or hold a blocking thread for good;
+/// afterwards it still answers and has stored nothing.
+#[test]
+fn a_daemon_refuses_special_files_in_a_posted_plan_and_keeps_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = crate::daemon_support::Daemon::start_with(
+        &dir.path().join("data"),
+        &["--allow-process-arms"],
+    );
+    for special in special_files(&std::fs::canonicalize(dir.path()).unwrap()) {
+        for (text, named) in plans_naming(&special) {
+            let (status, body) = d.post("/api/campaigns", "application/toml", &text, true);
+            assert_eq!(status, 400, "{body}");
+            let message = body["error"].as_str().unwrap();
+            assert!(
+                message.contains(&named) && message.contains(kind_words(&special)),
+                "{message}"
+            );
+        }
+    }
+    let (status, list) = d.get("/api/campaigns");
+    assert_eq!((status, list), (200, serde_json::json!([])));
+}

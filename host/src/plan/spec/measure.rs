@@ -207,10 +207,24 @@ impl MeasureSpec {
                 if measured == 0 {
                     bail!("`measure.measured` must be at least 1");
                 }
-                Ok(Measure::Transactions {
-                    warmup: self.warmup.unwrap_or(0),
-                    measured,
-                })
+                limits::count("measure.measured", measured, limits::TRANSACTIONS)?;
+                let warmup = self.warmup.unwrap_or(0);
+                if warmup > limits::TRANSACTIONS {
+                    bail!(
+                        "`measure.warmup = {warmup}` is out of range: give 0 to {} (the cap on `measure.warmup`, docs/limits.md)",
+                        limits::TRANSACTIONS
+                    );
+                }
+                // Unused in this mode, but sealed with the plan: a value
+                // there must still be one (`measured_s = 3600000` and
+                // `warmup_s = -5` were sealed as they were).
+                if let Some(warmup_s) = self.warmup_s {
+                    limits::seconds("measure.warmup_s", warmup_s, false, limits::MEASURE_S)?;
+                }
+                if let Some(measured_s) = self.measured_s {
+                    limits::seconds("measure.measured_s", measured_s, true, limits::MEASURE_S)?;
+                }
+                Ok(Measure::Transactions { warmup, measured })
             }
             MeasureMode::Window => {
                 let (warmup_s, measured_s) = self.window()?;

@@ -432,16 +432,21 @@ impl GateSpec {
             self.quiescence_window_ms,
             limits::WINDOW_MS,
         )?;
-        for (key, value) in [
-            ("gates.quiescence_busy_pct", self.quiescence_busy_pct),
+        for (key, value, cap) in [
+            (
+                "gates.quiescence_busy_pct",
+                self.quiescence_busy_pct,
+                limits::BUSY_PCT,
+            ),
             (
                 "gates.quiescence_load_per_cpu",
                 self.quiescence_load_per_cpu,
+                limits::LOAD_PER_CPU,
             ),
         ] {
-            if !value.is_finite() || value < 0.0 {
+            if !value.is_finite() || !(0.0..=cap).contains(&value) {
                 bail!(
-                    "`{key} = {}` must be a number of 0 or more, e.g. 10",
+                    "`{key} = {}` is out of range: give 0 to {cap} (the cap on `{key}`, docs/limits.md)",
                     limits::show(value)
                 );
             }

@@ -76,14 +76,21 @@ pub(super) fn count(name: &str, value: i64) -> anyhow::Result<u64> {
     })
 }
 
+/// A program's `[value_ns, count]` pairs as a histogram, their total and
+/// the longest value as sent (the histogram clamps at an hour, and a check
+/// must quote what the program said, not the clamp).
+pub(super) struct Recorded {
+    pub(super) histogram: Histogram<u64>,
+    pub(super) total_ns: u128,
+    pub(super) longest_ns: u64,
+}
+
 /// `[value_ns, count]` pairs as a histogram; negative values or counts are
 /// refused.
-pub(super) fn histogram(
-    name: &str,
-    pairs: &[(i64, i64)],
-) -> anyhow::Result<(Histogram<u64>, u128)> {
+pub(super) fn histogram(name: &str, pairs: &[(i64, i64)]) -> anyhow::Result<Recorded> {
     let mut h = new_histogram()?;
     let mut total_ns: u128 = 0;
+    let mut longest_ns = 0;
     for &(value, n) in pairs {
         if value < 0 {
             bail!(
@@ -95,8 +102,15 @@ pub(super) fn histogram(
         // A transaction faster than the clock's tick is counted as 1 ns, as
         // blocklab's own client does.
         h.saturating_record_n((value as u64).max(1), n);
+        if n > 0 {
+            longest_ns = longest_ns.max(value as u64);
+        }
     }
-    Ok((h, total_ns))
+    Ok(Recorded {
+        histogram: h,
+        total_ns,
+        longest_ns,
+    })
 }
 
 /// What the host's clock allows a result.
@@ -164,33 +178,33 @@ pub(super) fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         bail!("its result gives {errors} errors in {measured} measured transactions");
     }
     let errors_by_kind = named_counts(r)?;
-    let (latency, total_ns) = histogram("latency_ns", &r.latency_ns)?;
-    if latency.len() != measured - errors {
+    let latency = histogram("latency_ns", &r.latency_ns)?;
+    if latency.histogram.len() != measured - errors {
         bail!(
             "its result's `latency_ns` counts {} transactions, but it reports {measured} measured with {errors} errors (the counts must sum to measured minus errors)",
-            latency.len()
+            latency.histogram.len()
         );
     }
     let open_loop = match &bounds.schedule {
         Some((schedule, window_s)) => Some(check_open_loop(
             r,
             (measured, errors),
-            (&latency, total_ns),
+            (&latency.histogram, latency.total_ns),
             schedule,
             *window_s,
         )?),
         None => None,
     };
-    check_time(bounds, &latency, total_ns, open_loop.as_ref().map(|o| o.1))?;
+    check_time(bounds, &latency, open_loop.as_ref().map(|o| o.1))?;
     let batches = r
         .batches
         .as_ref()
-        .map(|b| b.check(measured - errors, total_ns))
+        .map(|b| b.check(measured - errors, latency.total_ns))
         .transpose()?;
     let mut histograms = BTreeMap::new();
     for (name, pairs) in &r.histograms {
         limits::name("a histogram's name", name)?;
-        histograms.insert(name.clone(), histogram(name, pairs)?.0);
+        histograms.insert(name.clone(), histogram(name, pairs)?.histogram);
     }
     Ok(Checked {
         warmup,
@@ -199,7 +213,7 @@ pub(super) fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
         errors_by_kind,
         retries,
         counters: r.counters.clone(),
-        latency,
+        latency: latency.histogram,
         histograms,
         open_loop: open_loop.map(|o| o.0),
         batches,
@@ -209,13 +223,9 @@ pub(super) fn check(r: &Reported, bounds: &Bounds) -> anyhow::Result<Checked> {
 /// Checks the result's times against the host's clock: no transaction
 /// outlasts the program, and no more time was spent in transactions than
 /// the in-flight ones had (`service_ns`: rate mode's service times total).
-fn check_time(
-    bounds: &Bounds,
-    latency: &Histogram<u64>,
-    total_ns: u128,
-    service_ns: Option<u128>,
-) -> anyhow::Result<()> {
-    let longest_s = latency.max() as f64 / 1e9;
+fn check_time(bounds: &Bounds, latency: &Recorded, service_ns: Option<u128>) -> anyhow::Result<()> {
+    let total_ns = latency.total_ns;
+    let longest_s = latency.longest_ns as f64 / 1e9;
     if longest_s > bounds.lifetime_s + 1.0 {
         bail!(
             "its longest latency is {longest_s:.3} s, but the program ran for only {:.3} s: a transaction cannot outlast the program (are the values nanoseconds?)",
@@ -270,7 +280,7 @@ fn check_open_loop(
             "its result gives `open_loop` scheduled = {scheduled}, started = {started}, late = {late} with measured = {measured}; a client reports late ≤ started ≤ scheduled and measures every transaction it started"
         );
     }
-    let (start_lag, _) = histogram("open_loop.start_lag_ns", &o.start_lag_ns)?;
+    let start_lag = histogram("open_loop.start_lag_ns", &o.start_lag_ns)?.histogram;
     if start_lag.len() != started {
         bail!(
             "its result's `open_loop.start_lag_ns` counts {} starts, but it reports {started} started (one lag per start)",
@@ -287,7 +297,11 @@ fn check_open_loop(
             OpenLoop::LATE_US
         );
     }
-    let (service, service_ns) = histogram("open_loop.service_ns", &o.service_ns)?;
+    let Recorded {
+        histogram: service,
+        total_ns: service_ns,
+        ..
+    } = histogram("open_loop.service_ns", &o.service_ns)?;
     if service.len() != measured - errors {
         bail!(
             "its result's `open_loop.service_ns` counts {} transactions, but it reports {measured} measured with {errors} errors (the counts must sum to measured minus errors)",

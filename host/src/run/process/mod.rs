@@ -759,6 +759,13 @@ mod tests {
         );
         let e = check(&r, &bounds(64.0)).err().unwrap().to_string();
         assert!(e.contains("cannot outlast the program"), "{e}");
+        // Issue 32, item 6: 9.2e18 ns was quoted as the histogram's clamp
+        // ("3601.330 s"), not as what the program sent.
+        let r = reported(
+            r#"{"warmup":0,"measured":1,"measured_s":1.0,"errors":0,"latency_ns":[[9200000000000000000,1]]}"#,
+        );
+        let e = check(&r, &bounds(64.0)).err().unwrap().to_string();
+        assert!(e.contains("longest latency is 9200000000.000 s"), "{e}");
     }
 
     fn rate(arrival: Arrival) -> Measure {

@@ -78,6 +78,11 @@ pub struct IngestSettings {
     /// Worker threads of the server's runtime.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub threads: usize,
+    /// A connection that sends no HTTP/2 preface this long after it opens,
+    /// or leaves a PING (sent after this long without a frame) unanswered
+    /// this long, is closed, milliseconds (docs/limits.md).
+    #[arg(long, value_name = "MS", default_value_t = crate::limits::DEFAULT_INGEST_IDLE_MS)]
+    pub idle_timeout_ms: u64,
 }
 
 /// gRPC's customary limit on a received message: 4 MiB.
@@ -100,6 +105,7 @@ impl Default for IngestSettings {
             fail_after: 0,
             not_serving: false,
             threads: 1,
+            idle_timeout_ms: crate::limits::DEFAULT_INGEST_IDLE_MS,
         }
     }
 }
@@ -118,6 +124,7 @@ impl IngestSettings {
             format!("--close-after={}", self.close_after),
             format!("--fail-after={}", self.fail_after),
             format!("--threads={}", self.threads),
+            format!("--idle-timeout-ms={}", self.idle_timeout_ms),
         ];
         for (flag, value) in [
             ("--initial-stream-window", self.initial_stream_window),
@@ -148,6 +155,13 @@ impl IngestSettings {
         }
         if self.threads == 0 {
             anyhow::bail!("`threads` must be at least 1");
+        }
+        if !(1..=crate::limits::INGEST_IDLE_MS).contains(&self.idle_timeout_ms) {
+            anyhow::bail!(
+                "`idle_timeout_ms = {}` is out of range: give 1 to {} (the cap on `idle_timeout_ms`, docs/limits.md)",
+                self.idle_timeout_ms,
+                crate::limits::INGEST_IDLE_MS
+            );
         }
         if self.max_message_bytes == 0 {
             anyhow::bail!(
@@ -449,6 +463,54 @@ fn oversized_as_resource_exhausted(
     }
 }
 
+/// The connections of `listener` that send the HTTP/2 preface within
+/// `idle`; the others are closed unserved, so a client that connects and
+/// says nothing holds nothing (before the preface h2 has no PING to send).
+fn with_preface(
+    listener: tokio::net::TcpListener,
+    idle: Duration,
+) -> ReceiverStream<std::io::Result<tokio::net::TcpStream>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of descriptors, say: the machine's failure; retrying
+                    // at once would spin.
+                    eprintln!("grpc-ingest: cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                if tokio::time::timeout(idle, preface(&stream)).await == Ok(true) {
+                    let _ = tx.send(Ok(stream)).await;
+                }
+            });
+        }
+    });
+    ReceiverStream::new(rx)
+}
+
+/// Waits until the 24 bytes of the HTTP/2 client preface have arrived on
+/// `stream`, without consuming them; false if it closes first.
+async fn preface(stream: &tokio::net::TcpStream) -> bool {
+    const PREFACE: usize = 24;
+    let mut buf = [0u8; PREFACE];
+    loop {
+        match stream.peek(&mut buf).await {
+            Ok(n) if n >= PREFACE => return true,
+            Ok(0) | Err(_) => return false,
+            // Part of it: clients send the preface in one write, so the
+            // rest is a moment away (peek would return at once again).
+            Ok(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+        }
+    }
+}
+
 struct EchoService;
 
 #[tonic::async_trait]
@@ -474,8 +536,8 @@ pub fn serve(listener: std::net::TcpListener, settings: IngestSettings) -> anyho
     runtime.block_on(async move {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let incoming =
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        let idle = Duration::from_millis(settings.idle_timeout_ms);
+        let incoming = with_preface(listener, idle);
         let (health, health_service) = tonic_health::server::health_reporter();
         let status = if settings.not_serving {
             tonic_health::ServingStatus::NotServing
@@ -495,6 +557,13 @@ pub fn serve(listener: std::net::TcpListener, settings: IngestSettings) -> anyho
             .initial_stream_window_size(settings.initial_stream_window)
             .initial_connection_window_size(settings.initial_connection_window)
             .max_frame_size(settings.max_frame_size)
+            // Without it h2 takes any number of streams per connection
+            // (10,000 took 827 MB, never returned).
+            .max_concurrent_streams(crate::limits::INGEST_STREAMS_PER_CONNECTION)
+            // A connection silent for `idle` is pinged and closed if the
+            // PING goes unanswered as long; a busy one is never pinged.
+            .http2_keepalive_interval(Some(idle))
+            .http2_keepalive_timeout(Some(idle))
             .layer(tower::util::MapResponseLayer::new(
                 oversized_as_resource_exhausted(settings.max_message_bytes),
             ))
