@@ -4,6 +4,7 @@
 
 use super::calibration::Calibration;
 use super::statistics::TableEntry;
+use super::steal::Steal;
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
 use crate::record::SequentialStop;
@@ -178,7 +179,14 @@ pub struct RunRow {
     /// Wall time of the whole run as the supervisor saw it (spawn to exit),
     /// seconds; the gate's wait is not included.
     pub wall_s: f64,
-    pub steal_pct: f64,
+    /// The run's CPU steal, percent, by [`super::steal`]'s rule: `None`
+    /// under [`super::steal::STEAL_MIN_TICKS`] ticks.
+    pub steal_pct: Option<f64>,
+    /// Its steal ticks and all ticks of the client CPUs (10 ms each).
+    #[serde(default)]
+    pub steal_ticks: u64,
+    #[serde(default)]
+    pub ticks: u64,
     pub oom_kills: Option<u64>,
     /// The link to a target in its own namespace, the tc commands run
     /// before the run, and the link's counters over it.
@@ -202,13 +210,12 @@ pub struct GateSummary {
     pub failed: Vec<String>,
     pub flagged: Vec<String>,
     pub reruns: usize,
-    /// CPU steal over all runs: steal ticks over all ticks of the client
-    /// CPUs, percent.
+    /// CPU steal over every stored attempt, by [`super::steal`]'s rule.
+    #[serde(flatten)]
+    pub steal: Steal,
+    /// [`Steal::phrase`] of `steal`, for renderings outside Rust (the web).
     #[serde(default)]
-    pub steal_pct: f64,
-    /// The highest steal of one run, among runs of at least
-    /// [`STEAL_MIN_TICKS`] (shorter ones count too few ticks for a percentage).
-    pub max_steal_pct: f64,
+    pub steal_text: String,
     pub oom_kills: u64,
     /// Slots without a final attempt that are still to run (`--resume`).
     pub unfinished_slots: usize,
@@ -222,21 +229,16 @@ pub struct GateSummary {
     pub leaked_resources: u64,
 }
 
-/// Client CPU ticks (10 ms each) a run needs for its own steal percentage
-/// to count towards `max_steal_pct`: one second.
-pub const STEAL_MIN_TICKS: u64 = 100;
-
 impl GateSummary {
     /// The gates' verdict in one sentence, for every rendering.
     pub fn sentence(&self) -> String {
         format!(
-            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {:.2}% (at most {:.2}% in a run of 1 s or more), {} OOM kills, {} slots not run yet{}{}",
+            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {}, {} OOM kills, {} slots not run yet{}{}",
             self.runs,
             self.failed.len(),
             self.flagged.len(),
             self.reruns,
-            self.steal_pct,
-            self.max_steal_pct,
+            self.steal.phrase(),
             self.oom_kills,
             self.unfinished_slots,
             if self.skipped_slots > 0 {

@@ -6,7 +6,6 @@
 
 use super::format::pct;
 use super::*;
-use crate::analysis::campaign::steal;
 use crate::analysis::model::GateSummary;
 use crate::analysis::{Report, analyse};
 use crate::record::gates::{Environment, Telemetry};
@@ -45,16 +44,6 @@ fn percentages_print_as_many_decimals_as_they_need() {
     assert_eq!(pct(0.999), "99.9%");
 }
 
-#[test]
-fn steal_pools_ticks_and_a_run_of_one_tick_does_not_set_the_maximum() {
-    // A 12 ms run that caught one tick of steal reads 100% on its own.
-    let runs = [run(1, 1), run(10, 1000), run(2, 100)];
-    let (pooled, max) = steal(runs.iter());
-    assert!((pooled - 100.0 * 13.0 / 1101.0).abs() < 1e-9, "{pooled}");
-    assert_eq!(max, 2.0);
-    assert_eq!(steal([].iter()), (0.0, 0.0));
-}
-
 /// A finished two-arm campaign with fixed figures: arm `b, "fast"` is about
 /// 20% faster than the baseline `a` on workload `grv`, and one of its runs
 /// failed once and was rerun.
@@ -64,6 +53,19 @@ fn fixture() -> Report {
 
 /// [`fixture`] with its campaign in `status`.
 fn fixture_with(status: CampaignStatus) -> Report {
+    let (campaign, plan, records, environment) = fixture_parts(status);
+    analyse(campaign, plan, &records, Some(environment), None, vec![])
+}
+
+/// What [`fixture_with`] analyses, for a test to change first.
+fn fixture_parts(
+    status: CampaignStatus,
+) -> (
+    CampaignMeta,
+    crate::plan::seal::SealedPlan,
+    Vec<RunRecord>,
+    Environment,
+) {
     let text = "name = \"snap\"\nseed = 7\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmeasured = 1000\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b, \\\"fast\\\"\"\n";
     let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
     let mut plan =
@@ -135,7 +137,67 @@ fn fixture_with(status: CampaignStatus) -> Report {
         qdiscs: None,
         pmu: None,
     };
-    analyse(campaign, plan, &records, Some(environment), None, vec![])
+    (campaign, plan, records, environment)
+}
+
+/// Every rendering of `report`, one after another.
+fn every_rendering(report: &Report) -> String {
+    [
+        terminal(report),
+        markdown(report),
+        csv(report),
+        serde_json::to_string_pretty(report).unwrap(),
+    ]
+    .join("\n")
+}
+
+#[test]
+fn steal_from_runs_of_a_few_ticks_is_not_a_percentage_anywhere() {
+    // Runs of 0.14 ms see 3 ticks of 10 ms on the client CPUs; one of
+    // them caught a tick of steal (33.3% of its own ticks).
+    let (campaign, plan, mut records, environment) = fixture_parts(CampaignStatus::Finished);
+    for (i, r) in records.iter_mut().enumerate() {
+        r.telemetry = run(u64::from(i == 2), 3);
+        if let Some(x) = r.result.as_mut() {
+            x.measured_s = 0.14e-3;
+        }
+    }
+    let report = analyse(campaign, plan, &records, Some(environment), None, vec![]);
+    let all = every_rendering(&report);
+    for said in ["33.3%", "33.33", "100%", "100.0%", "2.08%"] {
+        assert!(!all.contains(said), "{said} in\n{all}");
+    }
+    let gates = report.gates.sentence();
+    assert!(
+        gates.contains("CPU steal not judged (1 steal ticks of 27 client-CPU ticks"),
+        "{gates}"
+    );
+    // The verdicts agree: no steal warning where the gates judge none.
+    for v in &report.verdicts {
+        assert!(v.warnings.iter().all(|w| !w.contains("steal")), "{v:?}");
+    }
+    assert!(report.runs.iter().all(|r| r.steal_pct.is_none()));
+
+    // Runs of 2 s (400 ticks on two CPUs), one with 5% steal: the gates and
+    // the verdict give the same run's 5.00%.
+    let (campaign, plan, mut records, environment) = fixture_parts(CampaignStatus::Finished);
+    for (i, r) in records.iter_mut().enumerate() {
+        r.telemetry = run(if i == 0 { 20 } else { 0 }, 400);
+    }
+    let report = analyse(campaign, plan, &records, Some(environment), None, vec![]);
+    let gates = report.gates.sentence();
+    assert!(
+        gates.contains("(at most 5.00% in a run of 1 s or more)"),
+        "{gates}"
+    );
+    assert!(
+        report.verdicts.iter().any(|v| v
+            .warnings
+            .iter()
+            .any(|w| w.contains("CPU steal of 5.0% at most"))),
+        "{:?}",
+        report.verdicts
+    );
 }
 
 /// Compares `actual` with the committed snapshot `name` under

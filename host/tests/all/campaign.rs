@@ -188,12 +188,20 @@ fn the_report_json_has_its_documented_shape() {
         "failed",
         "flagged",
         "reruns",
-        "steal_pct",
-        "max_steal_pct",
+        "steal_ticks",
+        "ticks",
+        "steal_text",
         "oom_kills",
         "unfinished_slots",
     ] {
         assert!(!g[key].is_null(), "gates lack `{key}`: {g}");
+    }
+    // Percentages are null when too few ticks stand behind them.
+    for key in ["steal_pct", "max_steal_pct"] {
+        assert!(
+            g.as_object().unwrap().contains_key(key),
+            "gates lack `{key}`: {g}"
+        );
     }
     // Markdown and CSV render the same campaign.
     let md = run(blocklab().args(["report", "latest", "--data"]).arg(&data));
