@@ -5,7 +5,7 @@
 
 use super::model::{
     AbsoluteRow, EffectRow, GateSummary, Intervals, LinkRow, MissingEffect, PositionRow, Report,
-    RunRow,
+    RunRow, StatisticRow, Support,
 };
 use super::statistics::{statistics, workload_statistics};
 use super::steal::{Steal, steal_pct};
@@ -241,6 +241,7 @@ pub fn analyse(
     let hosts = super::hosts::hosts(&plan, &finals);
     let links = link_rows(spec, &finals);
     let statistics = super::verdicts::statistic_rows(spec, &runs);
+    carry_support(&statistics, &mut rows);
     let verdicts = super::verdicts::verdicts(spec, &campaign, &rows.effects, &runs, &statistics);
     let curves = super::curves::curves(spec, &finals, &rows.effects);
     let slo = super::curves::slo_rows(spec, &finals);
@@ -369,6 +370,23 @@ fn analyse_workload(
         .extend(positions(spec, finals, workload, &ok));
 }
 
+/// Every effect and median marked as its statistic's row is, so that no
+/// rendering shows an unsupported figure as a fact.
+fn carry_support(statistics: &[StatisticRow], rows: &mut WorkloadRows) {
+    let of = |stat: Statistic| {
+        statistics
+            .iter()
+            .find(|r| r.name == stat)
+            .map_or_else(Support::default, |r| r.support.clone())
+    };
+    for e in &mut rows.effects {
+        e.support = of(e.statistic);
+    }
+    for a in &mut rows.absolutes {
+        a.support = of(a.statistic);
+    }
+}
+
 /// The medians of an arm's run-level statistics.
 fn absolutes(
     spec: &PlanSpec,
@@ -391,6 +409,7 @@ fn absolutes(
                 unit: s.unit().into(),
                 median: stats::median(&values),
                 runs: values.len(),
+                support: Support::default(),
             }
         })
         .collect()
@@ -441,6 +460,7 @@ impl Pair<'_> {
                 blocks,
                 won,
                 level,
+                support: Support::default(),
             }),
             Err(e) => Err(MissingEffect {
                 workload: self.workload.to_owned(),

@@ -37,6 +37,8 @@ pub struct EffectRow {
     /// (see the report's `intervals`).
     #[serde(default)]
     pub level: f64,
+    #[serde(flatten)]
+    pub support: Support,
 }
 
 /// A verdict's [`Outcome`] under the names the report's JSON has always
@@ -97,17 +99,49 @@ pub struct Verdict {
     pub warnings: Vec<String>,
 }
 
+/// Whether the campaign's sample supports a statistic's figures (a tail
+/// percentile needs enough samples per run; a maximum never estimates
+/// anything): decided once per statistic (`verdicts::statistic_rows`) and
+/// carried by every row that shows one of its figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Support {
+    #[serde(default = "supported_by_default")]
+    pub supported: bool,
+    /// Why not, when not supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Rows stored before `supported` existed read as supported, as they were
+/// shown.
+fn supported_by_default() -> bool {
+    true
+}
+
+impl Default for Support {
+    fn default() -> Self {
+        Support::of(None)
+    }
+}
+
+impl Support {
+    /// Supported unless there is a reason it is not.
+    pub fn of(reason: Option<String>) -> Self {
+        Support {
+            supported: reason.is_none(),
+            reason,
+        }
+    }
+}
+
 /// A row of the statistics table with whether the campaign's sample
-/// supports it (a tail percentile needs enough samples per run; a maximum
-/// never estimates anything).
+/// supports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct StatisticRow {
     #[serde(flatten)]
     pub stat: TableEntry,
-    pub supported: bool,
-    /// Why not, when not supported.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub support: Support,
 }
 
 impl std::ops::Deref for StatisticRow {
@@ -151,6 +185,8 @@ pub struct AbsoluteRow {
     pub unit: String,
     pub median: f64,
     pub runs: usize,
+    #[serde(flatten)]
+    pub support: Support,
 }
 
 /// The order diagnostic: the mode's first statistic (mean latency, or
@@ -332,10 +368,19 @@ impl Report {
     /// The median over blocks of `statistic` for `workload` in `arm`, when
     /// the campaign measured it.
     pub fn median(&self, workload: &str, arm: &str, statistic: Statistic) -> Option<f64> {
+        self.absolute(workload, arm, statistic).map(|a| a.median)
+    }
+
+    /// The row of that median, with whether the sample supports it.
+    pub fn absolute(
+        &self,
+        workload: &str,
+        arm: &str,
+        statistic: Statistic,
+    ) -> Option<&AbsoluteRow> {
         self.absolutes
             .iter()
             .find(|a| a.workload == workload && a.arm == arm && a.statistic == statistic)
-            .map(|a| a.median)
     }
 }
 

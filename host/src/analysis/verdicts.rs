@@ -5,7 +5,7 @@
 //! report, and in rate mode runs short of the offered rate or starting
 //! late); and which statistics the sample supports at all.
 
-use super::model::{EffectRow, RunRow, StatisticRow, Verdict};
+use super::model::{EffectRow, RunRow, StatisticRow, Support, Verdict};
 use super::statistics::{TableEntry, statistics};
 use super::steal::Steal;
 use crate::plan::spec::PlanSpec;
@@ -61,8 +61,7 @@ pub(super) fn statistic_rows(spec: &PlanSpec, runs: &[RunRow]) -> Vec<StatisticR
                 .and_then(|(p, n)| stats::percentile_unsupported(p, n));
             StatisticRow {
                 stat: TableEntry::of(spec, stat),
-                supported: reason.is_none(),
-                reason,
+                support: Support::of(reason),
             }
         })
         .collect()
@@ -91,7 +90,7 @@ pub(super) fn verdicts(
         {
             let mut v = verdict(row.name, e, spec.blocks);
             v.warnings.extend(run_warnings(runs, e));
-            if let Some(reason) = &row.reason {
+            if let Some(reason) = &row.support.reason {
                 v.warnings
                     .push(format!("`{}` is not supported: {reason}", row.name));
             }
@@ -316,6 +315,7 @@ mod tests {
             blocks,
             won: 0,
             level: 0.95,
+            support: Support::default(),
         }
     }
 
@@ -512,17 +512,20 @@ mod tests {
         let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"native\"\nbaseline = true\n[[arms]]\nname = \"wasm\"\n";
         let spec = PlanSpec::parse(text, &[]).unwrap();
         let rows = statistic_rows(&spec, &clean());
-        assert!(rows.iter().all(|r| r.supported), "{rows:?}");
+        assert!(rows.iter().all(|r| r.support.supported), "{rows:?}");
         let mut runs = clean();
         runs[3].result.measured = 40;
         let rows = statistic_rows(&spec, &runs);
         let p99 = rows.iter().find(|r| r.name == "p99_latency").unwrap();
-        assert!(!p99.supported);
-        assert!(p99.reason.as_deref().unwrap().contains("has 40"), "{p99:?}");
+        assert!(!p99.support.supported);
+        assert!(
+            p99.support.reason.as_deref().unwrap().contains("has 40"),
+            "{p99:?}"
+        );
         assert!(
             rows.iter()
                 .filter(|r| r.name != "p99_latency")
-                .all(|r| r.supported)
+                .all(|r| r.support.supported)
         );
     }
 }

@@ -10,7 +10,7 @@ use crate::analysis::model::GateSummary;
 use crate::analysis::{Report, analyse};
 use crate::record::gates::{Environment, Telemetry};
 use crate::record::{RunRecord, RunResult, RunStatus};
-use crate::statistic::Outcome;
+use crate::statistic::{Outcome, Statistic};
 use blocklab_store::{CampaignMeta, CampaignStatus};
 
 fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
@@ -516,4 +516,72 @@ fn the_slo_search_gives_each_arm_its_highest_sustained_rate_and_the_next_that_fa
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["curves"][1]["points"][2]["short_runs"], 4);
     assert_eq!(json["slo"][0]["sustained_per_s"], 2000.0);
+}
+
+#[test]
+fn a_figure_the_sample_does_not_support_is_marked_in_every_row_that_shows_it() {
+    // 55 transactions per run: too few for a p99 (it needs 100).
+    let (campaign, plan, mut records, environment) = fixture_parts(CampaignStatus::Finished);
+    for x in records.iter_mut().filter_map(|r| r.result.as_mut()) {
+        x.measured = 55;
+    }
+    let report = analyse(campaign, plan, &records, Some(environment), None, vec![]);
+    let p99 = |s: Statistic| s.name() == "p99_latency";
+    assert!(report.effects.iter().any(|e| p99(e.statistic)));
+    for e in &report.effects {
+        assert_eq!(e.support.supported, !p99(e.statistic), "{e:?}");
+    }
+    for a in &report.absolutes {
+        assert_eq!(a.support.supported, !p99(a.statistic), "{a:?}");
+    }
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    let row = json["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["statistic"] == "p99_latency")
+        .unwrap();
+    assert_eq!(row["supported"], false, "{row}");
+    assert!(
+        row["reason"]
+            .as_str()
+            .unwrap()
+            .contains("needs at least 100 samples")
+    );
+
+    let term = terminal(&report);
+    let medians = term
+        .split("medians of run-level statistics")
+        .nth(1)
+        .unwrap();
+    // Each arm's p99 median, the second column, carries the mark.
+    for line in medians.lines().filter(|l| l.starts_with("grv")) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let marked = cells.iter().filter(|c| c.ends_with('*')).count();
+        assert_eq!(marked, 1, "{line}");
+    }
+    assert!(
+        medians.contains("* p99_latency not supported by this sample"),
+        "{medians}"
+    );
+
+    let md = markdown(&report);
+    let unsupported = md
+        .lines()
+        .filter(|l| l.starts_with("| p99_latency (not supported: p99 needs at least 100"))
+        .count();
+    // The effect's row and the medians' row.
+    assert_eq!(unsupported, 2, "{md}");
+
+    let csv = csv(&report);
+    let line = csv.lines().find(|l| l.contains(",p99_latency,")).unwrap();
+    assert!(
+        line.contains(",false,\"p99 needs at least 100 samples"),
+        "{line}"
+    );
+    assert!(
+        csv.lines()
+            .filter(|l| l.contains(",mean_latency,"))
+            .all(|l| l.ends_with(",true,"))
+    );
 }
