@@ -440,6 +440,10 @@ pub struct SloRow {
     pub failed_per_s: Option<f64>,
     /// Why that rate did not meet it.
     pub failed_reason: Option<String>,
+    /// Not supported when the search stopped at a rate whose runs have too
+    /// few samples for the statistic: that rate neither met nor missed it.
+    #[serde(flatten, default)]
+    pub support: Support,
     /// The answer in one sentence, for every rendering.
     pub text: String,
 }

@@ -338,6 +338,12 @@ fn markdown_escapes_names_and_a_single_block_never_shows_an_interval() {
 /// and 3 ms (plus 10 µs per block); arm b's 1.5 and 2.5 ms, and at 4000/s
 /// it achieves 3000/s only (short).
 fn sweep_fixture() -> Report {
+    let (campaign, plan, records) = sweep_parts();
+    analyse(campaign, plan, &records, None, None, vec![])
+}
+
+/// What [`sweep_fixture`] analyses, for a test to change first.
+fn sweep_parts() -> (CampaignMeta, crate::plan::seal::SealedPlan, Vec<RunRecord>) {
     let text = "name = \"sweep\"\nseed = 7\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmode = \"rate\"\nmeasured_s = 0.2\nrates = [1000, 2000, 4000]\nslo = { statistic = \"p99_latency\", max_ms = 2.0 }\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n";
     let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
     let plan = crate::plan::seal::seal(spec, vec![], "sweep.toml", text.as_bytes(), None).unwrap();
@@ -397,7 +403,35 @@ fn sweep_fixture() -> Report {
         tags: Default::default(),
         testbed: None,
     };
-    analyse(campaign, plan, &records, None, None, vec![])
+    (campaign, plan, records)
+}
+
+#[test]
+fn the_slo_search_does_not_judge_a_p99_from_too_few_samples() {
+    // 55 transactions per run at 1000/s: too few for a p99.
+    let (campaign, plan, mut records) = sweep_parts();
+    for r in &mut records {
+        if let Some(x) = r.result.as_mut().filter(|x| x.throughput_per_s == 1000.0) {
+            x.measured = 55;
+        }
+    }
+    let report = analyse(campaign, plan, &records, None, None, vec![]);
+    for row in &report.slo {
+        assert!(
+            !row.text.contains(" met ") && !row.text.contains("sustains"),
+            "{}",
+            row.text
+        );
+        assert!(
+            row.text.contains("cannot be judged for ")
+                && row.text.contains("p99 needs at least 100"),
+            "{}",
+            row.text
+        );
+        assert_eq!((row.sustained_per_s, row.failed_per_s), (None, None));
+        assert!(!row.support.supported);
+    }
+    assert!(terminal(&report).contains(&format!("slo: {}", report.slo[0].text)));
 }
 
 #[test]
