@@ -274,7 +274,7 @@ fn search_text(
             show(*next)
         ),
         (None, Some((next, RateCheck::Unsupported(why)))) => format!(
-            "{objective} cannot be judged for {arm} on {workload} from the lowest swept rate, {}/s, on: {why}",
+            "{arm} on {workload}: {objective} cannot be judged at the lowest swept rate, {}/s ({why}), so no rate counts as sustained",
             show(*next)
         ),
         (Some((rate, upper)), Some((next, RateCheck::Missed(why)))) => format!(

@@ -423,7 +423,8 @@ fn the_slo_search_does_not_judge_a_p99_from_too_few_samples() {
             row.text
         );
         assert!(
-            row.text.contains("cannot be judged for ")
+            row.text
+                .contains("cannot be judged at the lowest swept rate, 1000/s")
                 && row.text.contains("p99 needs at least 100"),
             "{}",
             row.text
