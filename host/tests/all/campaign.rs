@@ -213,10 +213,9 @@ fn the_report_json_has_its_documented_shape() {
     let csv = run(blocklab()
         .args(["report", "latest", "--format", "csv", "--data"])
         .arg(&data));
-    assert!(
-        csv.stdout
-            .starts_with("workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won\n")
-    );
+    assert!(csv.stdout.starts_with(
+        "workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won,supported,reason\n"
+    ));
     let list = run(blocklab()
         .args(["campaigns", "--json", "--data"])
         .arg(&data));
