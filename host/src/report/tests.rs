@@ -154,17 +154,18 @@ fn every_rendering(report: &Report) -> String {
 #[test]
 fn steal_from_runs_of_a_few_ticks_is_not_a_percentage_anywhere() {
     // Runs of 0.14 ms see 3 ticks of 10 ms on the client CPUs; one of
-    // them caught a tick of steal (33.3% of its own ticks).
+    // them, a final run the verdict reads, caught a tick of steal (33.3% of
+    // its own ticks, 3.70% of all).
     let (campaign, plan, mut records, environment) = fixture_parts(CampaignStatus::Finished);
     for (i, r) in records.iter_mut().enumerate() {
-        r.telemetry = run(u64::from(i == 2), 3);
+        r.telemetry = run(u64::from(i == 0), 3);
         if let Some(x) = r.result.as_mut() {
             x.measured_s = 0.14e-3;
         }
     }
     let report = analyse(campaign, plan, &records, Some(environment), None, vec![]);
     let all = every_rendering(&report);
-    for said in ["33.3%", "33.33", "100%", "100.0%", "2.08%"] {
+    for said in ["33.3%", "33.33", "100%", "100.0%", "3.70%"] {
         assert!(!all.contains(said), "{said} in\n{all}");
     }
     let gates = report.gates.sentence();
