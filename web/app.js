@@ -623,7 +623,7 @@ function provenance(report) {
     el("div", { id: "gates" },
       el("h3", {}, "Gates"),
       kv([["runs", g.runs], ["failed", g.failed.length], ["flagged (quiescence)", g.flagged.length], ["reruns", g.reruns],
-          ["CPU steal", `${fmt(g.steal_pct ?? 0)} % (max ${fmt(g.max_steal_pct)} % in a run ≥ 1 s)`], ["OOM kills", g.oom_kills], ["unfinished slots", g.unfinished_slots]]),
+          ["CPU steal", g.steal_text || "—"], ["OOM kills", g.oom_kills], ["unfinished slots", g.unfinished_slots]]),
       g.failed.length ? el("div", {}, el("b", {}, "failed runs"), el("ul", { class: "error" }, g.failed.slice(0, 20).map((f) => el("li", {}, f)))) : null,
       el("h3", {}, "Limits"), el("ul", {}, report.limits.map((l) => el("li", {}, l)))));
 }

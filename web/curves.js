@@ -31,7 +31,7 @@ function curvesSection(report) {
     box.append(el("h3", {}, "SLO search"),
       el("p", { class: "muted" }, "The highest swept rate at which the upper end of the statistic's interval met the objective, no run fell short, and every lower rate met it too."),
       el("ul", { id: "slo" }, report.slo.map((r) => el("li", { class: "slo", "data-workload": r.workload, "data-arm": r.arm,
-        "data-sustained": r.sustained_per_s ?? "", "data-failed": r.failed_per_s ?? "" }, r.text))));
+        "data-sustained": r.sustained_per_s ?? "", "data-failed": r.failed_per_s ?? "", "data-supported": String(r.supported !== false), title: r.reason || "" }, r.text))));
   }
   return box;
 }

@@ -5,9 +5,10 @@
 
 use super::model::{
     AbsoluteRow, EffectRow, GateSummary, Intervals, LinkRow, MissingEffect, PositionRow, Report,
-    RunRow, STEAL_MIN_TICKS,
+    RunRow, StatisticRow, Support,
 };
 use super::statistics::{statistics, workload_statistics};
+use super::steal::{Steal, steal_pct};
 use super::words::pct;
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
@@ -240,6 +241,7 @@ pub fn analyse(
     let hosts = super::hosts::hosts(&plan, &finals);
     let links = link_rows(spec, &finals);
     let statistics = super::verdicts::statistic_rows(spec, &runs);
+    carry_support(&statistics, &mut rows);
     let verdicts = super::verdicts::verdicts(spec, &campaign, &rows.effects, &runs, &statistics);
     let curves = super::curves::curves(spec, &finals, &rows.effects);
     let slo = super::curves::slo_rows(spec, &finals);
@@ -368,6 +370,23 @@ fn analyse_workload(
         .extend(positions(spec, finals, workload, &ok));
 }
 
+/// Every effect and median marked as its statistic's row is, so that no
+/// rendering shows an unsupported figure as a fact.
+fn carry_support(statistics: &[StatisticRow], rows: &mut WorkloadRows) {
+    let of = |stat: Statistic| {
+        statistics
+            .iter()
+            .find(|r| r.name == stat)
+            .map_or_else(Support::default, |r| r.support.clone())
+    };
+    for e in &mut rows.effects {
+        e.support = of(e.statistic);
+    }
+    for a in &mut rows.absolutes {
+        a.support = of(a.statistic);
+    }
+}
+
 /// The medians of an arm's run-level statistics.
 fn absolutes(
     spec: &PlanSpec,
@@ -390,6 +409,7 @@ fn absolutes(
                 unit: s.unit().into(),
                 median: stats::median(&values),
                 runs: values.len(),
+                support: Support::default(),
             }
         })
         .collect()
@@ -440,6 +460,7 @@ impl Pair<'_> {
                 blocks,
                 won,
                 level,
+                support: Support::default(),
             }),
             Err(e) => Err(MissingEffect {
                 workload: self.workload.to_owned(),
@@ -558,7 +579,12 @@ fn gate_summary(
         gates.oom_kills += r.telemetry.oom_kills.unwrap_or(0);
         gates.leaked_resources += r.result.as_ref().map_or(0, |x| x.leaked_resources);
     }
-    (gates.steal_pct, gates.max_steal_pct) = steal(records.iter().map(|r| &r.telemetry));
+    gates.steal = Steal::of(
+        records
+            .iter()
+            .map(|r| (r.telemetry.steal_ticks, r.telemetry.ticks)),
+    );
+    gates.steal_text = gates.steal.phrase();
     gates
 }
 
@@ -584,7 +610,9 @@ fn run_rows(spec: &PlanSpec, records: &[RunRecord]) -> Vec<RunRow> {
                 rerun_reason: r.rerun_reason.clone(),
                 gate_flagged: r.gate_flagged,
                 wall_s: r.wall_s,
-                steal_pct: r.telemetry.steal_pct,
+                steal_pct: steal_pct(r.telemetry.steal_ticks, r.telemetry.ticks),
+                steal_ticks: r.telemetry.steal_ticks,
+                ticks: r.telemetry.ticks,
                 oom_kills: r.telemetry.oom_kills,
                 link: r.link.clone(),
                 duet: r.duet.clone(),
@@ -693,23 +721,4 @@ fn limits(
         out.push(format!("The machine has {} CPUs: runner and client cannot be isolated from the rest of the system.", e.online_cpus));
     }
     out
-}
-
-/// CPU steal over runs: pooled (all steal ticks over all ticks) and the
-/// highest of one run among runs of at least [`STEAL_MIN_TICKS`], percent.
-pub fn steal<'a>(runs: impl Iterator<Item = &'a crate::record::gates::Telemetry>) -> (f64, f64) {
-    let (mut steal, mut ticks, mut max) = (0u64, 0u64, 0.0f64);
-    for t in runs {
-        steal += t.steal_ticks;
-        ticks += t.ticks;
-        if t.ticks >= STEAL_MIN_TICKS {
-            max = max.max(t.steal_pct);
-        }
-    }
-    let pooled = if ticks == 0 {
-        0.0
-    } else {
-        100.0 * steal as f64 / ticks as f64
-    };
-    (pooled, max)
 }

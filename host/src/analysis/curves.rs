@@ -6,7 +6,7 @@
 //! the analysis already computed.
 
 use super::campaign::ok_runs;
-use super::model::{Curve, CurvePoint, EffectRow, Estimate, SloRow};
+use super::model::{Curve, CurvePoint, EffectRow, Estimate, SloRow, Support};
 use super::statistics::statistics;
 use super::words::fmt_value;
 use crate::limits::show;
@@ -164,28 +164,49 @@ pub(super) fn slo_rows(spec: &PlanSpec, finals: &BTreeMap<u32, &RunRecord>) -> V
     out
 }
 
-/// Whether one rate met the SLO: the statistic's interval upper bound in
-/// ms, or why not.
+/// What one rate says of the SLO.
+#[derive(Debug, Clone, PartialEq)]
+enum RateCheck {
+    /// Met, with the statistic's interval upper bound in ms.
+    Met(f64),
+    /// Not met, and why.
+    Missed(String),
+    /// The runs have too few samples for the statistic
+    /// (`stats::percentile_unsupported`): neither met nor missed.
+    Unsupported(String),
+}
+
+/// Whether one rate met the SLO.
 fn check(
     spec: &PlanSpec,
     slo: &Slo,
     stat: Statistic,
     runs: Option<&BTreeMap<u32, &RunResult>>,
-) -> Result<f64, String> {
+) -> RateCheck {
     let Some(runs) = runs.filter(|r| !r.is_empty()) else {
-        return Err("no successful runs at this rate".into());
+        return RateCheck::Missed("no successful runs at this rate".into());
     };
     let short = short_runs(runs);
     if short > 0 {
-        return Err(format!(
+        return RateCheck::Missed(format!(
             "{short} of {} runs fell short of the offered rate: the client did not sustain it",
             runs.len()
         ));
     }
-    let e = estimate(spec, runs, stat).ok_or("no successful runs at this rate")?;
+    // The same rule as the statistics table's, over this rate's runs.
+    let fewest = runs.values().map(|r| r.measured).min().unwrap_or(0);
+    if let Some(why) = stat
+        .percentile()
+        .and_then(|p| stats::percentile_unsupported(p, fewest))
+    {
+        return RateCheck::Unsupported(why);
+    }
+    let Some(e) = estimate(spec, runs, stat) else {
+        return RateCheck::Missed("no successful runs at this rate".into());
+    };
     let (upper, median) = (e.hi / 1e3, e.median / 1e3);
     if upper > slo.max_ms {
-        return Err(format!(
+        return RateCheck::Missed(format!(
             "the interval of `{}` reaches {} ms (median {} ms), above {} ms",
             slo.statistic.name(),
             fmt_value(upper),
@@ -193,45 +214,33 @@ fn check(
             show(slo.max_ms)
         ));
     }
-    Ok(upper)
+    RateCheck::Met(upper)
 }
 
-/// The monotone search: the highest rate before the first that failed.
+/// The monotone search: the highest rate before the first that failed or
+/// cannot be judged.
 fn search(
     slo: &Slo,
     workload: &str,
     arm: &str,
-    checks: impl Iterator<Item = (f64, Result<f64, String>)>,
+    checks: impl Iterator<Item = (f64, RateCheck)>,
 ) -> SloRow {
     let mut sustained: Option<(f64, f64)> = None;
-    let mut failed: Option<(f64, String)> = None;
+    let mut stop: Option<(f64, RateCheck)> = None;
     for (rate, result) in checks {
         match result {
-            Ok(upper) => sustained = Some((rate, upper)),
-            Err(why) => {
-                failed = Some((rate, why));
+            RateCheck::Met(upper) => sustained = Some((rate, upper)),
+            other => {
+                stop = Some((rate, other));
                 break;
             }
         }
     }
-    let objective = slo.describe();
-    let text = match (&sustained, &failed) {
-        (Some((rate, upper)), Some((next, why))) => format!(
-            "{arm} sustains {}/s on {workload} within {objective} (upper bound {} ms); at {}/s {why}",
-            show(*rate),
-            fmt_value(*upper),
-            show(*next)
-        ),
-        (Some((rate, upper)), None) => format!(
-            "{arm} met {objective} on {workload} at every swept rate, up to {}/s (upper bound {} ms): the highest rate it sustains lies above the sweep; sweep higher rates",
-            show(*rate),
-            fmt_value(*upper)
-        ),
-        (None, Some((next, why))) => format!(
-            "{arm} did not meet {objective} on {workload} even at the lowest swept rate, {}/s: {why}; sweep lower rates",
-            show(*next)
-        ),
-        (None, None) => format!("{arm} has no swept rates on {workload}"),
+    let text = search_text(slo, workload, arm, sustained, stop.as_ref());
+    let (failed, unsupported) = match stop {
+        Some((rate, RateCheck::Missed(why))) => (Some((rate, why)), None),
+        Some((_, RateCheck::Unsupported(why))) => (None, Some(why)),
+        _ => (None, None),
     };
     SloRow {
         workload: workload.to_owned(),
@@ -242,7 +251,51 @@ fn search(
         sustained_upper_ms: sustained.map(|s| s.1),
         failed_per_s: failed.as_ref().map(|f| f.0),
         failed_reason: failed.map(|f| f.1),
+        support: Support::of(unsupported),
         text,
+    }
+}
+
+/// The search's answer in one sentence: a rate whose runs cannot support
+/// the statistic is neither met nor missed.
+fn search_text(
+    slo: &Slo,
+    workload: &str,
+    arm: &str,
+    sustained: Option<(f64, f64)>,
+    stop: Option<&(f64, RateCheck)>,
+) -> String {
+    let objective = slo.describe();
+    match (sustained, stop) {
+        (Some((rate, upper)), Some((next, RateCheck::Unsupported(why)))) => format!(
+            "{arm} sustains {}/s on {workload} within {objective} (upper bound {} ms); at {}/s it cannot be judged: {why}",
+            show(rate),
+            fmt_value(upper),
+            show(*next)
+        ),
+        (None, Some((next, RateCheck::Unsupported(why)))) => format!(
+            "{arm} on {workload}: {objective} cannot be judged at the lowest swept rate, {}/s ({why}), so no rate counts as sustained",
+            show(*next)
+        ),
+        (Some((rate, upper)), Some((next, RateCheck::Missed(why)))) => format!(
+            "{arm} sustains {}/s on {workload} within {objective} (upper bound {} ms); at {}/s {why}",
+            show(rate),
+            fmt_value(upper),
+            show(*next)
+        ),
+        // A search stops only at a rate not met, so `Met` here is the end.
+        (Some((rate, upper)), None | Some((_, RateCheck::Met(_)))) => format!(
+            "{arm} met {objective} on {workload} at every swept rate, up to {}/s (upper bound {} ms): the highest rate it sustains lies above the sweep; sweep higher rates",
+            show(rate),
+            fmt_value(upper)
+        ),
+        (None, Some((next, RateCheck::Missed(why)))) => format!(
+            "{arm} did not meet {objective} on {workload} even at the lowest swept rate, {}/s: {why}; sweep lower rates",
+            show(*next)
+        ),
+        (None, None | Some((_, RateCheck::Met(_)))) => {
+            format!("{arm} has no swept rates on {workload}")
+        }
     }
 }
 
@@ -257,7 +310,10 @@ mod tests {
     };
 
     fn row(checks: Vec<(f64, Result<f64, String>)>) -> SloRow {
-        search(&SLO, "get100", "wasm", checks.into_iter())
+        let checks = checks
+            .into_iter()
+            .map(|(rate, c)| (rate, c.map_or_else(RateCheck::Missed, RateCheck::Met)));
+        search(&SLO, "get100", "wasm", checks)
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! against campaign; `gate`: the regression gate's judging; `history`: a
 //! series' effect over campaigns and its change points; `calibration`: a
 //! machine's stored calibration; `latency`: merged latency histograms;
-//! `words`: how numbers are written.
+//! `steal`: CPU steal's one rule; `words`: how numbers are written.
 
 pub mod calibration;
 pub mod campaign;
@@ -25,6 +25,7 @@ pub mod latency;
 pub mod model;
 pub mod noise;
 pub mod statistics;
+pub mod steal;
 pub mod verdicts;
 pub mod words;
 

@@ -4,6 +4,7 @@
 
 use super::calibration::Calibration;
 use super::statistics::TableEntry;
+use super::steal::Steal;
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
 use crate::record::SequentialStop;
@@ -36,6 +37,8 @@ pub struct EffectRow {
     /// (see the report's `intervals`).
     #[serde(default)]
     pub level: f64,
+    #[serde(flatten)]
+    pub support: Support,
 }
 
 /// A verdict's [`Outcome`] under the names the report's JSON has always
@@ -96,17 +99,49 @@ pub struct Verdict {
     pub warnings: Vec<String>,
 }
 
+/// Whether the campaign's sample supports a statistic's figures (a tail
+/// percentile needs enough samples per run; a maximum never estimates
+/// anything): decided once per statistic (`verdicts::statistic_rows`) and
+/// carried by every row that shows one of its figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Support {
+    #[serde(default = "supported_by_default")]
+    pub supported: bool,
+    /// Why not, when not supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Rows stored before `supported` existed read as supported, as they were
+/// shown.
+fn supported_by_default() -> bool {
+    true
+}
+
+impl Default for Support {
+    fn default() -> Self {
+        Support::of(None)
+    }
+}
+
+impl Support {
+    /// Supported unless there is a reason it is not.
+    pub fn of(reason: Option<String>) -> Self {
+        Support {
+            supported: reason.is_none(),
+            reason,
+        }
+    }
+}
+
 /// A row of the statistics table with whether the campaign's sample
-/// supports it (a tail percentile needs enough samples per run; a maximum
-/// never estimates anything).
+/// supports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct StatisticRow {
     #[serde(flatten)]
     pub stat: TableEntry,
-    pub supported: bool,
-    /// Why not, when not supported.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub support: Support,
 }
 
 impl std::ops::Deref for StatisticRow {
@@ -150,6 +185,8 @@ pub struct AbsoluteRow {
     pub unit: String,
     pub median: f64,
     pub runs: usize,
+    #[serde(flatten)]
+    pub support: Support,
 }
 
 /// The order diagnostic: the mode's first statistic (mean latency, or
@@ -178,7 +215,14 @@ pub struct RunRow {
     /// Wall time of the whole run as the supervisor saw it (spawn to exit),
     /// seconds; the gate's wait is not included.
     pub wall_s: f64,
-    pub steal_pct: f64,
+    /// The run's CPU steal, percent, by [`super::steal`]'s rule: `None`
+    /// under [`super::steal::STEAL_MIN_TICKS`] ticks.
+    pub steal_pct: Option<f64>,
+    /// Its steal ticks and all ticks of the client CPUs (10 ms each).
+    #[serde(default)]
+    pub steal_ticks: u64,
+    #[serde(default)]
+    pub ticks: u64,
     pub oom_kills: Option<u64>,
     /// The link to a target in its own namespace, the tc commands run
     /// before the run, and the link's counters over it.
@@ -202,13 +246,12 @@ pub struct GateSummary {
     pub failed: Vec<String>,
     pub flagged: Vec<String>,
     pub reruns: usize,
-    /// CPU steal over all runs: steal ticks over all ticks of the client
-    /// CPUs, percent.
+    /// CPU steal over every stored attempt, by [`super::steal`]'s rule.
+    #[serde(flatten)]
+    pub steal: Steal,
+    /// [`Steal::phrase`] of `steal`, for renderings outside Rust (the web).
     #[serde(default)]
-    pub steal_pct: f64,
-    /// The highest steal of one run, among runs of at least
-    /// [`STEAL_MIN_TICKS`] (shorter ones count too few ticks for a percentage).
-    pub max_steal_pct: f64,
+    pub steal_text: String,
     pub oom_kills: u64,
     /// Slots without a final attempt that are still to run (`--resume`).
     pub unfinished_slots: usize,
@@ -222,21 +265,16 @@ pub struct GateSummary {
     pub leaked_resources: u64,
 }
 
-/// Client CPU ticks (10 ms each) a run needs for its own steal percentage
-/// to count towards `max_steal_pct`: one second.
-pub const STEAL_MIN_TICKS: u64 = 100;
-
 impl GateSummary {
     /// The gates' verdict in one sentence, for every rendering.
     pub fn sentence(&self) -> String {
         format!(
-            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {:.2}% (at most {:.2}% in a run of 1 s or more), {} OOM kills, {} slots not run yet{}{}",
+            "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {}, {} OOM kills, {} slots not run yet{}{}",
             self.runs,
             self.failed.len(),
             self.flagged.len(),
             self.reruns,
-            self.steal_pct,
-            self.max_steal_pct,
+            self.steal.phrase(),
             self.oom_kills,
             self.unfinished_slots,
             if self.skipped_slots > 0 {
@@ -330,10 +368,19 @@ impl Report {
     /// The median over blocks of `statistic` for `workload` in `arm`, when
     /// the campaign measured it.
     pub fn median(&self, workload: &str, arm: &str, statistic: Statistic) -> Option<f64> {
+        self.absolute(workload, arm, statistic).map(|a| a.median)
+    }
+
+    /// The row of that median, with whether the sample supports it.
+    pub fn absolute(
+        &self,
+        workload: &str,
+        arm: &str,
+        statistic: Statistic,
+    ) -> Option<&AbsoluteRow> {
         self.absolutes
             .iter()
             .find(|a| a.workload == workload && a.arm == arm && a.statistic == statistic)
-            .map(|a| a.median)
     }
 }
 
@@ -393,6 +440,10 @@ pub struct SloRow {
     pub failed_per_s: Option<f64>,
     /// Why that rate did not meet it.
     pub failed_reason: Option<String>,
+    /// Not supported when the search stopped at a rate whose runs have too
+    /// few samples for the statistic: that rate neither met nor missed it.
+    #[serde(flatten, default)]
+    pub support: Support,
     /// The answer in one sentence, for every rendering.
     pub text: String,
 }

@@ -5,8 +5,9 @@
 //! report, and in rate mode runs short of the offered rate or starting
 //! late); and which statistics the sample supports at all.
 
-use super::model::{EffectRow, RunRow, StatisticRow, Verdict};
+use super::model::{EffectRow, RunRow, StatisticRow, Support, Verdict};
 use super::statistics::{TableEntry, statistics};
+use super::steal::Steal;
 use crate::plan::spec::PlanSpec;
 use crate::record::RunStatus;
 use crate::record::result::{OpenLoop, RerunReason};
@@ -23,9 +24,6 @@ pub const WEAK_BLOCKS: usize = 5;
 /// A measured window shorter than this is dominated by timer and
 /// scheduling noise.
 const SHORT_WINDOW_S: f64 = 0.005;
-
-/// CPU steal of a run, percent, from which its figures are in doubt.
-const STEAL_WARN_PCT: f64 = 1.0;
 
 /// Whether the campaign may still change: its report is an interim one.
 pub(super) fn provisional(campaign: &CampaignMeta) -> bool {
@@ -63,8 +61,7 @@ pub(super) fn statistic_rows(spec: &PlanSpec, runs: &[RunRow]) -> Vec<StatisticR
                 .and_then(|(p, n)| stats::percentile_unsupported(p, n));
             StatisticRow {
                 stat: TableEntry::of(spec, stat),
-                supported: reason.is_none(),
-                reason,
+                support: Support::of(reason),
             }
         })
         .collect()
@@ -93,7 +90,7 @@ pub(super) fn verdicts(
         {
             let mut v = verdict(row.name, e, spec.blocks);
             v.warnings.extend(run_warnings(runs, e));
-            if let Some(reason) = &row.reason {
+            if let Some(reason) = &row.support.reason {
                 v.warnings
                     .push(format!("`{}` is not supported: {reason}", row.name));
             }
@@ -231,18 +228,7 @@ pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
             shortest * 1e3
         ));
     }
-    let stolen: Vec<f64> = finals
-        .iter()
-        .map(|r| r.steal_pct)
-        .filter(|s| *s >= STEAL_WARN_PCT)
-        .collect();
-    if !stolen.is_empty() {
-        let max = stolen.iter().copied().fold(0.0, f64::max);
-        out.push(format!(
-            "CPU steal of {max:.1}% at most, {} of {n} runs at {STEAL_WARN_PCT}% or more: the hypervisor took time from the measured runs",
-            stolen.len()
-        ));
-    }
+    out.extend(Steal::of(finals.iter().map(|r| (r.steal_ticks, r.ticks))).warning());
     out.extend(open_loop_warnings(&ok));
     let resumed = all
         .iter()
@@ -329,6 +315,7 @@ mod tests {
             blocks,
             won: 0,
             level: 0.95,
+            support: Support::default(),
         }
     }
 
@@ -446,7 +433,9 @@ mod tests {
             rerun_reason: None,
             gate_flagged: false,
             wall_s: 1.0,
-            steal_pct: 0.0,
+            steal_pct: None,
+            steal_ticks: 0,
+            ticks: 100,
             oom_kills: None,
             link: None,
             duet: None,
@@ -486,7 +475,8 @@ mod tests {
         let mut runs = clean();
         runs[1].gate_flagged = true;
         runs[2].result.measured_s = 0.001;
-        runs[3].steal_pct = 4.5;
+        runs[3].steal_ticks = 9;
+        runs[3].ticks = 200;
         // Slot 4 was killed and resumed; slot 5 failed once and was rerun.
         let mut resumed = row(4, "native", 1);
         resumed.rerun_reason = Some(RerunReason::Resumed);
@@ -501,7 +491,7 @@ mod tests {
         for expected in [
             "1 of 8 runs ran although the quiescence gate did not pass",
             "1 of 8 runs measured for less than 5 ms (shortest 1.00 ms)",
-            "CPU steal of 4.5% at most, 1 of 8 runs",
+            "CPU steal of 4.5% at most, 1 of 8 runs of 1 s or more at 1% or more; 1.0% over all their ticks",
             "resumed after an interruption (a kill or a stop): 1 runs",
             "1 runs were rerun after a failed attempt",
         ] {
@@ -522,17 +512,20 @@ mod tests {
         let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"native\"\nbaseline = true\n[[arms]]\nname = \"wasm\"\n";
         let spec = PlanSpec::parse(text, &[]).unwrap();
         let rows = statistic_rows(&spec, &clean());
-        assert!(rows.iter().all(|r| r.supported), "{rows:?}");
+        assert!(rows.iter().all(|r| r.support.supported), "{rows:?}");
         let mut runs = clean();
         runs[3].result.measured = 40;
         let rows = statistic_rows(&spec, &runs);
         let p99 = rows.iter().find(|r| r.name == "p99_latency").unwrap();
-        assert!(!p99.supported);
-        assert!(p99.reason.as_deref().unwrap().contains("has 40"), "{p99:?}");
+        assert!(!p99.support.supported);
+        assert!(
+            p99.support.reason.as_deref().unwrap().contains("has 40"),
+            "{p99:?}"
+        );
         assert!(
             rows.iter()
                 .filter(|r| r.name != "p99_latency")
-                .all(|r| r.supported)
+                .all(|r| r.support.supported)
         );
     }
 }

@@ -1,4 +1,5 @@
-//! The CSV rendering: the effects, one row per workload × arm × statistic,
+//! The CSV rendering: the effects, one row per workload × arm × statistic
+//! with whether the sample supports that statistic (and why not),
 //! written by the `csv` crate so that names with commas, quotes or line
 //! breaks stay one field, and names a spreadsheet would take for a formula
 //! guarded.
@@ -6,7 +7,7 @@
 use crate::analysis::model::Report;
 
 /// The header row, in the order of [`csv`]'s fields.
-const HEADER: [&str; 9] = [
+const HEADER: [&str; 11] = [
     "workload",
     "arm",
     "baseline",
@@ -16,6 +17,8 @@ const HEADER: [&str; 9] = [
     "ci_high",
     "blocks",
     "won",
+    "supported",
+    "reason",
 ];
 
 /// A text cell a spreadsheet will not run: one starting with `=`, `+`,
@@ -43,6 +46,8 @@ pub fn csv(report: &Report) -> String {
             e.ci_high.to_string(),
             e.blocks.to_string(),
             e.won.to_string(),
+            e.support.supported.to_string(),
+            guarded(e.support.reason.as_deref().unwrap_or("")),
         ]
     }));
     for row in rows {

@@ -8,10 +8,11 @@ use super::format::{
     calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_header, md_quoted, md_row,
     noise_floor, pct, stop_sentence,
 };
-use crate::analysis::model::{EffectRow, Report};
+use crate::analysis::model::{EffectRow, Report, Support};
 use crate::machine::netns::NetPlacement;
 use crate::machine::placement::format_cpu_list;
 use crate::plan::spec::{PlanSpec, WorkloadSpec};
+use crate::statistic::Statistic;
 use crate::stats::Method;
 use std::fmt::{self, Write as _};
 
@@ -360,7 +361,7 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
     writeln!(s, "\n### {}\n\n{}", md(&w.name), md_header(&columns))?;
     for e in report.effects.iter().filter(|e| e.workload == w.name) {
         let mut cells = vec![
-            e.statistic.to_string(),
+            statistic_cell(e.statistic, &e.support),
             arm_cell(spec, e),
             format!("{:.3}", e.ratio),
             fmt_interval(e),
@@ -417,17 +418,22 @@ fn medians(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
                     .map_or("—".into(), fmt_value)
             })
             .collect();
-        let name = match &st.reason {
-            Some(why) => format!("{} (not supported: {})", st.name, md_quoted(why)),
-            None => st.name.to_string(),
-        };
-        let row: Vec<String> = [name, st.unit.to_string()]
+        let row: Vec<String> = [statistic_cell(st.name, &st.support), st.unit.to_string()]
             .into_iter()
             .chain(cells)
             .collect();
         writeln!(s, "{}", md_row(&row))?;
     }
     Ok(())
+}
+
+/// A statistic's name in a table row, with why the sample does not support
+/// the row's figures when it does not.
+fn statistic_cell(stat: Statistic, support: &Support) -> String {
+    match &support.reason {
+        Some(why) => format!("{stat} (not supported: {})", md_quoted(why)),
+        None => stat.to_string(),
+    }
 }
 
 /// An effect's arm, with the arm it is against when that is not the

@@ -6,7 +6,7 @@ use super::format::{
     calibration_sentence, fmt_estimate, fmt_ratio, fmt_value, noise_floor, pct, stop_sentence,
     verdict_line,
 };
-use crate::analysis::model::Report;
+use crate::analysis::model::{Report, StatisticRow, Support};
 use crate::analysis::statistics::TableEntry;
 use crate::statistic::Statistic;
 use std::fmt::{self, Write as _};
@@ -144,7 +144,10 @@ fn headline(report: &Report, stat: &TableEntry, s: &mut String) -> fmt::Result {
                 .effects
                 .iter()
                 .find(|e| e.workload == w.name && e.arm == *arm && e.statistic == stat.name)
-                .map(|e| format!("{} ({}/{})", fmt_ratio(e), e.won, e.blocks))
+                .map(|e| {
+                    let cell = format!("{} ({}/{})", fmt_ratio(e), e.won, e.blocks);
+                    marked(cell, &e.support)
+                })
                 .unwrap_or_else(|| "—".into());
             write!(s, " {cell:>30}")?;
         }
@@ -153,7 +156,28 @@ fn headline(report: &Report, stat: &TableEntry, s: &mut String) -> fmt::Result {
         }
         writeln!(s)?;
     }
+    if let Some(row) = report.statistics.iter().find(|r| r.name == stat.name) {
+        unsupported_note(row, s)?;
+    }
     Ok(())
+}
+
+/// A figure of a statistic the sample does not support, marked `*`; the
+/// table it is in explains the mark ([`unsupported_note`]).
+fn marked(cell: String, support: &Support) -> String {
+    if support.supported {
+        cell
+    } else {
+        format!("{cell}*")
+    }
+}
+
+/// What a `*` of [`marked`] means, under the table, for `row`'s statistic.
+fn unsupported_note(row: &StatisticRow, s: &mut String) -> fmt::Result {
+    match &row.support.reason {
+        Some(why) => writeln!(s, "* {} not supported by this sample: {why}", row.name),
+        None => Ok(()),
+    }
 }
 
 /// Rate sweeps: each curve's points and the SLO search's answers.
@@ -213,20 +237,15 @@ fn medians(report: &Report, s: &mut String) -> fmt::Result {
             write!(s, "{:<18} {:<18}", w.name, arm.name)?;
             for (_, stat) in &columns {
                 let median = report
-                    .median(&w.name, &arm.name, *stat)
-                    .map_or("—".into(), fmt_value);
+                    .absolute(&w.name, &arm.name, *stat)
+                    .map_or("—".into(), |a| marked(fmt_value(a.median), &a.support));
                 write!(s, " {median:>12}")?;
             }
             writeln!(s)?;
         }
     }
-    for st in report.statistics.iter().filter(|st| !st.supported) {
-        writeln!(
-            s,
-            "{} not supported by this sample: {}",
-            st.name,
-            st.reason.as_deref().unwrap_or("")
-        )?;
+    for st in &report.statistics {
+        unsupported_note(st, s)?;
     }
     Ok(())
 }

@@ -6,12 +6,11 @@
 
 use super::format::pct;
 use super::*;
-use crate::analysis::campaign::steal;
 use crate::analysis::model::GateSummary;
 use crate::analysis::{Report, analyse};
 use crate::record::gates::{Environment, Telemetry};
 use crate::record::{RunRecord, RunResult, RunStatus};
-use crate::statistic::Outcome;
+use crate::statistic::{Outcome, Statistic};
 use blocklab_store::{CampaignMeta, CampaignStatus};
 
 fn run(steal_ticks: u64, ticks: u64) -> Telemetry {
@@ -45,16 +44,6 @@ fn percentages_print_as_many_decimals_as_they_need() {
     assert_eq!(pct(0.999), "99.9%");
 }
 
-#[test]
-fn steal_pools_ticks_and_a_run_of_one_tick_does_not_set_the_maximum() {
-    // A 12 ms run that caught one tick of steal reads 100% on its own.
-    let runs = [run(1, 1), run(10, 1000), run(2, 100)];
-    let (pooled, max) = steal(runs.iter());
-    assert!((pooled - 100.0 * 13.0 / 1101.0).abs() < 1e-9, "{pooled}");
-    assert_eq!(max, 2.0);
-    assert_eq!(steal([].iter()), (0.0, 0.0));
-}
-
 /// A finished two-arm campaign with fixed figures: arm `b, "fast"` is about
 /// 20% faster than the baseline `a` on workload `grv`, and one of its runs
 /// failed once and was rerun.
@@ -64,6 +53,19 @@ fn fixture() -> Report {
 
 /// [`fixture`] with its campaign in `status`.
 fn fixture_with(status: CampaignStatus) -> Report {
+    let (campaign, plan, records, environment) = fixture_parts(status);
+    analyse(campaign, plan, &records, Some(environment), None, vec![])
+}
+
+/// What [`fixture_with`] analyses, for a test to change first.
+fn fixture_parts(
+    status: CampaignStatus,
+) -> (
+    CampaignMeta,
+    crate::plan::seal::SealedPlan,
+    Vec<RunRecord>,
+    Environment,
+) {
     let text = "name = \"snap\"\nseed = 7\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmeasured = 1000\n[[workloads]]\nname = \"grv\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b, \\\"fast\\\"\"\n";
     let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
     let mut plan =
@@ -135,7 +137,68 @@ fn fixture_with(status: CampaignStatus) -> Report {
         qdiscs: None,
         pmu: None,
     };
-    analyse(campaign, plan, &records, Some(environment), None, vec![])
+    (campaign, plan, records, environment)
+}
+
+/// Every rendering of `report`, one after another.
+fn every_rendering(report: &Report) -> String {
+    [
+        terminal(report),
+        markdown(report),
+        csv(report),
+        serde_json::to_string_pretty(report).unwrap(),
+    ]
+    .join("\n")
+}
+
+#[test]
+fn steal_from_runs_of_a_few_ticks_is_not_a_percentage_anywhere() {
+    // Runs of 0.14 ms see 3 ticks of 10 ms on the client CPUs; one of
+    // them, a final run the verdict reads, caught a tick of steal (33.3% of
+    // its own ticks, 3.70% of all).
+    let (campaign, plan, mut records, environment) = fixture_parts(CampaignStatus::Finished);
+    for (i, r) in records.iter_mut().enumerate() {
+        r.telemetry = run(u64::from(i == 0), 3);
+        if let Some(x) = r.result.as_mut() {
+            x.measured_s = 0.14e-3;
+        }
+    }
+    let report = analyse(campaign, plan, &records, Some(environment), None, vec![]);
+    let all = every_rendering(&report);
+    for said in ["33.3%", "33.33", "100%", "100.0%", "3.70%"] {
+        assert!(!all.contains(said), "{said} in\n{all}");
+    }
+    let gates = report.gates.sentence();
+    assert!(
+        gates.contains("CPU steal not judged (1 steal ticks of 27 client-CPU ticks"),
+        "{gates}"
+    );
+    // The verdicts agree: no steal warning where the gates judge none.
+    for v in &report.verdicts {
+        assert!(v.warnings.iter().all(|w| !w.contains("steal")), "{v:?}");
+    }
+    assert!(report.runs.iter().all(|r| r.steal_pct.is_none()));
+
+    // Runs of 2 s (400 ticks on two CPUs), one with 5% steal: the gates and
+    // the verdict give the same run's 5.00%.
+    let (campaign, plan, mut records, environment) = fixture_parts(CampaignStatus::Finished);
+    for (i, r) in records.iter_mut().enumerate() {
+        r.telemetry = run(if i == 0 { 20 } else { 0 }, 400);
+    }
+    let report = analyse(campaign, plan, &records, Some(environment), None, vec![]);
+    let gates = report.gates.sentence();
+    assert!(
+        gates.contains("(at most 5.00% in a run of 1 s or more)"),
+        "{gates}"
+    );
+    assert!(
+        report.verdicts.iter().any(|v| v
+            .warnings
+            .iter()
+            .any(|w| w.contains("CPU steal of 5.0% at most"))),
+        "{:?}",
+        report.verdicts
+    );
 }
 
 /// Compares `actual` with the committed snapshot `name` under
@@ -276,6 +339,12 @@ fn markdown_escapes_names_and_a_single_block_never_shows_an_interval() {
 /// and 3 ms (plus 10 µs per block); arm b's 1.5 and 2.5 ms, and at 4000/s
 /// it achieves 3000/s only (short).
 fn sweep_fixture() -> Report {
+    let (campaign, plan, records) = sweep_parts();
+    analyse(campaign, plan, &records, None, None, vec![])
+}
+
+/// What [`sweep_fixture`] analyses, for a test to change first.
+fn sweep_parts() -> (CampaignMeta, crate::plan::seal::SealedPlan, Vec<RunRecord>) {
     let text = "name = \"sweep\"\nseed = 7\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmode = \"rate\"\nmeasured_s = 0.2\nrates = [1000, 2000, 4000]\nslo = { statistic = \"p99_latency\", max_ms = 2.0 }\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n";
     let spec = crate::plan::spec::PlanSpec::parse(text, &[]).unwrap();
     let plan = crate::plan::seal::seal(spec, vec![], "sweep.toml", text.as_bytes(), None).unwrap();
@@ -335,7 +404,36 @@ fn sweep_fixture() -> Report {
         tags: Default::default(),
         testbed: None,
     };
-    analyse(campaign, plan, &records, None, None, vec![])
+    (campaign, plan, records)
+}
+
+#[test]
+fn the_slo_search_does_not_judge_a_p99_from_too_few_samples() {
+    // 55 transactions per run at 1000/s: too few for a p99.
+    let (campaign, plan, mut records) = sweep_parts();
+    for r in &mut records {
+        if let Some(x) = r.result.as_mut().filter(|x| x.throughput_per_s == 1000.0) {
+            x.measured = 55;
+        }
+    }
+    let report = analyse(campaign, plan, &records, None, None, vec![]);
+    for row in &report.slo {
+        assert!(
+            !row.text.contains(" met ") && !row.text.contains("sustains"),
+            "{}",
+            row.text
+        );
+        assert!(
+            row.text
+                .contains("cannot be judged at the lowest swept rate, 1000/s")
+                && row.text.contains("p99 needs at least 100"),
+            "{}",
+            row.text
+        );
+        assert_eq!((row.sustained_per_s, row.failed_per_s), (None, None));
+        assert!(!row.support.supported);
+    }
+    assert!(terminal(&report).contains(&format!("slo: {}", report.slo[0].text)));
 }
 
 #[test]
@@ -454,4 +552,72 @@ fn the_slo_search_gives_each_arm_its_highest_sustained_rate_and_the_next_that_fa
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["curves"][1]["points"][2]["short_runs"], 4);
     assert_eq!(json["slo"][0]["sustained_per_s"], 2000.0);
+}
+
+#[test]
+fn a_figure_the_sample_does_not_support_is_marked_in_every_row_that_shows_it() {
+    // 55 transactions per run: too few for a p99 (it needs 100).
+    let (campaign, plan, mut records, environment) = fixture_parts(CampaignStatus::Finished);
+    for x in records.iter_mut().filter_map(|r| r.result.as_mut()) {
+        x.measured = 55;
+    }
+    let report = analyse(campaign, plan, &records, Some(environment), None, vec![]);
+    let p99 = |s: Statistic| s.name() == "p99_latency";
+    assert!(report.effects.iter().any(|e| p99(e.statistic)));
+    for e in &report.effects {
+        assert_eq!(e.support.supported, !p99(e.statistic), "{e:?}");
+    }
+    for a in &report.absolutes {
+        assert_eq!(a.support.supported, !p99(a.statistic), "{a:?}");
+    }
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    let row = json["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["statistic"] == "p99_latency")
+        .unwrap();
+    assert_eq!(row["supported"], false, "{row}");
+    assert!(
+        row["reason"]
+            .as_str()
+            .unwrap()
+            .contains("needs at least 100 samples")
+    );
+
+    let term = terminal(&report);
+    let medians = term
+        .split("medians of run-level statistics")
+        .nth(1)
+        .unwrap();
+    // Each arm's p99 median, the second column, carries the mark.
+    for line in medians.lines().filter(|l| l.starts_with("grv")) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let marked = cells.iter().filter(|c| c.ends_with('*')).count();
+        assert_eq!(marked, 1, "{line}");
+    }
+    assert!(
+        medians.contains("* p99_latency not supported by this sample"),
+        "{medians}"
+    );
+
+    let md = markdown(&report);
+    let unsupported = md
+        .lines()
+        .filter(|l| l.starts_with("| p99_latency (not supported: p99 needs at least 100"))
+        .count();
+    // The effect's row and the medians' row.
+    assert_eq!(unsupported, 2, "{md}");
+
+    let csv = csv(&report);
+    let line = csv.lines().find(|l| l.contains(",p99_latency,")).unwrap();
+    assert!(
+        line.contains(",false,\"p99 needs at least 100 samples"),
+        "{line}"
+    );
+    assert!(
+        csv.lines()
+            .filter(|l| l.contains(",mean_latency,"))
+            .all(|l| l.ends_with(",true,"))
+    );
 }

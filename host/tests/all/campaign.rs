@@ -188,12 +188,20 @@ fn the_report_json_has_its_documented_shape() {
         "failed",
         "flagged",
         "reruns",
-        "steal_pct",
-        "max_steal_pct",
+        "steal_ticks",
+        "ticks",
+        "steal_text",
         "oom_kills",
         "unfinished_slots",
     ] {
         assert!(!g[key].is_null(), "gates lack `{key}`: {g}");
+    }
+    // Percentages are null when too few ticks stand behind them.
+    for key in ["steal_pct", "max_steal_pct"] {
+        assert!(
+            g.as_object().unwrap().contains_key(key),
+            "gates lack `{key}`: {g}"
+        );
     }
     // Markdown and CSV render the same campaign.
     let md = run(blocklab().args(["report", "latest", "--data"]).arg(&data));
@@ -205,10 +213,9 @@ fn the_report_json_has_its_documented_shape() {
     let csv = run(blocklab()
         .args(["report", "latest", "--format", "csv", "--data"])
         .arg(&data));
-    assert!(
-        csv.stdout
-            .starts_with("workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won\n")
-    );
+    assert!(csv.stdout.starts_with(
+        "workload,arm,baseline,statistic,ratio,ci_low,ci_high,blocks,won,supported,reason\n"
+    ));
     let list = run(blocklab()
         .args(["campaigns", "--json", "--data"])
         .arg(&data));

@@ -81,6 +81,22 @@ fn meets(p: Option<&Value>, max_ms: f64) -> bool {
     })
 }
 
+/// Whether a rate can be judged by the procedure: runs missing or short
+/// miss it, else its runs need 100 samples each for a p99.
+fn judged(rep: &Value, workload: &str, arm: &str, rate: f64) -> bool {
+    let p = point(rep, workload, arm, rate);
+    if !p.is_some_and(|p| p["runs"].as_u64() > Some(0) && p["short_runs"] == 0) {
+        return true;
+    }
+    let at = format!("{workload}@{rate}");
+    rep["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["workload"] == at.as_str() && r["arm"] == arm)
+        .all(|r| r["measured"].as_u64().unwrap() >= 100)
+}
+
 /// The curves: one per workload × arm, a point per swept rate from that
 /// rate's own runs, and the paired ratio at each rate the workload's effect.
 fn check_curves(rep: &Value) {
@@ -147,20 +163,23 @@ fn check_slo(rep: &Value) {
             (row["statistic"].as_str(), row["max_ms"].as_f64()),
             (Some("p99_latency"), Some(2.0))
         );
-        let first_failed = RATES
+        let stop = RATES
             .iter()
-            .position(|r| !meets(point(rep, w, arm, *r), 2.0));
-        let sustained = match first_failed {
+            .position(|r| !judged(rep, w, arm, *r) || !meets(point(rep, w, arm, *r), 2.0));
+        let sustained = match stop {
             Some(0) => None,
             Some(i) => Some(RATES[i - 1]),
             None => Some(RATES[RATES.len() - 1]),
         };
+        // A rate whose runs cannot support a p99 stops the search unmissed.
+        let unjudged = stop.filter(|i| !judged(rep, w, arm, RATES[*i]));
         assert_eq!(row["sustained_per_s"].as_f64(), sustained, "{row}");
         assert_eq!(
             row["failed_per_s"].as_f64(),
-            first_failed.map(|i| RATES[i]),
+            stop.filter(|_| unjudged.is_none()).map(|i| RATES[i]),
             "{row}"
         );
+        assert_eq!(row["supported"], unjudged.is_none(), "{row}");
         assert!(row["text"].as_str().unwrap().starts_with(arm), "{row}");
     }
 }
