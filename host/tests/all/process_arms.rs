@@ -560,10 +560,13 @@ fn go_and_python_process_arms_keep_a_rate_schedule() {
         let o = &run["open_loop"];
         assert_eq!(o["offered_per_s"], 200.0, "{run}");
         assert_eq!(o["arrival"], "constant", "{run}");
-        // 0.5 s at 200/s: 100 intended starts, each started.
+        // 0.5 s at 200/s: 100 intended starts, all but the few a loaded
+        // machine lets the window's end overtake started (the host checks
+        // that none is counted that did not start).
         let scheduled = o["scheduled"].as_u64().unwrap();
         assert!((99..=101).contains(&scheduled), "{run}");
-        assert_eq!(run["measured"].as_u64(), Some(scheduled), "{run}");
+        let measured = run["measured"].as_u64().unwrap();
+        assert!(measured <= scheduled && measured * 100 >= scheduled * 95, "{run}");
         assert_eq!(o["short"], false, "{run}");
         let achieved = o["achieved_per_s"].as_f64().unwrap();
         assert!(achieved >= 200.0 * 0.95, "{run}");
