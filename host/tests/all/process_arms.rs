@@ -566,7 +566,10 @@ fn go_and_python_process_arms_keep_a_rate_schedule() {
         let scheduled = o["scheduled"].as_u64().unwrap();
         assert!((99..=101).contains(&scheduled), "{run}");
         let measured = run["measured"].as_u64().unwrap();
-        assert!(measured <= scheduled && measured * 100 >= scheduled * 95, "{run}");
+        assert!(
+            measured <= scheduled && measured * 100 >= scheduled * 95,
+            "{run}"
+        );
         assert_eq!(o["short"], false, "{run}");
         let achieved = o["achieved_per_s"].as_f64().unwrap();
         assert!(achieved >= 200.0 * 0.95, "{run}");
