@@ -225,9 +225,8 @@ fn level_rows(spec: &PlanSpec, reports: &[Report], target: f64) -> Vec<LevelRow>
         }
     }
     let arms = spec.arms.len().max(2);
-    let step = (2..=64)
-        .find(|&b| crate::plan::design::orders(arms, b, 0).is_ok())
-        .unwrap_or(2);
+    // The fewest blocks that balance the arms, and so every step of them.
+    let step = crate::plan::design::block_unit(arms).max(2);
     acc.into_iter()
         .map(|((workload, statistic), rows)| {
             let k = rows.len() as f64;

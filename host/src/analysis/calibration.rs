@@ -104,14 +104,8 @@ impl Calibration {
 impl LevelRow {
     /// The planner's inputs for this row, for a plan of `arms` arms.
     pub fn costs(&self, arms: usize) -> crate::stats::levels::Costs {
-        crate::stats::levels::Costs {
-            between_runs: self.levels.between_runs,
-            within_run: self.levels.within_run.unwrap_or(0.0),
-            at_transactions: self.transactions,
-            fixed_s: self.fixed_s,
-            per_transaction_s: self.per_transaction_s,
-            arms,
-        }
+        let run = (self.fixed_s, self.per_transaction_s);
+        crate::stats::levels::Costs::of(&self.levels, self.transactions, run, arms)
     }
 }
 
@@ -170,9 +164,8 @@ pub fn recommend(
         );
     }
     let arms = spec.arms.len().max(2);
-    let step = (2..=64)
-        .find(|&b| crate::plan::design::orders(arms, b, 0).is_ok())
-        .unwrap_or(2);
+    // The fewest blocks that balance the arms, and so every step of them.
+    let step = crate::plan::design::block_unit(arms).max(2);
     let level = spec.bootstrap.level;
     let rows = headline_rows(spec, calibration, target, (arms, step))?;
     let (transactions, blocks, seconds) = shared_design(&rows, target, level, (arms, step));

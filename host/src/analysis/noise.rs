@@ -80,14 +80,8 @@ pub struct NoiseRow {
 impl NoiseRow {
     /// The planner's inputs for this row.
     pub fn costs(&self) -> Costs {
-        Costs {
-            between_runs: self.levels.between_runs,
-            within_run: self.levels.within_run.unwrap_or(0.0),
-            at_transactions: self.transactions,
-            fixed_s: self.fixed_s,
-            per_transaction_s: self.per_transaction_s,
-            arms: self.levels.arms,
-        }
+        let run = (self.fixed_s, self.per_transaction_s);
+        Costs::of(&self.levels, self.transactions, run, self.levels.arms)
     }
 }
 

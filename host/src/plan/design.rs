@@ -94,7 +94,7 @@ pub fn orders(arms: usize, blocks: usize, seed: u64) -> Result<Vec<Vec<usize>>, 
 
 /// The smallest block count that balances `arms` arms; every balanced count is
 /// a multiple of it.
-fn block_unit(arms: usize) -> usize {
+pub fn block_unit(arms: usize) -> usize {
     match arms {
         0 | 1 => 1,
         k if k.is_multiple_of(2) => k,

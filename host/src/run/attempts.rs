@@ -48,33 +48,10 @@ pub fn run_slot(
     gates: &GateSpec,
     attempts: &mut dyn Attempts,
 ) -> anyhow::Result<SlotEnd> {
-    let mut attempt = first;
-    let mut rerun_reason = (attempt > 0).then_some(RerunReason::Resumed);
-    loop {
-        attempts.starting(slot, attempt);
-        let executed = match executor.run(slot, attempt, rerun_reason.take()) {
-            Ok(executed) => executed,
-            Err(Halt::Interrupted(signal)) => return Ok(SlotEnd::Interrupted(signal)),
-            Err(Halt::GateAbort(why)) => return Ok(SlotEnd::Stop(why)),
-            Err(Halt::Broken(e)) => return Err(e),
-        };
-        let (status, reason) = (executed.record.status, executed.record.reason.clone());
-        let next = policy::after_attempt(status, attempt, gates);
-        attempts.keep(executed, next.is_final())?;
-        if let Some(signal) = attempts.signal() {
-            return Ok(SlotEnd::Interrupted(signal));
-        }
-        match next {
-            Next::Rerun => {
-                rerun_reason = reason.map(|reason| RerunReason::Failed { attempt, reason });
-                attempt += 1;
-            }
-            Next::Continue => return Ok(SlotEnd::Done),
-            Next::Stop => {
-                return Ok(SlotEnd::Stop(stop_words(slot, reason.as_deref())));
-            }
-        }
-    }
+    run_together(executor, &[slot], &[first], gates, attempts, &mut |e, p| {
+        e.run(p[0].slot, p[0].attempt, p[0].rerun_reason.clone())
+            .map(|executed| vec![executed])
+    })
 }
 
 /// Runs one duet block's `slots` together from their attempts `firsts`
@@ -87,6 +64,25 @@ pub fn run_duet(
     firsts: &[u32],
     gates: &GateSpec,
     attempts: &mut dyn Attempts,
+) -> anyhow::Result<SlotEnd> {
+    run_together(executor, slots, firsts, gates, attempts, &mut |e, p| {
+        e.run_duet(p)
+    })
+}
+
+/// How a group of attempts is started: one slot's by [`Executor::run`], a
+/// duet's by [`Executor::run_duet`].
+type Start<'f> = dyn FnMut(&mut dyn Executor, &[Planned<'_>]) -> Result<Vec<Executed>, Halt> + 'f;
+
+/// The attempt loop: `slots` from attempts `firsts`, started together by
+/// `start`, again while the policy reruns any of them.
+fn run_together(
+    executor: &mut dyn Executor,
+    slots: &[&Slot],
+    firsts: &[u32],
+    gates: &GateSpec,
+    attempts: &mut dyn Attempts,
+    start: &mut Start<'_>,
 ) -> anyhow::Result<SlotEnd> {
     let mut planned: Vec<Planned<'_>> = slots
         .iter()
@@ -101,7 +97,7 @@ pub fn run_duet(
         for p in &planned {
             attempts.starting(p.slot, p.attempt);
         }
-        let executed = match executor.run_duet(&planned) {
+        let executed = match start(executor, &planned) {
             Ok(executed) => executed,
             Err(Halt::Interrupted(signal)) => return Ok(SlotEnd::Interrupted(signal)),
             Err(Halt::GateAbort(why)) => return Ok(SlotEnd::Stop(why)),
@@ -129,7 +125,7 @@ pub fn run_duet(
         }
         for (p, reason) in planned.iter_mut().zip(reasons) {
             p.attempt += 1;
-            p.rerun_reason = Some(reason);
+            p.rerun_reason = reason;
         }
     }
 }
@@ -145,7 +141,7 @@ fn stop_words(slot: &Slot, reason: Option<&str>) -> String {
     )
 }
 
-/// The words of a duet's stop: its first run the policy stops at.
+/// The words of a group's stop: its first run the policy stops at.
 fn stop_reason(planned: &[Planned<'_>], executed: &[Executed], nexts: &[Next]) -> Option<String> {
     let ((p, e), _) = planned
         .iter()
@@ -155,9 +151,9 @@ fn stop_reason(planned: &[Planned<'_>], executed: &[Executed], nexts: &[Next]) -
     Some(stop_words(p.slot, e.record.reason.as_deref()))
 }
 
-/// Why each run of a duet block runs again: its own failure, or its
-/// partner's.
-fn rerun_reasons(planned: &[Planned<'_>], executed: &[Executed]) -> Vec<RerunReason> {
+/// Why each run of a group runs again: its own failure (none when it gave
+/// no reason), or, in a duet, its partner's.
+fn rerun_reasons(planned: &[Planned<'_>], executed: &[Executed]) -> Vec<Option<RerunReason>> {
     let failed = |e: &Executed| e.record.status == RunStatus::Failed;
     let partner = planned
         .iter()
@@ -167,12 +163,13 @@ fn rerun_reasons(planned: &[Planned<'_>], executed: &[Executed]) -> Vec<RerunRea
     executed
         .iter()
         .zip(planned)
-        .map(|(e, p)| match &e.record.reason {
-            Some(reason) if failed(e) => RerunReason::Failed {
+        .map(|(e, p)| match (failed(e), &e.record.reason) {
+            (true, Some(reason)) => Some(RerunReason::Failed {
                 attempt: p.attempt,
                 reason: reason.clone(),
-            },
-            _ => RerunReason::Partner { attempt: partner },
+            }),
+            (true, None) => None,
+            (false, _) => Some(RerunReason::Partner { attempt: partner }),
         })
         .collect()
 }

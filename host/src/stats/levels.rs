@@ -153,6 +153,24 @@ pub struct Costs {
 }
 
 impl Costs {
+    /// The planner's inputs from a statistic's `levels` measured at
+    /// `at_transactions` per run, with that run's costs, for `arms` arms.
+    pub fn of(
+        levels: &Levels,
+        at_transactions: u64,
+        (fixed_s, per_transaction_s): (f64, f64),
+        arms: usize,
+    ) -> Costs {
+        Costs {
+            between_runs: levels.between_runs,
+            within_run: levels.within_run.unwrap_or(0.0),
+            at_transactions,
+            fixed_s,
+            per_transaction_s,
+            arms,
+        }
+    }
+
     /// The variance of one block's log ratio at `n` transactions per run.
     fn block_variance(&self, n: u64) -> f64 {
         2.0 * (self.between_runs + self.within_run * self.at_transactions as f64 / n.max(1) as f64)
