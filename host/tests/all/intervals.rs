@@ -327,6 +327,13 @@ inject_busy_ns = 1000
         "{}",
         planned.stdout
     );
+    assert_error(
+        &run(blocklab()
+            .args(["plan", "--target", "0", "--data"])
+            .arg(&data)
+            .arg(&p)),
+        &["`--target 0`", "--target 0.02"],
+    );
 
     // Recomputed from the stored campaigns: the same figures.
     let again = cal(&["--stored", "1-2", "--stored", "3"]);
