@@ -8,7 +8,7 @@ use crate::plugin::Instance;
 use crate::plugin::wasm::WorkloadFailed;
 use crate::record::batches::Batches;
 use crate::record::result::{OpenLoop, new_histogram};
-use crate::run::batches::{Batcher, Boundary};
+use crate::run::batches::{Batcher, Boundary, Evidence};
 use crate::run::schedule::{self, Schedule};
 use anyhow::Context;
 use hdrhistogram::Histogram;
@@ -141,8 +141,10 @@ pub(super) struct Driver<'a> {
     pub(super) outcome: WorkerOutcome,
     /// Rate mode: this worker's intended starts.
     pub(super) schedule: Option<Schedule>,
-    /// The measured window's batches, while it runs.
+    /// The measured window's batches, while it runs, and what they record
+    /// of the scheduler.
     pub(super) batcher: Option<Batcher>,
+    pub(super) evidence: Evidence,
 }
 
 impl Driver<'_> {
@@ -255,7 +257,7 @@ impl Driver<'_> {
             Measure::Transactions { .. } => 0.0,
         };
         let boundary = Boundary::for_share(share.measured, measured_s);
-        self.batcher = Some(Batcher::start(boundary));
+        self.batcher = Some(Batcher::start(boundary, self.evidence));
         let result = self.measure_phase(measure, share, measured_s);
         if let Some(batcher) = self.batcher.take() {
             self.outcome.batches = batcher.finish();
@@ -299,6 +301,7 @@ pub(super) fn drive(
     measure: Measure,
     share: Share,
     inject: Inject,
+    evidence: Evidence,
     schedule: Option<Schedule>,
     barriers: &Barriers,
 ) -> anyhow::Result<WorkerOutcome> {
@@ -307,6 +310,7 @@ pub(super) fn drive(
         inject,
         schedule,
         batcher: None,
+        evidence,
         iteration: 0,
         outcome: WorkerOutcome {
             histogram: new_histogram()?,

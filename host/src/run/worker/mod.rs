@@ -3,6 +3,7 @@
 //! it directly; the campaign supervisor calls it in a fresh pinned child
 //! (`blocklab worker`).
 
+use super::batches::Evidence;
 use super::profile::Sampler;
 use super::schedule::Schedule;
 use crate::limits;
@@ -312,6 +313,10 @@ fn measure_all(
                 };
                 let barriers = &barriers;
                 let inject = Inject { loop_iterations };
+                let evidence = match spec.counters.map(|c| c.source) {
+                    Some(CounterSource::Callgrind) => Evidence::None,
+                    Some(CounterSource::Pmu) | None => Evidence::Scheduler,
+                };
                 let measure = spec.measure;
                 let schedule = worker_schedule(spec, i as u32);
                 scope.spawn(move || {
@@ -320,6 +325,7 @@ fn measure_all(
                         measure,
                         share,
                         inject,
+                        evidence,
                         schedule,
                         barriers,
                     )
@@ -776,6 +782,7 @@ mod tests {
                         measure,
                         share,
                         Inject::default(),
+                        Evidence::Scheduler,
                         None,
                         &barriers,
                     )
