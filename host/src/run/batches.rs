@@ -10,9 +10,8 @@
 //! run-queue wait) can leave it out in a way fixed before anything runs, and
 //! the spread between batches is the within-run level of the variance.
 
+use crate::machine::cpu::{Sched, SchedProbe};
 use crate::record::batches::Batches;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
 /// How many batches a run's window is cut into per worker: enough for a
@@ -56,46 +55,6 @@ pub enum Evidence {
     /// run-queue wait's digits grow with the machine's load (0.07–0.2% of
     /// get100's instructions per transaction at 200 transactions).
     None,
-}
-
-/// A thread's scheduler counters, nanoseconds and switches since it
-/// started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Sched {
-    on_cpu_ns: u64,
-    runqueue_ns: u64,
-    switches: u64,
-}
-
-/// The calling thread's `/proc/thread-self/schedstat`, opened once: the
-/// open resolves `thread-self`, so each worker opens its own.
-struct SchedProbe {
-    file: File,
-}
-
-impl SchedProbe {
-    fn open() -> Option<SchedProbe> {
-        File::open("/proc/thread-self/schedstat")
-            .ok()
-            .map(|file| SchedProbe { file })
-    }
-
-    fn read(&self) -> Option<Sched> {
-        let mut buf = [0u8; 96];
-        let n = self.file.read_at(&mut buf, 0).ok()?;
-        parse_schedstat(std::str::from_utf8(&buf[..n]).ok()?)
-    }
-}
-
-/// Fields 1–3 of schedstat: time on the CPU, time waiting on a run queue
-/// (both ns), timeslices run.
-fn parse_schedstat(text: &str) -> Option<Sched> {
-    let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
-    Some(Sched {
-        on_cpu_ns: fields.next()?.ok()?,
-        runqueue_ns: fields.next()?.ok()?,
-        switches: fields.next()?.ok()?,
-    })
 }
 
 /// One worker thread's batch recorder.
@@ -358,29 +317,6 @@ mod tests {
         assert!(counted.switches.is_empty());
         if SchedProbe::open().is_some() {
             assert_eq!(with(Evidence::Scheduler).on_cpu_ns.len(), 64);
-        }
-    }
-
-    #[test]
-    fn schedstat_is_read_for_the_calling_thread() {
-        assert_eq!(
-            parse_schedstat("1263296 52 1\n"),
-            Some(Sched {
-                on_cpu_ns: 1_263_296,
-                runqueue_ns: 52,
-                switches: 1
-            })
-        );
-        assert_eq!(parse_schedstat("12 x"), None);
-        // Where the kernel has it, busy work shows as time on the CPU.
-        if let Some(probe) = SchedProbe::open() {
-            let a = probe.read().expect("schedstat parses");
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_millis(5) {
-                std::hint::spin_loop();
-            }
-            let b = probe.read().expect("schedstat parses");
-            assert!(b.on_cpu_ns > a.on_cpu_ns);
         }
     }
 

@@ -2,7 +2,8 @@
 //! before it, and what the kernel says happened during it — CPU steal on the
 //! pinned CPUs and OOM kills — plus the machine's environment for reports.
 
-use crate::plan::spec::GateSpec;
+use crate::machine::cpu::SchedProbe;
+use crate::plan::spec::{GateProbe, GateSpec};
 use crate::record::gates::{Baseline, Quiescence, Telemetry};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -62,18 +63,37 @@ struct Sample {
     load_per_cpu: f64,
 }
 
-/// Samples the watched `cpus` over one gate window of `window`.
-fn sample(cpus: &[usize], window: Duration) -> Sample {
-    let online = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    // Runnable tasks are a snapshot: sample them across the window.
-    const SAMPLES: u32 = 5;
+/// Samples the watched `cpus` over one gate window, read as `gate` says.
+fn sample(cpus: &[usize], gate: &GateSpec) -> Sample {
+    match gate.quiescence_probe {
+        GateProbe::Ticks => ticks_sample(cpus, window(gate)),
+        GateProbe::Spin => spin_sample(cpus, Duration::from_millis(gate.quiescence_window_ms)),
+    }
+}
+
+/// Runnable tasks are a snapshot: how many times a window reads them.
+const LOAD_SAMPLES: u32 = 5;
+
+/// Online CPUs of the machine, not of this process: the supervisor's own
+/// pinning narrows its affinity to the runner CPUs.
+fn online() -> f64 {
+    crate::machine::cpu::machine_cpus().len().max(1) as f64
+}
+
+/// Runnable tasks on the whole machine now, less `own` of this process's
+/// threads that are running for the gate itself (the reader included).
+fn runnable_now(own: u64) -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    procs_running(&stat).unwrap_or(own).saturating_sub(own) as f64
+}
+
+/// [`GateProbe::Ticks`]: the watched CPUs' /proc/stat times over `window`.
+fn ticks_sample(cpus: &[usize], window: Duration) -> Sample {
     let before = cpu_times();
     let mut runnable = 0.0;
-    for _ in 0..SAMPLES {
-        std::thread::sleep(window / SAMPLES);
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        // The reading thread is running while it reads.
-        runnable += procs_running(&stat).unwrap_or(1).saturating_sub(1) as f64;
+    for _ in 0..LOAD_SAMPLES {
+        std::thread::sleep(window / LOAD_SAMPLES);
+        runnable += runnable_now(1);
     }
     let after = cpu_times();
     let busy: Vec<f64> = cpus
@@ -85,14 +105,65 @@ fn sample(cpus: &[usize], window: Duration) -> Sample {
             (dt > 0).then(|| 100.0 * b1.saturating_sub(*b0) as f64 / dt as f64)
         })
         .collect();
-    Sample {
-        max_busy_pct: busy.iter().copied().fold(0.0, f64::max),
-        mean_busy_pct: if busy.is_empty() {
-            0.0
-        } else {
-            busy.iter().sum::<f64>() / busy.len() as f64
-        },
-        load_per_cpu: runnable / f64::from(SAMPLES) / online,
+    Sample::of(&busy, runnable / f64::from(LOAD_SAMPLES) / online())
+}
+
+/// [`GateProbe::Spin`]: one thread pinned to each watched CPU spins for
+/// `window`; a CPU's busy share is the part of the window its thread was
+/// not on it (schedstat's time on the CPU, in ns, against the wall clock).
+/// A CPU whose thread cannot be pinned or read counts as busy: a gate that
+/// cannot see must not pass for quiet.
+fn spin_sample(cpus: &[usize], window: Duration) -> Sample {
+    std::thread::scope(|scope| {
+        let spinners: Vec<_> = cpus
+            .iter()
+            .map(|&cpu| scope.spawn(move || spin_on(cpu, window)))
+            .collect();
+        let mut runnable = 0.0;
+        for _ in 0..LOAD_SAMPLES {
+            std::thread::sleep(window / LOAD_SAMPLES);
+            // The spinners and the reader are running for the gate.
+            runnable += runnable_now(cpus.len() as u64 + 1);
+        }
+        let busy: Vec<f64> = spinners
+            .into_iter()
+            .map(|s| {
+                s.join()
+                    .ok()
+                    .flatten()
+                    .map_or(100.0, |got| 100.0 * (1.0 - got))
+            })
+            .collect();
+        Sample::of(&busy, runnable / f64::from(LOAD_SAMPLES) / online())
+    })
+}
+
+/// Spins on `cpu` for `window`; the share of it this thread was on the CPU.
+fn spin_on(cpu: usize, window: Duration) -> Option<f64> {
+    crate::machine::placement::pin_current(&[cpu]).ok()?;
+    let probe = SchedProbe::open()?;
+    let before = probe.read()?;
+    let start = Instant::now();
+    while start.elapsed() < window {
+        std::hint::spin_loop();
+    }
+    let after = probe.read()?;
+    let wall = start.elapsed().as_nanos() as f64;
+    let on_cpu = after.on_cpu_ns.saturating_sub(before.on_cpu_ns) as f64;
+    Some((on_cpu / wall).clamp(0.0, 1.0))
+}
+
+impl Sample {
+    fn of(busy: &[f64], load_per_cpu: f64) -> Sample {
+        Sample {
+            max_busy_pct: busy.iter().copied().fold(0.0, f64::max),
+            mean_busy_pct: if busy.is_empty() {
+                0.0
+            } else {
+                busy.iter().sum::<f64>() / busy.len() as f64
+            },
+            load_per_cpu,
+        }
     }
 }
 
@@ -104,7 +175,7 @@ fn window(gate: &GateSpec) -> Duration {
 /// the medians of nine gate windows, so one burst while it is measured
 /// does not raise the bar for the whole campaign.
 pub fn baseline(cpus: &[usize], gate: &GateSpec) -> Baseline {
-    let samples: Vec<Sample> = (0..9).map(|_| sample(cpus, window(gate))).collect();
+    let samples: Vec<Sample> = (0..9).map(|_| sample(cpus, gate)).collect();
     let median = |f: fn(&Sample) -> f64| {
         let mut v: Vec<f64> = samples.iter().map(f).collect();
         v.sort_by(f64::total_cmp);
@@ -129,7 +200,7 @@ pub fn quiescence(
 ) -> Quiescence {
     let start = Instant::now();
     loop {
-        let s = sample(cpus, window(gate));
+        let s = sample(cpus, gate);
         let passed = match baseline {
             None => {
                 s.max_busy_pct <= gate.quiescence_busy_pct
@@ -211,5 +282,32 @@ mod tests {
         // This machine's own /proc/stat counts at least the reader.
         let live = std::fs::read_to_string("/proc/stat").unwrap();
         assert!(procs_running(&live).unwrap() >= 1);
+    }
+
+    #[test]
+    fn a_spinning_gate_sees_a_neighbour_on_its_cpu_and_counts_a_cpu_it_cannot_reach_as_busy() {
+        let cpu = crate::machine::cpu::machine_cpus()[0];
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let busy = std::thread::scope(|scope| {
+            let neighbour = scope.spawn(|| {
+                crate::machine::placement::pin_current(&[cpu]).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+            // Long enough for the scheduler to share the CPU between the
+            // two: a fair share is half of it.
+            let s = spin_sample(&[cpu], Duration::from_millis(60));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            neighbour.join().unwrap();
+            s
+        });
+        assert!(
+            busy.max_busy_pct > 20.0,
+            "a spinning neighbour on cpu {cpu} took only {:.1}% of the window",
+            busy.max_busy_pct
+        );
+        let unreachable = spin_sample(&[libc::CPU_SETSIZE as usize - 1], Duration::from_millis(1));
+        assert_eq!(unreachable.max_busy_pct, 100.0);
     }
 }

@@ -338,6 +338,34 @@ impl QuiescenceRule {
     }
 }
 
+/// How a gate window reads the watched CPUs (docs/method.md, "Gates and
+/// telemetry").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum GateProbe {
+    /// /proc/stat's per-CPU times. They advance in scheduler ticks (10 ms
+    /// here), so a window is at least 10 ms and a short one reads each CPU
+    /// as 0 or 100% busy.
+    #[default]
+    Ticks,
+    /// A thread pinned to each watched CPU spins through the window and
+    /// reads its own schedstat (ns): the share of the window it did not
+    /// get is what the neighbours (and the hypervisor) took. Resolves a
+    /// 1–2 ms window, so the gate costs a run that much, not 10 ms; it
+    /// holds each watched CPU busy meanwhile, which the run is about to do
+    /// anyway.
+    Spin,
+}
+
+impl GateProbe {
+    fn is_ticks(&self) -> bool {
+        *self == GateProbe::Ticks
+    }
+
+    /// The longest window a spinning probe may hold the CPUs for, ms.
+    pub const SPIN_MAX_MS: u64 = 100;
+}
+
 /// What a gate does when it does not pass in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -370,6 +398,10 @@ pub struct GateSpec {
     /// JSON when `idle`, so plans sealed before it existed keep their hash.
     #[serde(default, skip_serializing_if = "QuiescenceRule::is_idle")]
     pub quiescence: QuiescenceRule,
+    /// How a window reads the CPUs; left out of the sealed JSON when
+    /// `ticks`, so earlier plans keep their hash.
+    #[serde(default, skip_serializing_if = "GateProbe::is_ticks")]
+    pub quiescence_probe: GateProbe,
     /// Most busy share of each client and server CPU over the window, percent.
     #[serde(default = "busy_pct")]
     pub quiescence_busy_pct: f64,
@@ -432,6 +464,15 @@ impl GateSpec {
             self.quiescence_window_ms,
             limits::WINDOW_MS,
         )?;
+        if self.quiescence_probe == GateProbe::Spin
+            && !(1..=GateProbe::SPIN_MAX_MS).contains(&self.quiescence_window_ms)
+        {
+            bail!(
+                "`gates.quiescence_window_ms = {}` does not suit `gates.quiescence_probe = \"spin\"`, which holds every watched CPU busy for its window: give 1 to {} (2 is enough to see a neighbour), or use `quiescence_probe = \"ticks\"` for longer windows",
+                self.quiescence_window_ms,
+                GateProbe::SPIN_MAX_MS
+            );
+        }
         for (key, value, cap) in [
             (
                 "gates.quiescence_busy_pct",
@@ -466,6 +507,7 @@ impl Default for GateSpec {
     fn default() -> Self {
         GateSpec {
             quiescence: QuiescenceRule::default(),
+            quiescence_probe: GateProbe::default(),
             quiescence_busy_pct: busy_pct(),
             quiescence_load_per_cpu: load_per_cpu(),
             quiescence_window_ms: window_ms(),

@@ -396,3 +396,25 @@ fn exactly_one_baseline_is_required() {
         "{err}"
     );
 }
+
+#[test]
+fn a_spinning_gate_takes_a_short_window_and_refuses_a_long_one_saying_what_to_give() {
+    let spin = quick_with(&[
+        "gates.quiescence_probe=\"spin\"",
+        "gates.quiescence_window_ms=2",
+    ])
+    .unwrap();
+    assert_eq!(spin.gates.quiescence_probe, GateProbe::Spin);
+    // A 300 ms window would hold every watched CPU for 300 ms.
+    let err = quick_with(&[
+        "gates.quiescence_probe=\"spin\"",
+        "gates.quiescence_window_ms=300",
+    ])
+    .unwrap_err();
+    let err = format!("{err:#}");
+    assert!(err.contains("gates.quiescence_window_ms = 300"), "{err}");
+    assert!(err.contains("give 1 to 100"), "{err}");
+    let err = quick_with(&["gates.quiescence_probe=\"jiffies\""]).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(err.contains("quiescence_probe"), "{err}");
+}
