@@ -126,7 +126,11 @@ pub fn workload_infos(
     match source {
         PluginSource::Builtin => {
             let env = Env::new(BUILTIN, 0, 0);
-            let mut infos = Builtin::new(TargetSpec::default().open_kv()?, env).list()?;
+            let mut infos = Builtin::new(
+                TargetSpec::default().open_kv(crate::target::kv::embedded::VersionClock::Wall)?,
+                env,
+            )
+            .list()?;
             infos.extend(BuiltinGrpc::infos());
             Ok(infos)
         }

@@ -40,12 +40,12 @@ impl TargetSpec {
         }
     }
 
-    /// Connects to the target.
-    pub fn open_kv(&self) -> anyhow::Result<kv::SharedDatabase> {
+    /// Connects to the target; an embedded one's versions follow `clock`.
+    pub fn open_kv(&self, clock: kv::embedded::VersionClock) -> anyhow::Result<kv::SharedDatabase> {
         match self {
-            TargetSpec::Embedded(settings) => {
-                Ok(Arc::new(kv::embedded::Embedded::with_settings(settings)?))
-            }
+            TargetSpec::Embedded(settings) => Ok(Arc::new(kv::embedded::Embedded::with_settings(
+                settings, clock,
+            )?)),
             TargetSpec::Fdb(settings) => open_fdb(settings),
             TargetSpec::Grpc(settings) => anyhow::bail!(
                 "the arm's target is the grpc endpoint `{}`, which serves no kv transactions; give kv workloads an `embedded` or `fdb` target",

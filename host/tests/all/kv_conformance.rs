@@ -11,7 +11,9 @@ use crate::kv_plugin::run_through_plugin;
 
 #[test]
 fn every_conformance_scenario_passes_through_the_plugin_boundary_on_embedded() {
-    let db = TargetSpec::default().open_kv().expect("open embedded");
+    let db = TargetSpec::default()
+        .open_kv(blocklab::target::kv::embedded::VersionClock::Wall)
+        .expect("open embedded");
     let report = run_through_plugin(&db, "skip");
     assert!(
         report.failed.is_empty(),

@@ -205,7 +205,7 @@ fn a_rate_of_zero_or_a_stall_without_its_period_is_refused() {
         stall_ms: 20,
     };
     let e = TargetSpec::Embedded(bad)
-        .open_kv()
+        .open_kv(blocklab::target::kv::embedded::VersionClock::Wall)
         .err()
         .unwrap()
         .to_string();

@@ -66,7 +66,9 @@ fn the_subspace_adapter_puts_every_key_under_its_tuple_prefix() {
         .load_composed(&plugin("kv-basic"), &[plugin("kv-subspace")])
         .unwrap();
     assert_eq!(composed.name(), "kv-basic.wasm+kv-subspace.wasm");
-    let db = TargetSpec::default().open_kv().unwrap();
+    let db = TargetSpec::default()
+        .open_kv(blocklab::target::kv::embedded::VersionClock::Wall)
+        .unwrap();
     let mut instance = composed
         .instantiate(Some(db.clone()), None, Env::new("t", 1, 0), 1)
         .unwrap();
@@ -470,12 +472,16 @@ fn the_plugin_and_its_builtin_twin_write_the_same_keys_for_a_seed() {
     let cache = tempfile::tempdir().unwrap();
     let runtime = Runtime::new(Limits::default(), Some(cache.path().to_owned())).unwrap();
     let loaded = runtime.load(&plugin("kv-basic")).unwrap();
-    let db = TargetSpec::default().open_kv().unwrap();
+    let db = TargetSpec::default()
+        .open_kv(blocklab::target::kv::embedded::VersionClock::Wall)
+        .unwrap();
     let mut wasm = loaded
         .instantiate(Some(db.clone()), None, Env::new("t", 7, 0), 7)
         .unwrap();
     let from_plugin = keys_written(&mut wasm, &db);
-    let db = TargetSpec::default().open_kv().unwrap();
+    let db = TargetSpec::default()
+        .open_kv(blocklab::target::kv::embedded::VersionClock::Wall)
+        .unwrap();
     let mut builtin = Builtin::new(db.clone(), Env::new("t", 7, 0));
     let from_builtin = keys_written(&mut builtin, &db);
     assert!(from_plugin.len() > 150, "{}", from_plugin.len());

@@ -26,6 +26,7 @@ use crate::record::result::{
 };
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
+use crate::target::kv::embedded::VersionClock;
 use anyhow::bail;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -134,7 +135,13 @@ struct Loaded {
 fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
     let (db, grpc) = match &spec.target {
         TargetSpec::Grpc(settings) => (None, Some(GrpcClient::connect(settings)?)),
-        other => (Some(other.open_kv()?), None),
+        other => {
+            let clock = match spec.counters.map(|c| c.source) {
+                Some(CounterSource::Callgrind) => VersionClock::Counted,
+                Some(CounterSource::Pmu) | None => VersionClock::Wall,
+            };
+            (Some(other.open_kv(clock)?), None)
+        }
     };
     let label = spec.plugin.label();
     let env = |worker: u32| Env::new(label.clone(), spec.seed, u64::from(worker));

@@ -116,6 +116,20 @@ fn versions_follow_the_clock_and_never_repeat() {
 }
 
 #[test]
+fn a_counted_engine_s_versions_count_what_it_handed_out_not_the_time_between() {
+    let settings = EmbeddedSettings::default();
+    let counted = Embedded::with_settings(&settings, VersionClock::Counted).unwrap();
+    let wall = Embedded::with_settings(&settings, VersionClock::Wall).unwrap();
+    let first = (counted.shared.next_version(), wall.shared.next_version());
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(2) {
+        std::hint::spin_loop();
+    }
+    assert_eq!(counted.shared.next_version(), first.0 + 1);
+    assert!(wall.shared.next_version() >= first.1 + 2_000);
+}
+
+#[test]
 fn range_merge_handles_pending_writes_at_every_edge() {
     let db = Embedded::with_clock(Arc::new(ManualClock::new()));
     seed(&db, &[b"b", b"d", b"f"]);
