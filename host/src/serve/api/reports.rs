@@ -40,7 +40,7 @@ pub(super) struct ReportQuery {
     params(crate::analysis::history::Query),
     responses(
         (status = 200, description = "the history", body = crate::analysis::history::History),
-        (status = 400, description = "the query names several series (choose `testbed` or `family`) or a statistic no campaign has", body = ErrorBody),
+        (status = 400, description = "the query names several series (choose `testbed` or `family`; `choices` lists each series' testbed, family and number of campaigns) or a statistic no campaign has", body = ErrorBody),
         (status = 404, description = "no finished campaign has the workload and arm", body = ErrorBody),
     )
 )]
@@ -53,6 +53,10 @@ pub(super) async fn series_history(
     let h = blocking(move || {
         history(st.store(), &q).map_err(|e| match e.downcast_ref::<HistoryError>() {
             Some(HistoryError::Empty { .. }) => AppError::NotFound(e.to_string()),
+            Some(HistoryError::Ambiguous { choices, .. }) => AppError::Choose {
+                message: e.to_string(),
+                choices: serde_json::to_value(choices).unwrap_or_default(),
+            },
             Some(_) => AppError::bad_request(e.to_string()),
             None => AppError::Internal(e),
         })
