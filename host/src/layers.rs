@@ -358,13 +358,11 @@ fn closing_brace(code: &[u8], open: usize) -> Option<usize> {
     None
 }
 
-/// Every function with a body in `text` outside test code (`#[cfg(test)]`
-/// items, `#[test]` functions): its name and its length in lines.
-fn function_lengths(text: &str) -> Vec<(String, usize)> {
-    let code = code_only(text);
+/// The byte ranges of test code in `code` (as [`code_only`] gives it):
+/// from a `#[cfg(test)]` or `#[test]` attribute to the end of the item
+/// after it.
+fn test_regions(code: &str) -> Vec<(usize, usize)> {
     let b = code.as_bytes();
-    let line_at = |i: usize| b[..i].iter().filter(|&&c| c == b'\n').count();
-    // Test regions: from a test attribute to the end of the item after it.
     let mut skip: Vec<(usize, usize)> = Vec::new();
     for attr in ["#[cfg(test)]", "#[test]"] {
         let mut from = 0;
@@ -381,6 +379,16 @@ fn function_lengths(text: &str) -> Vec<(String, usize)> {
             skip.push((at, item_end));
         }
     }
+    skip
+}
+
+/// Every function with a body in `text` outside test code (`#[cfg(test)]`
+/// items, `#[test]` functions): its name and its length in lines.
+fn function_lengths(text: &str) -> Vec<(String, usize)> {
+    let code = code_only(text);
+    let b = code.as_bytes();
+    let line_at = |i: usize| b[..i].iter().filter(|&&c| c == b'\n').count();
+    let skip = test_regions(&code);
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(p) = code[from..].find("fn ") {
@@ -460,6 +468,98 @@ fn layers_no_long_functions() {
         "functions over {MAX_FN_LINES} lines in {CHECKED_TREES:?}:\n{}",
         problems.join("\n")
     );
+}
+
+/// Words that are types in the code (issue 29, point 4): each may stand as
+/// a string literal at most once outside tests, in its one definition (the
+/// plugin reference, the embedded target's kind, the store blob keys; the
+/// resumed attempt's reason is a longer sentence, `record::result`'s
+/// RESUMED); everywhere else the typed name is used.
+const ONE_DEFINITION_WORDS: &[&str] = &[
+    "\"builtin\"",
+    "\"embedded\"",
+    "\"resumed\"",
+    "\"environment\"",
+    "\"placement\"",
+];
+
+/// The string literals in `text` outside comments and test code, with
+/// their byte offsets, quotes included.
+fn string_literals(text: &str) -> Vec<(usize, &str)> {
+    let skip = test_regions(&code_only(text));
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match literal_end(text, i) {
+            Some(end) => {
+                let is_string = b[i] == b'"' || b[i] == b'r';
+                if is_string && !skip.iter().any(|&(s, e)| s <= i && i <= e) {
+                    out.push((i, &text[i..end]));
+                }
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    out
+}
+
+#[test]
+fn layers_typed_words_are_literals_at_most_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ sits in the workspace");
+    let mut found: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for tree in CHECKED_TREES {
+        let mut files = Vec::new();
+        rust_files(&root.join(tree), &mut files);
+        for file in files {
+            // Test-only files, and this file, whose list names the words.
+            if file
+                .file_stem()
+                .is_some_and(|s| s == "tests" || s == "layers")
+            {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+            for (at, literal) in string_literals(&text) {
+                if let Some(word) = ONE_DEFINITION_WORDS.iter().find(|w| **w == literal) {
+                    let line = text[..at].lines().count().max(1);
+                    let shown = file.strip_prefix(root).unwrap_or(&file).display();
+                    found
+                        .entry(word)
+                        .or_default()
+                        .push(format!("{shown}:{line}"));
+                }
+            }
+        }
+    }
+    let problems: Vec<String> = ONE_DEFINITION_WORDS
+        .iter()
+        .filter_map(|w| {
+            let places = found.get(w).map_or(&[][..], Vec::as_slice);
+            (places.len() > 1).then(|| {
+                format!(
+                    "{w} stands as a literal in {} places outside tests ({}); keep the one definition and use its typed name elsewhere",
+                    places.len(),
+                    places.join(", ")
+                )
+            })
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn layers_string_literals_skip_comments_and_tests() {
+    let text = "const A: &str = \"builtin\"; // \"builtin\"\n\
+                /// `\"builtin\"`\n\
+                let r = r#\"raw\"#;\n\
+                #[cfg(test)]\nmod tests {\n    const B: &str = \"builtin\";\n}\n";
+    let got: Vec<&str> = string_literals(text).into_iter().map(|(_, l)| l).collect();
+    assert_eq!(got, vec!["\"builtin\"", "r#\"raw\"#"]);
 }
 
 /// The longest a source file of host/src or store/src may be, in lines
