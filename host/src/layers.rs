@@ -212,6 +212,46 @@ const MAX_FN_LINES: usize = 80;
 /// rather than the store keeping a copy.
 const CHECKED_TREES: &[&str] = &["host/src", "store/src"];
 
+/// A product source file of [`CHECKED_TREES`]: its tree, its path inside
+/// it, and its text.
+struct Source {
+    tree: &'static str,
+    rel: PathBuf,
+    text: String,
+}
+
+impl Source {
+    /// `host/src/run/worker/mod.rs`, for messages.
+    fn shown(&self) -> String {
+        format!("{}/{}", self.tree, self.rel.display())
+    }
+}
+
+/// Every .rs file of the checked trees but the test-only ones: `tests.rs`
+/// files (`#[cfg(test)] mod tests;`) and this file, test code that names
+/// what it checks.
+fn checked_sources() -> Vec<Source> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ sits in the workspace");
+    let mut out = Vec::new();
+    for tree in CHECKED_TREES {
+        let src = root.join(tree);
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            let rel = file.strip_prefix(&src).unwrap_or(&file).to_path_buf();
+            if rel.file_stem().is_some_and(|s| s == "tests") || rel == Path::new("layers.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+            out.push(Source { tree, rel, text });
+        }
+    }
+    out
+}
+
 /// `text` with comments, string and char literals blanked to spaces, so
 /// braces inside them are not counted; newlines are kept so lines stay.
 fn code_only(text: &str) -> String {
@@ -432,34 +472,15 @@ fn module_path(src: &Path, file: &Path) -> String {
 
 #[test]
 fn layers_no_long_functions() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host/ sits in the workspace");
     let mut problems = Vec::new();
-    for tree in CHECKED_TREES {
-        let src = root.join(tree);
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
-        for file in files {
-            // Test-only files (`#[cfg(test)] mod tests;`) hold no product
-            // code, and this file's own helpers are test code too.
-            if file.file_stem().is_some_and(|s| s == "tests")
-                || file
-                    .strip_prefix(&src)
-                    .is_ok_and(|p| p == Path::new("layers.rs"))
-            {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-            let module = module_path(&src, &file);
-            for (name, lines) in function_lengths(&text) {
-                if lines > MAX_FN_LINES {
-                    problems.push(format!(
-                        "`{module}::{name}` is {lines} lines ({tree}/{module_file}); the limit is {MAX_FN_LINES}: name its phases as types or small functions",
-                        module_file = file.strip_prefix(&src).unwrap_or(&file).display()
-                    ));
-                }
+    for source in checked_sources() {
+        let module = module_path(Path::new(""), &source.rel);
+        for (name, lines) in function_lengths(&source.text) {
+            if lines > MAX_FN_LINES {
+                problems.push(format!(
+                    "`{module}::{name}` is {lines} lines ({}); the limit is {MAX_FN_LINES}: name its phases as types or small functions",
+                    source.shown()
+                ));
             }
         }
     }
@@ -507,32 +528,15 @@ fn string_literals(text: &str) -> Vec<(usize, &str)> {
 
 #[test]
 fn layers_typed_words_are_literals_at_most_once() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host/ sits in the workspace");
     let mut found: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for tree in CHECKED_TREES {
-        let mut files = Vec::new();
-        rust_files(&root.join(tree), &mut files);
-        for file in files {
-            // Test-only files, and this file, whose list names the words.
-            if file
-                .file_stem()
-                .is_some_and(|s| s == "tests" || s == "layers")
-            {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-            for (at, literal) in string_literals(&text) {
-                if let Some(word) = ONE_DEFINITION_WORDS.iter().find(|w| **w == literal) {
-                    let line = text[..at].lines().count().max(1);
-                    let shown = file.strip_prefix(root).unwrap_or(&file).display();
-                    found
-                        .entry(word)
-                        .or_default()
-                        .push(format!("{shown}:{line}"));
-                }
+    for source in checked_sources() {
+        for (at, literal) in string_literals(&source.text) {
+            if let Some(word) = ONE_DEFINITION_WORDS.iter().find(|w| **w == literal) {
+                let line = source.text[..at].lines().count().max(1);
+                found
+                    .entry(word)
+                    .or_default()
+                    .push(format!("{}:{line}", source.shown()));
             }
         }
     }
@@ -569,28 +573,17 @@ const MAX_FILE_LINES: usize = 900;
 
 #[test]
 fn layers_no_long_files() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host/ sits in the workspace");
-    let mut problems = Vec::new();
-    for tree in CHECKED_TREES {
-        let mut files = Vec::new();
-        rust_files(&root.join(tree), &mut files);
-        for file in files {
-            if file.file_stem().is_some_and(|s| s == "tests") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-            let lines = text.lines().count();
-            if lines > MAX_FILE_LINES {
-                problems.push(format!(
-                    "{} is {lines} lines; the limit is {MAX_FILE_LINES}: split it by what its parts own",
-                    file.strip_prefix(root).unwrap_or(&file).display()
-                ));
-            }
-        }
-    }
+    let problems: Vec<String> = checked_sources()
+        .iter()
+        .filter(|source| source.text.lines().count() > MAX_FILE_LINES)
+        .map(|source| {
+            format!(
+                "{} is {} lines; the limit is {MAX_FILE_LINES}: split it by what its parts own",
+                source.shown(),
+                source.text.lines().count()
+            )
+        })
+        .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
