@@ -51,6 +51,9 @@ pub(super) struct ErrorBody {
     line: Option<u64>,
     /// Column in the posted plan, when the parser gave one.
     column: Option<u64>,
+    /// With a 400 of `GET /api/history` whose query matches several
+    /// series: each of them, to choose one from.
+    choices: Option<Vec<crate::analysis::history::Choice>>,
 }
 
 /// The generated document as served, built once with the router.
