@@ -5,8 +5,8 @@
 // on two testbeds, or of two plan families), the API's `choices` become a
 // list of links, one per series, instead of an error. The chart takes the
 // width of the page (chartWidth), so it fits 420 px without scrolling.
-// Uses el, svg, api, fmtRatio, date, chartWidth, textWidth and scroll from
-// app.js.
+// Uses el, svg, api, fmtRatio, date, chartWidth, textWidth, fit and scroll
+// from app.js.
 "use strict";
 
 async function historyPage(params) {
@@ -87,8 +87,12 @@ function historyChart(h) {
   chart.append(svg("text", { class: "axis-title", x: L + (W - L - R) / 2, y: H - 10, "text-anchor": "middle" },
     "campaign (oldest first)"));
   const my = T + (H - T - B) / 2;
-  chart.append(svg("text", { class: "axis-title", x: 14, y: my, "text-anchor": "middle", transform: `rotate(-90 14 ${my})` },
-    `${s.statistic}: ${s.arm} / baseline (log)`));
+  // A long arm name is cut to the plot's height, whole in the tooltip.
+  const yTitle = `${s.statistic}: ${s.arm} / baseline (log)`;
+  const yShown = fit(yTitle, H - T - B);
+  const yText = svg("text", { class: "axis-title", x: 14, y: my, "text-anchor": "middle", transform: `rotate(-90 14 ${my})` }, yShown);
+  if (yShown !== yTitle) yText.append(svg("title", {}, yTitle));
+  chart.append(yText);
   return chart;
 }
 
