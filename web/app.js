@@ -1,5 +1,6 @@
 // blocklab's web UI: plain JS over the daemon's JSON API (/api), no build
-// step. Views by URL hash: #/ list, #/campaigns/ID, #/compare/A/B, #/submit.
+// step. Views by URL hash: #/ list, #/campaigns/ID, #/compare/A/B, #/submit,
+// #/history?... (web/history.js).
 // Charts: forest plots are drawn as SVG here (one element per effect, so
 // each mark carries its values as data-* attributes); per-block dots and
 // latency distributions use the vendored uPlot.
@@ -150,6 +151,17 @@ function scroll(label, child) {
 
 // ---- campaign page -------------------------------------------------------
 
+// One history link per workload × non-baseline arm, on the campaign's own
+// testbed, separated so they read as a list and not as one run of text.
+function historyLinks(plan, testbed) {
+  const links = plan.workloads.flatMap((w) => plan.arms.filter((a) => !a.baseline).map((a) => {
+    const q = new URLSearchParams({ workload: w.name, arm: a.name });
+    if (testbed) q.set("testbed", testbed);
+    return el("a", { href: `#/history?${q}` }, `${w.name} · ${a.name}`);
+  }));
+  return el("p", { class: "history-links" }, "history: ", links.flatMap((a, i) => (i ? [el("span", { class: "sep", "aria-hidden": "true" }, " | "), a] : [a])));
+}
+
 async function campaignPage(id, chosenBaseline, seq) {
   const detail = await api(`/api/campaigns/${id}`);
   if (stale(seq)) return;
@@ -186,8 +198,7 @@ async function campaignPage(id, chosenBaseline, seq) {
     el("p", { class: "downloads" }, "report: ",
       ["md", "json", "csv"].map((f) => el("a", { href: `/api/campaigns/${c.id}/report?format=${f}${query ? "&" + query.slice(1) : ""}`, download: `campaign-${c.id}.${f}` }, f)),
       el("a", { href: `#/compare/${c.id}` }, "compare with…")),
-    el("p", { class: "history-links" }, "history: ", plan.workloads.flatMap((w) => plan.arms.filter((a) => !a.baseline).map((a) =>
-      el("a", { href: `#/history?workload=${encodeURIComponent(w.name)}&arm=${encodeURIComponent(a.name)}` }, `${w.name} · ${a.name}`)))),
+    historyLinks(plan, c.testbed),
     body);
 
   let finished = c.finished_runs;
@@ -813,4 +824,8 @@ function newKey() {
 }
 
 connectEvents();
-route();
+// The first route waits for the page's other scripts (history.js,
+// curves.js come after this one in index.html): a page opened directly,
+// e.g. #/history?..., needs their functions at once.
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", route);
+else route();

@@ -8,13 +8,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { useBrowser } from "./browser.mjs";
-
-// axe-core (web/tests/package.json), evaluated in the page through the
-// DevTools protocol, which the page's CSP does not apply to.
-const axeSource = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "node_modules/axe-core/axe.min.js"), "utf8");
+import { join } from "node:path";
+import { axeViolations, overflow, overflowing, useBrowser } from "./browser.mjs";
 
 const url = need("BLOCKLAB_URL");
 const token = need("BLOCKLAB_TOKEN");
@@ -53,14 +48,6 @@ async function open(hash, width = 1280) {
   return { page, errors };
 }
 
-// Serious and critical axe-core violations on the page as it is now.
-async function axeViolations(page) {
-  await page.evaluate(axeSource + "\n;0");
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
-  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`);
-}
-
 // Waits (bounded) for a condition the test itself observes.
 async function until(condition, what, ms = 30_000) {
   const end = Date.now() + ms;
@@ -69,13 +56,6 @@ async function until(condition, what, ms = 30_000) {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
-
-// How far the page overflows the viewport sideways (0 when it does not).
-const overflow = (page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-// The innermost elements sticking out to the right, for the message.
-const overflowing = (page) => page.evaluate(() => [...document.querySelectorAll("main *")]
-  .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && ![...e.children].some((c) => c.getBoundingClientRect().right > window.innerWidth + 1))
-  .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className}: ${(e.textContent || "").slice(0, 40)}`));
 
 test("the page of a finished campaign shows one forest-plot mark per workload × arm with the API's values", async () => {
   const report = await api(`/api/campaigns/${finished}/report`);
@@ -104,6 +84,16 @@ test("the page of a finished campaign shows one forest-plot mark per workload ×
   assert.match(await page.locator("#forests h3").first().innerText(), /below 1 is faster\/cheaper/);
   // The absolute medians: one row per workload × arm (baseline included).
   assert.equal(await page.locator("#absolutes tbody tr").count(), workloads.length * report.plan.arms.length);
+  // One history link per workload × non-baseline arm, on the campaign's
+  // testbed, each set apart from the next by a separator.
+  const links = await page.$$eval(".history-links a", (as) => as.map((a) => ({ text: a.textContent, href: a.getAttribute("href"),
+    sep: a.nextSibling ? a.nextSibling.textContent : null })));
+  assert.equal(links.length, workloads.length * arms.length);
+  links.forEach((l, i) => assert.equal(l.sep, i + 1 < links.length ? " | " : null, `separator after ${l.text}`));
+  const first = new URLSearchParams(links[0].href.split("?")[1]);
+  assert.equal(first.get("testbed"), report.campaign.testbed);
+  [historyWorkload, historyArm] = [first.get("workload"), first.get("arm")];
+  assert.match(await page.locator(".history-links").innerText(), /· \S+ \| \S+ ·/);
   // Provenance shows the plan hash and the seed.
   const provenance = await page.locator("#provenance").innerText();
   assert.ok(provenance.includes(report.hash), "plan hash shown");
@@ -439,12 +429,17 @@ test("a list refresh still in flight never replaces the page opened after it", a
   await page.close();
 });
 
-test("list, campaign, compare and submit fit 1280 and 420 px and have no serious accessibility violations", async () => {
+// The series the finished campaign's first history link names.
+let historyWorkload, historyArm;
+
+test("list, campaign, compare, submit and history fit 1280 and 420 px and have no serious accessibility violations", async () => {
   const pages = [
     ["list", "#/", "#campaigns tbody tr"],
     ["campaign", `#/campaigns/${finished}`, "#latency-plot canvas"],
     ["compare", `#/compare/${finished}/${finished}`, "#compare svg.forest .forest-mark"],
     ["submit", "#/submit", "#plan"],
+    // Opened directly, not by a link: history.js must be loaded before the first route.
+    ["history", `#/history?workload=${encodeURIComponent(historyWorkload)}&arm=${encodeURIComponent(historyArm)}`, "#history-chart .point"],
   ];
   const problems = [];
   for (const [name, hash, ready] of pages) {
@@ -455,6 +450,17 @@ test("list, campaign, compare and submit fit 1280 and 420 px and have no serious
       await page.screenshot({ path: join(artifacts, `${name}-${width}.png`), fullPage: true });
       const over = await overflow(page);
       if (over > 0) problems.push(`${name} at ${width}px overflows by ${over}px: ${(await overflowing(page)).join(" | ")}`);
+      // The history's axis titles (the y one names the arm, here a long
+      // one) lie inside the chart, not cut off by its edges.
+      if (name === "history") {
+        const outside = await page.$eval("#history-chart", (s) => {
+          const box = s.getBoundingClientRect();
+          return [...s.querySelectorAll("text.axis-title")].map((t) => t.getBoundingClientRect())
+            .filter((r) => r.top < box.top - 1 || r.bottom > box.bottom + 1 || r.left < box.left - 1 || r.right > box.right + 1)
+            .map((r) => `${r.left},${r.top}-${r.right},${r.bottom}`);
+        });
+        if (outside.length) problems.push(`history at ${width}px: axis titles outside the chart: ${outside.join("; ")}`);
+      }
       for (const v of await axeViolations(page)) problems.push(`${name} at ${width}px: ${v}`);
       if (errors.length) problems.push(`${name} at ${width}px: ${errors.join("; ")}`);
       await page.close();

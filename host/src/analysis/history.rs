@@ -88,11 +88,41 @@ pub enum HistoryError {
         arm: String,
         which: String,
         flag: &'static str,
+        /// Every series the query matched, for a client to offer.
+        choices: Vec<Choice>,
     },
     #[error(
         "no campaign of the series has statistic `{statistic}`; its campaigns compare: {known}"
     )]
     Statistic { statistic: String, known: String },
+}
+
+/// One series among those a query matched: what to add to the query to
+/// choose it, and how many finished campaigns it has.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+pub struct Choice {
+    pub testbed: String,
+    /// The plan family, `NAME@HASH12`.
+    pub family: String,
+    pub campaigns: usize,
+}
+
+/// The series among `candidates`, in testbed and family order.
+fn choices(candidates: &[Candidate]) -> Vec<Choice> {
+    let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (_, testbed, family) in candidates {
+        *counts
+            .entry((testbed.clone(), family.0.clone()))
+            .or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|((testbed, family), campaigns)| Choice {
+            testbed,
+            family,
+            campaigns,
+        })
+        .collect()
 }
 
 /// The history of the series `q` names in `store`.
@@ -213,6 +243,7 @@ fn one_series(q: &Query, candidates: &[Candidate]) -> Result<(String, PlanFamily
                 arm: q.arm.clone(),
                 which: values.join(", "),
                 flag,
+                choices: choices(candidates),
             });
         }
         Ok(())

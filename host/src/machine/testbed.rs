@@ -25,9 +25,31 @@ pub fn hostname() -> String {
         .unwrap_or_default()
 }
 
-/// The CPUs this process may use.
+/// The CPUs the machine has online: the kernel's list in
+/// /sys/devices/system/cpu/online, else `sysconf(_SC_NPROCESSORS_ONLN)`.
+/// Not the CPUs this thread may use (`available_parallelism`): the
+/// daemon pins itself to the runner CPUs, and the CLI and the daemon on
+/// one machine must name one testbed (issue 31, point 5).
 pub fn online_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|text| count_cpu_list(&text))
+        .or_else(sysconf_online)
+        .unwrap_or(1)
+}
+
+/// How many CPUs a kernel CPU list (`0-3,8`) names; `None` for none.
+fn count_cpu_list(text: &str) -> Option<usize> {
+    crate::machine::placement::parse_cpu_list(text.trim())
+        .ok()
+        .map(|cpus| cpus.len())
+        .filter(|&n| n > 0)
+}
+
+fn sysconf_online() -> Option<usize> {
+    // SAFETY: sysconf reads a configuration value and has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).ok().filter(|&n| n > 0)
 }
 
 /// This machine's default testbed name: `HOST-Ncpu-FINGERPRINT`, the
@@ -55,5 +77,30 @@ mod tests {
         assert_ne!(a, named("bench1", 4, "Intel Xeon"));
         assert_ne!(a, named("bench1", 2, "AMD EPYC"));
         assert_eq!(a, named("bench1", 2, "Intel Xeon"));
+    }
+
+    #[test]
+    fn cpu_lists_count_their_cpus() {
+        assert_eq!(count_cpu_list("0-3,8\n"), Some(5));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list(""), None);
+    }
+
+    /// The daemon pins itself to the runner CPUs before it seals a plan;
+    /// its testbed must still be the machine's, the CLI's.
+    #[test]
+    fn a_thread_pinned_to_one_cpu_names_the_machines_testbed() {
+        let unpinned = (online_cpus(), default_name());
+        let cpus = crate::machine::cpu::affinity();
+        assert!(unpinned.0 >= cpus.len(), "{unpinned:?} {cpus:?}");
+        let first = cpus[0];
+        let pinned = std::thread::spawn(move || {
+            crate::machine::placement::pin_current(&[first]).expect("pin to one CPU");
+            assert_eq!(crate::machine::cpu::affinity(), vec![first]);
+            (online_cpus(), default_name())
+        })
+        .join()
+        .expect("the pinned thread");
+        assert_eq!(pinned, unpinned);
     }
 }

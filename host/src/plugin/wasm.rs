@@ -26,35 +26,35 @@ use wasmtime::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+/// The host bindings of one version of the `workload-plugin` world under
+/// `wit` (a path from host/): every version shares the resource types, so
+/// a host links them side by side.
+macro_rules! bench_bindings {
+    ($wit:literal) => {
+        wasmtime::component::bindgen!({
+            path: $wit,
+            world: "workload-plugin",
+            imports: { default: trappable },
+            with: {
+                "blocklab:bench/kv.transaction": super::TransactionHandle,
+                "blocklab:bench/grpc.stream": super::StreamHandle,
+            },
+            anyhow: true,
+        });
+    };
+}
+
 /// `blocklab:bench@0.1.0` (wit/): what Python and JavaScript plugins, and
 /// Rust plugins built before 0.2.0, import and export.
 mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "workload-plugin",
-        imports: { default: trappable },
-        with: {
-            "blocklab:bench/kv.transaction": super::TransactionHandle,
-            "blocklab:bench/grpc.stream": super::StreamHandle,
-        },
-        anyhow: true,
-    });
+    bench_bindings!("../wit");
 }
 
 /// `blocklab:bench@0.2.0` (wit/v0.2.0/): packed range rows and a
 /// transaction `reset`; the Rust SDK's version. Linked beside 0.1.0, so a
 /// host loads plugins of either.
 mod bindings_v2 {
-    wasmtime::component::bindgen!({
-        path: "../wit/v0.2.0",
-        world: "workload-plugin",
-        imports: { default: trappable },
-        with: {
-            "blocklab:bench/kv.transaction": super::TransactionHandle,
-            "blocklab:bench/grpc.stream": super::StreamHandle,
-        },
-        anyhow: true,
-    });
+    bench_bindings!("../wit/v0.2.0");
 }
 
 use bindings::blocklab::bench::grpc as wit_grpc;

@@ -330,14 +330,45 @@ pub fn submit(
     s: &Submission,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Outcome> {
-    let bytes = crate::limits::read_plan(&s.plan)?;
+    let mut plan = read_plan_table(&s.plan)?;
+    upload_plugins(daemon, &mut plan, progress)?;
+    let body = toml::to_string(&plan).context("cannot write the rewritten plan as TOML")?;
+    // Subscribed before posting, so no event of the campaign is missed.
+    let mut events = if s.wait {
+        Some(subscribe(daemon)?)
+    } else {
+        None
+    };
+    let created = post_plan(daemon, s, &body)?;
+    let id = created.id;
+    progress(&format!(
+        "queued campaign {id} `{}` ({} runs)",
+        created.name, created.total_runs
+    ));
+    match events.as_mut() {
+        None => Ok(Outcome::Queued { id }),
+        Some(events) => follow(events, id, progress),
+    }
+}
+
+/// The plan file as a TOML table, so its plugin fields can be rewritten.
+fn read_plan_table(path: &Path) -> anyhow::Result<toml::Table> {
+    let bytes = crate::limits::read_plan(path)?;
     let text = String::from_utf8(bytes)
-        .with_context(|| format!("plan `{}` is not UTF-8 text", s.plan.display()))?;
-    let mut plan: toml::Table = text
-        .parse()
-        .with_context(|| format!("plan `{}` is not valid TOML", s.plan.display()))?;
+        .with_context(|| format!("plan `{}` is not UTF-8 text", path.display()))?;
+    text.parse()
+        .with_context(|| format!("plan `{}` is not valid TOML", path.display()))
+}
+
+/// Uploads each plugin file the plan names (once per path) and rewrites its
+/// fields to the `sha256:` references the daemon answers.
+fn upload_plugins(
+    daemon: &Daemon,
+    plan: &mut toml::Table,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
     let mut uploaded: Vec<(String, String)> = Vec::new();
-    each_plugin_file(&mut plan, &mut |field| {
+    each_plugin_file(plan, &mut |field| {
         let reference = match uploaded.iter().find(|(path, _)| path == field) {
             Some((_, r)) => r.clone(),
             None => {
@@ -349,25 +380,24 @@ pub fn submit(
         };
         *field = reference;
         Ok(())
-    })?;
-    let body = toml::to_string(&plan).context("cannot write the rewritten plan as TOML")?;
-    // Subscribed before posting, so no event of the campaign is missed.
-    let mut events = if s.wait {
-        let (status, chunked, reader) = daemon.send("GET", "/api/events", None)?;
-        if status != 200 {
-            bail!(
-                "the daemon refused `GET /api/events` ({status}); `--wait` needs its event stream"
-            );
-        }
-        let stream: Box<dyn BufRead> = if chunked {
-            Box::new(BufReader::new(Chunked::new(reader)))
-        } else {
-            Box::new(reader)
-        };
-        Some(stream)
+    })
+}
+
+/// The daemon's event stream, opened.
+fn subscribe(daemon: &Daemon) -> anyhow::Result<Box<dyn BufRead>> {
+    let (status, chunked, reader) = daemon.send("GET", "/api/events", None)?;
+    if status != 200 {
+        bail!("the daemon refused `GET /api/events` ({status}); `--wait` needs its event stream");
+    }
+    Ok(if chunked {
+        Box::new(BufReader::new(Chunked::new(reader)))
     } else {
-        None
-    };
+        Box::new(reader)
+    })
+}
+
+/// Posts the rewritten plan with the submission's tags and testbed.
+fn post_plan(daemon: &Daemon, s: &Submission, body: &str) -> anyhow::Result<Created> {
     let mut query = form_urlencoded::Serializer::new(String::new());
     for tag in &s.tags {
         query.append_pair("tag", tag);
@@ -377,16 +407,16 @@ pub fn submit(
     }
     let path = format!("/api/campaigns?{}", query.finish());
     let created = daemon.json("POST", &path, Some(("application/toml", body.as_bytes())))?;
-    let created: Created = serde_json::from_value(created)
-        .context("the daemon's answer to `POST /api/campaigns` is not a created campaign")?;
-    let id = created.id;
-    progress(&format!(
-        "queued campaign {id} `{}` ({} runs)",
-        created.name, created.total_runs
-    ));
-    let Some(events) = events.as_mut() else {
-        return Ok(Outcome::Queued { id });
-    };
+    serde_json::from_value(created)
+        .context("the daemon's answer to `POST /api/campaigns` is not a created campaign")
+}
+
+/// Reads `events` until campaign `id` ends, reporting its progress.
+fn follow(
+    events: &mut dyn BufRead,
+    id: u64,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Outcome> {
     let mut data = String::new();
     let mut line = String::new();
     loop {
@@ -405,34 +435,42 @@ pub fn submit(
             // An event this build does not know (a newer daemon) is skipped.
             let event = serde_json::from_str::<Event>(&data).ok();
             data.clear();
-            match event {
-                Some(Event::CampaignFinished {
-                    campaign,
-                    status,
-                    reason,
-                }) if campaign == id => {
-                    return Ok(match status {
-                        Ending::Finished => Outcome::Finished { id },
-                        Ending::Cancelled => Outcome::Cancelled { id },
-                        Ending::Failed => Outcome::Failed {
-                            id,
-                            reason: reason.unwrap_or_else(|| "failed".into()),
-                        },
-                    });
-                }
-                Some(Event::Run(RunEvent::RunFinished {
-                    campaign,
-                    finished_runs,
-                    total,
-                    ..
-                })) if campaign == id => {
-                    progress(&format!("campaign {id}: {finished_runs} of {total} runs"))
-                }
-                Some(Event::CampaignStarted { campaign }) if campaign == id => {
-                    progress(&format!("campaign {id} started"))
-                }
-                _ => {}
+            if let Some(outcome) = event.and_then(|e| on_event(e, id, progress)) {
+                return Ok(outcome);
             }
         }
     }
+}
+
+/// Reports one event of campaign `id`; its outcome when the event ends it.
+fn on_event(event: Event, id: u64, progress: &mut dyn FnMut(&str)) -> Option<Outcome> {
+    match event {
+        Event::CampaignFinished {
+            campaign,
+            status,
+            reason,
+        } if campaign == id => {
+            return Some(match status {
+                Ending::Finished => Outcome::Finished { id },
+                Ending::Cancelled => Outcome::Cancelled { id },
+                Ending::Failed => Outcome::Failed {
+                    id,
+                    reason: reason.unwrap_or_else(|| "failed".into()),
+                },
+            });
+        }
+        Event::Run(RunEvent::RunFinished {
+            campaign,
+            finished_runs,
+            total,
+            ..
+        }) if campaign == id => {
+            progress(&format!("campaign {id}: {finished_runs} of {total} runs"))
+        }
+        Event::CampaignStarted { campaign } if campaign == id => {
+            progress(&format!("campaign {id} started"))
+        }
+        _ => {}
+    }
+    None
 }

@@ -15,6 +15,12 @@ pub enum AppError {
         /// Line and column in the posted plan, when the parser gave them.
         location: Option<(u64, u64)>,
     },
+    /// 400 with the values a client may choose from (`choices`), for a
+    /// query that matches several things where it must name one.
+    Choose {
+        message: String,
+        choices: serde_json::Value,
+    },
     /// 401: a mutating call without the daemon's token.
     Unauthorized(String),
     /// 403: the daemon does not do this for any token holder (e.g. run a
@@ -90,6 +96,10 @@ impl IntoResponse for AppError {
                 }
                 (StatusCode::BAD_REQUEST, body)
             }
+            AppError::Choose { message, choices } => (
+                StatusCode::BAD_REQUEST,
+                json!({ "error": message, "choices": choices }),
+            ),
             AppError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, json!({ "error": m })),
             AppError::Forbidden(m) => (StatusCode::FORBIDDEN, json!({ "error": m })),
             AppError::NotFound(m) => (StatusCode::NOT_FOUND, json!({ "error": m })),

@@ -1,6 +1,6 @@
 //! The API's description, generated: the document's head (title, the token
 //! scheme, the error object) lives here; every path comes from a handler's
-//! `#[utoipa::path]` annotation in api.rs, registered with `routes!` so that
+//! `#[utoipa::path]` annotation in api/, registered with `routes!` so that
 //! serving a route and describing it are one call. `GET /api/openapi.json`
 //! serves the result.
 
@@ -13,7 +13,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 #[openapi(
     info(
         title = "blocklab daemon API",
-        description = "`blocklab serve`: campaigns, their reports and live progress. Reads are open; POSTs need `Authorization: Bearer TOKEN` with the token from `<data>/token`. Every error answer (400, 401, 403, 404, 405 with `Allow`, 409, 413, 421 for a foreign `Host`, 500, 503) is the `Error` object. Every answer carries `Content-Security-Policy` and `X-Content-Type-Options: nosniff`. See docs/daemon.md. Generated from the handlers (host/src/serve/api.rs)."
+        description = "`blocklab serve`: campaigns, their reports and live progress. Reads are open; POSTs need `Authorization: Bearer TOKEN` with the token from `<data>/token`. Every error answer (400, 401, 403, 404, 405 with `Allow`, 409, 413, 421 for a foreign `Host`, 500, 503) is the `Error` object. Every answer carries `Content-Security-Policy` and `X-Content-Type-Options: nosniff`. See docs/daemon.md. Generated from the handlers (host/src/serve/api/)."
     ),
     components(schemas(ErrorBody)),
     modifiers(&TokenScheme)
@@ -51,6 +51,9 @@ pub(super) struct ErrorBody {
     line: Option<u64>,
     /// Column in the posted plan, when the parser gave one.
     column: Option<u64>,
+    /// With a 400 of `GET /api/history` whose query matches several
+    /// series: each of them, to choose one from.
+    choices: Option<Vec<crate::analysis::history::Choice>>,
 }
 
 /// The generated document as served, built once with the router.

@@ -1,20 +1,27 @@
 //! History and change points (issue 19 point 3): real campaigns of one plan
 //! family where arm `b` gets slower from the sixth campaign on; the change
 //! point is found at that campaign by `blocklab history` and `GET
-//! /api/history`, and every point carries its interval and tags.
+//! /api/history`, and every point carries its interval and tags. A
+//! campaign the daemon runs joins the CLI's series (one testbed per
+//! machine), and one on another testbed makes the query offer both series.
 
-use crate::daemon_support::Daemon;
+use crate::daemon_support::{Daemon, state};
 use crate::support::{assert_error, blocklab, run};
 use std::path::Path;
+use std::time::Duration;
 
-/// A campaign of `get100` where arm `b` busy-waits `busy_ns` per
-/// transaction, tagged `commit=<commit>`.
-fn campaign(dir: &Path, data: &Path, busy_ns: u64, commit: &str) {
-    let text = format!(
+/// The plan of the series: `get100` where arm `b` busy-waits `busy_ns` per
+/// transaction.
+fn plan_text(busy_ns: u64) -> String {
+    format!(
         "name = \"series\"\nseed = 2\nblocks = 2\nplugin = \"builtin\"\n[measure]\nwarmup = 5\nmeasured = 40\n[gates]\nquiescence_window_ms = 10\nwait_timeout_s = 0.05\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\ninject_busy_ns = {busy_ns}\n"
-    );
+    )
+}
+
+/// A campaign of the series run by the CLI, tagged `commit=<commit>`.
+fn campaign(dir: &Path, data: &Path, busy_ns: u64, commit: &str) {
     let plan = dir.join("series.toml");
-    std::fs::write(&plan, text).unwrap();
+    std::fs::write(&plan, plan_text(busy_ns)).unwrap();
     let r = crate::support::campaign(data, &plan, &["--tag", &format!("commit={commit}")]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }
@@ -99,14 +106,58 @@ fn a_slowdown_from_one_campaign_on_is_the_change_point_of_its_series() {
     let (status, body) = d.get("/api/history?workload=get100&arm=nope");
     assert_eq!(status, 404, "{body}");
 
+    // A campaign the daemon runs on this machine joins the CLI's series:
+    // the daemon pins itself to the runner CPUs, but the testbed is the
+    // machine's (issue 31, point 5).
+    let queued = |query: &str| {
+        let (status, created) = d.post(
+            &format!("/api/campaigns?tag=commit=daemon{query}"),
+            "application/toml",
+            &plan_text(200_000),
+            true,
+        );
+        assert_eq!(status, 201, "{created}");
+        let id = created["id"].as_u64().unwrap();
+        d.wait_for(id, Duration::from_secs(120), |c| state(c) == "finished");
+    };
+    queued("");
+    let (status, body) = d.get("/api/history?workload=get100&arm=b");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["points"].as_array().unwrap().len(), 11, "{body}");
+    assert_eq!(body["series"]["testbed"], h["series"]["testbed"]);
+
     // The web UI's history page, in a real browser.
-    if !crate::web::browser_available() {
-        return;
+    let browser = crate::web::browser_available();
+    let finished = ("BLOCKLAB_FINISHED", points[0]["campaign"].to_string());
+    if browser {
+        crate::web::browser_check("history.mjs", &d.url(), std::slice::from_ref(&finished), 2);
     }
-    crate::web::browser_check(
-        "history.mjs",
-        &d.url(),
-        &[("BLOCKLAB_FINISHED", points[0]["campaign"].to_string())],
-        1,
-    );
+
+    // A campaign on another testbed makes a second series: the API names
+    // both, for the page to offer.
+    queued("&testbed=elsewhere");
+    let (status, body) = d.get("/api/history?workload=get100&arm=b");
+    assert_eq!(status, 400, "{body}");
+    let choices = body["choices"].as_array().unwrap();
+    let testbeds: Vec<&str> = choices
+        .iter()
+        .map(|c| c["testbed"].as_str().unwrap())
+        .collect();
+    let mut want = vec!["elsewhere", h["series"]["testbed"].as_str().unwrap()];
+    want.sort();
+    assert_eq!(testbeds, want, "{body}");
+    assert_eq!(choices[0]["family"], h["series"]["family"]);
+    let counts: Vec<u64> = choices
+        .iter()
+        .map(|c| c["campaigns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts.iter().sum::<u64>(), 12, "{body}");
+    if browser {
+        crate::web::browser_check(
+            "history.mjs",
+            &d.url(),
+            &[finished, ("BLOCKLAB_CHOICES", "1".into())],
+            1,
+        );
+    }
 }

@@ -214,7 +214,7 @@ target = {{ kind = "grpc", endpoint = "local:grpc-ingest" }}
         "campaign-running.png".to_owned(),
         "submit-refused.png".to_owned(),
     ];
-    for page in ["list", "campaign", "compare", "submit"] {
+    for page in ["list", "campaign", "compare", "submit", "history"] {
         for width in [1280, 420] {
             shots.push(format!("{page}-{width}.png"));
         }

@@ -58,16 +58,8 @@ impl wit_kv::HostTransaction for HostState {
         reverse: bool,
         snapshot: bool,
     ) -> KvResult<Vec<u8>> {
-        let options = RangeOptions {
-            limit,
-            reverse,
-            snapshot,
-        };
-        Ok(self
-            .transaction(&tr)?
-            .get_range(&begin, &end, options)
-            .map(|rows| pack_rows(&rows))
-            .map_err(to_wit))
+        let rows = self.range_rows(&tr, &begin, &end, limit, reverse, snapshot)?;
+        Ok(rows.map(|rows| pack_rows(&rows)).map_err(to_wit))
     }
 
     fn set(
@@ -118,6 +110,24 @@ impl wit_kv::HostTransaction for HostState {
 }
 
 impl HostState {
+    /// A range read's rows, which 0.2.0 packs and 0.1.0 lists.
+    pub(super) fn range_rows(
+        &mut self,
+        tr: &Resource<TransactionHandle>,
+        begin: &[u8],
+        end: &[u8],
+        limit: u32,
+        reverse: bool,
+        snapshot: bool,
+    ) -> anyhow::Result<Result<Vec<KeyValue>, KvError>> {
+        let options = RangeOptions {
+            limit,
+            reverse,
+            snapshot,
+        };
+        Ok(self.transaction(tr)?.get_range(begin, end, options))
+    }
+
     pub(super) fn transaction(
         &mut self,
         handle: &Resource<TransactionHandle>,

@@ -602,26 +602,14 @@ struct Measured {
 
 /// The run's result, per transaction where it is a rate.
 fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
-    let Measured {
-        totals,
-        window,
-        figures,
-        process: usage_e,
-        inputs,
-        cpus,
-        from_cache,
-        phases,
-        profile,
-        profile_svg,
-    } = m;
-    let measured = totals.measured;
+    let measured = m.totals.measured;
     if measured == 0 {
         bail!("the run measured no transactions; give `measured` (or `measured_s`) a larger value");
     }
     let per_txn = |x: u64| x as f64 / measured as f64;
-    let measured_wall = window.wall;
-    let open_loop = open_loop(spec.measure, &totals);
-    let stats = window_stats(spec.measure, &totals, measured_wall);
+    let measured_wall = m.window.wall;
+    let open_loop = open_loop(spec.measure, &m.totals);
+    let stats = window_stats(spec.measure, &m.totals, measured_wall);
 
     Ok(RunResult {
         workload: spec.entry.clone().unwrap_or_else(|| spec.workload.clone()),
@@ -632,13 +620,13 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         mode: spec.measure.mode(),
         workers: spec.workers,
         seed: spec.seed,
-        warmup: totals.warmup,
+        warmup: m.totals.warmup,
         measured,
         measured_s: measured_wall.as_secs_f64(),
-        errors: totals.errors_by_kind.values().sum(),
-        errors_by_kind: totals.errors_by_kind,
-        retries: totals.retries,
-        latency_us: Latency::from_histogram(&totals.histogram),
+        errors: m.totals.errors_by_kind.values().sum(),
+        errors_by_kind: m.totals.errors_by_kind,
+        retries: m.totals.retries,
+        latency_us: Latency::from_histogram(&m.totals.histogram),
         throughput_per_s: open_loop.map_or(measured as f64 / measured_wall.as_secs_f64(), |o| {
             o.achieved_per_s
         }),
@@ -646,37 +634,41 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
             // The batch probes' own time is the harness's, not the
             // transactions'.
             measured_us_per_txn: per_txn(
-                window
+                m.window
                     .usage
                     .cpu_us()
-                    .saturating_sub(totals.batches.probe_ns / 1_000),
+                    .saturating_sub(m.totals.batches.probe_ns / 1_000),
             ),
-            process_us_per_txn: per_txn(usage_e.cpu_us()),
-            involuntary_switches: window.usage.involuntary_switches,
+            process_us_per_txn: per_txn(m.process.cpu_us()),
+            involuntary_switches: m.window.usage.involuntary_switches,
         },
         alloc: Alloc {
-            bytes_per_txn: per_txn(window.alloc.bytes),
-            allocs_per_txn: per_txn(window.alloc.allocs),
+            bytes_per_txn: per_txn(m.window.alloc.bytes),
+            allocs_per_txn: per_txn(m.window.alloc.allocs),
         },
-        plugin_memory_bytes: figures.plugin_memory_bytes,
-        leaked_resources: figures.leaked_resources,
-        counters: figures.counters,
-        inputs,
-        cpus,
-        from_cache,
-        phases_ms: phases,
+        plugin_memory_bytes: m.figures.plugin_memory_bytes,
+        leaked_resources: m.figures.leaked_resources,
+        counters: m.figures.counters,
+        inputs: m.inputs,
+        cpus: m.cpus,
+        from_cache: m.from_cache,
+        phases_ms: m.phases,
         window: stats,
         open_loop,
-        client_runtime: window.client_runtime,
-        histogram: Some(encode_histogram(&totals.histogram)?),
-        batches: (!totals.batches.count.is_empty()).then_some(totals.batches),
-        profile,
-        profile_svg,
-        sched: window.sched,
-        counts: window
+        client_runtime: m.window.client_runtime,
+        histogram: Some(encode_histogram(&m.totals.histogram)?),
+        batches: (!m.totals.batches.count.is_empty()).then_some(m.totals.batches),
+        profile: m.profile,
+        profile_svg: m.profile_svg,
+        sched: m.window.sched,
+        counts: m
+            .window
             .pmu
             .map(|p| super::counters::Counts::of_pmu(p, measured)),
-        window_started_unix_us: spec.start_barrier.as_ref().map(|_| window.started_unix_us),
+        window_started_unix_us: spec
+            .start_barrier
+            .as_ref()
+            .map(|_| m.window.started_unix_us),
     })
 }
 
