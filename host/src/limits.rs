@@ -56,6 +56,9 @@ pub const CALL_DEADLINE_MS: u64 = 3_600_000;
 pub const TIMEOUT_S: f64 = 86_400.0;
 /// Longest quiescence window, milliseconds (one minute).
 pub const WINDOW_MS: u64 = 60_000;
+/// The longest window a spinning quiescence gate holds the watched CPUs
+/// for, ms (`gates.quiescence_probe = "spin"`).
+pub const SPIN_WINDOW_MS: u64 = 100;
 /// Longest line a process arm's program may write on stdout (one event)
 /// or stderr, bytes: a result's latency pairs take a few KiB.
 pub const PROCESS_LINE_BYTES: u64 = 4 << 20;
@@ -190,7 +193,9 @@ fn settings() -> Vec<Row> {
         row(
             "`gates.quiescence_window_ms`",
             "300",
-            format!("1 to {WINDOW_MS}"),
+            format!(
+                "1 to {WINDOW_MS}; 1 to {SPIN_WINDOW_MS} with `quiescence_probe = \"spin\"`, which holds the watched CPUs busy for it; with `\"ticks\"` a window under 10 ms is read as 10 ms"
+            ),
         ),
         row(
             "`measure.warmup_s`, `--warmup-s`",

@@ -460,6 +460,7 @@ mod tests {
         spec.measure.counted = crate::plan::spec::Counted::Beside;
         spec.measure.cache_sim = true;
         spec.arms[0].inject_loop_iterations = 1;
+        spec.gates.quiescence_probe = crate::plan::spec::GateProbe::Spin;
         let mut known_keys = BTreeSet::new();
         keys(&serde_json::to_value(&spec).unwrap(), "", &mut known_keys);
         let sections = [

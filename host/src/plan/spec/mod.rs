@@ -361,9 +361,6 @@ impl GateProbe {
     fn is_ticks(&self) -> bool {
         *self == GateProbe::Ticks
     }
-
-    /// The longest window a spinning probe may hold the CPUs for, ms.
-    pub const SPIN_MAX_MS: u64 = 100;
 }
 
 /// What a gate does when it does not pass in time.
@@ -465,12 +462,12 @@ impl GateSpec {
             limits::WINDOW_MS,
         )?;
         if self.quiescence_probe == GateProbe::Spin
-            && !(1..=GateProbe::SPIN_MAX_MS).contains(&self.quiescence_window_ms)
+            && !(1..=limits::SPIN_WINDOW_MS).contains(&self.quiescence_window_ms)
         {
             bail!(
                 "`gates.quiescence_window_ms = {}` does not suit `gates.quiescence_probe = \"spin\"`, which holds every watched CPU busy for its window: give 1 to {} (2 is enough to see a neighbour), or use `quiescence_probe = \"ticks\"` for longer windows",
                 self.quiescence_window_ms,
-                GateProbe::SPIN_MAX_MS
+                limits::SPIN_WINDOW_MS
             );
         }
         for (key, value, cap) in [

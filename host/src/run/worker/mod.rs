@@ -136,9 +136,9 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
     let (db, grpc) = match &spec.target {
         TargetSpec::Grpc(settings) => (None, Some(GrpcClient::connect(settings)?)),
         other => {
-            let clock = match spec.counters.map(|c| c.source) {
-                Some(CounterSource::Callgrind) => VersionClock::Counted,
-                Some(CounterSource::Pmu) | None => VersionClock::Wall,
+            let clock = match under_callgrind(spec.counters) {
+                true => VersionClock::Counted,
+                false => VersionClock::Wall,
             };
             (Some(other.open_kv(clock)?), None)
         }
@@ -191,6 +191,38 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
 }
 
 /// Splits `total` transactions over `workers`, the remainder to the first.
+/// What a run's batches record of the scheduler: nothing under callgrind,
+/// where the probe's own instructions would follow the neighbours
+/// ([`Evidence::None`]).
+fn batch_evidence(counters: Option<Counters>) -> Evidence {
+    match under_callgrind(counters) {
+        true => Evidence::None,
+        false => Evidence::Scheduler,
+    }
+}
+
+/// Whether the run is counted by callgrind: then nothing in its window may
+/// do work that follows the clock (docs/method.md, "Counted runs",
+/// "Determinism").
+fn under_callgrind(counters: Option<Counters>) -> bool {
+    counters.is_some_and(|c| c.source == CounterSource::Callgrind)
+}
+
+impl Share {
+    /// Worker `worker`'s share of the run's transactions (none in window
+    /// and rate mode, which go by time).
+    fn of(measure: Measure, workers: u32, worker: u32) -> Share {
+        let (warmup, measured) = match measure {
+            Measure::Transactions { warmup, measured } => (warmup, measured),
+            Measure::Window { .. } | Measure::Rate { .. } => (0, 0),
+        };
+        Share {
+            warmup: split(warmup, workers, worker),
+            measured: split(measured, workers, worker),
+        }
+    }
+}
+
 fn split(total: u64, workers: u32, worker: u32) -> u64 {
     let workers = u64::from(workers);
     total / workers + u64::from(u64::from(worker) < total % workers)
@@ -300,11 +332,8 @@ fn measure_all(
     grpc: Option<&GrpcClient>,
 ) -> anyhow::Result<Window> {
     let workers = spec.workers;
-    let (warmup_total, measured_total) = match spec.measure {
-        Measure::Transactions { warmup, measured } => (warmup, measured),
-        Measure::Window { .. } | Measure::Rate { .. } => (0, 0),
-    };
     let loop_iterations = before_window(spec)?;
+    let evidence = batch_evidence(spec.counters);
     let barriers = Barriers::new(workers);
     let t_warm = Instant::now();
     let sampling = AtomicBool::new(true);
@@ -314,16 +343,9 @@ fn measure_all(
             .iter_mut()
             .enumerate()
             .map(|(i, instance)| {
-                let share = Share {
-                    warmup: split(warmup_total, workers, i as u32),
-                    measured: split(measured_total, workers, i as u32),
-                };
+                let share = Share::of(spec.measure, workers, i as u32);
                 let barriers = &barriers;
                 let inject = Inject { loop_iterations };
-                let evidence = match spec.counters.map(|c| c.source) {
-                    Some(CounterSource::Callgrind) => Evidence::None,
-                    Some(CounterSource::Pmu) | None => Evidence::Scheduler,
-                };
                 let measure = spec.measure;
                 let schedule = worker_schedule(spec, i as u32);
                 scope.spawn(move || {
