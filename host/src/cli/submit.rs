@@ -101,6 +101,7 @@ fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         wait: args.wait,
         tags: args.tags,
         testbed: args.testbed,
+        gate_max_change: args.gate_max_change,
     };
     let outcome = client::submit(&daemon, &submission, &mut |line| say(line))?;
     Ok(ExitCode::from(match outcome {

@@ -279,6 +279,10 @@ pub struct Submission {
     pub tags: Vec<String>,
     /// The testbed it counts for (`?testbed=`); the daemon's machine if none.
     pub testbed: Option<String>,
+    /// The gate's threshold (`--gate-max-change`): a plan with
+    /// `[sequential]` and no `max_change` of its own stops at it, so the
+    /// campaign runs only as long as the gate needs (docs/ci.md).
+    pub gate_max_change: Option<f64>,
 }
 
 /// How a submitted campaign ended (with `--wait`), or that it was queued.
@@ -331,6 +335,9 @@ pub fn submit(
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Outcome> {
     let mut plan = read_plan_table(&s.plan)?;
+    if let Some(max_change) = s.gate_max_change {
+        stop_at_the_gate(&mut plan, max_change, progress);
+    }
     upload_plugins(daemon, &mut plan, progress)?;
     let body = toml::to_string(&plan).context("cannot write the rewritten plan as TOML")?;
     // Subscribed before posting, so no event of the campaign is missed.
@@ -358,6 +365,32 @@ fn read_plan_table(path: &Path) -> anyhow::Result<toml::Table> {
         .with_context(|| format!("plan `{}` is not UTF-8 text", path.display()))?;
     text.parse()
         .with_context(|| format!("plan `{}` is not valid TOML", path.display()))
+}
+
+/// Gives a sequential plan the gate's threshold as its `max_change`, saying
+/// so; a plan that sets its own keeps it, and one without `[sequential]`
+/// runs all its blocks (both said too, so a long CI job is not a surprise).
+fn stop_at_the_gate(plan: &mut toml::Table, max_change: f64, progress: &mut dyn FnMut(&str)) {
+    let percent = 100.0 * max_change;
+    match plan
+        .get_mut("sequential")
+        .and_then(toml::Value::as_table_mut)
+    {
+        None => progress(&format!(
+            "the plan has no [sequential] table, so it runs all its blocks; add `[sequential]` to stop once the gate at {percent}% is decided"
+        )),
+        Some(sequential) => match sequential.get("max_change") {
+            Some(own) => progress(&format!(
+                "the plan's `sequential.max_change = {own}` stays; the gate judges at {percent}%"
+            )),
+            None => {
+                sequential.insert("max_change".to_owned(), toml::Value::Float(max_change));
+                progress(&format!(
+                    "[sequential] stops once every primary effect is decided at the gate's {percent}% (`sequential.max_change = {max_change}`)"
+                ));
+            }
+        },
+    }
 }
 
 /// Uploads each plugin file the plan names (once per path) and rewrites its
@@ -473,4 +506,34 @@ fn on_event(event: Event, id: u64, progress: &mut dyn FnMut(&str)) -> Option<Out
         _ => {}
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stopped(plan: &str, max_change: f64) -> (toml::Table, String) {
+        let mut plan: toml::Table = plan.parse().unwrap();
+        let mut said = String::new();
+        stop_at_the_gate(&mut plan, max_change, &mut |line| said.push_str(line));
+        (plan, said)
+    }
+
+    #[test]
+    fn the_gate_s_threshold_stops_a_sequential_plan_that_has_none_of_its_own() {
+        let (plan, said) = stopped("name = \"p\"\n[sequential]\ntarget = 0.02\n", 0.05);
+        assert_eq!(plan["sequential"]["max_change"].as_float(), Some(0.05));
+        assert!(said.contains("decided at the gate's 5%"), "{said}");
+
+        let (plan, said) = stopped("[sequential]\nmax_change = 0.1\n", 0.05);
+        assert_eq!(plan["sequential"]["max_change"].as_float(), Some(0.1));
+        assert!(
+            said.contains("`sequential.max_change = 0.1` stays"),
+            "{said}"
+        );
+
+        let (plan, said) = stopped("name = \"p\"\n", 0.05);
+        assert!(plan.get("sequential").is_none());
+        assert!(said.contains("runs all its blocks"), "{said}");
+    }
 }

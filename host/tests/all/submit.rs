@@ -305,3 +305,36 @@ fn submit_with_a_gate_exits_with_the_daemons_verdict_on_the_finished_campaign() 
     );
     assert!(status < 300, "{status} {body}");
 }
+
+#[test]
+fn submit_with_a_gate_stops_a_sequential_plan_as_soon_as_the_gate_is_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&dir.path().join("data"));
+    let token = dir.path().join("token");
+    std::fs::write(&token, &d.token).unwrap();
+    // b is ~30× slower on CPU: decided at the first look (4 blocks) against
+    // a 5% gate, while a ±0.01% precision target alone would run all 40.
+    let plan = dir.path().join("seq.toml");
+    std::fs::write(
+        &plan,
+        builtin_plan("seq", 40, 2_000)
+            + "inject_busy_ns = 30000\n[sequential]\ntarget_half_width = 0.0001\nstatistics = [\"cpu_measured\"]\n",
+    )
+    .unwrap();
+    let r = run(blocklab()
+        .arg("submit")
+        .arg(&plan)
+        .args(["--daemon", &d.url(), "--token-file"])
+        .arg(&token)
+        .args(["--wait", "--gate-max-change", "5%"])
+        .args(["--gate-statistic", "cpu_measured"]));
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        said.contains("decided at the gate's 5% (`sequential.max_change = 0.05`)"),
+        "{said}"
+    );
+    let (_, detail) = d.get("/api/campaigns/1");
+    let finished = detail["progress"]["finished_runs"].as_u64().unwrap();
+    assert!(finished < 80, "ran {finished} of 80 runs: {detail}");
+}
