@@ -20,5 +20,7 @@ extern crate alloc;
 pub mod atomic;
 pub mod codes;
 pub mod conformance;
+mod conformance_v3;
+mod conformance_v3b;
 pub mod limits;
 pub mod options;

@@ -111,8 +111,10 @@ impl StreamingMode {
     }
 }
 
-/// A range read's limits and options beyond its two selectors.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+/// A range read's limits and options beyond its two selectors. The
+/// default reads everything in iterator mode's first batch size, as the
+/// bindings' `get_range` starts (iteration 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RangeLimits {
     /// Most rows; 0: no limit.
     pub limit: u32,
@@ -124,6 +126,19 @@ pub struct RangeLimits {
     pub iteration: u32,
     pub reverse: bool,
     pub snapshot: bool,
+}
+
+impl Default for RangeLimits {
+    fn default() -> Self {
+        RangeLimits {
+            limit: 0,
+            target_bytes: 0,
+            mode: StreamingMode::Iterator,
+            iteration: 1,
+            reverse: false,
+            snapshot: false,
+        }
+    }
 }
 
 impl RangeLimits {
@@ -216,7 +231,8 @@ mod tests {
                 target_bytes,
                 mode,
                 iteration,
-                ..RangeLimits::default()
+                reverse: false,
+                snapshot: false,
             }
             .effective_bytes()
         };

@@ -30,10 +30,14 @@
 //! write lock, so a reader whose read version is newer than a commit always
 //! finds that commit applied.
 
+mod pending;
+mod select;
 #[cfg(test)]
 mod tests;
 mod tx;
+mod tx_more;
 
+use pending::Pending;
 use tx::Tx;
 
 use std::collections::btree_map::Entry;
@@ -43,7 +47,9 @@ use std::sync::atomic::{self, AtomicU64};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use super::{Database, KeyValue, KvError, RangeOptions, Transaction, limits};
+use super::{
+    Database, KeyValue, KvError, MutationType, RangeOptions, Transaction, Versionstamp, limits,
+};
 use serde::{Deserialize, Serialize};
 
 /// The embedded target's kind, as plans write it and runs describe it.
@@ -263,6 +269,16 @@ impl Shared {
             .max(self.clock.now_micros())
     }
 
+    /// `check_age`, and `future_version` for a read version (given with
+    /// `set_read_version`) no commit has reached yet: a storage server
+    /// waits for it, then gives up with 1009.
+    fn check_read_version(&self, read_version: u64) -> Result<(), KvError> {
+        if read_version > self.current_version() {
+            return Err(KvError::FutureVersion);
+        }
+        self.check_age(read_version)
+    }
+
     /// `transaction_too_old` when `read_version` has left the MVCC window.
     fn check_age(&self, read_version: u64) -> Result<(), KvError> {
         if read_version.saturating_add(limits::MVCC_WINDOW_VERSIONS) < self.current_version() {
@@ -355,9 +371,20 @@ impl Store {
     }
 
     /// Applies a transaction's writes at `version`: clear-ranges first, then
-    /// point writes (a point write inside a cleared range came after it).
-    fn apply(&mut self, version: u64, writes: Writes, cleared: Cleared) {
-        let mut ranges = Vec::with_capacity(cleared.len());
+    /// point writes (a point write inside a cleared range came after it),
+    /// atomic operations over the value then stored, versionstamps from
+    /// `stamp`. `extra` is conflict-free writes (versionstamped keys, which
+    /// add no write conflict range) and `conflicts` the write conflict
+    /// ranges added by hand.
+    fn apply(&mut self, version: u64, commit: Commit) {
+        let Commit {
+            writes,
+            cleared,
+            extra,
+            conflicts,
+            stamp,
+        } = commit;
+        let mut ranges = Vec::with_capacity(cleared.len() + conflicts.len());
         for (begin, end) in cleared {
             let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Included(&begin), Excluded(&end));
             for (_, history) in self.keys.range_mut::<[u8], _>(bounds) {
@@ -370,27 +397,38 @@ impl Store {
         let mut keys = Vec::with_capacity(writes.len());
         for (key, op) in writes {
             keys.push(key.clone());
-            match self.keys.entry(key) {
-                Entry::Vacant(slot) => {
-                    if op.is_some() {
-                        slot.insert(vec![(version, op)]);
-                    }
-                }
-                Entry::Occupied(mut slot) => {
-                    let history = slot.get_mut();
-                    match history.last_mut() {
-                        Some((_, None)) if op.is_none() => {}
-                        Some((v, value)) if *v == version => *value = op,
-                        _ => history.push((version, op)),
-                    }
-                }
-            }
+            self.put(version, key, op, &stamp);
         }
+        for (key, value) in extra {
+            self.put(version, key, Pending::Value(Some(value)), &stamp);
+        }
+        ranges.extend(conflicts);
+        ranges.sort_unstable();
         self.log.push_back(CommitRecord {
             version,
             keys,
             ranges,
         });
+    }
+
+    fn put(&mut self, version: u64, key: Vec<u8>, op: Pending, stamp: &Versionstamp) {
+        match self.keys.entry(key) {
+            Entry::Vacant(slot) => {
+                if let Some(value) = op.commit(None, stamp) {
+                    slot.insert(vec![(version, Some(value))]);
+                }
+            }
+            Entry::Occupied(mut slot) => {
+                let history = slot.get_mut();
+                let base = history.last().and_then(|(_, v)| v.as_deref());
+                let op = op.commit(base, stamp);
+                match history.last_mut() {
+                    Some((_, None)) if op.is_none() => {}
+                    Some((v, value)) if *v == version => *value = op,
+                    _ => history.push((version, op)),
+                }
+            }
+        }
     }
 
     /// Forgets commits at or below `horizon` and prunes the history of the
@@ -425,8 +463,19 @@ impl Store {
     }
 }
 
-/// Pending point writes: `Some` is a set, `None` a clear.
-type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// Pending point writes.
+type Writes = BTreeMap<Vec<u8>, Pending>;
+
+/// What a commit hands the store.
+struct Commit {
+    writes: Writes,
+    cleared: Cleared,
+    /// Versionstamped keys, already stamped, and their values.
+    extra: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Write conflict ranges added with `add_conflict_range`.
+    conflicts: Vec<(Vec<u8>, Vec<u8>)>,
+    stamp: Versionstamp,
+}
 /// Pending clear-ranges, begin → end, disjoint and not touching.
 type Cleared = BTreeMap<Vec<u8>, Vec<u8>>;
 
