@@ -1,13 +1,17 @@
-//! The host side of `blocklab:bench@0.2.0`, the kv and env calls 0.1.0's
-//! forward to ([`super::v1`]); grpc is 0.1.0's calls under the new package
-//! name and forwards to them. kv differs from 0.1.0 in two ways that cut
-//! boundary cost: a range read returns its rows packed into one buffer,
-//! and `reset` makes a transaction fresh again, so a client keeps one
-//! resource instead of a constructor and a drop per transaction.
+//! The host side of `blocklab:bench@0.3.0`, the version 0.2.0's kv and env
+//! calls forward to ([`super::v2`], and 0.1.0's through it): the blocking
+//! calls of 0.2.0, the same calls issued as futures ([`super::futures`]),
+//! atomic operations, versionstamps, key selectors, conflict ranges, read
+//! versions, size estimates and transaction options. Every call goes to the
+//! arm's target through `target::kv::Transaction`; grpc is 0.1.0's calls
+//! under the new package name and forwards to them.
 
-use super::bindings_v2::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
-use super::{HostState, KvError, StreamHandle, TransactionHandle};
-use crate::target::kv::{KeyValue, RangeOptions, Transaction};
+use super::bindings_v3::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
+use super::{FutureHandle, HostState, KvError, StreamHandle, TransactionHandle};
+use crate::target::kv::{
+    ConflictKind, KeySelector, KeyValue, MutationType, OpKind, Priority, RangeLimits, RangeOptions,
+    StreamingMode, Transaction, TransactionOption,
+};
 use wasmtime::component::Resource;
 
 kv_error_conversions!(wit_kv);
@@ -29,35 +33,120 @@ pub(crate) fn pack_rows(rows: &[KeyValue]) -> Vec<u8> {
     packed
 }
 
-impl wit_kv::Host for HostState {}
+fn selector(s: wit_kv::KeySelector) -> KeySelector {
+    KeySelector {
+        key: s.key,
+        or_equal: s.or_equal,
+        offset: s.offset,
+    }
+}
+
+fn range_limits(o: wit_kv::RangeOptions) -> RangeLimits {
+    RangeLimits {
+        limit: o.limit,
+        target_bytes: o.target_bytes,
+        mode: match o.mode {
+            wit_kv::StreamingMode::WantAll => StreamingMode::WantAll,
+            wit_kv::StreamingMode::Iterator => StreamingMode::Iterator,
+            wit_kv::StreamingMode::Exact => StreamingMode::Exact,
+            wit_kv::StreamingMode::Small => StreamingMode::Small,
+            wit_kv::StreamingMode::Medium => StreamingMode::Medium,
+            wit_kv::StreamingMode::Large => StreamingMode::Large,
+            wit_kv::StreamingMode::Serial => StreamingMode::Serial,
+        },
+        iteration: o.iteration,
+        reverse: o.reverse,
+        snapshot: o.snapshot,
+    }
+}
+
+fn mutation(op: wit_kv::MutationType) -> MutationType {
+    match op {
+        wit_kv::MutationType::Add => MutationType::Add,
+        wit_kv::MutationType::BitAnd => MutationType::BitAnd,
+        wit_kv::MutationType::BitOr => MutationType::BitOr,
+        wit_kv::MutationType::BitXor => MutationType::BitXor,
+        wit_kv::MutationType::Max => MutationType::Max,
+        wit_kv::MutationType::Min => MutationType::Min,
+        wit_kv::MutationType::ByteMax => MutationType::ByteMax,
+        wit_kv::MutationType::ByteMin => MutationType::ByteMin,
+        wit_kv::MutationType::CompareAndClear => MutationType::CompareAndClear,
+        wit_kv::MutationType::AppendIfFits => MutationType::AppendIfFits,
+    }
+}
+
+fn option(o: wit_kv::TransactionOption) -> TransactionOption {
+    use wit_kv::TransactionOption as W;
+    match o {
+        W::Timeout(ms) => TransactionOption::Timeout(ms),
+        W::RetryLimit(n) => TransactionOption::RetryLimit(n),
+        W::MaxRetryDelay(ms) => TransactionOption::MaxRetryDelay(ms),
+        W::SizeLimit(n) => TransactionOption::SizeLimit(n),
+        W::Priority(p) => TransactionOption::Priority(match p {
+            wit_kv::Priority::Default => Priority::Default,
+            wit_kv::Priority::Batch => Priority::Batch,
+            wit_kv::Priority::SystemImmediate => Priority::SystemImmediate,
+        }),
+        W::ReadYourWritesDisable => TransactionOption::ReadYourWritesDisable,
+        W::SnapshotRywEnable => TransactionOption::SnapshotRywEnable,
+        W::SnapshotRywDisable => TransactionOption::SnapshotRywDisable,
+        W::CausalReadRisky => TransactionOption::CausalReadRisky,
+        W::LockAware => TransactionOption::LockAware,
+    }
+}
+
+type Tr = Resource<TransactionHandle>;
+type Future = Resource<FutureHandle>;
+
+impl wit_kv::Host for HostState {
+    fn wait_all(&mut self, futures: Vec<Future>) -> anyhow::Result<()> {
+        HostState::wait_all(self, &futures)
+    }
+
+    fn wait_any(&mut self, futures: Vec<Future>) -> anyhow::Result<u32> {
+        HostState::wait_any(self, &futures)
+    }
+}
+
+impl wit_kv::HostFuture for HostState {
+    fn is_ready(&mut self, f: Future) -> anyhow::Result<bool> {
+        self.future_is_ready(&f)
+    }
+
+    fn wait(&mut self, f: Future) -> KvResult<wit_kv::Answer> {
+        Ok(self.wait_future(&f)?.map_err(to_wit))
+    }
+
+    fn drop(&mut self, f: Future) -> anyhow::Result<()> {
+        self.drop_future(f)
+    }
+}
 
 impl wit_kv::HostTransaction for HostState {
-    fn new(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
+    fn new(&mut self) -> anyhow::Result<Tr> {
         self.begin_transaction()
     }
 
-    fn get_read_version(&mut self, tr: Resource<TransactionHandle>) -> KvResult<u64> {
+    fn get_read_version(&mut self, tr: Tr) -> KvResult<u64> {
+        self.wait_round_trip(&tr, OpKind::Grv)?;
         Ok(self.transaction(&tr)?.get_read_version().map_err(to_wit))
     }
 
-    fn get(
-        &mut self,
-        tr: Resource<TransactionHandle>,
-        key: Vec<u8>,
-        snapshot: bool,
-    ) -> KvResult<Option<Vec<u8>>> {
+    fn get(&mut self, tr: Tr, key: Vec<u8>, snapshot: bool) -> KvResult<Option<Vec<u8>>> {
+        self.wait_round_trip(&tr, OpKind::Read)?;
         Ok(self.transaction(&tr)?.get(&key, snapshot).map_err(to_wit))
     }
 
     fn get_range(
         &mut self,
-        tr: Resource<TransactionHandle>,
+        tr: Tr,
         begin: Vec<u8>,
         end: Vec<u8>,
         limit: u32,
         reverse: bool,
         snapshot: bool,
     ) -> KvResult<Vec<u8>> {
+        self.wait_round_trip(&tr, OpKind::Read)?;
         let options = RangeOptions {
             limit,
             reverse,
@@ -70,49 +159,188 @@ impl wit_kv::HostTransaction for HostState {
             .map_err(to_wit))
     }
 
-    fn set(
-        &mut self,
-        tr: Resource<TransactionHandle>,
-        key: Vec<u8>,
-        value: Vec<u8>,
-    ) -> anyhow::Result<()> {
+    fn set(&mut self, tr: Tr, key: Vec<u8>, value: Vec<u8>) -> anyhow::Result<()> {
         self.transaction(&tr)?.set(&key, &value);
         Ok(())
     }
 
-    fn clear(&mut self, tr: Resource<TransactionHandle>, key: Vec<u8>) -> anyhow::Result<()> {
+    fn clear(&mut self, tr: Tr, key: Vec<u8>) -> anyhow::Result<()> {
         self.transaction(&tr)?.clear(&key);
         Ok(())
     }
 
-    fn clear_range(
-        &mut self,
-        tr: Resource<TransactionHandle>,
-        begin: Vec<u8>,
-        end: Vec<u8>,
-    ) -> anyhow::Result<()> {
+    fn clear_range(&mut self, tr: Tr, begin: Vec<u8>, end: Vec<u8>) -> anyhow::Result<()> {
         self.transaction(&tr)?.clear_range(&begin, &end);
         Ok(())
     }
 
-    fn commit(&mut self, tr: Resource<TransactionHandle>) -> KvResult<u64> {
-        Ok(self.transaction(&tr)?.commit().map_err(to_wit))
+    fn commit(&mut self, tr: Tr) -> KvResult<u64> {
+        self.wait_round_trip(&tr, OpKind::Commit)?;
+        let result = self.transaction(&tr)?.commit();
+        self.settle_stamps(&tr, false)?;
+        Ok(result.map_err(to_wit))
     }
 
-    fn on_error(&mut self, tr: Resource<TransactionHandle>, e: wit_kv::Error) -> KvResult<()> {
-        Ok(self.transaction(&tr)?.on_error(from_wit(e)).map_err(to_wit))
+    fn on_error(&mut self, tr: Tr, e: wit_kv::Error) -> KvResult<()> {
+        let result = self.transaction(&tr)?.on_error(from_wit(e));
+        // A retry starts over: a new read version, and the versionstamp
+        // futures of the failed attempt are answered `cancelled`.
+        self.settle_stamps(&tr, true)?;
+        self.table.get_mut(&tr)?.grv_ready = None;
+        Ok(result.map_err(to_wit))
     }
 
-    fn cancel(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
+    fn cancel(&mut self, tr: Tr) -> anyhow::Result<()> {
         self.transaction(&tr)?.cancel();
-        Ok(())
+        self.settle_stamps(&tr, true)
     }
 
-    fn reset(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
+    fn reset(&mut self, tr: Tr) -> anyhow::Result<()> {
+        self.settle_stamps(&tr, true)?;
         self.reset_transaction(&tr)
     }
 
-    fn drop(&mut self, tr: Resource<TransactionHandle>) -> anyhow::Result<()> {
+    fn start_get_read_version(&mut self, tr: Tr) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.get_read_version();
+        self.issue(&tr, OpKind::Grv, answer.map(wit_kv::Answer::Version))
+    }
+
+    fn start_get(&mut self, tr: Tr, key: Vec<u8>, snapshot: bool) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.get(&key, snapshot);
+        self.issue(&tr, OpKind::Read, answer.map(wit_kv::Answer::Value))
+    }
+
+    fn start_get_key(
+        &mut self,
+        tr: Tr,
+        s: wit_kv::KeySelector,
+        snapshot: bool,
+    ) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.get_key(&selector(s), snapshot);
+        self.issue(&tr, OpKind::Read, answer.map(wit_kv::Answer::Key))
+    }
+
+    fn start_get_range(
+        &mut self,
+        tr: Tr,
+        begin: wit_kv::KeySelector,
+        end: wit_kv::KeySelector,
+        options: wit_kv::RangeOptions,
+    ) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.get_range_selected(
+            &selector(begin),
+            &selector(end),
+            range_limits(options),
+        );
+        let answer = answer.map(|r| {
+            wit_kv::Answer::Range(wit_kv::RangeResult {
+                rows: pack_rows(&r.rows),
+                more: r.more,
+            })
+        });
+        self.issue(&tr, OpKind::Read, answer)
+    }
+
+    fn start_commit(&mut self, tr: Tr) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.commit();
+        self.settle_stamps(&tr, false)?;
+        self.issue(&tr, OpKind::Commit, answer.map(wit_kv::Answer::Version))
+    }
+
+    fn start_get_estimated_range_size_bytes(
+        &mut self,
+        tr: Tr,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+    ) -> anyhow::Result<Future> {
+        let answer = self
+            .transaction(&tr)?
+            .get_estimated_range_size_bytes(&begin, &end);
+        self.issue(&tr, OpKind::Read, answer.map(wit_kv::Answer::Size))
+    }
+
+    fn atomic_op(
+        &mut self,
+        tr: Tr,
+        op: wit_kv::MutationType,
+        key: Vec<u8>,
+        operand: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        self.transaction(&tr)?
+            .atomic_op(mutation(op), &key, &operand);
+        Ok(())
+    }
+
+    fn set_versionstamped_key(
+        &mut self,
+        tr: Tr,
+        key: Vec<u8>,
+        offset: u32,
+        value: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        self.transaction(&tr)?
+            .set_versionstamped_key(&key, offset, &value);
+        Ok(())
+    }
+
+    fn set_versionstamped_value(
+        &mut self,
+        tr: Tr,
+        key: Vec<u8>,
+        value: Vec<u8>,
+        offset: u32,
+    ) -> anyhow::Result<()> {
+        self.transaction(&tr)?
+            .set_versionstamped_value(&key, &value, offset);
+        Ok(())
+    }
+
+    fn get_versionstamp(&mut self, tr: Tr) -> anyhow::Result<Future> {
+        self.transaction(&tr)?;
+        self.issue_versionstamp(tr)
+    }
+
+    fn add_conflict_range(
+        &mut self,
+        tr: Tr,
+        kind: wit_kv::ConflictKind,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        let kind = match kind {
+            wit_kv::ConflictKind::Read => ConflictKind::Read,
+            wit_kv::ConflictKind::Write => ConflictKind::Write,
+        };
+        self.transaction(&tr)?
+            .add_conflict_range(kind, &begin, &end);
+        Ok(())
+    }
+
+    fn set_read_version(&mut self, tr: Tr, version: u64) -> anyhow::Result<()> {
+        self.transaction(&tr)?.set_read_version(version);
+        // The caller supplied it: no GRV round trip to wait for.
+        self.table.get_mut(&tr)?.grv_ready = Some(std::time::Instant::now());
+        Ok(())
+    }
+
+    fn get_committed_version(&mut self, tr: Tr) -> anyhow::Result<Option<u64>> {
+        Ok(self.transaction(&tr)?.get_committed_version())
+    }
+
+    fn get_approximate_size(&mut self, tr: Tr) -> KvResult<u64> {
+        Ok(self
+            .transaction(&tr)?
+            .get_approximate_size()
+            .map_err(to_wit))
+    }
+
+    fn set_option(&mut self, tr: Tr, o: wit_kv::TransactionOption) -> anyhow::Result<()> {
+        self.transaction(&tr)?.set_option(option(o));
+        Ok(())
+    }
+
+    fn drop(&mut self, tr: Tr) -> anyhow::Result<()> {
+        self.settle_stamps(&tr, true)?;
         self.drop_transaction(tr)
     }
 }
@@ -137,7 +365,12 @@ impl HostState {
             );
         };
         let tr = db.begin();
-        let handle = self.table.push(TransactionHandle { tr, idle: false })?;
+        let handle = self.table.push(TransactionHandle {
+            tr,
+            idle: false,
+            stamp_waiters: Vec::new(),
+            grv_ready: None,
+        })?;
         self.live_resources += 1;
         Ok(handle)
     }
@@ -163,6 +396,7 @@ impl HostState {
         let fresh = db.begin();
         let handle = self.table.get_mut(handle)?;
         handle.tr = fresh;
+        handle.grv_ready = None;
         if !handle.idle {
             handle.idle = true;
             self.idle_transactions += 1;
