@@ -55,11 +55,20 @@ use serde::{Deserialize, Serialize};
 /// The embedded target's kind, as plans write it and runs describe it.
 pub const KIND: &str = "embedded";
 
-/// An `embedded` target's settings (`target = { kind = "embedded", ... }`):
-/// a fault knob for tests of the harness, not a model of FoundationDB. With
+/// An `embedded` target's settings (`target = { kind = "embedded", ... }`).
+///
+/// A fault knob for tests of the harness, not a model of FoundationDB: with
 /// both set, every `stall_every_ms` the engine stalls for `stall_ms`: a
 /// read version or commit asked for inside a stall blocks until it ends,
 /// as behind a storage engine's periodic flush or a collector's pause.
+///
+/// A simulated network: `grv_us`, `read_us` and `commit_us` give each
+/// operation kind a round trip (±10% jitter from the run's seed) that a
+/// plugin's kv calls wait out, and that futures issued together wait out
+/// together, so a workload's concurrency and retry loops show the shape
+/// they would have against a cluster. Every report says the target is
+/// simulated ([`EmbeddedSettings::label`]); builtin workloads, which call
+/// the engine without the plugin host, do not wait.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EmbeddedSettings {
@@ -69,15 +78,63 @@ pub struct EmbeddedSettings {
     /// How long each stall lasts, milliseconds.
     #[serde(skip_serializing_if = "is_zero")]
     pub stall_ms: u64,
+    /// Simulated round trip of fetching a read version, microseconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub grv_us: u64,
+    /// Simulated round trip of a read (get, get-key, get-range), µs.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub read_us: u64,
+    /// Simulated round trip of a commit, microseconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub commit_us: u64,
 }
+
+/// The longest simulated round trip a plan may ask for: one second, far
+/// past any cluster's, and short enough that a transaction of a few calls
+/// stays inside the default call deadline.
+pub const MAX_SIMULATED_US: u64 = 1_000_000;
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
 impl EmbeddedSettings {
-    /// Both knobs or neither; a stall shorter than its period.
+    /// The simulated network, if any round trip is set.
+    pub fn simulated_latency(&self) -> Option<super::SimulatedLatency> {
+        let sim = super::SimulatedLatency {
+            grv_us: self.grv_us,
+            read_us: self.read_us,
+            commit_us: self.commit_us,
+        };
+        (sim != super::SimulatedLatency::default()).then_some(sim)
+    }
+
+    /// How reports name this target: `embedded`, or with what it simulates
+    /// so that no report passes a simulation off as a measurement.
+    pub fn label(&self) -> String {
+        match self.simulated_latency() {
+            None => KIND.to_owned(),
+            Some(s) => format!(
+                "{KIND} (simulated network: grv {} µs, read {} µs, commit {} µs, ±10% jitter)",
+                s.grv_us, s.read_us, s.commit_us
+            ),
+        }
+    }
+
+    /// Both stall knobs or neither; a stall shorter than its period;
+    /// simulated round trips of at most [`MAX_SIMULATED_US`].
     pub fn validate(&self) -> anyhow::Result<()> {
+        for (name, us) in [
+            ("grv_us", self.grv_us),
+            ("read_us", self.read_us),
+            ("commit_us", self.commit_us),
+        ] {
+            if us > MAX_SIMULATED_US {
+                anyhow::bail!(
+                    "`{name} = {us}` asks for a simulated round trip of more than one second; give it at most {MAX_SIMULATED_US} (microseconds; a cluster's is 100 to 5,000)"
+                );
+            }
+        }
         let (every, stall) = (self.stall_every_ms, self.stall_ms);
         if (every == 0) != (stall == 0) {
             anyhow::bail!(
@@ -176,6 +233,7 @@ fn duration_micros(d: Duration) -> u64 {
 ///   keys (`\xff\xff`), no `\xff/metadataVersion`.
 pub struct Embedded {
     shared: Arc<Shared>,
+    settings: EmbeddedSettings,
 }
 
 impl Embedded {
@@ -199,6 +257,7 @@ impl Embedded {
                 store: RwLock::new(Store::default()),
                 stall,
             }),
+            settings: EmbeddedSettings::default(),
         }
     }
 
@@ -211,10 +270,9 @@ impl Embedded {
             every: Duration::from_millis(settings.stall_every_ms),
             length: Duration::from_millis(settings.stall_ms),
         });
-        Ok(Self::with_parts(
-            Arc::new(MonotonicClock { start: origin }),
-            stall,
-        ))
+        let mut db = Self::with_parts(Arc::new(MonotonicClock { start: origin }), stall);
+        db.settings = *settings;
+        Ok(db)
     }
 }
 
@@ -230,7 +288,11 @@ impl Database for Embedded {
     }
 
     fn describe(&self) -> String {
-        KIND.to_owned()
+        self.settings.label()
+    }
+
+    fn simulated_latency(&self) -> Option<super::SimulatedLatency> {
+        self.settings.simulated_latency()
     }
 }
 
