@@ -17,6 +17,9 @@ use super::tx::{
 use super::{Conflict, KvError, MUTATION_OVERHEAD, Pending, RANGE_OVERHEAD, Versionstamp, limits};
 use crate::target::kv::{ConflictKind, MutationType, TransactionOption};
 
+/// A key and a value, or a range's begin and end.
+type KeyPair = (Vec<u8>, Vec<u8>);
+
 /// Options as set on one transaction. The first four are FoundationDB's
 /// persistent options: they survive a retryable `on_error`
 /// (`resetRyow` re-applies `persistentOptions`), and only `reset` clears
@@ -145,10 +148,7 @@ impl Extra {
     }
 
     /// The versionstamped keys stamped, and the write conflict ranges.
-    pub(super) fn take_for_commit(
-        &mut self,
-        stamp: &Versionstamp,
-    ) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>) {
+    pub(super) fn take_for_commit(&mut self, stamp: &Versionstamp) -> (Vec<KeyPair>, Vec<KeyPair>) {
         let keys = std::mem::take(&mut self.stamped_keys)
             .into_iter()
             .map(|(k, offset, v)| (atomic::place_stamp(&k, offset, stamp), v))
