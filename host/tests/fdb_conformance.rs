@@ -78,6 +78,9 @@ mod cluster {
             .collect();
         let shared: SharedDatabase = Arc::new(cluster.db);
         let through_plugin = super::kv_plugin::run_through_plugin(&shared, "sleep");
+        // The 0.2.0 scenarios through WIT 0.2.0 (kv-v2 skips 0.3.0's and
+        // those that need time).
+        let through_v2 = super::kv_plugin::run_through(&shared, "kv-v2", &[]);
         drop(shared);
         shutdown();
         assert!(!results.is_empty(), "the conformance suite ran no case");
@@ -94,6 +97,11 @@ mod cluster {
             through_plugin.failed,
             through_plugin.skipped,
             through_plugin.passed.len()
+        );
+        assert!(
+            through_v2.failed.is_empty(),
+            "through wit 0.2.0 (kv-v2) against the cluster: failed {:?}",
+            through_v2.failed
         );
     }
 }

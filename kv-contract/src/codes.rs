@@ -12,6 +12,7 @@ pub const TRANSACTION_TIMED_OUT: i32 = 1031;
 pub const PROCESS_BEHIND: i32 = 1037;
 pub const DATABASE_LOCKED: i32 = 1038;
 pub const COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED: i32 = 1042;
+pub const ACCESSED_UNREADABLE: i32 = 1036;
 pub const BATCH_TRANSACTION_THROTTLED: i32 = 1051;
 pub const GRV_PROXY_MEMORY_LIMIT_EXCEEDED: i32 = 1078;
 pub const BLOB_GRANULE_REQUEST_FAILED: i32 = 1079;
@@ -20,10 +21,15 @@ pub const PROXY_TAG_THROTTLED: i32 = 1223;
 pub const CLIENT_INVALID_OPERATION: i32 = 2000;
 pub const KEY_OUTSIDE_LEGAL_RANGE: i32 = 2004;
 pub const INVERTED_RANGE: i32 = 2005;
+pub const RANGE_LIMITS_INVALID: i32 = 2012;
+pub const FUTURE_NOT_SET: i32 = 2015;
 pub const USED_DURING_COMMIT: i32 = 2017;
+pub const INVALID_MUTATION_TYPE: i32 = 2018;
+pub const NO_COMMIT_VERSION: i32 = 2021;
 pub const TRANSACTION_TOO_LARGE: i32 = 2101;
 pub const KEY_TOO_LARGE: i32 = 2102;
 pub const VALUE_TOO_LARGE: i32 = 2103;
+pub const EXACT_MODE_WITHOUT_LIMITS: i32 = 2210;
 
 /// Whether FoundationDB's `on_error` resets the transaction for another
 /// attempt after `code`: the codes `Transaction::onError` in
@@ -70,6 +76,12 @@ pub fn name(code: i32) -> Option<&'static str> {
         KEY_OUTSIDE_LEGAL_RANGE => "key_outside_legal_range",
         INVERTED_RANGE => "inverted_range",
         USED_DURING_COMMIT => "used_during_commit",
+        ACCESSED_UNREADABLE => "accessed_unreadable",
+        RANGE_LIMITS_INVALID => "range_limits_invalid",
+        FUTURE_NOT_SET => "future_not_set",
+        INVALID_MUTATION_TYPE => "invalid_mutation_type",
+        NO_COMMIT_VERSION => "no_commit_version",
+        EXACT_MODE_WITHOUT_LIMITS => "exact_mode_without_limits",
         TRANSACTION_TOO_LARGE => "transaction_too_large",
         KEY_TOO_LARGE => "key_too_large",
         VALUE_TOO_LARGE => "value_too_large",

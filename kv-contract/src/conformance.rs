@@ -23,8 +23,10 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
+use crate::atomic::MutationType;
 use crate::codes::{self, *};
 use crate::limits;
+use crate::options::{ConflictKind, KeySelector, RangeLimits, TransactionOption};
 
 /// A kv error as the cases see it: FoundationDB's code and a description.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +80,75 @@ pub trait Transaction {
     fn commit(&mut self) -> Result<u64, Error>;
     fn on_error(&mut self, error: Error) -> Result<(), Error>;
     fn cancel(&mut self);
+
+    // WIT 0.3.0's calls (wit/v0.3.0/kv.wit). A harness of an older
+    // version ([`Harness::api`]) never sees them: the cases that use them
+    // are skipped, so these defaults only say so if called anyway.
+
+    fn get_key(&mut self, _selector: &KeySelector, _snapshot: bool) -> Result<Vec<u8>, Error> {
+        Err(older_api())
+    }
+    /// A range read by selectors: one batch and whether more rows remain.
+    fn get_range_selected(
+        &mut self,
+        _begin: &KeySelector,
+        _end: &KeySelector,
+        _limits: RangeLimits,
+    ) -> Result<(Vec<Row>, bool), Error> {
+        Err(older_api())
+    }
+    fn atomic_op(&mut self, _op: MutationType, _key: &[u8], _operand: &[u8]) {}
+    fn set_versionstamped_key(&mut self, _key: &[u8], _offset: u32, _value: &[u8]) {}
+    fn set_versionstamped_value(&mut self, _key: &[u8], _value: &[u8], _offset: u32) {}
+    fn add_conflict_range(&mut self, _kind: ConflictKind, _begin: &[u8], _end: &[u8]) {}
+    fn set_read_version(&mut self, _version: u64) {}
+    fn get_committed_version(&mut self) -> Option<u64> {
+        None
+    }
+    fn get_approximate_size(&mut self) -> Result<u64, Error> {
+        Err(older_api())
+    }
+    fn get_estimated_range_size_bytes(&mut self, _begin: &[u8], _end: &[u8]) -> Result<u64, Error> {
+        Err(older_api())
+    }
+    fn set_option(&mut self, _option: TransactionOption) {}
+    /// Issues a `get` as a future; its id for [`Transaction::wait`].
+    fn start_get(&mut self, _key: &[u8], _snapshot: bool) -> usize {
+        0
+    }
+    /// Asks for the commit's versionstamp as a future (`get-versionstamp`).
+    fn start_get_versionstamp(&mut self) -> usize {
+        0
+    }
+    /// Waits for every future issued so far (`wait-all`).
+    fn wait_all(&mut self) {}
+    /// The answer of future `id`.
+    fn wait(&mut self, _id: usize) -> Result<Answer, Error> {
+        Err(older_api())
+    }
+}
+
+/// What a future of the harness resolves to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Value(Option<Vec<u8>>),
+    Versionstamp([u8; 10]),
+}
+
+/// The kv interface version a harness speaks: cases need at least theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Api {
+    /// wit/v0.2.0 (and 0.1.0): the blocking calls.
+    V2,
+    /// wit/v0.3.0: futures, atomics, versionstamps, selectors, options.
+    V3,
+}
+
+fn older_api() -> Error {
+    Error {
+        code: CLIENT_INVALID_OPERATION,
+        message: "this harness speaks an older kv interface than the case needs (a bug: run_case skips such cases)".to_owned(),
+    }
 }
 
 /// The body of one attempt of [`Harness::transact`].
@@ -97,6 +168,8 @@ pub trait Harness {
     fn can_advance(&self) -> bool;
     /// Lets `by` pass: a fake clock on `embedded`, a real sleep on a cluster.
     fn advance(&self, by: Duration);
+    /// The kv interface version this harness drives.
+    fn api(&self) -> Api;
 }
 
 /// One rule, checked under `prefix`.
@@ -104,6 +177,8 @@ pub struct Case {
     pub name: &'static str,
     /// Whether the case needs [`Harness::advance`].
     pub needs_time: bool,
+    /// The oldest kv interface the case can run through.
+    pub since: Api,
     pub run: fn(&dyn Harness, prefix: &[u8]) -> Outcome,
 }
 
@@ -125,6 +200,7 @@ macro_rules! cases {
         vec![$(Case {
             name: stringify!($name),
             needs_time: cases!(@time $($needs_time)?),
+            since: Api::V2,
             run: $name,
         }),*]
     };
@@ -134,7 +210,7 @@ macro_rules! cases {
 
 /// Every case, in a fixed order.
 pub fn cases() -> Vec<Case> {
-    cases![
+    let mut all = cases![
         read_versions_increase,
         snapshot_isolation,
         ryw_get,
@@ -163,7 +239,9 @@ pub fn cases() -> Vec<Case> {
         a_new_transaction_starts_fresh,
         use_after_commit_fails,
         transact_counts_retries,
-    ]
+    ];
+    all.extend(crate::conformance_v3::cases());
+    all
 }
 
 /// The prefix case `name` works under.
@@ -173,6 +251,13 @@ pub fn prefix_of(name: &str) -> Vec<u8> {
 
 /// Runs `case` under its own prefix (cleared before and after).
 pub fn run_case(h: &dyn Harness, case: &Case) -> Verdict {
+    if case.since > h.api() {
+        return Verdict::Skip(format!(
+            "needs kv interface {:?}; this harness speaks {:?}",
+            case.since,
+            h.api()
+        ));
+    }
     if case.needs_time && !h.can_advance() {
         return Verdict::Skip(
             "needs time to pass, which this harness cannot arrange (the native suite runs it \
@@ -196,7 +281,7 @@ pub fn find(name: &str) -> Option<Case> {
 }
 
 /// Turns a target error into the case's failure message.
-trait Step<T> {
+pub(crate) trait Step<T> {
     fn step(self, what: &str) -> Result<T, String>;
 }
 
@@ -206,23 +291,23 @@ impl<T> Step<T> for Result<T, Error> {
     }
 }
 
-fn ensure(holds: bool, message: impl FnOnce() -> String) -> Outcome {
+pub(crate) fn ensure(holds: bool, message: impl FnOnce() -> String) -> Outcome {
     if holds { Ok(()) } else { Err(message()) }
 }
 
-fn check_eq<T: PartialEq + fmt::Debug>(got: T, want: T, what: &str) -> Outcome {
+pub(crate) fn check_eq<T: PartialEq + fmt::Debug>(got: T, want: T, what: &str) -> Outcome {
     ensure(got == want, || {
         format!("{what}: got {got:?}, want {want:?}")
     })
 }
 
-fn code_text(code: i32) -> String {
+pub(crate) fn code_text(code: i32) -> String {
     format!("{} ({code})", codes::name(code).unwrap_or("error"))
 }
 
 /// Passes when `got` failed with FoundationDB code `want` (messages may
 /// differ between targets).
-fn expect_error<T>(got: Result<T, Error>, want: i32, what: &str) -> Outcome {
+pub(crate) fn expect_error<T>(got: Result<T, Error>, want: i32, what: &str) -> Outcome {
     match got {
         Err(e) if e.code == want => Ok(()),
         Err(e) => Err(format!("{what}: want error {}, got `{e}`", code_text(want))),
@@ -233,7 +318,7 @@ fn expect_error<T>(got: Result<T, Error>, want: i32, what: &str) -> Outcome {
     }
 }
 
-fn show(bytes: &[u8]) -> String {
+pub(crate) fn show(bytes: &[u8]) -> String {
     const SHOWN: usize = 60;
     let text = bytes[..bytes.len().min(SHOWN)].escape_ascii().to_string();
     if bytes.len() > SHOWN {
@@ -243,11 +328,11 @@ fn show(bytes: &[u8]) -> String {
     }
 }
 
-fn show_value(value: Option<&[u8]>) -> String {
+pub(crate) fn show_value(value: Option<&[u8]>) -> String {
     value.map_or_else(|| "absent".to_owned(), |v| format!("`{}`", show(v)))
 }
 
-fn check_value(got: Option<Vec<u8>>, want: Option<&[u8]>, what: &str) -> Outcome {
+pub(crate) fn check_value(got: Option<Vec<u8>>, want: Option<&[u8]>, what: &str) -> Outcome {
     ensure(got.as_deref() == want, || {
         format!(
             "{what}: got {}, want {}",
@@ -257,7 +342,7 @@ fn check_value(got: Option<Vec<u8>>, want: Option<&[u8]>, what: &str) -> Outcome
     })
 }
 
-fn check_rows(got: &[Row], want: &[(&[u8], &[u8])], what: &str) -> Outcome {
+pub(crate) fn check_rows(got: &[Row], want: &[(&[u8], &[u8])], what: &str) -> Outcome {
     let same = got.len() == want.len()
         && got
             .iter()
@@ -278,12 +363,12 @@ fn check_rows(got: &[Row], want: &[(&[u8], &[u8])], what: &str) -> Outcome {
     })
 }
 
-fn key(prefix: &[u8], suffix: &str) -> Vec<u8> {
+pub(crate) fn key(prefix: &[u8], suffix: &str) -> Vec<u8> {
     [prefix, suffix.as_bytes()].concat()
 }
 
 /// The first key after every key starting with `prefix`.
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {
@@ -294,7 +379,7 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     b"\xff".to_vec()
 }
 
-fn options(limit: u32, reverse: bool, snapshot: bool) -> RangeOptions {
+pub(crate) fn options(limit: u32, reverse: bool, snapshot: bool) -> RangeOptions {
     RangeOptions {
         limit,
         reverse,
@@ -302,7 +387,7 @@ fn options(limit: u32, reverse: bool, snapshot: bool) -> RangeOptions {
     }
 }
 
-fn clear_prefix(h: &dyn Harness, prefix: &[u8]) -> Outcome {
+pub(crate) fn clear_prefix(h: &dyn Harness, prefix: &[u8]) -> Outcome {
     let end = prefix_end(prefix);
     h.transact(&mut |tr| {
         tr.clear_range(prefix, &end);
@@ -313,7 +398,7 @@ fn clear_prefix(h: &dyn Harness, prefix: &[u8]) -> Outcome {
 }
 
 /// Commits `pairs` in a transaction of its own; returns its version.
-fn commit_sets_kv(h: &dyn Harness, pairs: &[(&[u8], &[u8])]) -> Result<u64, Error> {
+pub(crate) fn commit_sets_kv(h: &dyn Harness, pairs: &[(&[u8], &[u8])]) -> Result<u64, Error> {
     let mut tr = h.begin();
     loop {
         for (k, v) in pairs {
@@ -326,11 +411,19 @@ fn commit_sets_kv(h: &dyn Harness, pairs: &[(&[u8], &[u8])]) -> Result<u64, Erro
     }
 }
 
-fn commit_sets(h: &dyn Harness, pairs: &[(&[u8], &[u8])], what: &str) -> Result<u64, String> {
+pub(crate) fn commit_sets(
+    h: &dyn Harness,
+    pairs: &[(&[u8], &[u8])],
+    what: &str,
+) -> Result<u64, String> {
     commit_sets_kv(h, pairs).step(what)
 }
 
-fn read_fresh(h: &dyn Harness, key: &[u8], what: &str) -> Result<Option<Vec<u8>>, String> {
+pub(crate) fn read_fresh(
+    h: &dyn Harness,
+    key: &[u8],
+    what: &str,
+) -> Result<Option<Vec<u8>>, String> {
     h.begin().get(key, true).step(what)
 }
 

@@ -1,6 +1,8 @@
 //! The kv interface's contract, in one place for the host and for plugins:
 //! FoundationDB 7.3's limits ([`limits`]) and error codes ([`codes`]) as the
-//! `kv` WIT interface uses them, and the conformance scenarios
+//! `kv` WIT interface uses them, the atomic operations' arithmetic
+//! ([`atomic`]), the typed selectors, range limits and transaction options
+//! of WIT 0.3.0 ([`options`]), and the conformance scenarios
 //! ([`conformance`]) that pin its client-visible semantics.
 //!
 //! The host runs the scenarios natively against `embedded` (with a fake
@@ -15,6 +17,10 @@
 
 extern crate alloc;
 
+pub mod atomic;
 pub mod codes;
 pub mod conformance;
+mod conformance_v3;
+mod conformance_v3b;
 pub mod limits;
+pub mod options;

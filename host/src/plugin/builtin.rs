@@ -213,7 +213,10 @@ impl Current {
 mod tests {
     use super::*;
     use crate::plugin::source::PluginSource;
-    use crate::target::kv::{KeyValue, Transaction};
+    use crate::target::kv::{
+        ConflictKind, KeySelector, KeyValue, MutationType, RangeLimits, RangeResult, Transaction,
+        TransactionOption, Versionstamp,
+    };
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
@@ -357,6 +360,47 @@ mod tests {
         }
         fn cancel(&mut self) {
             self.cancelled = true;
+        }
+        // The builtin runner's tests use the 0.2.0 calls only; this double
+        // refuses the rest with a clear error.
+        fn get_key(&mut self, _: &KeySelector, _: bool) -> Result<Vec<u8>, KvError> {
+            Err(unsupported())
+        }
+        fn get_range_selected(
+            &mut self,
+            _: &KeySelector,
+            _: &KeySelector,
+            _: RangeLimits,
+        ) -> Result<RangeResult, KvError> {
+            Err(unsupported())
+        }
+        fn atomic_op(&mut self, _: MutationType, _: &[u8], _: &[u8]) {}
+        fn set_versionstamped_key(&mut self, _: &[u8], _: u32, _: &[u8]) {}
+        fn set_versionstamped_value(&mut self, _: &[u8], _: &[u8], _: u32) {}
+        fn request_versionstamp(&mut self) -> Result<(), KvError> {
+            Err(unsupported())
+        }
+        fn versionstamp(&mut self) -> Result<Versionstamp, KvError> {
+            Err(unsupported())
+        }
+        fn add_conflict_range(&mut self, _: ConflictKind, _: &[u8], _: &[u8]) {}
+        fn set_read_version(&mut self, _: u64) {}
+        fn get_committed_version(&self) -> Option<u64> {
+            None
+        }
+        fn get_approximate_size(&mut self) -> Result<u64, KvError> {
+            Err(unsupported())
+        }
+        fn get_estimated_range_size_bytes(&mut self, _: &[u8], _: &[u8]) -> Result<u64, KvError> {
+            Err(unsupported())
+        }
+        fn set_option(&mut self, _: TransactionOption) {}
+    }
+
+    fn unsupported() -> KvError {
+        KvError::Other {
+            code: 2000,
+            message: "the builtin tests' memory double implements the 0.2.0 calls only".to_owned(),
         }
     }
 

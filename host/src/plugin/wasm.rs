@@ -26,37 +26,6 @@ use wasmtime::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-/// The host bindings of one version of the `workload-plugin` world under
-/// `wit` (a path from host/): every version shares the resource types, so
-/// a host links them side by side.
-macro_rules! bench_bindings {
-    ($wit:literal) => {
-        wasmtime::component::bindgen!({
-            path: $wit,
-            world: "workload-plugin",
-            imports: { default: trappable },
-            with: {
-                "blocklab:bench/kv.transaction": super::TransactionHandle,
-                "blocklab:bench/grpc.stream": super::StreamHandle,
-            },
-            anyhow: true,
-        });
-    };
-}
-
-/// `blocklab:bench@0.1.0` (wit/): what Python and JavaScript plugins, and
-/// Rust plugins built before 0.2.0, import and export.
-mod bindings {
-    bench_bindings!("../wit");
-}
-
-/// `blocklab:bench@0.2.0` (wit/v0.2.0/): packed range rows and a
-/// transaction `reset`; the Rust SDK's version. Linked beside 0.1.0, so a
-/// host loads plugins of either.
-mod bindings_v2 {
-    bench_bindings!("../wit/v0.2.0");
-}
-
 use bindings::blocklab::bench::grpc as wit_grpc;
 
 /// `to_wit` and `from_wit` between [`KvError`] and the `error` variant of
@@ -97,26 +66,18 @@ macro_rules! kv_error_conversions {
     };
 }
 
+mod futures;
 mod grpc_host;
 mod v1;
 mod v2;
+mod v3;
+mod versions;
 
-/// The WIT package version this host's bindings are generated from: the
-/// newest it speaks, and the one new plugins should be built against.
-pub const WIT_VERSION: &str = "0.2.0";
-/// Every version of `blocklab:bench` this host loads plugins of. The
-/// promise (docs/plugins.md): a 0.x.y host loads every 0.x.z plugin, since
-/// patch releases only add docs; minor and major releases may break and are
-/// listed here only once the host carries bindings for them.
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION, "0.1.0"];
+use versions::{
+    Bindings, Pre, WORKLOAD_EXPORT, WitVersion, bindings, bindings_v2, bindings_v3, check_world,
+};
+pub use versions::{SUPPORTED_WIT_VERSIONS, WIT_VERSION, wit_version_supported};
 
-/// Whether plugins built against `blocklab:bench@version` load here.
-pub fn wit_version_supported(version: &str) -> bool {
-    SUPPORTED_WIT_VERSIONS.contains(&version)
-}
-/// The interface a workload plugin must export (or its 0.1.0 twin).
-const WORKLOAD_EXPORT: &str = "blocklab:bench/workload@0.2.0";
-const WORKLOAD_EXPORT_V1: &str = "blocklab:bench/workload@0.1.0";
 /// How often the epoch advances; deadlines are whole ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
@@ -158,11 +119,11 @@ pub enum PluginError {
     )]
     CoreModule(String),
     #[error(
-        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/v0.2.0/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
+        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/v0.3.0/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
     )]
     WitVersion { name: String, found: String },
     #[error(
-        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/v0.2.0/worlds.wit"
+        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/v0.3.0/worlds.wit"
     )]
     NotWorkload { name: String, exports: String },
     #[error(
@@ -304,6 +265,11 @@ impl Runtime {
             |state| state,
         )
         .map_err(anyhow::Error::from)?;
+        bindings_v3::WorkloadPlugin::add_to_linker::<HostState, HasSelf<HostState>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(anyhow::Error::from)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let (ticker_engine, stop) = (engine.clone(), ticker_stop.clone());
@@ -395,6 +361,9 @@ impl Runtime {
             }
             WitVersion::V2 => {
                 Pre::V2(bindings_v2::WorkloadPluginPre::new(pre).map_err(compile_error)?)
+            }
+            WitVersion::V3 => {
+                Pre::V3(bindings_v3::WorkloadPluginPre::new(pre).map_err(compile_error)?)
             }
         };
         Ok(Plugin {
@@ -505,63 +474,6 @@ pub(crate) fn check_header(name: &str, bytes: &[u8]) -> Result<(), PluginError> 
     Ok(())
 }
 
-/// The versions of the workload world this host has bindings for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WitVersion {
-    V1,
-    V2,
-}
-
-fn check_world(
-    engine: &Engine,
-    name: &str,
-    component: &Component,
-) -> Result<WitVersion, PluginError> {
-    let ty = component.component_type();
-    let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
-    if exports.iter().any(|e| e == WORKLOAD_EXPORT) {
-        return Ok(WitVersion::V2);
-    }
-    if exports.iter().any(|e| e == WORKLOAD_EXPORT_V1) {
-        return Ok(WitVersion::V1);
-    }
-    // A blocklab:bench interface of another version, exported or imported,
-    // means the plugin was built against another release's wit/.
-    let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_owned()).collect();
-    let other_version = exports
-        .iter()
-        .chain(&imports)
-        .filter_map(|e| e.strip_prefix("blocklab:bench/")?.split_once('@'))
-        .map(|(_, version)| version.to_owned())
-        .find(|version| !wit_version_supported(version));
-    if let Some(found) = other_version {
-        return Err(PluginError::WitVersion {
-            name: name.to_owned(),
-            found,
-        });
-    }
-    Err(PluginError::NotWorkload {
-        name: name.to_owned(),
-        exports: if exports.is_empty() {
-            "nothing".to_owned()
-        } else {
-            exports.join(", ")
-        },
-    })
-}
-
-/// A pre-instantiated component of one of the WIT versions.
-enum Pre {
-    V1(bindings::WorkloadPluginPre<HostState>),
-    V2(bindings_v2::WorkloadPluginPre<HostState>),
-}
-
-/// An instance's exports, of the version its component was built against.
-enum Bindings {
-    V1(bindings::WorkloadPlugin),
-    V2(bindings_v2::WorkloadPlugin),
-}
-
 /// A loaded, checked, pre-instantiated workload component.
 pub struct Plugin {
     name: String,
@@ -606,6 +518,7 @@ impl Plugin {
             .insecure_random_seed(u128::from(wasi_seed));
         self.grants.configure(&mut wasi)?;
         let wasi = wasi.build();
+        let sim = kv.as_ref().and_then(|db| db.simulated_latency());
         let state = HostState {
             wasi,
             table: ResourceTable::new(),
@@ -619,10 +532,15 @@ impl Plugin {
             },
             live_resources: 0,
             idle_transactions: 0,
+            sim,
+            // Its own stream from the run's seed, so a simulation leaves the
+            // plugin's `env.random` unchanged.
+            sim_rng: wasi_seed ^ 0x9e37_79b9_7f4a_7c15,
         };
         let engine = match &self.pre {
             Pre::V1(pre) => pre.engine(),
             Pre::V2(pre) => pre.engine(),
+            Pre::V3(pre) => pre.engine(),
         };
         let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -632,6 +550,7 @@ impl Plugin {
         let bindings = match &self.pre {
             Pre::V1(pre) => pre.instantiate(&mut store).map(Bindings::V1),
             Pre::V2(pre) => pre.instantiate(&mut store).map(Bindings::V2),
+            Pre::V3(pre) => pre.instantiate(&mut store).map(Bindings::V3),
         }
         .map_err(|e| self.call_error(&store, "instantiate", None, e.into()))?;
         Ok(WasmInstance {
@@ -756,6 +675,7 @@ impl Instance for WasmInstance {
         let infos = match &self.bindings {
             Bindings::V1(b) => infos!(b.blocklab_bench_workload()),
             Bindings::V2(b) => infos!(b.blocklab_bench_workload()),
+            Bindings::V3(b) => infos!(b.blocklab_bench_workload()),
         };
         infos.map_err(|e| self.fail("list", e.into()))
     }
@@ -769,6 +689,10 @@ impl Instance for WasmInstance {
                     .call_setup(&mut self.store, name, params)
             }
             Bindings::V2(b) => {
+                b.blocklab_bench_workload()
+                    .call_setup(&mut self.store, name, params)
+            }
+            Bindings::V3(b) => {
                 b.blocklab_bench_workload()
                     .call_setup(&mut self.store, name, params)
             }
@@ -789,6 +713,9 @@ impl Instance for WasmInstance {
                 .blocklab_bench_workload()
                 .call_run(&mut self.store, iteration),
             Bindings::V2(b) => b
+                .blocklab_bench_workload()
+                .call_run(&mut self.store, iteration),
+            Bindings::V3(b) => b
                 .blocklab_bench_workload()
                 .call_run(&mut self.store, iteration),
         };
@@ -866,6 +793,10 @@ struct HostState {
     live_resources: u64,
     /// Of those, transactions reset and not used since (0.2.0's `reset`).
     idle_transactions: u64,
+    /// The target's simulated round trips, waited out per call (futures.rs).
+    sim: Option<crate::target::kv::SimulatedLatency>,
+    /// The jitter's xorshift state.
+    sim_rng: u64,
 }
 
 impl WasiView for HostState {
@@ -882,6 +813,13 @@ pub struct TransactionHandle {
     tr: Box<dyn Transaction>,
     /// Reset and not used since: not counted as leaked.
     idle: bool,
+    /// Futures of `get-versionstamp` waiting for this transaction's commit
+    /// (their resource ids), answered when it commits or resets.
+    stamp_waiters: Vec<u32>,
+    /// When this transaction's read version is ready under a simulated
+    /// round trip (futures.rs); `None` before it is fetched.
+    grv_ready: Option<std::time::Instant>,
 }
 
+pub use futures::FutureHandle;
 pub use grpc_host::StreamHandle;

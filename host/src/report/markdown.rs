@@ -177,7 +177,7 @@ fn arms(report: &Report, s: &mut String) -> fmt::Result {
                 (None, false) => String::new(),
             },
             format!("`{plugin}`"),
-            arm.target.kind().to_string(),
+            arm.target.label(),
         ];
         if netns {
             cells.push(

@@ -40,6 +40,15 @@ impl TargetSpec {
         }
     }
 
+    /// How reports name the target: its kind, and for an embedded target
+    /// with a simulated network, what it simulates.
+    pub fn label(&self) -> String {
+        match self {
+            TargetSpec::Embedded(settings) => settings.label(),
+            other => other.kind().to_owned(),
+        }
+    }
+
     /// Connects to the target; an embedded one's versions follow `clock`.
     pub fn open_kv(&self, clock: kv::embedded::VersionClock) -> anyhow::Result<kv::SharedDatabase> {
         match self {

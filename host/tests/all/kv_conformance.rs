@@ -5,9 +5,9 @@
 //! mapping of each error across the boundary.
 
 use blocklab::target::TargetSpec;
-use blocklab_kv_contract::conformance::cases;
+use blocklab_kv_contract::conformance::{Api, cases};
 
-use crate::kv_plugin::run_through_plugin;
+use crate::kv_plugin::{run_through, run_through_plugin};
 
 #[test]
 fn every_conformance_scenario_passes_through_the_plugin_boundary_on_embedded() {
@@ -35,4 +35,28 @@ fn every_conformance_scenario_passes_through_the_plugin_boundary_on_embedded() {
         "passed: {:?}",
         report.passed
     );
+}
+
+/// A plugin of WIT 0.2.0 (kv-v2, without the SDK) runs every 0.2.0
+/// scenario through the host's forwarding of 0.2.0 onto 0.3.0, and skips
+/// 0.3.0's; the 0.3.0 scenarios ran through kv-conformance above.
+#[test]
+fn every_0_2_0_conformance_scenario_passes_through_wit_0_2_0() {
+    let db = TargetSpec::default()
+        .open_kv(blocklab::target::kv::embedded::VersionClock::Wall)
+        .expect("open embedded");
+    let report = run_through(&db, "kv-v2", &[]);
+    assert!(
+        report.failed.is_empty(),
+        "{} scenario(s) failed through wit 0.2.0:\n{}",
+        report.failed.len(),
+        report.failed.join("\n")
+    );
+    let v2: Vec<&str> = cases()
+        .iter()
+        .filter(|c| c.since == Api::V2 && !c.needs_time)
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(report.passed, v2);
+    assert!(v2.len() >= 27, "only {} 0.2.0 scenarios", v2.len());
 }

@@ -76,6 +76,7 @@ fn a_periodic_stall_hides_from_closed_loop_p99_and_shows_in_open_loop_p99() {
         TargetSpec::Embedded(EmbeddedSettings {
             stall_every_ms: every_ms,
             stall_ms,
+            ..EmbeddedSettings::default()
         })
     };
     let window = Measure::Window {
@@ -203,6 +204,7 @@ fn a_rate_of_zero_or_a_stall_without_its_period_is_refused() {
     let bad = EmbeddedSettings {
         stall_every_ms: 0,
         stall_ms: 20,
+        ..EmbeddedSettings::default()
     };
     let e = TargetSpec::Embedded(bad)
         .open_kv(blocklab::target::kv::embedded::VersionClock::Wall)

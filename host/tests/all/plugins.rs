@@ -279,12 +279,12 @@ fn inspect_names_the_world_the_workloads_and_the_grants_a_plugin_needs() {
     assert!(r.ok, "{}", r.stderr);
     assert!(
         r.stdout
-            .contains("world:    workload-plugin (blocklab:bench@0.2.0)"),
+            .contains("world:    workload-plugin (blocklab:bench@0.3.0)"),
         "{}",
         r.stdout
     );
     assert!(
-        r.stdout.contains("  blocklab:bench/workload@0.2.0"),
+        r.stdout.contains("  blocklab:bench/workload@0.3.0"),
         "{}",
         r.stdout
     );
@@ -298,7 +298,7 @@ fn inspect_names_the_world_the_workloads_and_the_grants_a_plugin_needs() {
     assert!(r.ok, "{}", r.stderr);
     assert!(
         r.stdout
-            .contains("world:    kv-adapter (blocklab:bench@0.2.0)"),
+            .contains("world:    kv-adapter (blocklab:bench@0.3.0)"),
         "{}",
         r.stdout
     );
@@ -378,7 +378,7 @@ fn scaffold(dir: &Path, name: &str, kind: &str) -> PathBuf {
     };
     assert!(
         r.stdout
-            .contains(&format!("world:    {world} (blocklab:bench@0.2.0)")),
+            .contains(&format!("world:    {world} (blocklab:bench@0.3.0)")),
         "{}",
         r.stdout
     );

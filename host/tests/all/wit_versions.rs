@@ -1,7 +1,9 @@
-//! The two versions of the plugin interface (issue 21, point 1): plugins of
-//! `blocklab:bench@0.2.0` (the Rust SDK: packed range rows, transactions
-//! reset and reused) and of 0.1.0 (wit/: Python, JavaScript, and Rust
-//! plugins built before) both load and run in one host.
+//! The three versions of the plugin interface: plugins of
+//! `blocklab:bench@0.3.0` (the Rust SDK: futures, atomics, selectors,
+//! versionstamps, options), of 0.2.0 (packed range rows, transactions reset
+//! and reused) and of 0.1.0 (wit/: Python, JavaScript, and Rust plugins
+//! built before) all load and run in one host; 0.1.0 forwards onto 0.2.0 and
+//! 0.2.0 onto 0.3.0 (issue 21 point 1, issue 30 point 1).
 
 use crate::support::{blocklab, plugin, run, run_json};
 use std::path::Path;
@@ -34,7 +36,7 @@ fn sdk_plugins_reuse_reset_transactions_without_reporting_them_as_leaked() {
     let kv_basic = plugin("kv-basic");
     assert_eq!(
         world_of(&kv_basic),
-        "workload-plugin (blocklab:bench@0.2.0)"
+        "workload-plugin (blocklab:bench@0.3.0)"
     );
     // The SDK keeps each dropped transaction, reset, for the next one: the
     // host sees it live but idle at the end, which is not a leak.
@@ -43,12 +45,23 @@ fn sdk_plugins_reuse_reset_transactions_without_reporting_them_as_leaked() {
         assert_eq!(result["errors"], 0, "{workload}: {result}");
         assert_eq!(result["leaked_resources"], 0, "{workload}: {result}");
     }
-    // The same through an adapter of 0.2.0 (it forwards `reset`).
+    // The same through an adapter of 0.3.0 (it forwards `reset`).
     let result = run_json(
         &kv_basic,
         "range10",
         &["--adapter", plugin("kv-passthrough").to_str().unwrap()],
     );
+    assert_eq!(result["errors"], 0, "{result}");
+    assert_eq!(result["leaked_resources"], 0, "{result}");
+}
+
+#[test]
+fn a_plugin_built_against_wit_0_2_0_still_loads_and_runs() {
+    let v2 = plugin("kv-v2");
+    assert_eq!(world_of(&v2), "workload-plugin (blocklab:bench@0.2.0)");
+    // One 0.2.0 scenario by hand through the CLI; every one runs in
+    // kv_conformance::every_0_2_0_conformance_scenario_passes_through_wit_0_2_0.
+    let result = run_json(&v2, "case", &["--param", "name=ryw_range"]);
     assert_eq!(result["errors"], 0, "{result}");
     assert_eq!(result["leaked_resources"], 0, "{result}");
 }

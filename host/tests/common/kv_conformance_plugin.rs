@@ -38,21 +38,30 @@ pub struct Report {
 /// Runs every scenario through the plugin against `db`; `advance` is the
 /// plugin's param (`skip` or `sleep`).
 pub fn run_through_plugin(db: &SharedDatabase, advance: &str) -> Report {
+    run_through(db, "kv-conformance", &[("advance", advance)])
+}
+
+/// The same through `plugin` (kv-conformance of WIT 0.3.0, or kv-v2 of
+/// 0.2.0, which skips 0.3.0's scenarios), with `extra` params.
+pub fn run_through(db: &SharedDatabase, plugin: &str, extra: &[(&str, &str)]) -> Report {
     let cache = tempfile::tempdir().expect("a temporary compile cache");
     let runtime =
         Runtime::new(Limits::default(), Some(cache.path().to_owned())).expect("a wasm runtime");
+    let name = plugin;
     let plugin = runtime
-        .load(&plugin_path("kv-conformance"))
-        .expect("load kv-conformance.wasm");
+        .load(&plugin_path(name))
+        .unwrap_or_else(|e| panic!("load {name}.wasm: {e:#}"));
     let mut report = Report::default();
     for case in cases() {
         let mut instance = plugin
-            .instantiate(Some(db.clone()), None, Env::new("kv-conformance", 1, 0), 1)
-            .expect("instantiate kv-conformance.wasm");
-        let params = [
-            ("name".to_owned(), case.name.to_owned()),
-            ("advance".to_owned(), advance.to_owned()),
-        ];
+            .instantiate(Some(db.clone()), None, Env::new(name, 1, 0), 1)
+            .unwrap_or_else(|e| panic!("instantiate {name}.wasm: {e:#}"));
+        let mut params = vec![("name".to_owned(), case.name.to_owned())];
+        params.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         let outcome = instance
             .setup("case", &params)
             .and_then(|()| instance.run(0));

@@ -28,20 +28,23 @@
 //! [...]` on an arm, `blocklab run --adapter`); calls between them never
 //! leave wasm.
 
-use crate::kv::{self, Error, RangeOptions, Rows};
+use crate::kv::{
+    self, ConflictKind, Error, Future, KeySelector, MutationType, RangeBatch, RangeLimits,
+    RangeOptions, Rows, TransactionOption, Versionstamp,
+};
 
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
         world: "kv-adapter",
-        path: "../../wit/v0.2.0",
+        path: "../../wit/v0.3.0",
         pub_export_macro: true,
         default_bindings_module: "blocklab_sdk::adapter::bindings",
         // The imported kv and env are the workload world's: one set of
         // import glue, and `kv::Transaction` is the adapter's next hop.
         with: {
-            "blocklab:bench/kv@0.2.0": crate::bindings::blocklab::bench::kv,
-            "blocklab:bench/env@0.2.0": crate::bindings::blocklab::bench::env,
+            "blocklab:bench/kv@0.3.0": crate::bindings::blocklab::bench::kv,
+            "blocklab:bench/env@0.3.0": crate::bindings::blocklab::bench::env,
         },
     });
 }
@@ -107,6 +110,80 @@ pub trait KvAdapter: Sized + 'static {
     fn reset(&self) {
         self.next().reset();
     }
+
+    // WIT 0.3.0's calls. An adapter that rewrites keys must override every
+    // one that carries a key (kv-subspace shows how); the defaults forward.
+
+    fn start_read_version(&self) -> Future<u64> {
+        self.next().start_read_version()
+    }
+
+    fn start_get(&self, key: Vec<u8>, snapshot: bool) -> Future<Option<Vec<u8>>> {
+        match snapshot {
+            true => self.next().start_snapshot_get(&key),
+            false => self.next().start_get(&key),
+        }
+    }
+
+    fn start_get_key(&self, selector: KeySelector, snapshot: bool) -> Future<Vec<u8>> {
+        self.next().start_get_key(&selector, snapshot)
+    }
+
+    fn start_get_range(
+        &self,
+        begin: KeySelector,
+        end: KeySelector,
+        limits: RangeLimits,
+    ) -> Future<RangeBatch> {
+        self.next().start_get_range(&begin, &end, &limits)
+    }
+
+    fn start_commit(&self) -> Future<u64> {
+        self.next().start_commit()
+    }
+
+    fn start_estimated_range_size(&self, begin: Vec<u8>, end: Vec<u8>) -> Future<u64> {
+        self.next().start_estimated_range_size(&begin, &end)
+    }
+
+    fn versionstamp(&self) -> Future<Versionstamp> {
+        self.next().versionstamp()
+    }
+
+    fn atomic_op(&self, op: MutationType, key: Vec<u8>, operand: Vec<u8>) {
+        self.next().atomic_op(op, &key, &operand);
+    }
+
+    fn set_versionstamped_key(&self, key: Vec<u8>, offset: u32, value: Vec<u8>) {
+        self.next().set_versionstamped_key(&key, offset, &value);
+    }
+
+    fn set_versionstamped_value(&self, key: Vec<u8>, value: Vec<u8>, offset: u32) {
+        self.next().set_versionstamped_value(&key, &value, offset);
+    }
+
+    fn add_conflict_range(&self, kind: ConflictKind, begin: Vec<u8>, end: Vec<u8>) {
+        match kind {
+            ConflictKind::Read => self.next().add_read_conflict_range(&begin, &end),
+            ConflictKind::Write => self.next().add_write_conflict_range(&begin, &end),
+        }
+    }
+
+    fn set_read_version(&self, version: u64) {
+        self.next().set_read_version(version);
+    }
+
+    fn committed_version(&self) -> Option<u64> {
+        self.next().committed_version()
+    }
+
+    fn approximate_size(&self) -> Result<u64, Error> {
+        self.next().approximate_size()
+    }
+
+    fn set_option(&self, option: TransactionOption) {
+        self.next().set_option(option);
+    }
 }
 
 /// Exports a [`KvAdapter`] as the component's `kv` interface. Use it once,
@@ -133,6 +210,8 @@ pub mod __private {
 
     pub use super::bindings::export;
     use super::bindings::exports::blocklab::bench::kv as wit;
+    use crate::bindings::blocklab::bench::kv as raw;
+    use crate::kv::{Future, KeySelector, RangeLimits};
 
     /// The `kv` export of adapter `A`.
     pub struct Export<A>(PhantomData<A>);
@@ -142,6 +221,52 @@ pub mod __private {
 
     impl<A: KvAdapter> wit::Guest for Export<A> {
         type Transaction = Adapted<A>;
+        type Future = AdaptedFuture;
+
+        fn wait_all(futures: Vec<wit::FutureBorrow<'_>>) {
+            let held: Vec<&AdaptedFuture> = futures.iter().map(|f| f.get()).collect();
+            let any: Vec<&dyn kv::AnyFuture> =
+                held.iter().map(|f| &f.0 as &dyn kv::AnyFuture).collect();
+            kv::wait_all(&any);
+        }
+
+        fn wait_any(futures: Vec<wit::FutureBorrow<'_>>) -> u32 {
+            let held: Vec<&AdaptedFuture> = futures.iter().map(|f| f.get()).collect();
+            let any: Vec<&dyn kv::AnyFuture> =
+                held.iter().map(|f| &f.0 as &dyn kv::AnyFuture).collect();
+            kv::wait_any(&any) as u32
+        }
+    }
+
+    /// One exported future: the next hop's, answering as it crossed.
+    pub struct AdaptedFuture(Future<raw::Answer>);
+
+    fn export<T: kv::FromAnswer>(f: Future<T>) -> wit::Future {
+        wit::Future::new(AdaptedFuture(f.erase()))
+    }
+
+    impl wit::GuestFuture for AdaptedFuture {
+        fn is_ready(&self) -> bool {
+            self.0.is_ready()
+        }
+
+        fn wait(&self) -> Result<wit::Answer, wit::Error> {
+            self.0.wait_raw().map(answer).map_err(to_wit)
+        }
+    }
+
+    fn answer(a: raw::Answer) -> wit::Answer {
+        match a {
+            raw::Answer::Version(v) => wit::Answer::Version(v),
+            raw::Answer::Value(v) => wit::Answer::Value(v),
+            raw::Answer::Key(k) => wit::Answer::Key(k),
+            raw::Answer::Range(r) => wit::Answer::Range(wit::RangeResult {
+                rows: r.rows,
+                more: r.more,
+            }),
+            raw::Answer::Versionstamp(s) => wit::Answer::Versionstamp(s),
+            raw::Answer::Size(n) => wit::Answer::Size(n),
+        }
     }
 
     fn to_wit(error: Error) -> wit::Error {
@@ -234,6 +359,158 @@ pub mod __private {
         fn reset(&self) {
             self.0.reset();
         }
+
+        fn start_get_read_version(&self) -> wit::Future {
+            export(self.0.start_read_version())
+        }
+
+        fn start_get(&self, key: Vec<u8>, snapshot: bool) -> wit::Future {
+            export(self.0.start_get(key, snapshot))
+        }
+
+        fn start_get_key(&self, s: wit::KeySelector, snapshot: bool) -> wit::Future {
+            export(self.0.start_get_key(selector(s), snapshot))
+        }
+
+        fn start_get_range(
+            &self,
+            begin: wit::KeySelector,
+            end: wit::KeySelector,
+            options: wit::RangeOptions,
+        ) -> wit::Future {
+            export(
+                self.0
+                    .start_get_range(selector(begin), selector(end), limits(options)),
+            )
+        }
+
+        fn start_commit(&self) -> wit::Future {
+            export(self.0.start_commit())
+        }
+
+        fn start_get_estimated_range_size_bytes(
+            &self,
+            begin: Vec<u8>,
+            end: Vec<u8>,
+        ) -> wit::Future {
+            export(self.0.start_estimated_range_size(begin, end))
+        }
+
+        fn atomic_op(&self, op: wit::MutationType, key: Vec<u8>, operand: Vec<u8>) {
+            self.0.atomic_op(wit_convert::mutation(op), key, operand);
+        }
+
+        fn set_versionstamped_key(&self, key: Vec<u8>, offset: u32, value: Vec<u8>) {
+            self.0.set_versionstamped_key(key, offset, value);
+        }
+
+        fn set_versionstamped_value(&self, key: Vec<u8>, value: Vec<u8>, offset: u32) {
+            self.0.set_versionstamped_value(key, value, offset);
+        }
+
+        fn get_versionstamp(&self) -> wit::Future {
+            export(self.0.versionstamp())
+        }
+
+        fn add_conflict_range(&self, kind: wit::ConflictKind, begin: Vec<u8>, end: Vec<u8>) {
+            let kind = match kind {
+                wit::ConflictKind::Read => kv::ConflictKind::Read,
+                wit::ConflictKind::Write => kv::ConflictKind::Write,
+            };
+            self.0.add_conflict_range(kind, begin, end);
+        }
+
+        fn set_read_version(&self, version: u64) {
+            self.0.set_read_version(version);
+        }
+
+        fn get_committed_version(&self) -> Option<u64> {
+            self.0.committed_version()
+        }
+
+        fn get_approximate_size(&self) -> Result<u64, wit::Error> {
+            self.0.approximate_size().map_err(to_wit)
+        }
+
+        fn set_option(&self, opt: wit::TransactionOption) {
+            self.0.set_option(wit_convert::option(opt));
+        }
+    }
+
+    fn selector(s: wit::KeySelector) -> KeySelector {
+        KeySelector {
+            key: s.key,
+            or_equal: s.or_equal,
+            offset: s.offset,
+        }
+    }
+
+    fn limits(o: wit::RangeOptions) -> RangeLimits {
+        RangeLimits {
+            limit: o.limit,
+            target_bytes: o.target_bytes,
+            mode: wit_convert::mode(o.mode),
+            iteration: o.iteration,
+            reverse: o.reverse,
+            snapshot: o.snapshot,
+        }
+    }
+
+    use super::wit_convert;
+    use crate::kv;
+}
+
+/// The exported kv interface's enums as the SDK's (the adapter world's
+/// export has its own copies of the WIT types).
+mod wit_convert {
+    use super::bindings::exports::blocklab::bench::kv as wit;
+    use crate::kv::{MutationType, Priority, StreamingMode, TransactionOption};
+
+    pub(super) fn mutation(op: wit::MutationType) -> MutationType {
+        match op {
+            wit::MutationType::Add => MutationType::Add,
+            wit::MutationType::BitAnd => MutationType::BitAnd,
+            wit::MutationType::BitOr => MutationType::BitOr,
+            wit::MutationType::BitXor => MutationType::BitXor,
+            wit::MutationType::Max => MutationType::Max,
+            wit::MutationType::Min => MutationType::Min,
+            wit::MutationType::ByteMax => MutationType::ByteMax,
+            wit::MutationType::ByteMin => MutationType::ByteMin,
+            wit::MutationType::CompareAndClear => MutationType::CompareAndClear,
+            wit::MutationType::AppendIfFits => MutationType::AppendIfFits,
+        }
+    }
+
+    pub(super) fn mode(m: wit::StreamingMode) -> StreamingMode {
+        match m {
+            wit::StreamingMode::WantAll => StreamingMode::WantAll,
+            wit::StreamingMode::Iterator => StreamingMode::Iterator,
+            wit::StreamingMode::Exact => StreamingMode::Exact,
+            wit::StreamingMode::Small => StreamingMode::Small,
+            wit::StreamingMode::Medium => StreamingMode::Medium,
+            wit::StreamingMode::Large => StreamingMode::Large,
+            wit::StreamingMode::Serial => StreamingMode::Serial,
+        }
+    }
+
+    pub(super) fn option(o: wit::TransactionOption) -> TransactionOption {
+        use wit::TransactionOption as W;
+        match o {
+            W::Timeout(ms) => TransactionOption::Timeout(ms),
+            W::RetryLimit(n) => TransactionOption::RetryLimit(n),
+            W::MaxRetryDelay(ms) => TransactionOption::MaxRetryDelay(ms),
+            W::SizeLimit(n) => TransactionOption::SizeLimit(n),
+            W::Priority(p) => TransactionOption::Priority(match p {
+                wit::Priority::Default => Priority::Default,
+                wit::Priority::Batch => Priority::Batch,
+                wit::Priority::SystemImmediate => Priority::SystemImmediate,
+            }),
+            W::ReadYourWritesDisable => TransactionOption::ReadYourWritesDisable,
+            W::SnapshotRywEnable => TransactionOption::SnapshotRywEnable,
+            W::SnapshotRywDisable => TransactionOption::SnapshotRywDisable,
+            W::CausalReadRisky => TransactionOption::CausalReadRisky,
+            W::LockAware => TransactionOption::LockAware,
+        }
     }
 }
 
@@ -250,12 +527,12 @@ pub mod grpc {
     pub mod bindings {
         wit_bindgen::generate!({
             world: "grpc-adapter",
-            path: "../../wit/v0.2.0",
+            path: "../../wit/v0.3.0",
             pub_export_macro: true,
             default_bindings_module: "blocklab_sdk::adapter::grpc::bindings",
             with: {
-                "blocklab:bench/grpc@0.2.0": crate::bindings::blocklab::bench::grpc,
-                "blocklab:bench/env@0.2.0": crate::bindings::blocklab::bench::env,
+                "blocklab:bench/grpc@0.3.0": crate::bindings::blocklab::bench::grpc,
+                "blocklab:bench/env@0.3.0": crate::bindings::blocklab::bench::env,
             },
         });
     }

@@ -9,6 +9,16 @@ use crate::bindings::blocklab::bench::kv as raw;
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 
+pub use crate::future::{
+    AnyFuture, FromAnswer, Future, RangeBatch, Versionstamp, join_all, wait_all, wait_any,
+};
+/// FoundationDB 7.3's atomic operations, selectors, streaming modes and
+/// transaction options, as in wit/v0.3.0/kv.wit (shared with the host).
+pub use blocklab_kv_contract::atomic::MutationType;
+pub use blocklab_kv_contract::options::{
+    ConflictKind, KeySelector, Priority, RangeLimits, StreamingMode, TransactionOption,
+};
+
 /// One row of a range read, owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyValue {
@@ -290,14 +300,16 @@ pub struct RangeOptions {
 
 /// One transaction. Dropping it without `commit` discards its writes.
 ///
-/// See `wit/v0.2.0/kv.wit` for the contract of each call. Dropping one
+/// See `wit/v0.3.0/kv.wit` for the contract of each call (the transaction
+/// methods in `kv_more.rs` add 0.3.0's futures, atomic operations,
+/// versionstamps, selectors, conflict ranges and options). Dropping one
 /// resets its host resource and keeps it for the next [`Transaction::new`],
 /// so a transaction costs one crossing (`reset`) instead of a constructor
 /// and a drop, and is as fresh as a new one (new read version, no writes).
 #[derive(Debug)]
 pub struct Transaction {
     /// Taken back into [`IDLE`] by `Drop`, never used after.
-    raw: ManuallyDrop<raw::Transaction>,
+    pub(crate) raw: ManuallyDrop<raw::Transaction>,
 }
 
 /// Most reset transactions an instance keeps for reuse: enough for a

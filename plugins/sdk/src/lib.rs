@@ -30,8 +30,8 @@
 //! blocklab_sdk::export_plugin!(Hello);
 //! ```
 //!
-//! The WIT bindings (world `workload-plugin` of `wit/v0.2.0/`, package
-//! `blocklab:bench@0.2.0`) are generated here
+//! The WIT bindings (world `workload-plugin` of `wit/v0.3.0/`, package
+//! `blocklab:bench@0.3.0`) are generated here
 //! and stay private; [`kv`], [`grpc`] and [`env`] wrap the imports and
 //! [`export_plugin!`] the export.
 
@@ -39,15 +39,17 @@ extern crate self as blocklab_sdk;
 
 pub mod adapter;
 pub mod env;
+mod future;
 pub mod grpc;
 pub mod kv;
+mod kv_more;
 pub use blocklab_catalog::Params;
 
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
         world: "workload-plugin",
-        path: "../../wit/v0.2.0",
+        path: "../../wit/v0.3.0",
         pub_export_macro: true,
         default_bindings_module: "blocklab_sdk::bindings",
     });

@@ -1,13 +1,13 @@
 //! The host side of `blocklab:bench@0.1.0`, linked over 0.2.0's as spin's
 //! key-value factor links v1 over v2: kv and env calls forward to
-//! [`super::v2`] with the error converted (the same cases); a range read
-//! reads its rows through 0.2.0's too, but returns them as a list rather
-//! than packed; grpc is
+//! [`super::v2`] with the error converted (the same cases), except a range
+//! read, whose rows 0.1.0 returns as a list rather than packed; grpc is
 //! 0.1.0's own (grpc_host.rs), which 0.2.0's forwards to.
 
 use super::bindings::blocklab::bench::{env as wit_env, kv as wit_kv};
 use super::bindings_v2::blocklab::bench::{env as v2_env, kv as v2_kv};
 use super::{HostState, KvError, TransactionHandle};
+use crate::target::kv::RangeOptions;
 use v2_kv::HostTransaction as V2;
 use wasmtime::component::Resource;
 
@@ -49,8 +49,14 @@ impl wit_kv::HostTransaction for HostState {
         reverse: bool,
         snapshot: bool,
     ) -> KvResult<Vec<wit_kv::KeyValue>> {
-        let rows = self.range_rows(&tr, &begin, &end, limit, reverse, snapshot)?;
-        Ok(rows
+        let options = RangeOptions {
+            limit,
+            reverse,
+            snapshot,
+        };
+        Ok(self
+            .transaction(&tr)?
+            .get_range(&begin, &end, options)
             .map(|rows| {
                 rows.into_iter()
                     .map(|kv| wit_kv::KeyValue {

@@ -482,7 +482,7 @@ fn result(
     Ok(RunResult {
         workload: job.entry.clone(),
         arm: job.arm.clone(),
-        target: job.target.kind().to_owned(),
+        target: job.target.label(),
         plugin: job.process.label(),
         client: run.client,
         mode: job.measure.mode(),

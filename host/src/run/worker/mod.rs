@@ -636,7 +636,7 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
     Ok(RunResult {
         workload: spec.entry.clone().unwrap_or_else(|| spec.workload.clone()),
         arm: spec.arm.clone(),
-        target: spec.target.kind().to_owned(),
+        target: spec.target.label(),
         plugin: spec.plugin.label(),
         client: None,
         mode: spec.measure.mode(),

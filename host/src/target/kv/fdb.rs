@@ -17,8 +17,12 @@ use foundationdb::options::{DatabaseOption, StreamingMode, TransactionOption};
 use foundationdb::{FdbError, RangeOption, TransactionCommitError, TransactionCommitted};
 use futures::executor::block_on;
 
+use super::fdb_more;
 use super::fdb_status::{StatusError, parse_status};
-use super::{Database, KeyValue, KvError, RangeOptions, Transaction};
+use super::{
+    ConflictKind, Database, KeySelector, KeyValue, KvError, MutationType, RangeLimits,
+    RangeOptions, RangeResult, Transaction, TransactionOption as KvOption, Versionstamp,
+};
 
 pub use super::fdb_settings::{DEFAULT_CLUSTER_FILE, FdbSettings};
 pub use super::fdb_status::ClusterHealth;
@@ -184,6 +188,9 @@ impl Database for Fdb {
             db: Arc::clone(&self.db),
             state,
             used_during_commit: false,
+            stamp_request: None,
+            stamp: None,
+            committed_version: None,
         })
     }
 
@@ -217,7 +224,19 @@ struct FdbTransaction {
     /// answers with it; the crate's commit consumes the transaction, so that
     /// call never reaches libfdb_c and the rule is kept here.
     used_during_commit: bool,
+    /// libfdb_c's versionstamp future, asked for before commit.
+    stamp_request: Option<StampFuture>,
+    /// Its answer once the commit finished.
+    stamp: Option<Result<Versionstamp, KvError>>,
+    /// The version the last successful commit wrote at (none if read-only).
+    committed_version: Option<u64>,
 }
+
+type StampFuture = Box<
+    dyn std::future::Future<Output = foundationdb::FdbResult<foundationdb::future::FdbSlice>>
+        + Send
+        + Unpin,
+>;
 
 enum State {
     Open(foundationdb::Transaction),
@@ -331,12 +350,22 @@ impl Transaction for FdbTransaction {
         // costs nothing extra: reads or the commit itself fetch it anyway,
         // and the transaction shares one read-version request.
         let read_version = tr.get_read_version();
-        match block_on(tr.commit()) {
+        let result = block_on(tr.commit());
+        // libfdb_c sets the versionstamp future once the commit finished.
+        self.stamp = self.stamp_request.take().map(|f| {
+            block_on(f)
+                .map_err(kv_error)
+                .and_then(|b| fdb_more::stamp(&b))
+        });
+        match result {
             Ok(committed) => {
                 let version = committed.committed_version();
                 self.state = State::Committed(committed);
                 match version.map_err(kv_error)? {
-                    version if version >= 0 => Ok(version_u64(version)),
+                    version if version >= 0 => {
+                        self.committed_version = Some(version_u64(version));
+                        Ok(version_u64(version))
+                    }
                     _ => Ok(version_u64(block_on(read_version).map_err(kv_error)?)),
                 }
             }
@@ -374,6 +403,9 @@ impl Transaction for FdbTransaction {
                 Err(e) => Err(e),
             },
         };
+        self.stamp_request = None;
+        self.stamp = None;
+        self.committed_version = None;
         match retried {
             Ok(tr) => {
                 self.state = State::Open(tr);
@@ -400,6 +432,92 @@ impl Transaction for FdbTransaction {
             // Dropping the cancelled handle destroys the transaction; nothing
             // can reset it through this interface.
             drop(tr.cancel());
+        }
+    }
+
+    // WIT 0.3.0's calls, onto the crate in fdb_more.rs.
+
+    fn get_key(&mut self, selector: &KeySelector, snapshot: bool) -> Result<Vec<u8>, KvError> {
+        fdb_more::get_key(self.live()?, selector, snapshot)
+    }
+
+    fn get_range_selected(
+        &mut self,
+        begin: &KeySelector,
+        end: &KeySelector,
+        limits: RangeLimits,
+    ) -> Result<RangeResult, KvError> {
+        fdb_more::get_range(self.live()?, begin, end, limits)
+    }
+
+    fn atomic_op(&mut self, op: MutationType, key: &[u8], operand: &[u8]) {
+        self.write(|tr| tr.atomic_op(key, operand, fdb_more::mutation(op)));
+    }
+
+    fn set_versionstamped_key(&mut self, key: &[u8], offset: u32, value: &[u8]) {
+        let key = fdb_more::with_offset(key, offset);
+        let op = foundationdb::options::MutationType::SetVersionstampedKey;
+        self.write(|tr| tr.atomic_op(&key, value, op));
+    }
+
+    fn set_versionstamped_value(&mut self, key: &[u8], value: &[u8], offset: u32) {
+        let value = fdb_more::with_offset(value, offset);
+        let op = foundationdb::options::MutationType::SetVersionstampedValue;
+        self.write(|tr| tr.atomic_op(key, &value, op));
+    }
+
+    fn request_versionstamp(&mut self) -> Result<(), KvError> {
+        let future = self.live()?.get_versionstamp();
+        self.stamp_request = Some(Box::new(future));
+        Ok(())
+    }
+
+    fn versionstamp(&mut self) -> Result<Versionstamp, KvError> {
+        match &self.stamp {
+            Some(answer) => answer.clone(),
+            None => Err(KvError::from_fdb_code(2015, "future_not_set")),
+        }
+    }
+
+    fn add_conflict_range(&mut self, kind: ConflictKind, begin: &[u8], end: &[u8]) {
+        // libfdb_c answers at once; keep its error for the next call as
+        // the contract defers write errors.
+        let mut failed = None;
+        self.write(|tr| {
+            failed = tr
+                .add_conflict_range(begin, end, fdb_more::conflict(kind))
+                .err();
+        });
+        if let Some(e) = failed {
+            self.state = State::Failed(kv_error(e));
+        }
+    }
+
+    fn set_read_version(&mut self, version: u64) {
+        let version = i64::try_from(version).unwrap_or(i64::MAX);
+        self.write(|tr| tr.set_read_version(version));
+    }
+
+    fn get_committed_version(&self) -> Option<u64> {
+        self.committed_version
+    }
+
+    fn get_approximate_size(&mut self) -> Result<u64, KvError> {
+        fdb_more::approximate_size(self.live()?)
+    }
+
+    fn get_estimated_range_size_bytes(&mut self, begin: &[u8], end: &[u8]) -> Result<u64, KvError> {
+        fdb_more::estimated_range_size(self.live()?, begin, end)
+    }
+
+    fn set_option(&mut self, option: KvOption) {
+        let Some(option) = fdb_more::option(option) else {
+            return;
+        };
+        let mut failed = None;
+        self.write(|tr| failed = tr.set_option(option).err());
+        if let Some(e) = failed {
+            self.state = State::Failed(kv_error(e));
         }
     }
 }

@@ -9,13 +9,23 @@ pub mod conformance;
 pub mod embedded;
 #[cfg(feature = "fdb")]
 pub mod fdb;
+#[cfg(feature = "fdb")]
+mod fdb_more;
 pub mod fdb_settings;
 pub mod fdb_status;
 
 use std::sync::Arc;
 
+/// WIT 0.3.0's typed vocabulary, shared with plugins (kv-contract).
+pub use blocklab_kv_contract::atomic::MutationType;
 /// FoundationDB's limits, enforced by `embedded` and by real clusters alike.
 pub use blocklab_kv_contract::limits;
+pub use blocklab_kv_contract::options::{
+    ConflictKind, KeySelector, Priority, RangeLimits, StreamingMode, TransactionOption,
+};
+
+/// A versionstamp: commit version (8 bytes BE) and batch order (2 bytes BE).
+pub type Versionstamp = [u8; 10];
 
 /// A client-visible error, one case per FoundationDB error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,12 +127,68 @@ pub struct RangeOptions {
     pub snapshot: bool,
 }
 
+/// A range read by selectors: one batch of rows, and whether rows remain
+/// past a row or byte limit (FoundationDB's `RangeResult::more`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RangeResult {
+    pub rows: Vec<KeyValue>,
+    pub more: bool,
+}
+
+/// An operation kind with its own simulated round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// Fetching a read version (a GRV proxy round trip).
+    Grv,
+    /// A point read, key resolution or range read (a storage round trip).
+    Read,
+    /// A commit (a commit proxy, resolver and log round trip).
+    Commit,
+}
+
+/// A simulated network: each operation kind's round trip, microseconds,
+/// with ±10% uniform jitter drawn from the run's seed. Set on an embedded
+/// target (`grv_us`, `read_us`, `commit_us`); the plugin host waits it out
+/// per call, and futures issued together wait together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimulatedLatency {
+    pub grv_us: u64,
+    pub read_us: u64,
+    pub commit_us: u64,
+}
+
+impl SimulatedLatency {
+    /// One round trip of `kind`, jittered by `rng` (a xorshift64 state).
+    pub fn delay(&self, kind: OpKind, rng: &mut u64) -> std::time::Duration {
+        let us = match kind {
+            OpKind::Grv => self.grv_us,
+            OpKind::Read => self.read_us,
+            OpKind::Commit => self.commit_us,
+        };
+        // xorshift64: cheap, seeded, and the same sequence for the same seed.
+        let mut x = (*rng).max(1);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *rng = x;
+        // 0.9..1.1 of the nominal round trip, in 1/1000ths.
+        let permille = 900 + x % 201;
+        std::time::Duration::from_nanos(us.saturating_mul(permille))
+    }
+}
+
 /// A kv target: something transactions can be started against.
 pub trait Database: Send + Sync {
     /// Starts a transaction. Cheap: no read version is fetched until used.
     fn begin(&self) -> Box<dyn Transaction>;
     /// A short description for reports, e.g. `embedded` or the cluster file.
     fn describe(&self) -> String;
+    /// The simulated round trips calls to this target wait out, if any
+    /// (an embedded target's `grv_us`, `read_us`, `commit_us`); a real
+    /// cluster has its own network and none.
+    fn simulated_latency(&self) -> Option<SimulatedLatency> {
+        None
+    }
 }
 
 /// One FoundationDB-style transaction. See `wit/kv.wit` for the contract of
@@ -145,6 +211,47 @@ pub trait Transaction: Send {
     /// Resets for a retry when `error` is retryable, else returns it.
     fn on_error(&mut self, error: KvError) -> Result<(), KvError>;
     fn cancel(&mut self);
+
+    // WIT 0.3.0's calls (wit/v0.3.0/kv.wit specifies each; docs/kv-semantics.md
+    // cites FoundationDB's source for what `embedded` does).
+
+    /// Resolves `selector` against this transaction's view.
+    fn get_key(&mut self, selector: &KeySelector, snapshot: bool) -> Result<Vec<u8>, KvError>;
+    /// Reads from `begin` (resolved, inclusive) to `end` (exclusive) within
+    /// `limits`.
+    fn get_range_selected(
+        &mut self,
+        begin: &KeySelector,
+        end: &KeySelector,
+        limits: RangeLimits,
+    ) -> Result<RangeResult, KvError>;
+    /// Buffers an atomic operation; errors are deferred like `set`'s.
+    fn atomic_op(&mut self, op: MutationType, key: &[u8], operand: &[u8]);
+    /// Buffers a set of `value` at `key` with the commit's versionstamp
+    /// written over its 10 bytes at `offset`.
+    fn set_versionstamped_key(&mut self, key: &[u8], offset: u32, value: &[u8]);
+    /// Buffers a set of `value`, the versionstamp written at `offset`.
+    fn set_versionstamped_value(&mut self, key: &[u8], value: &[u8], offset: u32);
+    /// Asks for the commit's versionstamp; only before `commit`
+    /// (`used_during_commit` after).
+    fn request_versionstamp(&mut self) -> Result<(), KvError>;
+    /// The versionstamp once `commit` succeeded: `no_commit_version` (2021)
+    /// after a read-only commit, `future_not_set` (2015) before a commit.
+    fn versionstamp(&mut self) -> Result<Versionstamp, KvError>;
+    /// Adds [begin, end) to the read or write conflict set; errors deferred.
+    fn add_conflict_range(&mut self, kind: ConflictKind, begin: &[u8], end: &[u8]);
+    /// Reads at `version` instead of fetching one; errors deferred.
+    fn set_read_version(&mut self, version: u64);
+    /// The version `commit` committed at; `None` before a commit or after a
+    /// read-only one (libfdb_c's -1).
+    fn get_committed_version(&self) -> Option<u64>;
+    /// The bytes FoundationDB counts toward the transaction size so far.
+    fn get_approximate_size(&mut self) -> Result<u64, KvError>;
+    /// Bytes stored in [begin, end), estimated (exact on `embedded`).
+    fn get_estimated_range_size_bytes(&mut self, begin: &[u8], end: &[u8]) -> Result<u64, KvError>;
+    /// Sets a transaction option; an invalid one is deferred like a write
+    /// error.
+    fn set_option(&mut self, option: TransactionOption);
 }
 
 /// Shared handle to a kv target.

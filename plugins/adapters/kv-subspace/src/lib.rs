@@ -8,7 +8,10 @@
 //! another [`SUBSPACE`] for another prefix.
 
 use blocklab_sdk::adapter::KvAdapter;
-use blocklab_sdk::kv::{self, Error, RangeOptions, Rows};
+use blocklab_sdk::kv::{
+    self, ConflictKind, Error, Future, KeySelector, MutationType, RangeBatch, RangeLimits,
+    RangeOptions, Rows,
+};
 
 /// The tuple whose encoding prefixes every key.
 const SUBSPACE: &[&str] = &["blocklab", "subspace"];
@@ -110,6 +113,69 @@ impl KvAdapter for SubspaceTransaction {
     fn clear_range(&self, begin: Vec<u8>, end: Vec<u8>) {
         self.next
             .clear_range(&self.subspace.pack(&begin), &self.subspace.pack(&end));
+    }
+
+    // WIT 0.3.0: every call that names a key names it inside the subspace.
+
+    fn start_get(&self, key: Vec<u8>, snapshot: bool) -> Future<Option<Vec<u8>>> {
+        let key = self.subspace.pack(&key);
+        match snapshot {
+            true => self.next.start_snapshot_get(&key),
+            false => self.next.start_get(&key),
+        }
+    }
+
+    /// Selectors resolve against the whole database, so a selector that
+    /// runs off the subspace's edge would name a key outside it; until the
+    /// adapter clamps them to the subspace it refuses them.
+    fn start_get_key(&self, _selector: KeySelector, _snapshot: bool) -> Future<Vec<u8>> {
+        Future::ready(Err(selectors_refused()))
+    }
+
+    fn start_get_range(
+        &self,
+        _begin: KeySelector,
+        _end: KeySelector,
+        _limits: RangeLimits,
+    ) -> Future<RangeBatch> {
+        Future::ready(Err(selectors_refused()))
+    }
+
+    fn start_estimated_range_size(&self, begin: Vec<u8>, end: Vec<u8>) -> Future<u64> {
+        self.next
+            .start_estimated_range_size(&self.subspace.pack(&begin), &self.subspace.pack(&end))
+    }
+
+    fn atomic_op(&self, op: MutationType, key: Vec<u8>, operand: Vec<u8>) {
+        self.next.atomic_op(op, &self.subspace.pack(&key), &operand);
+    }
+
+    fn set_versionstamped_key(&self, key: Vec<u8>, offset: u32, value: Vec<u8>) {
+        // The stamp moves with the key: past the prefix.
+        let offset = offset.saturating_add(self.subspace.prefix.len() as u32);
+        self.next
+            .set_versionstamped_key(&self.subspace.pack(&key), offset, &value);
+    }
+
+    fn set_versionstamped_value(&self, key: Vec<u8>, value: Vec<u8>, offset: u32) {
+        self.next
+            .set_versionstamped_value(&self.subspace.pack(&key), &value, offset);
+    }
+
+    fn add_conflict_range(&self, kind: ConflictKind, begin: Vec<u8>, end: Vec<u8>) {
+        let (begin, end) = (self.subspace.pack(&begin), self.subspace.pack(&end));
+        match kind {
+            ConflictKind::Read => self.next.add_read_conflict_range(&begin, &end),
+            ConflictKind::Write => self.next.add_write_conflict_range(&begin, &end),
+        }
+    }
+}
+
+fn selectors_refused() -> Error {
+    Error::Other {
+        code: 2000,
+        message: "client_invalid_operation: kv-subspace does not support key selectors yet                   (get-key, get-range by selectors); use get-range with keys, or run without                   the adapter"
+            .to_owned(),
     }
 }
 

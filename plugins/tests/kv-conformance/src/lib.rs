@@ -14,7 +14,7 @@ use std::borrow::Borrow;
 use std::time::Duration;
 
 use blocklab_kv_contract::conformance::{
-    self as contract, Body, Error, Harness, RangeOptions, Row, Verdict,
+    self as contract, Answer, Api, Body, Error, Harness, RangeOptions, Row, Verdict,
 };
 use blocklab_sdk::{Info, Params, Plugin, Workload, env, kv};
 
@@ -103,11 +103,11 @@ struct Guest {
 
 impl Harness for Guest {
     fn begin(&self) -> Box<dyn contract::Transaction + '_> {
-        Box::new(GuestTx(kv::Transaction::new()))
+        Box::new(GuestTx::new(kv::Transaction::new()))
     }
 
     fn transact(&self, body: &mut Body<'_>) -> Result<u32, Error> {
-        kv::transact(|tr| body(&mut GuestTx(tr)).map_err(from_contract))
+        kv::transact(|tr| body(&mut GuestTx::new(tr)).map_err(from_contract))
             .map(|((), retries)| retries)
             .map_err(to_contract)
     }
@@ -118,6 +118,10 @@ impl Harness for Guest {
 
     fn advance(&self, by: Duration) {
         std::thread::sleep(by);
+    }
+
+    fn api(&self) -> Api {
+        Api::V3
     }
 }
 
@@ -133,16 +137,46 @@ fn from_contract(error: Error) -> kv::Error {
     kv::Error::from_code(error.code, &error.message)
 }
 
-/// An SDK transaction, owned or borrowed from `kv::transact`.
-struct GuestTx<T>(T);
+/// An SDK transaction, owned or borrowed from `kv::transact`, and the
+/// futures issued on it (real host futures: waited through `wait-all` and
+/// `wait`).
+struct GuestTx<T> {
+    tr: T,
+    futures: Vec<Pending>,
+}
+
+enum Pending {
+    Value(kv::Future<Option<Vec<u8>>>),
+    Stamp(kv::Future<kv::Versionstamp>),
+}
+
+impl<T> GuestTx<T> {
+    fn new(tr: T) -> Self {
+        GuestTx {
+            tr,
+            futures: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, pending: Pending) -> usize {
+        self.futures.push(pending);
+        self.futures.len() - 1
+    }
+}
+
+fn rows(rows: &kv::Rows) -> Vec<Row> {
+    rows.iter()
+        .map(|row| (row.key.to_vec(), row.value.to_vec()))
+        .collect()
+}
 
 impl<T: Borrow<kv::Transaction>> contract::Transaction for GuestTx<T> {
     fn get_read_version(&mut self) -> Result<u64, Error> {
-        self.0.borrow().read_version().map_err(to_contract)
+        self.tr.borrow().read_version().map_err(to_contract)
     }
 
     fn get(&mut self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, Error> {
-        let tr = self.0.borrow();
+        let tr = self.tr.borrow();
         if snapshot {
             tr.snapshot_get(key)
         } else {
@@ -162,42 +196,142 @@ impl<T: Borrow<kv::Transaction>> contract::Transaction for GuestTx<T> {
             reverse: options.reverse,
             snapshot: options.snapshot,
         };
-        let rows = self
-            .0
+        let rows_read = self
+            .tr
             .borrow()
             .get_range_with(begin, end, options)
             .map_err(to_contract)?;
-        Ok(rows
-            .iter()
-            .map(|row| (row.key.to_vec(), row.value.to_vec()))
-            .collect())
+        Ok(rows(&rows_read))
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) {
-        self.0.borrow().set(key, value);
+        self.tr.borrow().set(key, value);
     }
 
     fn clear(&mut self, key: &[u8]) {
-        self.0.borrow().clear(key);
+        self.tr.borrow().clear(key);
     }
 
     fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
-        self.0.borrow().clear_range(begin, end);
+        self.tr.borrow().clear_range(begin, end);
     }
 
     fn commit(&mut self) -> Result<u64, Error> {
-        self.0.borrow().commit().map_err(to_contract)
+        self.tr.borrow().commit().map_err(to_contract)
     }
 
     fn on_error(&mut self, error: Error) -> Result<(), Error> {
-        self.0
+        self.tr
             .borrow()
             .on_error(from_contract(error))
             .map_err(to_contract)
     }
 
     fn cancel(&mut self) {
-        self.0.borrow().cancel();
+        self.tr.borrow().cancel();
+    }
+
+    fn get_key(&mut self, selector: &kv::KeySelector, snapshot: bool) -> Result<Vec<u8>, Error> {
+        self.tr
+            .borrow()
+            .start_get_key(selector, snapshot)
+            .wait()
+            .map_err(to_contract)
+    }
+
+    fn get_range_selected(
+        &mut self,
+        begin: &kv::KeySelector,
+        end: &kv::KeySelector,
+        limits: kv::RangeLimits,
+    ) -> Result<(Vec<Row>, bool), Error> {
+        let batch = self
+            .tr
+            .borrow()
+            .start_get_range(begin, end, &limits)
+            .wait()
+            .map_err(to_contract)?;
+        Ok((rows(&batch.rows), batch.more))
+    }
+
+    fn atomic_op(&mut self, op: kv::MutationType, key: &[u8], operand: &[u8]) {
+        self.tr.borrow().atomic_op(op, key, operand);
+    }
+
+    fn set_versionstamped_key(&mut self, key: &[u8], offset: u32, value: &[u8]) {
+        self.tr.borrow().set_versionstamped_key(key, offset, value);
+    }
+
+    fn set_versionstamped_value(&mut self, key: &[u8], value: &[u8], offset: u32) {
+        self.tr
+            .borrow()
+            .set_versionstamped_value(key, value, offset);
+    }
+
+    fn add_conflict_range(&mut self, kind: kv::ConflictKind, begin: &[u8], end: &[u8]) {
+        let tr = self.tr.borrow();
+        match kind {
+            kv::ConflictKind::Read => tr.add_read_conflict_range(begin, end),
+            kv::ConflictKind::Write => tr.add_write_conflict_range(begin, end),
+        }
+    }
+
+    fn set_read_version(&mut self, version: u64) {
+        self.tr.borrow().set_read_version(version);
+    }
+
+    fn get_committed_version(&mut self) -> Option<u64> {
+        self.tr.borrow().committed_version()
+    }
+
+    fn get_approximate_size(&mut self) -> Result<u64, Error> {
+        self.tr.borrow().approximate_size().map_err(to_contract)
+    }
+
+    fn get_estimated_range_size_bytes(&mut self, begin: &[u8], end: &[u8]) -> Result<u64, Error> {
+        self.tr
+            .borrow()
+            .start_estimated_range_size(begin, end)
+            .wait()
+            .map_err(to_contract)
+    }
+
+    fn set_option(&mut self, option: kv::TransactionOption) {
+        self.tr.borrow().set_option(option);
+    }
+
+    fn start_get(&mut self, key: &[u8], snapshot: bool) -> usize {
+        let tr = self.tr.borrow();
+        let f = match snapshot {
+            true => tr.start_snapshot_get(key),
+            false => tr.start_get(key),
+        };
+        self.push(Pending::Value(f))
+    }
+
+    fn start_get_versionstamp(&mut self) -> usize {
+        let f = self.tr.borrow().versionstamp();
+        self.push(Pending::Stamp(f))
+    }
+
+    fn wait_all(&mut self) {
+        let all: Vec<&dyn kv::AnyFuture> = self
+            .futures
+            .iter()
+            .map(|p| match p {
+                Pending::Value(f) => f as &dyn kv::AnyFuture,
+                Pending::Stamp(f) => f as &dyn kv::AnyFuture,
+            })
+            .collect();
+        kv::wait_all(&all);
+    }
+
+    fn wait(&mut self, id: usize) -> Result<Answer, Error> {
+        match self.futures.get(id) {
+            Some(Pending::Value(f)) => f.wait().map(Answer::Value).map_err(to_contract),
+            Some(Pending::Stamp(f)) => f.wait().map(Answer::Versionstamp).map_err(to_contract),
+            None => Err(Error::new(2000)),
+        }
     }
 }
 

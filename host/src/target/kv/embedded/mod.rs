@@ -30,10 +30,14 @@
 //! write lock, so a reader whose read version is newer than a commit always
 //! finds that commit applied.
 
+mod pending;
+mod select;
 #[cfg(test)]
 mod tests;
 mod tx;
+mod tx_more;
 
+use pending::Pending;
 use tx::Tx;
 
 use std::collections::btree_map::Entry;
@@ -43,17 +47,28 @@ use std::sync::atomic::{self, AtomicU64};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use super::{Database, KeyValue, KvError, RangeOptions, Transaction, limits};
+use super::{
+    Database, KeyValue, KvError, MutationType, RangeOptions, Transaction, Versionstamp, limits,
+};
 use serde::{Deserialize, Serialize};
 
 /// The embedded target's kind, as plans write it and runs describe it.
 pub const KIND: &str = "embedded";
 
-/// An `embedded` target's settings (`target = { kind = "embedded", ... }`):
-/// a fault knob for tests of the harness, not a model of FoundationDB. With
+/// An `embedded` target's settings (`target = { kind = "embedded", ... }`).
+///
+/// A fault knob for tests of the harness, not a model of FoundationDB: with
 /// both set, every `stall_every_ms` the engine stalls for `stall_ms`: a
 /// read version or commit asked for inside a stall blocks until it ends,
 /// as behind a storage engine's periodic flush or a collector's pause.
+///
+/// A simulated network: `grv_us`, `read_us` and `commit_us` give each
+/// operation kind a round trip (±10% jitter from the run's seed) that a
+/// plugin's kv calls wait out, and that futures issued together wait out
+/// together, so a workload's concurrency and retry loops show the shape
+/// they would have against a cluster. Every report says the target is
+/// simulated ([`EmbeddedSettings::label`]); builtin workloads, which call
+/// the engine without the plugin host, do not wait.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EmbeddedSettings {
@@ -63,15 +78,63 @@ pub struct EmbeddedSettings {
     /// How long each stall lasts, milliseconds.
     #[serde(skip_serializing_if = "is_zero")]
     pub stall_ms: u64,
+    /// Simulated round trip of fetching a read version, microseconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub grv_us: u64,
+    /// Simulated round trip of a read (get, get-key, get-range), µs.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub read_us: u64,
+    /// Simulated round trip of a commit, microseconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub commit_us: u64,
 }
+
+/// The longest simulated round trip a plan may ask for: one second, far
+/// past any cluster's, and short enough that a transaction of a few calls
+/// stays inside the default call deadline.
+pub const MAX_SIMULATED_US: u64 = 1_000_000;
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
 impl EmbeddedSettings {
-    /// Both knobs or neither; a stall shorter than its period.
+    /// The simulated network, if any round trip is set.
+    pub fn simulated_latency(&self) -> Option<super::SimulatedLatency> {
+        let sim = super::SimulatedLatency {
+            grv_us: self.grv_us,
+            read_us: self.read_us,
+            commit_us: self.commit_us,
+        };
+        (sim != super::SimulatedLatency::default()).then_some(sim)
+    }
+
+    /// How reports name this target: `embedded`, or with what it simulates
+    /// so that no report passes a simulation off as a measurement.
+    pub fn label(&self) -> String {
+        match self.simulated_latency() {
+            None => KIND.to_owned(),
+            Some(s) => format!(
+                "{KIND} (simulated network: grv {} µs, read {} µs, commit {} µs, ±10% jitter)",
+                s.grv_us, s.read_us, s.commit_us
+            ),
+        }
+    }
+
+    /// Both stall knobs or neither; a stall shorter than its period;
+    /// simulated round trips of at most [`MAX_SIMULATED_US`].
     pub fn validate(&self) -> anyhow::Result<()> {
+        for (name, us) in [
+            ("grv_us", self.grv_us),
+            ("read_us", self.read_us),
+            ("commit_us", self.commit_us),
+        ] {
+            if us > MAX_SIMULATED_US {
+                anyhow::bail!(
+                    "`{name} = {us}` asks for a simulated round trip of more than one second; give it at most {MAX_SIMULATED_US} (microseconds; a cluster's is 100 to 5,000)"
+                );
+            }
+        }
         let (every, stall) = (self.stall_every_ms, self.stall_ms);
         if (every == 0) != (stall == 0) {
             anyhow::bail!(
@@ -188,6 +251,7 @@ fn duration_micros(d: Duration) -> u64 {
 ///   keys (`\xff\xff`), no `\xff/metadataVersion`.
 pub struct Embedded {
     shared: Arc<Shared>,
+    settings: EmbeddedSettings,
 }
 
 impl Embedded {
@@ -211,6 +275,7 @@ impl Embedded {
                 store: RwLock::new(Store::default()),
                 stall,
             }),
+            settings: EmbeddedSettings::default(),
         }
     }
 
@@ -228,7 +293,9 @@ impl Embedded {
             VersionClock::Wall => Arc::new(MonotonicClock { start: origin }),
             VersionClock::Counted => Arc::new(ManualClock::new()),
         };
-        Ok(Self::with_parts(clock, stall))
+        let mut db = Self::with_parts(clock, stall);
+        db.settings = *settings;
+        Ok(db)
     }
 }
 
@@ -244,7 +311,11 @@ impl Database for Embedded {
     }
 
     fn describe(&self) -> String {
-        KIND.to_owned()
+        self.settings.label()
+    }
+
+    fn simulated_latency(&self) -> Option<super::SimulatedLatency> {
+        self.settings.simulated_latency()
     }
 }
 
@@ -281,6 +352,16 @@ impl Shared {
         self.last_version
             .load(atomic::Ordering::SeqCst)
             .max(self.clock.now_micros())
+    }
+
+    /// `check_age`, and `future_version` for a read version (given with
+    /// `set_read_version`) no commit has reached yet: a storage server
+    /// waits for it, then gives up with 1009.
+    fn check_read_version(&self, read_version: u64) -> Result<(), KvError> {
+        if read_version > self.current_version() {
+            return Err(KvError::FutureVersion);
+        }
+        self.check_age(read_version)
     }
 
     /// `transaction_too_old` when `read_version` has left the MVCC window.
@@ -375,9 +456,20 @@ impl Store {
     }
 
     /// Applies a transaction's writes at `version`: clear-ranges first, then
-    /// point writes (a point write inside a cleared range came after it).
-    fn apply(&mut self, version: u64, writes: Writes, cleared: Cleared) {
-        let mut ranges = Vec::with_capacity(cleared.len());
+    /// point writes (a point write inside a cleared range came after it),
+    /// atomic operations over the value then stored, versionstamps from
+    /// `stamp`. `extra` is conflict-free writes (versionstamped keys, which
+    /// add no write conflict range) and `conflicts` the write conflict
+    /// ranges added by hand.
+    fn apply(&mut self, version: u64, commit: Commit) {
+        let Commit {
+            writes,
+            cleared,
+            extra,
+            conflicts,
+            stamp,
+        } = commit;
+        let mut ranges = Vec::with_capacity(cleared.len() + conflicts.len());
         for (begin, end) in cleared {
             let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Included(&begin), Excluded(&end));
             for (_, history) in self.keys.range_mut::<[u8], _>(bounds) {
@@ -390,27 +482,38 @@ impl Store {
         let mut keys = Vec::with_capacity(writes.len());
         for (key, op) in writes {
             keys.push(key.clone());
-            match self.keys.entry(key) {
-                Entry::Vacant(slot) => {
-                    if op.is_some() {
-                        slot.insert(vec![(version, op)]);
-                    }
-                }
-                Entry::Occupied(mut slot) => {
-                    let history = slot.get_mut();
-                    match history.last_mut() {
-                        Some((_, None)) if op.is_none() => {}
-                        Some((v, value)) if *v == version => *value = op,
-                        _ => history.push((version, op)),
-                    }
-                }
-            }
+            self.put(version, key, op, &stamp);
         }
+        for (key, value) in extra {
+            self.put(version, key, Pending::Value(Some(value)), &stamp);
+        }
+        ranges.extend(conflicts);
+        ranges.sort_unstable();
         self.log.push_back(CommitRecord {
             version,
             keys,
             ranges,
         });
+    }
+
+    fn put(&mut self, version: u64, key: Vec<u8>, op: Pending, stamp: &Versionstamp) {
+        match self.keys.entry(key) {
+            Entry::Vacant(slot) => {
+                if let Some(value) = op.commit(None, stamp) {
+                    slot.insert(vec![(version, Some(value))]);
+                }
+            }
+            Entry::Occupied(mut slot) => {
+                let history = slot.get_mut();
+                let base = history.last().and_then(|(_, v)| v.as_deref());
+                let op = op.commit(base, stamp);
+                match history.last_mut() {
+                    Some((_, None)) if op.is_none() => {}
+                    Some((v, value)) if *v == version => *value = op,
+                    _ => history.push((version, op)),
+                }
+            }
+        }
     }
 
     /// Forgets commits at or below `horizon` and prunes the history of the
@@ -445,8 +548,19 @@ impl Store {
     }
 }
 
-/// Pending point writes: `Some` is a set, `None` a clear.
-type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// Pending point writes.
+type Writes = BTreeMap<Vec<u8>, Pending>;
+
+/// What a commit hands the store.
+struct Commit {
+    writes: Writes,
+    cleared: Cleared,
+    /// Versionstamped keys, already stamped, and their values.
+    extra: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Write conflict ranges added with `add_conflict_range`.
+    conflicts: Vec<(Vec<u8>, Vec<u8>)>,
+    stamp: Versionstamp,
+}
 /// Pending clear-ranges, begin → end, disjoint and not touching.
 type Cleared = BTreeMap<Vec<u8>, Vec<u8>>;
 

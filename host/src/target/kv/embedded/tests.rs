@@ -17,18 +17,76 @@ fn the_stall_knob_parses_and_a_plain_embedded_target_is_unchanged() {
     let settings = EmbeddedSettings {
         stall_every_ms: 100,
         stall_ms: 20,
+        ..EmbeddedSettings::default()
     };
     assert_eq!(t, TargetSpec::Embedded(settings));
     assert!(toml::from_str::<TargetSpec>("kind = \"embedded\"\nstall = 1").is_err());
     let long = EmbeddedSettings {
         stall_every_ms: 10,
         stall_ms: 10,
+        ..EmbeddedSettings::default()
     };
     let e = long.validate().unwrap_err().to_string();
     assert!(
         e.contains("give `stall_ms` a value below `stall_every_ms`"),
         "{e}"
     );
+}
+
+/// A simulated network parses from a plan, is part of the target's
+/// serialized form (so a sealed plan's hash covers it), names itself as
+/// simulated, and refuses round trips over a second.
+#[test]
+fn a_simulated_network_is_hashed_labelled_and_checked() {
+    let t: TargetSpec =
+        toml::from_str("kind = \"embedded\"\ngrv_us = 200\nread_us = 150\ncommit_us = 2000")
+            .unwrap();
+    let json = serde_json::to_string(&t).unwrap();
+    assert_eq!(
+        json,
+        r#"{"kind":"embedded","grv_us":200,"read_us":150,"commit_us":2000}"#
+    );
+    assert_eq!(
+        t.label(),
+        "embedded (simulated network: grv 200 µs, read 150 µs, commit 2000 µs, ±10% jitter)"
+    );
+    assert_eq!(TargetSpec::default().label(), "embedded");
+    let db = t.open_kv(VersionClock::Wall).unwrap();
+    assert_eq!(
+        db.simulated_latency()
+            .map(|s| (s.grv_us, s.read_us, s.commit_us)),
+        Some((200, 150, 2000))
+    );
+    assert!(db.describe().contains("simulated"));
+    let slow = EmbeddedSettings {
+        read_us: 2_000_000,
+        ..EmbeddedSettings::default()
+    };
+    let e = slow.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("`read_us = 2000000`") && e.contains("at most 1000000"),
+        "{e}"
+    );
+}
+
+/// The jitter is ±10% and follows the seed: the same seed, the same waits.
+#[test]
+fn simulated_round_trips_jitter_within_ten_percent_by_seed() {
+    let sim = crate::target::kv::SimulatedLatency {
+        grv_us: 0,
+        read_us: 1000,
+        commit_us: 0,
+    };
+    let draw = |seed: u64| {
+        let mut rng = seed;
+        (0..100)
+            .map(|_| sim.delay(crate::target::kv::OpKind::Read, &mut rng))
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (draw(7), draw(7));
+    assert_eq!(a, b);
+    assert_ne!(a, draw(8));
+    assert!(a.iter().all(|d| (900..=1100).contains(&d.as_micros())));
 }
 
 struct ManualHarness {
@@ -96,7 +154,7 @@ fn passes_the_conformance_suite() {
     for f in &not_passed {
         eprintln!("conformance: {f}");
     }
-    assert!(results.len() >= 27, "only {} cases ran", results.len());
+    assert!(results.len() >= 48, "only {} cases ran", results.len());
     assert!(
         not_passed.is_empty(),
         "{} case(s) did not pass",

@@ -6,55 +6,70 @@ use std::cmp::Ordering;
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 use std::sync::Arc;
 
+use super::tx_more::Extra;
 use super::{KeyValue, KvError, RangeOptions, Transaction, limits};
 
 use super::*;
+use crate::target::kv::{
+    ConflictKind, KeySelector, MutationType, RangeLimits, RangeResult, TransactionOption,
+};
 
 pub(super) struct Tx {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     pub(super) read_version: Option<u64>,
-    writes: Writes,
+    pub(super) writes: Writes,
     pub(super) cleared: Cleared,
     pub(super) read_conflicts: Vec<Conflict>,
     /// `commit` was called: like FoundationDB (`checkUsedDuringCommit`),
     /// every later read, write or commit is `used_during_commit`, until a
     /// retryable `on_error` resets the transaction.
-    commit_started: bool,
+    pub(super) commit_started: bool,
     /// The error every later call reports once the transaction has ended:
     /// `transaction_cancelled` after `cancel` or after `on_error` refused to
     /// retry, `used_during_commit` once it was used after `commit`.
     /// FoundationDB's `resetPromise` in `ReadYourWritesTransaction`.
-    ended: Option<KvError>,
+    pub(super) ended: Option<KvError>,
     /// The first error of a `set`/`clear`/`clear_range`: those calls return
     /// nothing, so, as FoundationDB's `ThreadSafeTransaction` does with its
     /// `deferredError`, every later read and commit reports it until a
     /// retryable `on_error` resets the transaction, and later writes are
     /// dropped.
-    deferred: Option<KvError>,
+    pub(super) deferred: Option<KvError>,
+    /// WIT 0.3.0's state: options, versionstamps, conflict ranges added by
+    /// hand, the commit's outcome (tx_more.rs).
+    pub(super) extra: Extra,
 }
 
-fn used_during_commit() -> KvError {
+pub(super) fn used_during_commit() -> KvError {
     KvError::Other {
         code: 2017,
         message: "used_during_commit".to_owned(),
     }
 }
 
-fn outside_legal_range() -> KvError {
+pub(super) fn outside_legal_range() -> KvError {
     KvError::Other {
         code: 2004,
         message: "key_outside_legal_range".to_owned(),
     }
 }
 
-fn inverted_range() -> KvError {
+pub(super) fn inverted_range() -> KvError {
     KvError::Other {
         code: 2005,
         message: "inverted_range".to_owned(),
     }
 }
 
-fn client_invalid_operation() -> KvError {
+pub(super) fn accessed_unreadable() -> KvError {
+    KvError::Other {
+        code: 1036,
+        message: "accessed_unreadable: the key holds a versionstamp this transaction has not committed yet"
+            .to_owned(),
+    }
+}
+
+pub(super) fn client_invalid_operation() -> KvError {
     KvError::Other {
         code: 2000,
         message: "client_invalid_operation".to_owned(),
@@ -67,7 +82,7 @@ const SYSTEM_PREFIX: &[u8] = b"\xff";
 /// A key a client may name: below the system keyspace. Checked before any
 /// size limit, as FoundationDB does (`key >= getMaxReadKey()` comes first in
 /// `ReadYourWritesTransaction::get` and `set`).
-fn check_legal(key: &[u8]) -> Result<(), KvError> {
+pub(super) fn check_legal(key: &[u8]) -> Result<(), KvError> {
     if key >= SYSTEM_PREFIX {
         return Err(outside_legal_range());
     }
@@ -75,7 +90,7 @@ fn check_legal(key: &[u8]) -> Result<(), KvError> {
 }
 
 /// Range bounds may reach `\xff` itself (the end of the user keyspace).
-fn check_bound(bound: &[u8]) -> Result<(), KvError> {
+pub(super) fn check_bound(bound: &[u8]) -> Result<(), KvError> {
     if bound > SYSTEM_PREFIX {
         return Err(outside_legal_range());
     }
@@ -86,19 +101,19 @@ fn check_bound(bound: &[u8]) -> Result<(), KvError> {
 /// than `KEY_BYTES`, so the cut bound orders every stored key exactly as the
 /// full one does (FoundationDB cuts clear-range and conflict-range bounds
 /// the same way).
-fn clamp_bound(bound: &[u8]) -> &[u8] {
+pub(super) fn clamp_bound(bound: &[u8]) -> &[u8] {
     &bound[..bound.len().min(limits::KEY_BYTES + 1)]
 }
 
 /// The first key after `key`.
-fn key_after(key: &[u8]) -> Vec<u8> {
+pub(super) fn key_after(key: &[u8]) -> Vec<u8> {
     let mut next = Vec::with_capacity(key.len() + 1);
     next.extend_from_slice(key);
     next.push(0);
     next
 }
 
-fn in_cleared(cleared: &Cleared, key: &[u8]) -> bool {
+pub(super) fn in_cleared(cleared: &Cleared, key: &[u8]) -> bool {
     let upto: (Bound<&[u8]>, Bound<&[u8]>) = (Unbounded, Included(key));
     cleared
         .range::<[u8], _>(upto)
@@ -107,39 +122,45 @@ fn in_cleared(cleared: &Cleared, key: &[u8]) -> bool {
 }
 
 /// The rows of a storage scan visible at `version`.
-fn at_version<'a>(
+pub(super) fn at_version<'a>(
     scan: impl Iterator<Item = (&'a Vec<u8>, &'a History)>,
     version: u64,
 ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
     scan.filter_map(move |(k, h)| visible(h, version).map(|v| (k.as_slice(), v)))
 }
 
-fn as_ops<'a>(
-    pending: impl Iterator<Item = (&'a Vec<u8>, &'a Option<Vec<u8>>)>,
-) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> {
-    pending.map(|(k, op)| (k.as_slice(), op.as_deref()))
+pub(super) fn as_ops<'a>(
+    pending: impl Iterator<Item = (&'a Vec<u8>, &'a Pending)>,
+) -> impl Iterator<Item = (&'a [u8], &'a Pending)> {
+    pending.map(|(k, op)| (k.as_slice(), op))
 }
 
 /// Merges a storage scan with the pending writes of the same range, both in
 /// scan order, and stops after `limit` rows. Pending writes win over storage;
-/// cleared ranges hide storage rows.
-fn merge_range<'a>(
+/// cleared ranges hide storage rows; atomic operations apply over the
+/// storage row they share a key with. `bytes` is a byte limit (8 + key +
+/// value per row, FoundationDB's `GetRangeLimits::decrement`); the last
+/// row may cross it.
+pub(super) fn merge_range<'a>(
     storage: impl Iterator<Item = (&'a [u8], &'a [u8])>,
-    pending: impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+    pending: impl Iterator<Item = (&'a [u8], &'a Pending)>,
     cleared: &Cleared,
     reverse: bool,
     limit: usize,
+    bytes: Option<usize>,
     out: &mut Vec<KeyValue>,
 ) {
     let mut storage = storage.peekable();
     let mut pending = pending.peekable();
+    let left = std::cell::Cell::new(bytes.unwrap_or(usize::MAX));
     let emit = |out: &mut Vec<KeyValue>, key: &[u8], value: &[u8]| {
+        left.set(left.get().saturating_sub(8 + key.len() + value.len()));
         out.push(KeyValue {
             key: key.to_vec(),
             value: value.to_vec(),
         });
     };
-    while out.len() < limit {
+    while out.len() < limit && left.get() > 0 {
         let order = match (storage.peek(), pending.peek()) {
             (None, None) => break,
             (Some(_), None) => Ordering::Less,
@@ -147,6 +168,7 @@ fn merge_range<'a>(
             (Some((s, _)), Some((p, _))) if reverse => p.cmp(s),
             (Some((s, _)), Some((p, _))) => s.cmp(p),
         };
+        let mut base = None;
         if order != Ordering::Greater {
             let Some((key, value)) = storage.next() else {
                 break;
@@ -157,9 +179,13 @@ fn merge_range<'a>(
                 }
                 continue;
             }
+            base = Some(value);
         }
-        if let Some((key, Some(value))) = pending.next() {
-            emit(out, key, value);
+        // A versionstamped value was refused before the scan.
+        if let Some((key, op)) = pending.next()
+            && let Some(Some(value)) = op.over(base)
+        {
+            emit(out, key, &value);
         }
     }
 }
@@ -175,23 +201,25 @@ impl Tx {
             commit_started: false,
             ended: None,
             deferred: None,
+            extra: Extra::new(),
         }
     }
 
     /// Whether reads and commit may proceed, checked in FoundationDB's
     /// order: the deferred write error (`ThreadSafeTransaction` checks it
     /// first), then use after commit, then the transaction's end.
-    fn usable(&mut self) -> Result<(), KvError> {
+    pub(super) fn usable(&mut self) -> Result<(), KvError> {
         if let Some(error) = &self.deferred {
             return Err(error.clone());
         }
         self.check_commit_started()?;
+        self.check_timeout();
         self.check_ended()
     }
 
     /// `used_during_commit` once `commit` was called; the first such use
     /// also ends the transaction with that error (`checkUsedDuringCommit`).
-    fn check_commit_started(&mut self) -> Result<(), KvError> {
+    pub(super) fn check_commit_started(&mut self) -> Result<(), KvError> {
         if self.commit_started {
             self.ended.get_or_insert_with(used_during_commit);
             return Err(used_during_commit());
@@ -199,14 +227,14 @@ impl Tx {
         Ok(())
     }
 
-    fn check_ended(&self) -> Result<(), KvError> {
+    pub(super) fn check_ended(&self) -> Result<(), KvError> {
         match &self.ended {
             Some(error) => Err(error.clone()),
             None => Ok(()),
         }
     }
 
-    fn read_version(&mut self) -> u64 {
+    pub(super) fn read_version(&mut self) -> u64 {
         match self.read_version {
             Some(v) => v,
             None => {
@@ -217,14 +245,14 @@ impl Tx {
         }
     }
 
-    fn defer(&mut self, error: KvError) {
+    pub(super) fn defer(&mut self, error: KvError) {
         self.deferred.get_or_insert(error);
     }
 
     /// Whether a write may go ahead. After a deferred error FoundationDB
     /// skips later writes; after `commit` a write is `used_during_commit`
     /// (deferred like any write error).
-    fn writable(&mut self) -> bool {
+    pub(super) fn writable(&mut self) -> bool {
         if self.deferred.is_some() {
             return false;
         }
@@ -244,11 +272,12 @@ impl Tx {
         self.commit_started = false;
         self.ended = None;
         self.deferred = None;
+        self.extra.reset_for_retry();
     }
 
     /// Adds [begin, end) minus what this transaction wrote as read conflict
     /// ranges: FoundationDB does not count reads of its own writes.
-    fn add_read_range(&mut self, begin: Vec<u8>, end: Vec<u8>) {
+    pub(super) fn add_read_range(&mut self, begin: Vec<u8>, end: Vec<u8>) {
         if self.writes.is_empty() && self.cleared.is_empty() {
             self.read_conflicts.push(Conflict::Range(begin, end));
             return;
@@ -257,6 +286,8 @@ impl Tx {
         let mut written: Vec<(Vec<u8>, Vec<u8>)> = self
             .writes
             .range::<[u8], _>(bounds)
+            // Atomic operations read storage: their keys stay in the set.
+            .filter(|(_, op)| !op.is_dependent())
             .map(|(k, _)| (k.clone(), key_after(k)))
             .collect();
         let upto: (Bound<&[u8]>, Bound<&[u8]>) = (Unbounded, Excluded(&end));
@@ -287,16 +318,17 @@ impl Tx {
     /// [k, k\x00), each with the fixed size of a mutation; each write adds its
     /// write conflict range, and each read conflict range counts once after
     /// coalescing, each range with the fixed size of a range.
-    fn size(&self) -> usize {
+    pub(super) fn size(&self) -> usize {
         let writes: usize = self
             .writes
             .iter()
             .map(|(k, op)| {
                 let point = 2 * k.len() + 1;
-                let mutation = op.as_ref().map_or(point, |v| k.len() + v.len());
-                MUTATION_OVERHEAD + mutation + RANGE_OVERHEAD + point
+                let (payload, mutations) = op.payload(k);
+                MUTATION_OVERHEAD * mutations + payload + RANGE_OVERHEAD + point
             })
-            .sum();
+            .sum::<usize>()
+            + self.extra.size();
         let cleared: usize = self
             .cleared
             .iter()
@@ -389,24 +421,36 @@ impl Transaction for Tx {
         if key.len() > limits::KEY_BYTES {
             return Ok(None);
         }
+        let ryw = self.extra.sees_own_writes(snapshot);
+        if ryw && self.extra.is_unreadable(key, &key_after(key)) {
+            return Err(accessed_unreadable());
+        }
         // Answered by this transaction's own writes: no read version, no
         // storage access, no conflict range (the `ryw` hot path).
-        if let Some(op) = self.writes.get(key) {
-            return Ok(op.clone());
-        }
-        if !self.cleared.is_empty() && in_cleared(&self.cleared, key) {
+        let pending = match self.writes.get(key) {
+            Some(op) if ryw && !op.is_dependent() => {
+                return op.over(None).ok_or_else(accessed_unreadable);
+            }
+            Some(op) if ryw => Some(op.clone()),
+            _ => None,
+        };
+        if ryw && !self.cleared.is_empty() && in_cleared(&self.cleared, key) {
             return Ok(None);
         }
         let version = self.read_version();
         let value = {
             let store = self.shared.read();
-            self.shared.check_age(version)?;
+            self.shared.check_read_version(version)?;
             store.get(key, version)
         };
         if !snapshot {
             self.read_conflicts.push(Conflict::Key(key.to_vec()));
         }
-        Ok(value)
+        // Atomic operations over what storage holds (`coalesceUnder`).
+        Ok(match pending {
+            Some(op) => op.over(value.as_deref()).flatten(),
+            None => value,
+        })
     }
 
     fn get_range(
@@ -432,34 +476,7 @@ impl Transaction for Tx {
             0 => usize::MAX,
             n => usize::try_from(n).unwrap_or(usize::MAX),
         };
-        let version = self.read_version();
-        let mut rows = Vec::new();
-        {
-            let store = self.shared.read();
-            self.shared.check_age(version)?;
-            let bounds: (Bound<&[u8]>, Bound<&[u8]>) = (Included(begin), Excluded(end));
-            let scan = store.keys.range::<[u8], _>(bounds);
-            let pending = self.writes.range::<[u8], _>(bounds);
-            if options.reverse {
-                merge_range(
-                    at_version(scan.rev(), version),
-                    as_ops(pending.rev()),
-                    &self.cleared,
-                    true,
-                    limit,
-                    &mut rows,
-                );
-            } else {
-                merge_range(
-                    at_version(scan, version),
-                    as_ops(pending),
-                    &self.cleared,
-                    false,
-                    limit,
-                    &mut rows,
-                );
-            }
-        }
+        let rows = self.scan(begin, end, limit, None, options.reverse, options.snapshot)?;
         if !options.snapshot {
             // Hitting the limit means only the part up to the last row was
             // read: rows beyond it cannot change this result.
@@ -489,9 +506,10 @@ impl Transaction for Tx {
             return self.defer(KvError::ValueTooLarge);
         }
         match self.writes.get_mut(key) {
-            Some(slot) => *slot = Some(value.to_vec()),
+            Some(slot) => *slot = Pending::Value(Some(value.to_vec())),
             None => {
-                self.writes.insert(key.to_vec(), Some(value.to_vec()));
+                self.writes
+                    .insert(key.to_vec(), Pending::Value(Some(value.to_vec())));
             }
         }
     }
@@ -509,9 +527,9 @@ impl Transaction for Tx {
             return;
         }
         match self.writes.get_mut(key) {
-            Some(slot) => *slot = None,
+            Some(slot) => *slot = Pending::Value(None),
             None => {
-                self.writes.insert(key.to_vec(), None);
+                self.writes.insert(key.to_vec(), Pending::Value(None));
             }
         }
     }
@@ -543,10 +561,10 @@ impl Transaction for Tx {
         // the answer to every later call.
         self.usable()?;
         self.commit_started = true;
-        if self.writes.is_empty() && self.cleared.is_empty() {
+        if self.writes.is_empty() && self.cleared.is_empty() && self.extra.writes_nothing() {
             return Ok(self.read_version());
         }
-        if self.size() > limits::TRANSACTION_BYTES {
+        if self.size() > self.extra.size_limit() {
             return Err(KvError::TransactionTooLarge);
         }
         let shared = Arc::clone(&self.shared);
@@ -565,10 +583,19 @@ impl Transaction for Tx {
                 return Err(KvError::NotCommitted);
             }
         }
-        let writes = std::mem::take(&mut self.writes);
-        let cleared = std::mem::take(&mut self.cleared);
-        store.apply(version, writes, cleared);
+        // One transaction per version here, so it is first in its batch.
+        let stamp = blocklab_kv_contract::atomic::versionstamp(version, 0);
+        let (extra, conflicts) = self.extra.take_for_commit(&stamp);
+        let commit = Commit {
+            writes: std::mem::take(&mut self.writes),
+            cleared: std::mem::take(&mut self.cleared),
+            extra,
+            conflicts,
+            stamp,
+        };
+        store.apply(version, commit);
         store.expire(version.saturating_sub(limits::MVCC_WINDOW_VERSIONS));
+        self.extra.committed(version, stamp);
         Ok(version)
     }
 
@@ -582,8 +609,12 @@ impl Transaction for Tx {
     /// and its writes never commit. A transaction that has already ended
     /// answers with the error it ended with.
     fn on_error(&mut self, error: KvError) -> Result<(), KvError> {
+        self.check_timeout();
         self.check_ended()?;
-        if error.is_retryable() {
+        // The retry limit option: past it even a retryable error is handed
+        // back and the transaction cancelled (`RYWImpl::onError`).
+        let limit_hit = self.extra.count_retry();
+        if error.is_retryable() && !limit_hit {
             self.reset();
             return Ok(());
         }
@@ -597,5 +628,67 @@ impl Transaction for Tx {
 
     fn cancel(&mut self) {
         self.ended.get_or_insert(KvError::Cancelled);
+    }
+
+    // WIT 0.3.0's calls: select.rs (selectors, limited ranges) and
+    // tx_more.rs (atomics, versionstamps, conflict ranges, options).
+
+    fn get_key(&mut self, selector: &KeySelector, snapshot: bool) -> Result<Vec<u8>, KvError> {
+        self.select_key(selector, snapshot)
+    }
+
+    fn get_range_selected(
+        &mut self,
+        begin: &KeySelector,
+        end: &KeySelector,
+        limits: RangeLimits,
+    ) -> Result<RangeResult, KvError> {
+        self.select_range(begin, end, limits)
+    }
+
+    fn atomic_op(&mut self, op: MutationType, key: &[u8], operand: &[u8]) {
+        self.atomic(op, key, operand);
+    }
+
+    fn set_versionstamped_key(&mut self, key: &[u8], offset: u32, value: &[u8]) {
+        self.stamped_key(key, offset, value);
+    }
+
+    fn set_versionstamped_value(&mut self, key: &[u8], value: &[u8], offset: u32) {
+        self.stamped_value(key, value, offset);
+    }
+
+    fn request_versionstamp(&mut self) -> Result<(), KvError> {
+        self.check_commit_started()?;
+        self.check_ended()
+    }
+
+    fn versionstamp(&mut self) -> Result<Versionstamp, KvError> {
+        self.extra.versionstamp(self.commit_started)
+    }
+
+    fn add_conflict_range(&mut self, kind: ConflictKind, begin: &[u8], end: &[u8]) {
+        self.conflict_range(kind, begin, end);
+    }
+
+    fn set_read_version(&mut self, version: u64) {
+        self.fix_read_version(version);
+    }
+
+    fn get_committed_version(&self) -> Option<u64> {
+        self.extra.committed_version()
+    }
+
+    fn get_approximate_size(&mut self) -> Result<u64, KvError> {
+        self.usable()?;
+        Ok(self.size() as u64)
+    }
+
+    fn get_estimated_range_size_bytes(&mut self, begin: &[u8], end: &[u8]) -> Result<u64, KvError> {
+        self.estimated_range_size(begin, end)
+    }
+
+    fn set_option(&mut self, option: TransactionOption) {
+        self.option(option);
     }
 }

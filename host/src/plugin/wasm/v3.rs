@@ -1,0 +1,499 @@
+//! The host side of `blocklab:bench@0.3.0`, the version 0.2.0's kv and env
+//! calls forward to ([`super::v2`], and 0.1.0's through it): the blocking
+//! calls of 0.2.0, the same calls issued as futures ([`super::futures`]),
+//! atomic operations, versionstamps, key selectors, conflict ranges, read
+//! versions, size estimates and transaction options. Every call goes to the
+//! arm's target through `target::kv::Transaction`; grpc is 0.1.0's calls
+//! under the new package name and forwards to them.
+
+use super::bindings_v3::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
+use super::{FutureHandle, HostState, KvError, StreamHandle, TransactionHandle};
+use crate::target::kv::{
+    ConflictKind, KeySelector, KeyValue, MutationType, OpKind, Priority, RangeLimits, RangeOptions,
+    StreamingMode, Transaction, TransactionOption,
+};
+use wasmtime::component::Resource;
+
+kv_error_conversions!(wit_kv);
+
+type KvResult<T> = anyhow::Result<Result<T, wit_kv::Error>>;
+
+/// The rows as `packed-rows` (wit/v0.2.0/kv.wit): per row, the key's length
+/// (u32 LE), the key, the value's length (u32 LE), the value.
+pub(crate) fn pack_rows(rows: &[KeyValue]) -> Vec<u8> {
+    let bytes: usize = rows.iter().map(|r| 8 + r.key.len() + r.value.len()).sum();
+    let mut packed = Vec::with_capacity(bytes);
+    for row in rows {
+        // Keys are at most 10,000 bytes and values 100,000, so lengths fit.
+        packed.extend_from_slice(&(row.key.len() as u32).to_le_bytes());
+        packed.extend_from_slice(&row.key);
+        packed.extend_from_slice(&(row.value.len() as u32).to_le_bytes());
+        packed.extend_from_slice(&row.value);
+    }
+    packed
+}
+
+fn selector(s: wit_kv::KeySelector) -> KeySelector {
+    KeySelector {
+        key: s.key,
+        or_equal: s.or_equal,
+        offset: s.offset,
+    }
+}
+
+fn range_limits(o: wit_kv::RangeOptions) -> RangeLimits {
+    RangeLimits {
+        limit: o.limit,
+        target_bytes: o.target_bytes,
+        mode: match o.mode {
+            wit_kv::StreamingMode::WantAll => StreamingMode::WantAll,
+            wit_kv::StreamingMode::Iterator => StreamingMode::Iterator,
+            wit_kv::StreamingMode::Exact => StreamingMode::Exact,
+            wit_kv::StreamingMode::Small => StreamingMode::Small,
+            wit_kv::StreamingMode::Medium => StreamingMode::Medium,
+            wit_kv::StreamingMode::Large => StreamingMode::Large,
+            wit_kv::StreamingMode::Serial => StreamingMode::Serial,
+        },
+        iteration: o.iteration,
+        reverse: o.reverse,
+        snapshot: o.snapshot,
+    }
+}
+
+fn mutation(op: wit_kv::MutationType) -> MutationType {
+    match op {
+        wit_kv::MutationType::Add => MutationType::Add,
+        wit_kv::MutationType::BitAnd => MutationType::BitAnd,
+        wit_kv::MutationType::BitOr => MutationType::BitOr,
+        wit_kv::MutationType::BitXor => MutationType::BitXor,
+        wit_kv::MutationType::Max => MutationType::Max,
+        wit_kv::MutationType::Min => MutationType::Min,
+        wit_kv::MutationType::ByteMax => MutationType::ByteMax,
+        wit_kv::MutationType::ByteMin => MutationType::ByteMin,
+        wit_kv::MutationType::CompareAndClear => MutationType::CompareAndClear,
+        wit_kv::MutationType::AppendIfFits => MutationType::AppendIfFits,
+    }
+}
+
+fn option(o: wit_kv::TransactionOption) -> TransactionOption {
+    use wit_kv::TransactionOption as W;
+    match o {
+        W::Timeout(ms) => TransactionOption::Timeout(ms),
+        W::RetryLimit(n) => TransactionOption::RetryLimit(n),
+        W::MaxRetryDelay(ms) => TransactionOption::MaxRetryDelay(ms),
+        W::SizeLimit(n) => TransactionOption::SizeLimit(n),
+        W::Priority(p) => TransactionOption::Priority(match p {
+            wit_kv::Priority::Default => Priority::Default,
+            wit_kv::Priority::Batch => Priority::Batch,
+            wit_kv::Priority::SystemImmediate => Priority::SystemImmediate,
+        }),
+        W::ReadYourWritesDisable => TransactionOption::ReadYourWritesDisable,
+        W::SnapshotRywEnable => TransactionOption::SnapshotRywEnable,
+        W::SnapshotRywDisable => TransactionOption::SnapshotRywDisable,
+        W::CausalReadRisky => TransactionOption::CausalReadRisky,
+        W::LockAware => TransactionOption::LockAware,
+    }
+}
+
+type Tr = Resource<TransactionHandle>;
+type Future = Resource<FutureHandle>;
+
+impl wit_kv::Host for HostState {
+    fn wait_all(&mut self, futures: Vec<Future>) -> anyhow::Result<()> {
+        HostState::wait_all(self, &futures)
+    }
+
+    fn wait_any(&mut self, futures: Vec<Future>) -> anyhow::Result<u32> {
+        HostState::wait_any(self, &futures)
+    }
+}
+
+impl wit_kv::HostFuture for HostState {
+    fn is_ready(&mut self, f: Future) -> anyhow::Result<bool> {
+        self.future_is_ready(&f)
+    }
+
+    fn wait(&mut self, f: Future) -> KvResult<wit_kv::Answer> {
+        Ok(self.wait_future(&f)?.map_err(to_wit))
+    }
+
+    fn drop(&mut self, f: Future) -> anyhow::Result<()> {
+        self.drop_future(f)
+    }
+}
+
+impl wit_kv::HostTransaction for HostState {
+    fn new(&mut self) -> anyhow::Result<Tr> {
+        self.begin_transaction()
+    }
+
+    fn get_read_version(&mut self, tr: Tr) -> KvResult<u64> {
+        self.wait_round_trip(&tr, OpKind::Grv)?;
+        Ok(self.transaction(&tr)?.get_read_version().map_err(to_wit))
+    }
+
+    fn get(&mut self, tr: Tr, key: Vec<u8>, snapshot: bool) -> KvResult<Option<Vec<u8>>> {
+        self.wait_round_trip(&tr, OpKind::Read)?;
+        Ok(self.transaction(&tr)?.get(&key, snapshot).map_err(to_wit))
+    }
+
+    fn get_range(
+        &mut self,
+        tr: Tr,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+        limit: u32,
+        reverse: bool,
+        snapshot: bool,
+    ) -> KvResult<Vec<u8>> {
+        self.wait_round_trip(&tr, OpKind::Read)?;
+        let options = RangeOptions {
+            limit,
+            reverse,
+            snapshot,
+        };
+        Ok(self
+            .transaction(&tr)?
+            .get_range(&begin, &end, options)
+            .map(|rows| pack_rows(&rows))
+            .map_err(to_wit))
+    }
+
+    fn set(&mut self, tr: Tr, key: Vec<u8>, value: Vec<u8>) -> anyhow::Result<()> {
+        self.transaction(&tr)?.set(&key, &value);
+        Ok(())
+    }
+
+    fn clear(&mut self, tr: Tr, key: Vec<u8>) -> anyhow::Result<()> {
+        self.transaction(&tr)?.clear(&key);
+        Ok(())
+    }
+
+    fn clear_range(&mut self, tr: Tr, begin: Vec<u8>, end: Vec<u8>) -> anyhow::Result<()> {
+        self.transaction(&tr)?.clear_range(&begin, &end);
+        Ok(())
+    }
+
+    fn commit(&mut self, tr: Tr) -> KvResult<u64> {
+        self.wait_round_trip(&tr, OpKind::Commit)?;
+        let result = self.transaction(&tr)?.commit();
+        self.settle_stamps(&tr, false)?;
+        Ok(result.map_err(to_wit))
+    }
+
+    fn on_error(&mut self, tr: Tr, e: wit_kv::Error) -> KvResult<()> {
+        let result = self.transaction(&tr)?.on_error(from_wit(e));
+        // A retry starts over: a new read version, and the versionstamp
+        // futures of the failed attempt are answered `cancelled`.
+        self.settle_stamps(&tr, true)?;
+        self.table.get_mut(&tr)?.grv_ready = None;
+        Ok(result.map_err(to_wit))
+    }
+
+    fn cancel(&mut self, tr: Tr) -> anyhow::Result<()> {
+        self.transaction(&tr)?.cancel();
+        self.settle_stamps(&tr, true)
+    }
+
+    fn reset(&mut self, tr: Tr) -> anyhow::Result<()> {
+        self.settle_stamps(&tr, true)?;
+        self.reset_transaction(&tr)
+    }
+
+    fn start_get_read_version(&mut self, tr: Tr) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.get_read_version();
+        self.issue(&tr, OpKind::Grv, answer.map(wit_kv::Answer::Version))
+    }
+
+    fn start_get(&mut self, tr: Tr, key: Vec<u8>, snapshot: bool) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.get(&key, snapshot);
+        self.issue(&tr, OpKind::Read, answer.map(wit_kv::Answer::Value))
+    }
+
+    fn start_get_key(
+        &mut self,
+        tr: Tr,
+        s: wit_kv::KeySelector,
+        snapshot: bool,
+    ) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.get_key(&selector(s), snapshot);
+        self.issue(&tr, OpKind::Read, answer.map(wit_kv::Answer::Key))
+    }
+
+    fn start_get_range(
+        &mut self,
+        tr: Tr,
+        begin: wit_kv::KeySelector,
+        end: wit_kv::KeySelector,
+        options: wit_kv::RangeOptions,
+    ) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.get_range_selected(
+            &selector(begin),
+            &selector(end),
+            range_limits(options),
+        );
+        let answer = answer.map(|r| {
+            wit_kv::Answer::Range(wit_kv::RangeResult {
+                rows: pack_rows(&r.rows),
+                more: r.more,
+            })
+        });
+        self.issue(&tr, OpKind::Read, answer)
+    }
+
+    fn start_commit(&mut self, tr: Tr) -> anyhow::Result<Future> {
+        let answer = self.transaction(&tr)?.commit();
+        self.settle_stamps(&tr, false)?;
+        self.issue(&tr, OpKind::Commit, answer.map(wit_kv::Answer::Version))
+    }
+
+    fn start_get_estimated_range_size_bytes(
+        &mut self,
+        tr: Tr,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+    ) -> anyhow::Result<Future> {
+        let answer = self
+            .transaction(&tr)?
+            .get_estimated_range_size_bytes(&begin, &end);
+        self.issue(&tr, OpKind::Read, answer.map(wit_kv::Answer::Size))
+    }
+
+    fn atomic_op(
+        &mut self,
+        tr: Tr,
+        op: wit_kv::MutationType,
+        key: Vec<u8>,
+        operand: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        self.transaction(&tr)?
+            .atomic_op(mutation(op), &key, &operand);
+        Ok(())
+    }
+
+    fn set_versionstamped_key(
+        &mut self,
+        tr: Tr,
+        key: Vec<u8>,
+        offset: u32,
+        value: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        self.transaction(&tr)?
+            .set_versionstamped_key(&key, offset, &value);
+        Ok(())
+    }
+
+    fn set_versionstamped_value(
+        &mut self,
+        tr: Tr,
+        key: Vec<u8>,
+        value: Vec<u8>,
+        offset: u32,
+    ) -> anyhow::Result<()> {
+        self.transaction(&tr)?
+            .set_versionstamped_value(&key, &value, offset);
+        Ok(())
+    }
+
+    fn get_versionstamp(&mut self, tr: Tr) -> anyhow::Result<Future> {
+        self.transaction(&tr)?;
+        self.issue_versionstamp(tr)
+    }
+
+    fn add_conflict_range(
+        &mut self,
+        tr: Tr,
+        kind: wit_kv::ConflictKind,
+        begin: Vec<u8>,
+        end: Vec<u8>,
+    ) -> anyhow::Result<()> {
+        let kind = match kind {
+            wit_kv::ConflictKind::Read => ConflictKind::Read,
+            wit_kv::ConflictKind::Write => ConflictKind::Write,
+        };
+        self.transaction(&tr)?
+            .add_conflict_range(kind, &begin, &end);
+        Ok(())
+    }
+
+    fn set_read_version(&mut self, tr: Tr, version: u64) -> anyhow::Result<()> {
+        self.transaction(&tr)?.set_read_version(version);
+        // The caller supplied it: no GRV round trip to wait for.
+        self.table.get_mut(&tr)?.grv_ready = Some(std::time::Instant::now());
+        Ok(())
+    }
+
+    fn get_committed_version(&mut self, tr: Tr) -> anyhow::Result<Option<u64>> {
+        Ok(self.transaction(&tr)?.get_committed_version())
+    }
+
+    fn get_approximate_size(&mut self, tr: Tr) -> KvResult<u64> {
+        Ok(self
+            .transaction(&tr)?
+            .get_approximate_size()
+            .map_err(to_wit))
+    }
+
+    fn set_option(&mut self, tr: Tr, o: wit_kv::TransactionOption) -> anyhow::Result<()> {
+        self.transaction(&tr)?.set_option(option(o));
+        Ok(())
+    }
+
+    fn drop(&mut self, tr: Tr) -> anyhow::Result<()> {
+        self.settle_stamps(&tr, true)?;
+        self.drop_transaction(tr)
+    }
+}
+
+impl HostState {
+    pub(super) fn transaction(
+        &mut self,
+        handle: &Resource<TransactionHandle>,
+    ) -> anyhow::Result<&mut dyn Transaction> {
+        let handle = self.table.get_mut(handle)?;
+        if handle.idle {
+            handle.idle = false;
+            self.idle_transactions -= 1;
+        }
+        Ok(handle.tr.as_mut())
+    }
+
+    pub(super) fn begin_transaction(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
+        let Some(db) = &self.kv else {
+            anyhow::bail!(
+                "the workload opened a kv transaction but this arm has no kv target; set `target = {{ kind = \"embedded\" }}` on the arm"
+            );
+        };
+        let tr = db.begin();
+        let handle = self.table.push(TransactionHandle {
+            tr,
+            idle: false,
+            stamp_waiters: Vec::new(),
+            grv_ready: None,
+        })?;
+        self.live_resources += 1;
+        Ok(handle)
+    }
+
+    pub(super) fn drop_transaction(
+        &mut self,
+        handle: Resource<TransactionHandle>,
+    ) -> anyhow::Result<()> {
+        if self.table.delete(handle)?.idle {
+            self.idle_transactions -= 1;
+        }
+        self.live_resources = self.live_resources.saturating_sub(1);
+        Ok(())
+    }
+
+    /// A fresh transaction from the target in place of the old one: what a
+    /// constructor gives, without a table push and delete.
+    fn reset_transaction(&mut self, handle: &Resource<TransactionHandle>) -> anyhow::Result<()> {
+        let Some(db) = &self.kv else {
+            // Only a constructor, which needs the target, makes handles.
+            anyhow::bail!("a kv transaction was reset but this arm has no kv target");
+        };
+        let fresh = db.begin();
+        let handle = self.table.get_mut(handle)?;
+        handle.tr = fresh;
+        handle.grv_ready = None;
+        if !handle.idle {
+            handle.idle = true;
+            self.idle_transactions += 1;
+        }
+        Ok(())
+    }
+}
+
+impl wit_env::Host for HostState {
+    fn now_ns(&mut self) -> anyhow::Result<u64> {
+        Ok(self.env.now_ns())
+    }
+
+    fn random(&mut self, len: u32) -> anyhow::Result<Vec<u8>> {
+        // One call may not ask for more than the memory cap could ever hold.
+        if u64::from(len) > self.limiter.cap {
+            anyhow::bail!("env.random asked for {len} bytes, more than the memory cap");
+        }
+        Ok(self.env.random(len))
+    }
+
+    fn count(&mut self, name: String, delta: i64) -> anyhow::Result<()> {
+        self.env.count(&name, delta);
+        Ok(())
+    }
+
+    fn log(&mut self, level: u8, message: String) -> anyhow::Result<()> {
+        self.env.log(level, &message);
+        Ok(())
+    }
+}
+
+fn status(s: super::wit_grpc::Status) -> wit_grpc::Status {
+    wit_grpc::Status {
+        code: s.code,
+        message: s.message,
+    }
+}
+
+type GrpcResult<T> = anyhow::Result<Result<T, wit_grpc::Status>>;
+
+impl wit_grpc::Host for HostState {
+    fn unary(&mut self, method: String, request: Vec<u8>) -> GrpcResult<Vec<u8>> {
+        Ok(super::wit_grpc::Host::unary(self, method, request)?.map_err(status))
+    }
+
+    fn open_stream(&mut self, method: String) -> GrpcResult<Resource<StreamHandle>> {
+        Ok(super::wit_grpc::Host::open_stream(self, method)?.map_err(status))
+    }
+}
+
+impl wit_grpc::HostStream for HostState {
+    fn send(&mut self, stream: Resource<StreamHandle>, message: Vec<u8>) -> GrpcResult<()> {
+        Ok(super::wit_grpc::HostStream::send(self, stream, message)?.map_err(status))
+    }
+
+    fn recv(&mut self, stream: Resource<StreamHandle>) -> GrpcResult<Option<Vec<u8>>> {
+        Ok(super::wit_grpc::HostStream::recv(self, stream)?.map_err(status))
+    }
+
+    fn close_send(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
+        super::wit_grpc::HostStream::close_send(self, stream)
+    }
+
+    fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
+        super::wit_grpc::HostStream::drop(self, stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_rows_are_length_prefixed_keys_and_values_in_order() {
+        let rows = [
+            KeyValue {
+                key: b"a".to_vec(),
+                value: b"xyz".to_vec(),
+            },
+            KeyValue {
+                key: b"bc".to_vec(),
+                value: Vec::new(),
+            },
+        ];
+        let packed = pack_rows(&rows);
+        let expected: Vec<u8> = [
+            &1u32.to_le_bytes()[..],
+            b"a",
+            &3u32.to_le_bytes(),
+            b"xyz",
+            &2u32.to_le_bytes(),
+            b"bc",
+            &0u32.to_le_bytes(),
+        ]
+        .concat();
+        assert_eq!(packed, expected);
+        assert!(pack_rows(&[]).is_empty());
+    }
+}

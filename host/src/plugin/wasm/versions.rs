@@ -1,0 +1,142 @@
+//! The versions of `blocklab:bench` this host speaks: one set of wasmtime
+//! bindings per WIT package version, which version a component was built
+//! against (`check_world`), and its pre-instantiated form and exports.
+//! 0.3.0 is the host's own (v3.rs); 0.2.0 forwards to it (v2.rs) and 0.1.0
+//! to 0.2.0 (v1.rs).
+
+use super::{HostState, PluginError};
+// Public so that the bindings can name them (bindgen's `with` re-exports).
+pub use super::{FutureHandle, StreamHandle, TransactionHandle};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// `blocklab:bench@0.1.0` (wit/): what Python and JavaScript plugins, and
+/// Rust plugins built before 0.2.0, import and export.
+pub(super) mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "workload-plugin",
+        imports: { default: trappable },
+        with: {
+            "blocklab:bench/kv.transaction": super::TransactionHandle,
+            "blocklab:bench/grpc.stream": super::StreamHandle,
+        },
+        anyhow: true,
+    });
+}
+
+/// `blocklab:bench@0.2.0` (wit/v0.2.0/): packed range rows and a
+/// transaction `reset`. Linked beside 0.1.0 and 0.3.0, so a host loads
+/// plugins of any.
+pub(super) mod bindings_v2 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.2.0",
+        world: "workload-plugin",
+        imports: { default: trappable },
+        with: {
+            "blocklab:bench/kv.transaction": super::TransactionHandle,
+            "blocklab:bench/grpc.stream": super::StreamHandle,
+        },
+        anyhow: true,
+    });
+}
+
+/// `blocklab:bench@0.3.0` (wit/v0.3.0/): futures, atomic operations,
+/// versionstamps, key selectors, conflict ranges and options; the Rust
+/// SDK's version, and the one 0.2.0's and (through it) 0.1.0's kv calls
+/// forward to.
+pub(super) mod bindings_v3 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.3.0",
+        world: "workload-plugin",
+        imports: { default: trappable },
+        with: {
+            "blocklab:bench/kv.transaction": super::TransactionHandle,
+            "blocklab:bench/kv.future": super::FutureHandle,
+            "blocklab:bench/grpc.stream": super::StreamHandle,
+        },
+        anyhow: true,
+    });
+}
+
+/// The WIT package version this host's bindings are generated from: the
+/// newest it speaks, and the one new plugins should be built against.
+pub const WIT_VERSION: &str = "0.3.0";
+/// Every version of `blocklab:bench` this host loads plugins of. The
+/// promise (docs/plugins.md): a 0.x.y host loads every 0.x.z plugin, since
+/// patch releases only add docs; minor and major releases may break and are
+/// listed here only once the host carries bindings for them.
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION, "0.2.0", "0.1.0"];
+
+/// Whether plugins built against `blocklab:bench@version` load here.
+pub fn wit_version_supported(version: &str) -> bool {
+    SUPPORTED_WIT_VERSIONS.contains(&version)
+}
+/// The interface a workload plugin must export (or its 0.2.0 or 0.1.0
+/// twin).
+pub(super) const WORKLOAD_EXPORT: &str = "blocklab:bench/workload@0.3.0";
+const WORKLOAD_EXPORT_V2: &str = "blocklab:bench/workload@0.2.0";
+const WORKLOAD_EXPORT_V1: &str = "blocklab:bench/workload@0.1.0";
+
+/// The versions of the workload world this host has bindings for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WitVersion {
+    V1,
+    V2,
+    V3,
+}
+
+pub(super) fn check_world(
+    engine: &Engine,
+    name: &str,
+    component: &Component,
+) -> Result<WitVersion, PluginError> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
+    if exports.iter().any(|e| e == WORKLOAD_EXPORT) {
+        return Ok(WitVersion::V3);
+    }
+    if exports.iter().any(|e| e == WORKLOAD_EXPORT_V2) {
+        return Ok(WitVersion::V2);
+    }
+    if exports.iter().any(|e| e == WORKLOAD_EXPORT_V1) {
+        return Ok(WitVersion::V1);
+    }
+    // A blocklab:bench interface of another version, exported or imported,
+    // means the plugin was built against another release's wit/.
+    let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_owned()).collect();
+    let other_version = exports
+        .iter()
+        .chain(&imports)
+        .filter_map(|e| e.strip_prefix("blocklab:bench/")?.split_once('@'))
+        .map(|(_, version)| version.to_owned())
+        .find(|version| !wit_version_supported(version));
+    if let Some(found) = other_version {
+        return Err(PluginError::WitVersion {
+            name: name.to_owned(),
+            found,
+        });
+    }
+    Err(PluginError::NotWorkload {
+        name: name.to_owned(),
+        exports: if exports.is_empty() {
+            "nothing".to_owned()
+        } else {
+            exports.join(", ")
+        },
+    })
+}
+
+/// A pre-instantiated component of one of the WIT versions.
+pub(super) enum Pre {
+    V1(bindings::WorkloadPluginPre<HostState>),
+    V2(bindings_v2::WorkloadPluginPre<HostState>),
+    V3(bindings_v3::WorkloadPluginPre<HostState>),
+}
+
+/// An instance's exports, of the version its component was built against.
+pub(super) enum Bindings {
+    V1(bindings::WorkloadPlugin),
+    V2(bindings_v2::WorkloadPlugin),
+    V3(bindings_v3::WorkloadPlugin),
+}
