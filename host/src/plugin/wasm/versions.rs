@@ -10,18 +10,28 @@ pub use super::{FutureHandle, StreamHandle, TransactionHandle};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+/// The host bindings of one version of the `workload-plugin` world under
+/// `wit` (a path from host/), with its resources mapped to the host's
+/// handles: every version shares the handle types, so a host links them
+/// side by side.
+macro_rules! bench_bindings {
+    ($wit:literal, { $($resource:literal: $handle:path),* $(,)? }) => {
+        wasmtime::component::bindgen!({
+            path: $wit,
+            world: "workload-plugin",
+            imports: { default: trappable },
+            with: { $($resource: $handle),* },
+            anyhow: true,
+        });
+    };
+}
+
 /// `blocklab:bench@0.1.0` (wit/): what Python and JavaScript plugins, and
 /// Rust plugins built before 0.2.0, import and export.
 pub(super) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "workload-plugin",
-        imports: { default: trappable },
-        with: {
-            "blocklab:bench/kv.transaction": super::TransactionHandle,
-            "blocklab:bench/grpc.stream": super::StreamHandle,
-        },
-        anyhow: true,
+    bench_bindings!("../wit", {
+        "blocklab:bench/kv.transaction": super::TransactionHandle,
+        "blocklab:bench/grpc.stream": super::StreamHandle,
     });
 }
 
@@ -29,15 +39,9 @@ pub(super) mod bindings {
 /// transaction `reset`. Linked beside 0.1.0 and 0.3.0, so a host loads
 /// plugins of any.
 pub(super) mod bindings_v2 {
-    wasmtime::component::bindgen!({
-        path: "../wit/v0.2.0",
-        world: "workload-plugin",
-        imports: { default: trappable },
-        with: {
-            "blocklab:bench/kv.transaction": super::TransactionHandle,
-            "blocklab:bench/grpc.stream": super::StreamHandle,
-        },
-        anyhow: true,
+    bench_bindings!("../wit/v0.2.0", {
+        "blocklab:bench/kv.transaction": super::TransactionHandle,
+        "blocklab:bench/grpc.stream": super::StreamHandle,
     });
 }
 
@@ -46,16 +50,10 @@ pub(super) mod bindings_v2 {
 /// SDK's version, and the one 0.2.0's and (through it) 0.1.0's kv calls
 /// forward to.
 pub(super) mod bindings_v3 {
-    wasmtime::component::bindgen!({
-        path: "../wit/v0.3.0",
-        world: "workload-plugin",
-        imports: { default: trappable },
-        with: {
-            "blocklab:bench/kv.transaction": super::TransactionHandle,
-            "blocklab:bench/kv.future": super::FutureHandle,
-            "blocklab:bench/grpc.stream": super::StreamHandle,
-        },
-        anyhow: true,
+    bench_bindings!("../wit/v0.3.0", {
+        "blocklab:bench/kv.transaction": super::TransactionHandle,
+        "blocklab:bench/kv.future": super::FutureHandle,
+        "blocklab:bench/grpc.stream": super::StreamHandle,
     });
 }
 
