@@ -1,7 +1,8 @@
 //! The host side of `blocklab:bench@0.1.0`, linked over 0.2.0's as spin's
 //! key-value factor links v1 over v2: kv and env calls forward to
-//! [`super::v2`] with the error converted (the same cases), except a range
-//! read, whose rows 0.1.0 returns as a list rather than packed; grpc is
+//! [`super::v2`] with the error converted (the same cases); a range read
+//! reads its rows through 0.3.0's (`range_rows`, with its simulated round
+//! trip) but returns them as a list rather than packed; grpc is
 //! 0.1.0's own (grpc_host.rs), which 0.2.0's forwards to.
 
 use super::bindings::blocklab::bench::{env as wit_env, kv as wit_kv};
@@ -55,8 +56,7 @@ impl wit_kv::HostTransaction for HostState {
             snapshot,
         };
         Ok(self
-            .transaction(&tr)?
-            .get_range(&begin, &end, options)
+            .range_rows(&tr, &begin, &end, options)?
             .map(|rows| {
                 rows.into_iter()
                     .map(|kv| wit_kv::KeyValue {

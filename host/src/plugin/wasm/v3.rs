@@ -146,17 +146,13 @@ impl wit_kv::HostTransaction for HostState {
         reverse: bool,
         snapshot: bool,
     ) -> KvResult<Vec<u8>> {
-        self.wait_round_trip(&tr, OpKind::Read)?;
         let options = RangeOptions {
             limit,
             reverse,
             snapshot,
         };
-        Ok(self
-            .transaction(&tr)?
-            .get_range(&begin, &end, options)
-            .map(|rows| pack_rows(&rows))
-            .map_err(to_wit))
+        let rows = self.range_rows(&tr, &begin, &end, options)?;
+        Ok(rows.map(|rows| pack_rows(&rows)).map_err(to_wit))
     }
 
     fn set(&mut self, tr: Tr, key: Vec<u8>, value: Vec<u8>) -> anyhow::Result<()> {
@@ -429,42 +425,23 @@ impl wit_env::Host for HostState {
     }
 }
 
-fn status(s: super::wit_grpc::Status) -> wit_grpc::Status {
-    wit_grpc::Status {
-        code: s.code,
-        message: s.message,
+impl HostState {
+    /// A range read's rows after its simulated round trip: 0.3.0 and 0.2.0
+    /// pack them, 0.1.0 lists them, so every version's range read goes
+    /// through here.
+    pub(super) fn range_rows(
+        &mut self,
+        tr: &Tr,
+        begin: &[u8],
+        end: &[u8],
+        options: RangeOptions,
+    ) -> anyhow::Result<Result<Vec<crate::target::kv::KeyValue>, KvError>> {
+        self.wait_round_trip(tr, OpKind::Read)?;
+        Ok(self.transaction(tr)?.get_range(begin, end, options))
     }
 }
 
-type GrpcResult<T> = anyhow::Result<Result<T, wit_grpc::Status>>;
-
-impl wit_grpc::Host for HostState {
-    fn unary(&mut self, method: String, request: Vec<u8>) -> GrpcResult<Vec<u8>> {
-        Ok(super::wit_grpc::Host::unary(self, method, request)?.map_err(status))
-    }
-
-    fn open_stream(&mut self, method: String) -> GrpcResult<Resource<StreamHandle>> {
-        Ok(super::wit_grpc::Host::open_stream(self, method)?.map_err(status))
-    }
-}
-
-impl wit_grpc::HostStream for HostState {
-    fn send(&mut self, stream: Resource<StreamHandle>, message: Vec<u8>) -> GrpcResult<()> {
-        Ok(super::wit_grpc::HostStream::send(self, stream, message)?.map_err(status))
-    }
-
-    fn recv(&mut self, stream: Resource<StreamHandle>) -> GrpcResult<Option<Vec<u8>>> {
-        Ok(super::wit_grpc::HostStream::recv(self, stream)?.map_err(status))
-    }
-
-    fn close_send(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
-        super::wit_grpc::HostStream::close_send(self, stream)
-    }
-
-    fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
-        super::wit_grpc::HostStream::drop(self, stream)
-    }
-}
+grpc_forwarding!();
 
 #[cfg(test)]
 mod tests {
