@@ -249,6 +249,23 @@ impl Tx {
         self.deferred.get_or_insert(error);
     }
 
+    /// A set's checks, in FoundationDB's order: the key in the legal range,
+    /// then its size and the value's; the first failure is deferred.
+    /// Whether the write may go on.
+    pub(super) fn set_checked(&mut self, key: &[u8], value: &[u8]) -> bool {
+        let error = check_legal(key)
+            .err()
+            .or_else(|| (key.len() > limits::KEY_BYTES).then_some(KvError::KeyTooLarge))
+            .or_else(|| (value.len() > limits::VALUE_BYTES).then_some(KvError::ValueTooLarge));
+        match error {
+            Some(e) => {
+                self.defer(e);
+                false
+            }
+            None => true,
+        }
+    }
+
     /// Whether a write may go ahead. After a deferred error FoundationDB
     /// skips later writes; after `commit` a write is `used_during_commit`
     /// (deferred like any write error).
@@ -493,17 +510,8 @@ impl Transaction for Tx {
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) {
-        if !self.writable() {
+        if !self.writable() || !self.set_checked(key, value) {
             return;
-        }
-        if let Err(e) = check_legal(key) {
-            return self.defer(e);
-        }
-        if key.len() > limits::KEY_BYTES {
-            return self.defer(KvError::KeyTooLarge);
-        }
-        if value.len() > limits::VALUE_BYTES {
-            return self.defer(KvError::ValueTooLarge);
         }
         match self.writes.get_mut(key) {
             Some(slot) => *slot = Pending::Value(Some(value.to_vec())),

@@ -11,9 +11,7 @@ use std::time::{Duration, Instant};
 
 use blocklab_kv_contract::atomic;
 
-use super::tx::{
-    Tx, check_bound, check_legal, clamp_bound, client_invalid_operation, in_cleared, key_after,
-};
+use super::tx::{Tx, check_bound, clamp_bound, client_invalid_operation, in_cleared, key_after};
 use super::{Conflict, KvError, MUTATION_OVERHEAD, Pending, RANGE_OVERHEAD, Versionstamp, limits};
 use crate::target::kv::{ConflictKind, MutationType, TransactionOption};
 
@@ -208,17 +206,8 @@ impl Tx {
     /// on error; no read conflict; folded over a known value at once,
     /// stacked over an unknown one.
     pub(super) fn atomic(&mut self, op: MutationType, key: &[u8], operand: &[u8]) {
-        if !self.writable() {
+        if !self.writable() || !self.set_checked(key, operand) {
             return;
-        }
-        if let Err(e) = check_legal(key) {
-            return self.defer(e);
-        }
-        if key.len() > limits::KEY_BYTES {
-            return self.defer(KvError::KeyTooLarge);
-        }
-        if operand.len() > limits::VALUE_BYTES {
-            return self.defer(KvError::ValueTooLarge);
         }
         let before = match self.writes.remove(key) {
             Some(pending) => pending,
@@ -240,14 +229,8 @@ impl Tx {
         if !atomic::stamp_fits(key.len(), offset) {
             return self.defer(client_invalid_operation());
         }
-        if let Err(e) = check_legal(key) {
-            return self.defer(e);
-        }
-        if key.len() > limits::KEY_BYTES {
-            return self.defer(KvError::KeyTooLarge);
-        }
-        if value.len() > limits::VALUE_BYTES {
-            return self.defer(KvError::ValueTooLarge);
+        if !self.set_checked(key, value) {
+            return;
         }
         // From the smallest stamp this commit could get (after the cached
         // read version) to the largest.
@@ -263,17 +246,8 @@ impl Tx {
     /// `SetVersionstampedValue`: a set whose value carries the stamp; the
     /// key is unreadable until commit; a write conflict like any set.
     pub(super) fn stamped_value(&mut self, key: &[u8], value: &[u8], offset: u32) {
-        if !self.writable() {
+        if !self.writable() || !self.set_checked(key, value) {
             return;
-        }
-        if let Err(e) = check_legal(key) {
-            return self.defer(e);
-        }
-        if key.len() > limits::KEY_BYTES {
-            return self.defer(KvError::KeyTooLarge);
-        }
-        if value.len() > limits::VALUE_BYTES {
-            return self.defer(KvError::ValueTooLarge);
         }
         if !atomic::stamp_fits(value.len(), offset) {
             return self.defer(client_invalid_operation());
