@@ -19,6 +19,8 @@ use crate::conformance::{
 };
 use crate::options::{KeySelector, RangeLimits};
 
+/// The cases named, each a 0.3.0 scenario that needs no clock (both
+/// parts' lists).
 macro_rules! v3_cases {
     ($($name:ident),* $(,)?) => {
         vec![$(Case {
@@ -29,6 +31,7 @@ macro_rules! v3_cases {
         }),*]
     };
 }
+pub(crate) use v3_cases;
 
 /// Part one's cases, then part two's.
 pub(crate) fn cases() -> Vec<Case> {

@@ -15,16 +15,7 @@ use crate::conformance::{
 };
 use crate::options::{ConflictKind, KeySelector, RangeLimits, StreamingMode, TransactionOption};
 
-macro_rules! v3_cases {
-    ($($name:ident),* $(,)?) => {
-        vec![$(Case {
-            name: stringify!($name),
-            needs_time: false,
-            since: Api::V3,
-            run: $name,
-        }),*]
-    };
-}
+use crate::conformance_v3::v3_cases;
 
 pub(crate) fn cases() -> Vec<Case> {
     v3_cases![
