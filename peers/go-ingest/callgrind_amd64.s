@@ -15,3 +15,19 @@ TEXT ·clientRequest(SB), NOSPLIT, $0-16
 	BYTE $0x48; BYTE $0x87; BYTE $0xDB             // xchg rbx, rbx
 	MOVQ DX, ret+8(FP)
 	RET
+
+// func injectLoop(n uint64)
+// A test arm's known work (the request's `inject_loop_iterations`): n
+// iterations of `dec`, `jnz` between two `lfence`s, 2n instructions, the
+// same loop as blocklab's own worker runs (host/src/run/worker/driver.rs).
+TEXT ·injectLoop(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	TESTQ CX, CX
+	JZ done
+	LFENCE
+loop:
+	DECQ CX
+	JNZ loop
+	LFENCE
+done:
+	RET

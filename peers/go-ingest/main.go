@@ -92,6 +92,9 @@ type request struct {
 	Schedule       schedule               `json:"schedule"`
 	// "callgrind" in a counted run (docs/process-arms.md, "Counted runs").
 	Counters string `json:"counters"`
+	// A test arm's known work before each transaction (docs/process-arms.md,
+	// "Injected work"); 0 when absent.
+	InjectLoopIterations uint64 `json:"inject_loop_iterations"`
 }
 
 // --- rate mode ---
@@ -501,6 +504,18 @@ func pairs(m map[uint64]uint64) [][2]uint64 {
 // --- workloads ---
 
 // transaction is one workload step on one worker.
+// injected runs a test arm's known work before each of a worker's
+// transactions.
+type injected struct {
+	worker
+	n uint64
+}
+
+func (w injected) run(t *tally, measured bool, a *at) error {
+	injectLoop(w.n)
+	return w.worker.run(t, measured, a)
+}
+
 type worker interface {
 	// run performs one transaction; measured ones record latency into t.
 	// a is its schedule in rate mode, else nil.
@@ -822,7 +837,7 @@ func main() {
 		usage("unknown measure mode `%s`; use `transactions`, `window` or `rate`", req.Measure.Mode)
 	}
 	emit(map[string]interface{}{"hello": map[string]interface{}{"protocol": 1, "client": "grpc-go " + grpc.Version + " / " + runtime.Version(),
-		"modes": []string{"transactions", "window", "rate"}}})
+		"modes": []string{"transactions", "window", "rate"}, "features": []string{"inject-loop"}}})
 
 	rng := rand.New(rand.NewSource(int64(req.Seed))) // seeds are u64; wrapping is fine
 	conns := connections(&req)
@@ -846,6 +861,9 @@ func main() {
 				body = append(putVarint([]byte{1<<3 | 2}, uint64(len(payload))), payload...)
 			}
 			workers[i] = &echo{conn: conn, request: body, size: len(payload), deadline: time.Duration(req.CallDeadlineMs) * time.Millisecond}
+		}
+		if req.InjectLoopIterations > 0 {
+			workers[i] = injected{workers[i], req.InjectLoopIterations}
 		}
 	}
 

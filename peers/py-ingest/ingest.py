@@ -109,17 +109,12 @@ class Callgrind:
 
     def __init__(self):
         import ctypes
-        import mmap
         import platform
         if platform.machine() != "x86_64":
             print(f"{sys.argv[0]}: counted runs issue x86-64 client requests; this is {platform.machine()}",
                   file=sys.stderr)
             sys.exit(2)
-        self.page = mmap.mmap(-1, mmap.PAGESIZE,
-                              prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-        self.page.write(self.CODE)
-        address = ctypes.addressof(ctypes.c_char.from_buffer(self.page))
-        self.call = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(address)
+        self.page, self.call = executable(self.CODE, ctypes.c_void_p)
         self.ctypes = ctypes
 
     def request(self, code):
@@ -134,6 +129,52 @@ class Callgrind:
         # a stop is not usable (host/src/machine/valgrind.rs).
         self.request(self.DUMP)
         self.request(self.STOP)
+
+
+def executable(code, argtype):
+    """x86-64 machine code in an executable page of its own, as a ctypes
+    function of one argument returning a u64; the page must outlive it."""
+    import ctypes
+    import mmap
+    page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(code)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    return page, ctypes.CFUNCTYPE(ctypes.c_uint64, argtype)(address)
+
+
+class Injected:
+    """A test arm's known work before each transaction (the request's
+    `inject_loop_iterations`, docs/process-arms.md "Injected work"): n
+    iterations of `dec`, `jnz` between two `lfence`s, the loop blocklab's
+    own worker runs, as machine code: a Python loop's instructions per
+    iteration are the interpreter's, not known. The ctypes call around it
+    costs the same in every transaction."""
+
+    CODE = bytes([
+        0x48, 0x85, 0xFF,        # test rdi, rdi
+        0x74, 0x0B,              # jz ret
+        0x0F, 0xAE, 0xE8,        # lfence
+        0x48, 0xFF, 0xCF,        # dec rdi
+        0x75, 0xFB,              # jnz dec
+        0x0F, 0xAE, 0xE8,        # lfence
+        0xC3,                    # ret
+    ])
+
+    def __init__(self, worker, n):
+        import ctypes
+        import platform
+        if platform.machine() != "x86_64":
+            usage(f"`inject_loop_iterations` runs x86-64 machine code; this is {platform.machine()}")
+        self.page, self.loop = executable(self.CODE, ctypes.c_uint64)
+        self.worker = worker
+        self.n = n
+
+    def run(self, tally, measured, at=None):
+        self.loop(self.n)
+        return self.worker.run(tally, measured, at)
+
+    def __getattr__(self, name):
+        return getattr(self.worker, name)
 
 
 # Set by main when the request says `"counters": "callgrind"`.
@@ -626,7 +667,8 @@ def main():
     import grpc  # after the checks: a bad request is refused even without grpcio
     emit({"hello": {"protocol": 1,
                     "client": f"grpcio {grpc.__version__} / python {sys.version.split()[0]}",
-                    "modes": ["transactions", "window", "rate"]}})
+                    "modes": ["transactions", "window", "rate"],
+                    "features": ["inject-loop"]}})
 
     rng = random.Random(req.get("seed", 0))
     chans = channels(req, grpc)
@@ -638,6 +680,8 @@ def main():
             workers.append(Ingest(channel, p, rng.randbytes(p["record_bytes"]), rate))
         else:
             workers.append(Echo(channel, rng.randbytes(p["payload_bytes"]), deadline_s))
+        if req.get("inject_loop_iterations", 0) > 0:
+            workers[-1] = Injected(workers[-1], req["inject_loop_iterations"])
 
     def split(total, i):
         return total // workers_n + (1 if i < total % workers_n else 0)

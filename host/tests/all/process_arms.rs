@@ -63,10 +63,15 @@ const RATE: &str = "mode = \"rate\"\nmeasured_s = 0.2\nrate = 50";
 
 /// [`contained`] under `measure`, the behaving arm in `good`.
 fn contained_measuring(measure: &str, good: &str, mode: &str, timeout_s: f64) -> Vec<String> {
+    contained_arms(measure, good, &arm("bad", false, mode), timeout_s)
+}
+
+/// [`contained_measuring`] with the failing arm `bad` as written.
+fn contained_arms(measure: &str, good: &str, bad: &str, timeout_s: f64) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let arms = arm("good", true, good) + &arm("bad", false, mode);
-    let p = plan_measuring(dir.path(), mode, timeout_s, measure, &arms);
+    let arms = arm("good", true, good) + bad;
+    let p = plan_measuring(dir.path(), "contained", timeout_s, measure, &arms);
     let r = campaign(&data, &p, &[]);
     // Finished with failed runs: exit code 3 (docs/cli.md).
     assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
@@ -481,6 +486,23 @@ fn a_rate_run_of_a_program_that_does_not_declare_rate_is_refused() {
             "its `hello` declares no `\"rate\"` in `modes` (it gives none)",
             "use a client whose `hello` lists `\"rate\"` in `modes`",
             "measure.mode = \"window\"",
+        ],
+    );
+}
+
+/// A test arm's injected work is run by the program, so a program that
+/// does not say it runs it fails the run instead of measuring without it.
+#[test]
+fn an_injected_loop_for_a_program_that_does_not_declare_it_fails_its_runs() {
+    let bad =
+        arm("bad", false, "ok").replace("[[arms]]\n", "[[arms]]\ninject_loop_iterations = 1000\n");
+    let reasons = contained_arms(TRANSACTIONS, "ok", &bad, 60.0);
+    assert_all(
+        &reasons,
+        &[
+            "the arm sets `inject_loop_iterations`",
+            "declares no `\"inject-loop\"` in `features` (it gives none)",
+            "remove `inject_loop_iterations` from the arm",
         ],
     );
 }

@@ -727,7 +727,6 @@ impl ArmSpec {
             ("grants", !self.grants.is_empty()),
             ("allow", !self.allow.is_empty()),
             ("inject_busy_ns", self.inject_busy_ns != 0),
-            ("inject_loop_iterations", self.inject_loop_iterations != 0),
         ] {
             if set {
                 bail!(

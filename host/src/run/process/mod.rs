@@ -6,7 +6,7 @@
 //! interrupt, a protocol violation or children left behind. The outcome is
 //! a [`RunResult`] like a worker's.
 
-use super::child::{self, Containment, Ended, Finished, kill_group};
+use super::child::{self, Containment, Ended, Finished};
 use super::counters::Callgrind;
 use super::executor::Halt;
 use super::interrupt::Interrupt;
@@ -19,7 +19,8 @@ use crate::record::result::{Cpu, Latency, OpenLoop, RunResult, WindowStats, enco
 use crate::target::TargetSpec;
 use anyhow::{Context, bail};
 use check::{Bounds, Checked, Reported, check};
-use serde::{Deserialize, Serialize};
+use events::{Events, Mark, Needs, Seen, read_events};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use std::process::Command;
 use std::time::Instant;
 
 mod check;
+mod events;
 
 /// The protocol version this host speaks.
 pub const PROTOCOL: u32 = 1;
@@ -55,6 +57,9 @@ pub struct ProcessJob {
     pub expected_inputs: BTreeMap<String, String>,
     /// A counted run's counters (`measure.counters`).
     pub counters: Option<Counters>,
+    /// A test arm's known work per transaction (`inject_loop_iterations`),
+    /// which the program runs itself: its hello must list `"inject-loop"`.
+    pub inject_loop_iterations: u64,
 }
 
 impl ProcessJob {
@@ -86,6 +91,7 @@ impl ProcessJob {
             call_deadline_ms: spec.limits.call_deadline_ms,
             expected_inputs: plan.inputs_of(slot)?,
             counters: spec.counters_for(workload),
+            inject_loop_iterations: arm.inject_loop_iterations,
         }))
     }
 
@@ -120,6 +126,15 @@ impl ProcessJob {
             call_deadline_ms: self.call_deadline_ms,
             schedule: RunSchedule::of(self.measure, self.seed, self.workers),
             counters: self.counters.map(|c| c.source),
+            inject_loop_iterations: self.inject_loop_iterations,
+        }
+    }
+
+    /// What the program's hello must declare for this run.
+    fn needs(&self) -> Needs {
+        Needs {
+            rate: matches!(self.measure, Measure::Rate { .. }),
+            inject_loop: self.inject_loop_iterations > 0,
         }
     }
 }
@@ -144,92 +159,15 @@ struct Request<'a> {
     /// "Counted runs"). Absent otherwise, so other requests are unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     counters: Option<CounterSource>,
+    /// A test arm's `inject_loop_iterations`: the program runs that many
+    /// iterations of a two-instruction loop (`dec`, `jnz`) before each
+    /// transaction (docs/process-arms.md, "Injected work"). Absent when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    inject_loop_iterations: u64,
 }
 
-/// One line of the program's stdout.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum Event {
-    Hello(Hello),
-    Mark(Mark),
-    Result(Box<Reported>),
-}
-
-#[derive(Debug, Deserialize)]
-struct Hello {
-    protocol: serde_json::Value,
-    #[serde(default)]
-    client: Option<String>,
-    /// The measure modes the program runs; without it, `transactions` and
-    /// `window` (docs/process-arms.md, "Rate mode"). JSON values, not
-    /// [`crate::statistic::MeasureMode`]: a mode this blocklab does not know
-    /// is no reason to refuse the program.
-    #[serde(default)]
-    modes: Option<Vec<serde_json::Value>>,
-}
-
-impl Hello {
-    /// Its `modes` list `"rate"`.
-    fn declares_rate(&self) -> bool {
-        self.modes
-            .iter()
-            .flatten()
-            .any(|m| m.as_str() == Some("rate"))
-    }
-}
-
-/// The points the program marks, in the order it must mark them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum Mark {
-    Warmup,
-    Measured,
-    MeasuredEnd,
-}
-
-impl Mark {
-    const ORDER: [Mark; 3] = [Mark::Warmup, Mark::Measured, Mark::MeasuredEnd];
-
-    fn name(self) -> &'static str {
-        match self {
-            Mark::Warmup => "warmup",
-            Mark::Measured => "measured",
-            Mark::MeasuredEnd => "measured-end",
-        }
-    }
-}
-
-/// What the host saw at one mark: when, and the program's CPU time then.
-#[derive(Debug, Clone, Copy)]
-struct Seen {
-    at: Instant,
-    cpu_us: u64,
-}
-
-/// What the stdout reader collected.
-#[derive(Debug, Default)]
-struct Events {
-    client: Option<String>,
-    hello: Option<Instant>,
-    marks: Vec<Seen>,
-    result: Option<Reported>,
-    /// The run is in rate mode: the `hello` must declare `rate`.
-    needs_rate: bool,
-}
-
-/// User plus system CPU time of every thread of `pid`, microseconds, from
-/// /proc/PID/stat (clock-tick resolution).
-fn cpu_us(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields follow the
-    // last `)`; utime and stime are fields 14 and 15 (from 1).
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    // SAFETY: sysconf takes an integer name.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Some((utime + stime) * 1_000_000 / hz)
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Runs `job`'s program once, pinned to `cpus`, killed with its whole
@@ -270,7 +208,7 @@ fn run_checked(
     let timeout = limits::seconds("gates.run_timeout_s", timeout_s, true, limits::TIMEOUT_S)?;
     let inputs = inputs::check(&job.expected_inputs, process_files(&job.process)?, binary)?;
     let program = PathBuf::from(&job.process.command[0]);
-    let needs_rate = matches!(job.measure, Measure::Rate { .. });
+    let needs = job.needs();
     let dir = program.parent().unwrap_or(Path::new("/")).to_owned();
     let callgrind = match job.counters {
         Some(c) if c.source == CounterSource::Callgrind => Some(Callgrind::new(c)?),
@@ -304,10 +242,10 @@ fn run_checked(
                 program.display()
             )
         },
-        move |stdout, pid| read_events(stdout, pid, needs_rate),
+        move |stdout, pid| read_events(stdout, pid, needs),
         stderr_tail,
     )?;
-    let exit = Exit::judge(finished, timeout_s, needs_rate)?;
+    let exit = Exit::judge(finished, timeout_s, needs.rate)?;
     let run = Marked::of(exit.events)?;
     let bounds = Bounds {
         in_flight: job.workers.max(1) as f64 * job.in_flight_per_worker(),
@@ -589,135 +527,6 @@ fn stderr_tail(stderr: std::process::ChildStderr) -> String {
         }
     }
     Vec::from(lines).join("\n")
-}
-
-/// Reads events until EOF, checking their order; the first violation kills
-/// the program's group and is returned.
-fn read_events(
-    stdout: std::process::ChildStdout,
-    pid: i32,
-    needs_rate: bool,
-) -> Result<Events, String> {
-    let outcome = collect_events(stdout, pid, needs_rate);
-    if outcome.is_err() {
-        kill_group(pid);
-    }
-    outcome
-}
-
-/// The program's events up to EOF; the first violation of the protocol
-/// (or of the cap on a line) is the error.
-fn collect_events(
-    stdout: std::process::ChildStdout,
-    pid: i32,
-    needs_rate: bool,
-) -> Result<Events, String> {
-    let mut events = Events {
-        needs_rate,
-        ..Events::default()
-    };
-    let mut reader = BufReader::new(stdout);
-    let mut buf = Vec::new();
-    for number in 1.. {
-        buf.clear();
-        let n = (&mut reader)
-            .take(limits::PROCESS_LINE_BYTES + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| format!("cannot read its stdout: {e}"))?;
-        if n == 0 {
-            return Ok(events);
-        }
-        let at = Instant::now();
-        // Read first: the CPU time is the one at the mark.
-        let cpu = cpu_us(pid);
-        if buf.len() as u64 > limits::PROCESS_LINE_BYTES {
-            return Err(format!(
-                "line {number} of its stdout is longer than {} bytes (the cap on one event, docs/limits.md)",
-                limits::PROCESS_LINE_BYTES
-            ));
-        }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
-        }
-        let event: Event = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "line {number} of its stdout is not a protocol event (`{}`: {e}); stdout carries only JSON events, write anything else to stderr",
-                limits::clip(text)
-            )
-        })?;
-        events.accept(event, at, cpu, text)?;
-    }
-    Ok(events)
-}
-
-impl Events {
-    /// Takes one event, read at `at` with the program's CPU time `cpu`
-    /// then, checking that it comes in protocol order. `text` is its line.
-    fn accept(
-        &mut self,
-        event: Event,
-        at: Instant,
-        cpu: Option<u64>,
-        text: &str,
-    ) -> Result<(), String> {
-        match event {
-            Event::Hello(hello) => {
-                if self.hello.is_some() {
-                    return Err("it wrote `hello` twice".into());
-                }
-                if hello.protocol != serde_json::json!(PROTOCOL) {
-                    return Err(format!(
-                        "it speaks protocol version {}, this blocklab speaks version {PROTOCOL}; use a client built for protocol {PROTOCOL} (docs/process-arms.md)",
-                        limits::clip(&hello.protocol.to_string())
-                    ));
-                }
-                if self.needs_rate && !hello.declares_rate() {
-                    return Err(format!(
-                        "its `hello` declares no `\"rate\"` in `modes` ({}), so it cannot keep the schedule of `measure.mode = \"rate\"`; use a client whose `hello` lists `\"rate\"` in `modes` (docs/process-arms.md, \"Rate mode\"), or run this arm with `measure.mode = \"window\"`",
-                        match &hello.modes {
-                            Some(m) => limits::clip(&serde_json::to_string(m).unwrap_or_default())
-                                .into_owned(),
-                            None => "it gives none".to_owned(),
-                        }
-                    ));
-                }
-                self.hello = Some(at);
-                self.client = hello.client.map(|c| limits::clip(&c).into_owned());
-            }
-            _ if self.hello.is_none() => {
-                return Err(format!(
-                    "its first event is not `hello` (`{}`); a client writes `{{\"hello\": {{\"protocol\": {PROTOCOL}, ...}}}}` first",
-                    limits::clip(text)
-                ));
-            }
-            Event::Mark(mark) => {
-                let expected = Mark::ORDER.get(self.marks.len());
-                if self.result.is_some() || expected != Some(&mark) {
-                    return Err(format!(
-                        "it marked `{}` out of order; the marks are warmup, measured, measured-end, each once, before the result",
-                        mark.name()
-                    ));
-                }
-                let cpu_us = cpu.ok_or("its CPU time could not be read at a mark")?;
-                self.marks.push(Seen { at, cpu_us });
-            }
-            Event::Result(result) => {
-                if self.result.is_some() {
-                    return Err("it wrote `result` twice".into());
-                }
-                if self.marks.len() < Mark::ORDER.len() {
-                    return Err(format!(
-                        "it wrote its result before marking `{}`",
-                        Mark::ORDER[self.marks.len()].name()
-                    ));
-                }
-                self.result = Some(*result);
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
