@@ -33,7 +33,8 @@ pub(super) struct RunArgs {
     /// With `--endpoint`: `shared`, `per-stream` or a number of connections.
     #[arg(long, default_value = "shared")]
     connections: crate::target::grpc::Connections,
-    /// With `--endpoint`: worker threads of the client's tokio runtime.
+    /// With `--endpoint`: worker threads of the client's tokio runtime
+    /// (0: none, the workload's threads drive it).
     #[arg(long, default_value_t = 1)]
     client_threads: usize,
     /// Window (or, with `--rate`, rate) mode: seconds measured (instead of

@@ -43,15 +43,22 @@ fn an_endpoint_that_is_down_fails_the_run_naming_it() {
     );
 }
 
+/// Both clients, on a runtime with a thread of its own and on none
+/// (`--client-threads 0`: the two workers' own calls drive the connection
+/// and the streams, taking turns).
 #[test]
 fn ingest_and_unary_run_as_plugin_and_as_builtin() {
     let server = IngestServer::start(&[]);
-    for source in [
-        plugin("grpc-ingest").display().to_string(),
-        "builtin".into(),
+    for (source, threads) in [
+        (plugin("grpc-ingest").display().to_string(), "1"),
+        ("builtin".into(), "1"),
+        (plugin("grpc-ingest").display().to_string(), "0"),
+        ("builtin".into(), "0"),
     ] {
+        let source = &source;
         let r = json(&run(blocklab()
-            .args(["run", "--json", "--workers", "2", "--plugin", &source])
+            .args(["run", "--json", "--workers", "2", "--plugin", source])
+            .args(["--client-threads", threads])
             .args(["--workload", "ingest", "--endpoint", &server.url])
             .args(["--warmup-s", "0.1", "--measured-s", "0.3"])
             .args([
@@ -60,10 +67,10 @@ fn ingest_and_unary_run_as_plugin_and_as_builtin() {
                 "--param",
                 "max_in_flight=64",
             ])));
-        assert_eq!(r["errors"], 0, "{source}: {r}");
+        assert_eq!(r["errors"], 0, "{source}, {threads} client threads: {r}");
         assert_eq!(r["mode"], "window");
         let window = &r["window"];
-        assert!(window["records"].as_u64().unwrap() > 0, "{source}: {r}");
+        assert!(window["records"].as_u64().unwrap() > 0, "{source}, {threads} client threads: {r}");
         // Every record is `record_bytes` (1024) long.
         assert_eq!(
             window["bytes"].as_u64().unwrap(),
@@ -79,10 +86,11 @@ fn ingest_and_unary_run_as_plugin_and_as_builtin() {
         assert!(sockets["reads"].as_u64().unwrap() > 0, "{r}");
 
         let r = json(&run(blocklab()
-            .args(["run", "--json", "--plugin", &source])
+            .args(["run", "--json", "--plugin", source])
+            .args(["--client-threads", threads])
             .args(["--workload", "unary", "--endpoint", &server.url])
             .args(["--warmup", "10", "--measured", "50"])));
-        assert_eq!(r["errors"], 0, "{source}: {r}");
+        assert_eq!(r["errors"], 0, "{source}, {threads} client threads: {r}");
         assert_eq!(r["measured"], 50);
     }
 }

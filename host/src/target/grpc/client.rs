@@ -3,8 +3,12 @@
 //! calls and bidirectional streams of already-encoded messages.
 //!
 //! Callers are plain threads (plugin workers); every call blocks the calling
-//! thread on the runtime with `Handle::block_on`, so the runtime's own worker
-//! threads only drive I/O.
+//! thread on the runtime with `Runtime::block_on`, so the runtime's own
+//! worker threads only drive I/O. With `client_threads = 0` the runtime has
+//! no thread of its own (tokio's current-thread scheduler): the caller's
+//! `block_on` drives connections, streams and timers itself, so a counted
+//! run's instructions hold no idle runtime thread's polling, whose amount
+//! follows the clock (docs/grpc.md).
 //!
 //! A stream is returned as soon as its request is started: standard servers
 //! (grpcio, grpc-go, grpc-java) send response headers with their first
@@ -20,7 +24,7 @@ use bytes::{Buf, BufMut, Bytes};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tokio::runtime::{Handle, Runtime};
+use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
@@ -203,7 +207,7 @@ impl RuntimeStats {
 
 /// One run's gRPC client.
 pub struct GrpcClient {
-    runtime: Runtime,
+    runtime: Arc<Runtime>,
     endpoint: Endpoint,
     url: String,
     policy: Connections,
@@ -291,12 +295,17 @@ impl GrpcClient {
                 .http2_keep_alive_interval(Duration::from_millis(ms))
                 .keep_alive_while_idle(true);
         }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(settings.client_threads.max(1))
-            .thread_name("blocklab-grpc")
-            .enable_all()
-            .build()
-            .map_err(GrpcError::Runtime)?;
+        let runtime = match settings.client_threads {
+            0 => tokio::runtime::Builder::new_current_thread(),
+            n => {
+                let mut b = tokio::runtime::Builder::new_multi_thread();
+                b.worker_threads(n).thread_name("blocklab-grpc");
+                b
+            }
+        }
+        .enable_all()
+        .build()
+        .map_err(GrpcError::Runtime)?;
         let count = match settings.connections {
             Connections::Shared | Connections::PerStream => 1,
             Connections::Pool(n) => n as usize,
@@ -315,7 +324,7 @@ impl GrpcClient {
             Ok::<_, GrpcError>(channels)
         })?;
         Ok(Arc::new(GrpcClient {
-            runtime,
+            runtime: Arc::new(runtime),
             endpoint,
             url,
             policy: settings.connections,
@@ -367,7 +376,7 @@ impl GrpcClient {
         let channel = self.channels[0].clone();
         let timeout = self.timeout;
         self.backoff.wait();
-        let result = self.runtime.handle().block_on(async move {
+        let result = self.runtime.block_on(async move {
             let call = async {
                 let mut grpc = ready(channel).await?;
                 grpc.unary(tonic::Request::new(request), path, RawCodec)
@@ -391,12 +400,12 @@ impl GrpcClient {
     pub fn open_stream(&self, method: &str) -> Result<GrpcStream, Status> {
         let path = path(method)?;
         let timeout = self.timeout;
-        let handle = self.runtime.handle().clone();
+        let runtime = self.runtime.clone();
         self.backoff.wait();
         let (tx, rx) = mpsc::channel::<Bytes>(SEND_QUEUE);
         let (channel, own) = match self.policy {
             Connections::PerStream => {
-                let channel = handle.block_on(async {
+                let channel = runtime.block_on(async {
                     open(&self.endpoint, &self.sockets, self.nodelay, timeout)
                         .await
                         .map_err(|e| {
@@ -418,7 +427,7 @@ impl GrpcClient {
         };
         // The response future resolves with the server's headers; hyper
         // sends the request's messages meanwhile, from its own task.
-        let opening = handle.spawn(async move {
+        let opening = runtime.spawn(async move {
             let mut grpc = ready(channel).await?;
             let outbound = tokio_stream::wrappers::ReceiverStream::new(rx);
             grpc.streaming(tonic::Request::new(outbound), path, RawCodec)
@@ -426,7 +435,7 @@ impl GrpcClient {
                 .map(tonic::Response::into_inner)
         });
         Ok(GrpcStream {
-            handle,
+            runtime,
             tx: Some(tx),
             inbound: Inbound::Opening(opening),
             timeout,
@@ -453,11 +462,6 @@ impl GrpcClient {
             stats.park_unparks += m.worker_park_unpark_count(w);
         }
         stats
-    }
-
-    /// The runtime's handle, for callers with futures of their own.
-    pub fn handle(&self) -> &Handle {
-        self.runtime.handle()
     }
 }
 
@@ -490,7 +494,9 @@ enum Inbound {
 
 /// One open bidirectional stream.
 pub struct GrpcStream {
-    handle: Handle,
+    /// The client's: a current-thread runtime runs the stream's tasks only
+    /// inside a `block_on`, which only the runtime itself offers.
+    runtime: Arc<Runtime>,
     /// `None` after `close_send`.
     tx: Option<mpsc::Sender<Bytes>>,
     inbound: Inbound,
@@ -513,7 +519,7 @@ impl GrpcStream {
             ));
         };
         let timeout = self.timeout;
-        let sent = self.handle.block_on(async {
+        let sent = self.runtime.block_on(async {
             tokio::time::timeout(timeout, tx.send(message))
                 .await
                 .map_err(|_| deadline("sending (flow control held the message back)", timeout))
@@ -549,7 +555,7 @@ impl GrpcStream {
         }
         let timeout = self.timeout;
         let inbound = &mut self.inbound;
-        let result = self.handle.block_on(async {
+        let result = self.runtime.block_on(async {
             let next = async {
                 if let Inbound::Opening(task) = inbound {
                     let opened = match task.await {

@@ -127,7 +127,8 @@ pub struct GrpcSettings {
     /// HTTP/2 keepalive ping interval, milliseconds (none by default).
     #[serde(default)]
     pub keepalive_ms: Option<u64>,
-    /// Worker threads of the client's tokio runtime.
+    /// Worker threads of the client's tokio runtime; 0: none, the calling
+    /// worker threads drive it themselves (for counted runs).
     #[serde(default = "one")]
     pub client_threads: usize,
     /// Longest a connect, open, send or receive may wait, milliseconds.
@@ -182,9 +183,6 @@ impl GrpcSettings {
                 "`target.server` sets knobs of the local server, but the endpoint is `{}`; use `endpoint = \"{LOCAL_INGEST}\"` or drop `server`",
                 self.endpoint
             );
-        }
-        if self.client_threads == 0 {
-            anyhow::bail!("`target.client_threads` must be at least 1");
         }
         if !self.is_local() && !self.endpoint.starts_with("http://") {
             anyhow::bail!(
