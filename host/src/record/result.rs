@@ -188,9 +188,13 @@ pub struct ClientRuntime {
     /// Times a worker went idle.
     pub parks: u64,
     pub park_unparks: u64,
-    /// Tasks in the global queue, sampled every 10 ms: mean and max.
-    pub queue_depth_mean: f64,
-    pub queue_depth_max: usize,
+    /// Tasks in the global queue, sampled every 10 ms: mean and max. None
+    /// in a counted run, which takes no samples: a sampler's instructions
+    /// follow the clock (docs/method.md, "Counted runs").
+    #[serde(default)]
+    pub queue_depth_mean: Option<f64>,
+    #[serde(default)]
+    pub queue_depth_max: Option<usize>,
     /// Tasks alive at the end of the window.
     pub alive_tasks: usize,
     /// HTTP/2 connections the client opened in the whole run, the ones
@@ -500,8 +504,15 @@ fn open_loop_lines(o: &OpenLoop) -> String {
 fn client_runtime_lines(r: &ClientRuntime) -> String {
     let mut s = String::new();
     s += &format!(
-        "  client rt    {} worker(s) busy {:.2}  parks {}  queue mean {:.2} max {}  connections {}\n",
-        r.workers, r.busy_ratio, r.parks, r.queue_depth_mean, r.queue_depth_max, r.connections
+        "  client rt    {} worker(s) busy {:.2}  parks {}  queue {}  connections {}\n",
+        r.workers,
+        r.busy_ratio,
+        r.parks,
+        match (r.queue_depth_mean, r.queue_depth_max) {
+            (Some(mean), Some(max)) => format!("mean {mean:.2} max {max}"),
+            _ => "not sampled (counted run)".to_owned(),
+        },
+        r.connections
     );
     if r.reconnects > 0 {
         s += &format!("  reconnects   {}\n", r.reconnects);

@@ -70,7 +70,10 @@ fn ingest_and_unary_run_as_plugin_and_as_builtin() {
         assert_eq!(r["errors"], 0, "{source}, {threads} client threads: {r}");
         assert_eq!(r["mode"], "window");
         let window = &r["window"];
-        assert!(window["records"].as_u64().unwrap() > 0, "{source}, {threads} client threads: {r}");
+        assert!(
+            window["records"].as_u64().unwrap() > 0,
+            "{source}, {threads} client threads: {r}"
+        );
         // Every record is `record_bytes` (1024) long.
         assert_eq!(
             window["bytes"].as_u64().unwrap(),

@@ -364,7 +364,9 @@ fn measure_all(
         barriers.warmed.wait();
         let warm = t_warm.elapsed();
         let sampling = &sampling;
-        let sampler = grpc.map(|client| scope.spawn(move || sample_queue(client, sampling)));
+        let sampler = grpc
+            .filter(|_| !under_callgrind(spec.counters))
+            .map(|client| scope.spawn(move || sample_queue(client, sampling)));
         let rt_before = grpc.map(|c| c.runtime_stats());
         // Started before the window's clocks so its own start-up is not
         // charged to the window; its samples are the window's.
@@ -382,7 +384,7 @@ fn measure_all(
         let alloc = AllocCount::now().since(alloc);
         let samples = profiler.map(|p| p.map(Sampler::stop));
         sampling.store(false, Ordering::Relaxed);
-        let queue = sampler.and_then(|h| h.join().ok()).unwrap_or_default();
+        let queue = sampler.and_then(|h| h.join().ok());
         let client_runtime = grpc
             .zip(rt_before)
             .map(|(client, before)| client_runtime(client, &before, wall, queue));
@@ -437,7 +439,7 @@ fn client_runtime(
     client: &GrpcClient,
     before: &crate::target::grpc::client::RuntimeStats,
     wall: Duration,
-    queue: (f64, usize),
+    queue: Option<(f64, usize)>,
 ) -> ClientRuntime {
     let stats = client.runtime_stats().since(before);
     ClientRuntime {
@@ -445,8 +447,8 @@ fn client_runtime(
         busy_ratio: stats.busy_s / wall.as_secs_f64(),
         parks: stats.parks,
         park_unparks: stats.park_unparks,
-        queue_depth_mean: queue.0,
-        queue_depth_max: queue.1,
+        queue_depth_mean: queue.map(|q| q.0),
+        queue_depth_max: queue.map(|q| q.1),
         alive_tasks: stats.alive_tasks,
         connections: client.connections_opened(),
         reconnects: client.reconnects(),
