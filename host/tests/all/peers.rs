@@ -86,7 +86,7 @@ pub(crate) fn go_peers() -> Result<&'static GoPeers, String> {
     }
 }
 
-fn python() -> String {
+pub(crate) fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
 }
 

@@ -46,23 +46,12 @@ struct Hello {
     features: Option<Vec<serde_json::Value>>,
 }
 
+/// `list` (a hello's `modes` or `features`) holds `name`.
+fn lists(list: &Option<Vec<serde_json::Value>>, name: &str) -> bool {
+    list.iter().flatten().any(|v| v.as_str() == Some(name))
+}
+
 impl Hello {
-    /// Its `modes` list `"rate"`.
-    fn declares_rate(&self) -> bool {
-        self.modes
-            .iter()
-            .flatten()
-            .any(|m| m.as_str() == Some("rate"))
-    }
-
-    /// Its `features` list `feature`.
-    fn declares_feature(&self, feature: &str) -> bool {
-        self.features
-            .iter()
-            .flatten()
-            .any(|f| f.as_str() == Some(feature))
-    }
-
     /// Why it cannot run a request that `needs` something it does not
     /// declare.
     fn refusal(&self, needs: Needs) -> Option<String> {
@@ -70,13 +59,13 @@ impl Hello {
             Some(l) => limits::clip(&serde_json::to_string(l).unwrap_or_default()).into_owned(),
             None => "it gives none".to_owned(),
         };
-        if needs.rate && !self.declares_rate() {
+        if needs.rate && !lists(&self.modes, "rate") {
             return Some(format!(
                 "its `hello` declares no `\"rate\"` in `modes` ({}), so it cannot keep the schedule of `measure.mode = \"rate\"`; use a client whose `hello` lists `\"rate\"` in `modes` (docs/process-arms.md, \"Rate mode\"), or run this arm with `measure.mode = \"window\"`",
                 listed(&self.modes)
             ));
         }
-        if needs.inject_loop && !self.declares_feature("inject-loop") {
+        if needs.inject_loop && !lists(&self.features, "inject-loop") {
             return Some(format!(
                 "the arm sets `inject_loop_iterations`, but the program's `hello` declares no `\"inject-loop\"` in `features` ({}), so it would run without the injected work; use a client that implements it (peers/go-ingest, peers/py-ingest; docs/process-arms.md, \"Injected work\"), or remove `inject_loop_iterations` from the arm",
                 listed(&self.features)

@@ -126,7 +126,8 @@ impl ProcessJob {
             call_deadline_ms: self.call_deadline_ms,
             schedule: RunSchedule::of(self.measure, self.seed, self.workers),
             counters: self.counters.map(|c| c.source),
-            inject_loop_iterations: self.inject_loop_iterations,
+            inject_loop_iterations: (self.inject_loop_iterations > 0)
+                .then_some(self.inject_loop_iterations),
         }
     }
 
@@ -162,12 +163,8 @@ struct Request<'a> {
     /// A test arm's `inject_loop_iterations`: the program runs that many
     /// iterations of a two-instruction loop (`dec`, `jnz`) before each
     /// transaction (docs/process-arms.md, "Injected work"). Absent when 0.
-    #[serde(skip_serializing_if = "is_zero")]
-    inject_loop_iterations: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inject_loop_iterations: Option<u64>,
 }
 
 /// Runs `job`'s program once, pinned to `cpus`, killed with its whole
