@@ -16,6 +16,7 @@ use crate::analysis::{self, Report};
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::{ArmSpec, PlanSpec};
 use crate::run::supervisor::{self, Options};
+use crate::run::unix_ms;
 use crate::stats;
 use anyhow::bail;
 use blocklab_store::{CampaignId, Store};
@@ -344,12 +345,6 @@ pub fn recommended_blocks(sd_log: f64, level: f64, target: f64, arms: usize) -> 
         crate::plan::design::orders(arms.max(1), b, 0).is_ok()
             && expected_half_width(sd_log, b, level) <= target
     })
-}
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use super::interrupt::Interrupt;
 use super::link::CampaignNetwork;
 use super::process::ProcessJob;
 use super::profile::Selection;
+use super::unix_ms;
 use super::worker::RunSpec;
 use crate::machine::placement::{self, Placement};
 use crate::plan::duet::Design;
@@ -33,7 +34,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// One executed attempt: the record to store and the blobs stored beside it.
 #[derive(Debug)]
@@ -547,12 +548,6 @@ impl Client {
             Client::Process(job) => &mut job.target,
         }
     }
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The worker's instructions for one slot.

@@ -28,6 +28,15 @@ pub mod worker;
 
 pub use worker::RunSpec;
 
+/// The wall clock in milliseconds since the Unix epoch: the time stamps of
+/// run records, Slurm jobs and calibrations. A clock set before 1970 reads
+/// 0, since a wrong stamp is no reason to fail a run.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Executes campaign `id` with the executor its sealed plan names: the
 /// local supervisor, or the Slurm coordinator (`[executor] kind = "slurm"`).
 /// The CLI and the daemon both start campaigns here.

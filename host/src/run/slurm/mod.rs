@@ -25,6 +25,7 @@ pub mod node;
 pub mod spool;
 
 use super::supervisor::{Event, Options, Outcome};
+use super::unix_ms;
 use crate::plan::seal::SealedPlan;
 use crate::plan::spec::ExecutorSpec;
 use crate::record::Blob;
@@ -41,12 +42,6 @@ use std::time::Duration;
 
 /// How often the coordinator looks at the spool and the queue.
 const POLL: Duration = Duration::from_millis(200);
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// Executes campaign `id` on Slurm: see the module docs. `--resume` is the
 /// same call: finished blocks are skipped, running jobs followed, the rest

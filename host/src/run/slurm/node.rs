@@ -8,6 +8,7 @@ use super::spool::{self, BlockJob, Done, Spool, SpooledRun, Started};
 use crate::run::attempts::{self, Attempts, SlotEnd};
 use crate::run::executor::{Executed, LocalExecutor, Settings};
 use crate::run::interrupt::Interrupt;
+use crate::run::unix_ms;
 use crate::target::grpc::local::Remote;
 use anyhow::Context;
 use blocklab_store::CampaignId;
@@ -57,12 +58,6 @@ fn server_node(this: &str) -> anyhow::Result<Remote> {
         connect_host: commands::node_addr(node)?,
         node: node.clone(),
     })
-}
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Runs block `block` of campaign `campaign` from the spool. Returns the
