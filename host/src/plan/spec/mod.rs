@@ -151,14 +151,20 @@ impl ExecutorSpec {
         *self == ExecutorSpec::default()
     }
 
+    /// The words `[executor]` passes to `sbatch`, each with its key in the
+    /// plan and its `sbatch` flag: one table, so what is checked here is
+    /// what a job is given.
+    pub fn sbatch_words(&self) -> [(&'static str, &'static str, &Option<String>); 4] {
+        [
+            ("executor.partition", "--partition", &self.partition),
+            ("executor.account", "--account", &self.account),
+            ("executor.constraint", "--constraint", &self.constraint),
+            ("executor.time_limit", "--time", &self.time_limit),
+        ]
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
-        let words = [
-            ("executor.partition", &self.partition),
-            ("executor.account", &self.account),
-            ("executor.constraint", &self.constraint),
-            ("executor.time_limit", &self.time_limit),
-        ];
-        for (key, value) in words {
+        for (key, _, value) in self.sbatch_words() {
             if let Some(v) = value
                 && (v.is_empty()
                     || v.len() > 200

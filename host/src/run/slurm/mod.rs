@@ -551,13 +551,7 @@ impl Coordinator<'_> {
             format!("--output={}", log.display()),
             "--open-mode=append".to_owned(),
         ];
-        let options = [
-            ("--partition", &executor.partition),
-            ("--account", &executor.account),
-            ("--constraint", &executor.constraint),
-            ("--time", &executor.time_limit),
-        ];
-        for (flag, value) in options {
+        for (_, flag, value) in executor.sbatch_words() {
             if let Some(v) = value {
                 args.push(format!("{flag}={v}"));
             }
