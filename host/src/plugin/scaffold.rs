@@ -35,31 +35,29 @@ pub enum Lang {
 /// The SDK of the blocklab tree this binary was built from, when it is
 /// still there; else the first `plugins/sdk` above the current directory.
 pub fn find_sdk() -> Option<PathBuf> {
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk");
-    let cwd = std::env::current_dir().ok();
-    let mut candidates = vec![built];
-    if let Some(cwd) = cwd {
-        candidates.extend(cwd.ancestors().map(|d| d.join("plugins/sdk")));
-    }
-    candidates
-        .into_iter()
-        .find(|d| d.join("Cargo.toml").is_file())
-        .and_then(|d| std::fs::canonicalize(d).ok())
+    find_in_tree("plugins/sdk", "Cargo.toml")
 }
 
 /// The JavaScript toolchain (plugins/js: build.mjs, the SDK and the pinned
 /// ComponentizeJS) of the tree this binary was built from, when it is still
 /// there; else the first `plugins/js` above the current directory.
 pub fn find_js_toolchain() -> Option<PathBuf> {
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/js");
+    find_in_tree("plugins/js", "build.mjs")
+}
+
+/// The directory `dir` (relative to a blocklab tree's root) holding
+/// `marker`: in the tree this binary was built from, else in the nearest
+/// tree above the current directory; canonical.
+fn find_in_tree(dir: &str, marker: &str) -> Option<PathBuf> {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
     let cwd = std::env::current_dir().ok();
     let mut candidates = vec![built];
     if let Some(cwd) = cwd {
-        candidates.extend(cwd.ancestors().map(|d| d.join("plugins/js")));
+        candidates.extend(cwd.ancestors().map(|d| d.join(dir)));
     }
     candidates
         .into_iter()
-        .find(|d| d.join("build.mjs").is_file())
+        .find(|d| d.join(marker).is_file())
         .and_then(|d| std::fs::canonicalize(d).ok())
 }
 
