@@ -85,15 +85,26 @@ impl LinkCounters {
     }
 }
 
-/// `dev`'s qdiscs other than veth's default `noqueue`, from `tc -s -j`.
-pub(super) fn qdiscs(ns: Option<&str>, dev: &str) -> Result<Vec<QdiscCounters>, NetError> {
-    let mut a = argv(&["tc"]);
+/// What `TOOL [-n NS] -s -j OBJECT show dev DEV` prints: `tc` and `ip`
+/// take the namespace and the statistics flags alike. Output that is not a
+/// JSON list reads as an empty one: no counters, rather than a failed run.
+fn shown(
+    tool: &str,
+    ns: Option<&str>,
+    object: &str,
+    dev: &str,
+) -> Result<Vec<serde_json::Value>, NetError> {
+    let mut a = argv(&[tool]);
     if let Some(ns) = ns {
         a.extend(argv(&["-n", ns]));
     }
-    a.extend(argv(&["-s", "-j", "qdisc", "show", "dev", dev]));
-    let text = run(&a)?;
-    let list: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
+    a.extend(argv(&["-s", "-j", object, "show", "dev", dev]));
+    Ok(serde_json::from_str(&run(&a)?).unwrap_or_default())
+}
+
+/// `dev`'s qdiscs other than veth's default `noqueue`, from `tc -s -j`.
+pub(super) fn qdiscs(ns: Option<&str>, dev: &str) -> Result<Vec<QdiscCounters>, NetError> {
+    let list = shown("tc", ns, "qdisc", dev)?;
     let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or(0);
     Ok(list
         .iter()
@@ -110,13 +121,7 @@ pub(super) fn qdiscs(ns: Option<&str>, dev: &str) -> Result<Vec<QdiscCounters>, 
 }
 
 pub(super) fn end_counters(ns: Option<&str>, dev: &str) -> Result<EndCounters, NetError> {
-    let mut a = argv(&["ip"]);
-    if let Some(ns) = ns {
-        a.extend(argv(&["-n", ns]));
-    }
-    a.extend(argv(&["-s", "-j", "link", "show", "dev", dev]));
-    let text = run(&a)?;
-    let list: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
+    let list = shown("ip", ns, "link", dev)?;
     let stats = list
         .first()
         .map(|l| l["stats64"].clone())
