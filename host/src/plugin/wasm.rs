@@ -66,51 +66,8 @@ macro_rules! kv_error_conversions {
     };
 }
 
-/// One version's grpc host, forwarded to 0.1.0's (grpc_host.rs): the calls
-/// are the same in every version, only the `status` record is each
-/// version's own type. Expanded in a module with that version's bindings
-/// imported as `wit_grpc`.
-macro_rules! grpc_forwarding {
-    () => {
-        fn status(s: super::wit_grpc::Status) -> wit_grpc::Status {
-            wit_grpc::Status {
-                code: s.code,
-                message: s.message,
-            }
-        }
-
-        type GrpcResult<T> = anyhow::Result<Result<T, wit_grpc::Status>>;
-
-        impl wit_grpc::Host for HostState {
-            fn unary(&mut self, method: String, request: Vec<u8>) -> GrpcResult<Vec<u8>> {
-                Ok(super::wit_grpc::Host::unary(self, method, request)?.map_err(status))
-            }
-
-            fn open_stream(&mut self, method: String) -> GrpcResult<Resource<StreamHandle>> {
-                Ok(super::wit_grpc::Host::open_stream(self, method)?.map_err(status))
-            }
-        }
-
-        impl wit_grpc::HostStream for HostState {
-            fn send(&mut self, stream: Resource<StreamHandle>, message: Vec<u8>) -> GrpcResult<()> {
-                Ok(super::wit_grpc::HostStream::send(self, stream, message)?.map_err(status))
-            }
-
-            fn recv(&mut self, stream: Resource<StreamHandle>) -> GrpcResult<Option<Vec<u8>>> {
-                Ok(super::wit_grpc::HostStream::recv(self, stream)?.map_err(status))
-            }
-
-            fn close_send(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
-                super::wit_grpc::HostStream::close_send(self, stream)
-            }
-
-            fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
-                super::wit_grpc::HostStream::drop(self, stream)
-            }
-        }
-    };
-}
-
+#[macro_use]
+mod forwarding;
 mod futures;
 mod grpc_host;
 mod v1;

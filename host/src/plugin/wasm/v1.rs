@@ -107,20 +107,4 @@ impl wit_kv::HostTransaction for HostState {
     }
 }
 
-impl wit_env::Host for HostState {
-    fn now_ns(&mut self) -> anyhow::Result<u64> {
-        v2_env::Host::now_ns(self)
-    }
-
-    fn random(&mut self, len: u32) -> anyhow::Result<Vec<u8>> {
-        v2_env::Host::random(self, len)
-    }
-
-    fn count(&mut self, name: String, delta: i64) -> anyhow::Result<()> {
-        v2_env::Host::count(self, name, delta)
-    }
-
-    fn log(&mut self, level: u8, message: String) -> anyhow::Result<()> {
-        v2_env::Host::log(self, level, message)
-    }
-}
+env_forwarding!(v2_env);

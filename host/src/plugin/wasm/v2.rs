@@ -83,22 +83,6 @@ impl wit_kv::HostTransaction for HostState {
     }
 }
 
-impl wit_env::Host for HostState {
-    fn now_ns(&mut self) -> anyhow::Result<u64> {
-        v3_env::Host::now_ns(self)
-    }
-
-    fn random(&mut self, len: u32) -> anyhow::Result<Vec<u8>> {
-        v3_env::Host::random(self, len)
-    }
-
-    fn count(&mut self, name: String, delta: i64) -> anyhow::Result<()> {
-        v3_env::Host::count(self, name, delta)
-    }
-
-    fn log(&mut self, level: u8, message: String) -> anyhow::Result<()> {
-        v3_env::Host::log(self, level, message)
-    }
-}
+env_forwarding!(v3_env);
 
 grpc_forwarding!();
