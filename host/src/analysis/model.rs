@@ -268,6 +268,14 @@ pub struct GateSummary {
 impl GateSummary {
     /// The gates' verdict in one sentence, for every rendering.
     pub fn sentence(&self) -> String {
+        // Said only when it happened: most campaigns have neither.
+        let clause = |n: u64, what: &str| {
+            if n > 0 {
+                format!(", {n} {what}")
+            } else {
+                String::new()
+            }
+        };
         format!(
             "{} runs stored, {} failed, {} ran although the quiescence gate did not pass, {} reruns, CPU steal {}, {} OOM kills, {} slots not run yet{}{}",
             self.runs,
@@ -277,22 +285,14 @@ impl GateSummary {
             self.steal.phrase(),
             self.oom_kills,
             self.unfinished_slots,
-            if self.skipped_slots > 0 {
-                format!(
-                    ", {} slots left unrun by the sequential rule",
-                    self.skipped_slots
-                )
-            } else {
-                String::new()
-            },
-            if self.leaked_resources > 0 {
-                format!(
-                    ", {} plugin resources leaked (transactions or streams never dropped: fix the plugin; in JavaScript call `[Symbol.dispose]()`)",
-                    self.leaked_resources
-                )
-            } else {
-                String::new()
-            }
+            clause(
+                self.skipped_slots as u64,
+                "slots left unrun by the sequential rule"
+            ),
+            clause(
+                self.leaked_resources,
+                "plugin resources leaked (transactions or streams never dropped: fix the plugin; in JavaScript call `[Symbol.dispose]()`)"
+            )
         )
     }
 }
