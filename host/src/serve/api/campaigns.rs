@@ -1,7 +1,7 @@
 //! The stored campaigns as they are: the list, one campaign with its sealed
 //! plan, its stored runs and a run's flamegraph.
 
-use super::{blocking, parse_id};
+use super::{CampaignPath, blocking, parse_id};
 use crate::analysis;
 use crate::plan::seal::SealedPlan;
 use crate::record::RunRecord;
@@ -102,7 +102,7 @@ pub(super) async fn list_campaigns(
     get,
     path = "/api/campaigns/{id}",
     tag = "campaigns",
-    params(("id" = u64, Path, description = "campaign id")),
+    params(CampaignPath),
     responses(
         (status = 200, description = "the campaign: `campaign`, `progress`, `current`, `queue_position`, `statistics`, `sealed`", body = Object),
         (status = 404, description = "no such campaign", body = ErrorBody),
@@ -110,9 +110,8 @@ pub(super) async fn list_campaigns(
 )]
 pub(super) async fn campaign(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    CampaignPath(id): CampaignPath,
 ) -> Result<Json<Value>, AppError> {
-    let id = parse_id(&id)?;
     blocking(move || {
         let store = state.store();
         let meta = store.campaign(id)?;
@@ -145,7 +144,7 @@ pub(super) struct RunView {
     get,
     path = "/api/campaigns/{id}/runs",
     tag = "campaigns",
-    params(("id" = u64, Path, description = "campaign id")),
+    params(CampaignPath),
     responses(
         (status = 200, description = "runs: each stored record with `final`", body = [Object]),
         (status = 404, description = "no such campaign", body = ErrorBody),
@@ -153,9 +152,8 @@ pub(super) struct RunView {
 )]
 pub(super) async fn campaign_runs(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    CampaignPath(id): CampaignPath,
 ) -> Result<Json<Vec<RunView>>, AppError> {
-    let id = parse_id(&id)?;
     blocking(move || {
         let store = state.store();
         let finals = store.final_attempts(id)?;

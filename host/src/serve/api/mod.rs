@@ -26,8 +26,9 @@ pub(super) use submit::{Created, UploadedPlugin};
 
 use super::openapi::{self, ApiDoc, Spec};
 use super::{AppError, AppState, BODY_LIMIT};
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
 use axum::http::header;
+use axum::http::request::Parts;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use blocklab_store::CampaignId;
@@ -181,6 +182,33 @@ fn parse_id(text: &str) -> Result<CampaignId, AppError> {
             "`{text}` is not a campaign id (ids are numbers, see GET /api/campaigns)"
         ))
     })
+}
+
+/// The campaign id of a `/api/campaigns/{id}` path, read as [`parse_id`]
+/// reads it (404 for anything that is not one), and its parameter in
+/// /api/openapi.json: a handler takes it and names it in `params(...)`.
+/// Handlers take it after their `Query`, so a request wrong in both is
+/// answered about its query (400) rather than its id.
+#[derive(utoipa::IntoParams)]
+#[into_params(names("id"), parameter_in = Path)]
+struct CampaignPath(
+    /// campaign id
+    #[param(value_type = u64)]
+    CampaignId,
+);
+
+impl<S: Send + Sync> FromRequestParts<S> for CampaignPath {
+    /// axum's own answer to a path it cannot read, or [`parse_id`]'s 404.
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Path(text) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        parse_id(&text)
+            .map(CampaignPath)
+            .map_err(IntoResponse::into_response)
+    }
 }
 
 /// Runs blocking store or analysis work off the async threads.

@@ -3,7 +3,7 @@
 //! the latency distribution.
 
 use super::cache::{answer, cached_or_blocking, report_of};
-use super::{blocking, parse_id};
+use super::{CampaignPath, blocking, parse_id};
 use crate::analysis;
 use crate::analysis::latency::{Latency, LatencyError};
 use crate::report;
@@ -11,7 +11,7 @@ use crate::serve::openapi::ErrorBody;
 use crate::serve::{AppError, AppState};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
@@ -73,7 +73,7 @@ pub(super) async fn series_history(
     get,
     path = "/api/campaigns/{id}/report",
     tag = "campaigns",
-    params(("id" = u64, Path, description = "campaign id"), ReportQuery),
+    params(CampaignPath, ReportQuery),
     responses(
         (status = 200, description = "the report", content(
             (Object = "application/json"),
@@ -86,11 +86,10 @@ pub(super) async fn series_history(
 )]
 pub(super) async fn campaign_report(
     State(state): State<AppState>,
-    Path(id): Path<String>,
     Query(q): Query<ReportQuery>,
+    CampaignPath(id): CampaignPath,
     request: HeaderMap,
 ) -> Result<Response, AppError> {
-    let id = parse_id(&id)?;
     let format = q.format.unwrap_or_else(|| "json".into());
     let (content_type, extension) = match format.as_str() {
         "json" => ("application/json", "json"),
@@ -201,7 +200,7 @@ pub(super) struct GateAnswer {
     get,
     path = "/api/campaigns/{id}/gate",
     tag = "campaigns",
-    params(("id" = u64, Path, description = "campaign id"), GateQuery),
+    params(CampaignPath, GateQuery),
     responses(
         (status = 200, description = "the verdict", body = GateAnswer),
         (status = 400, description = "a bad parameter, or nothing the gate can judge (the message says why)", body = ErrorBody),
@@ -211,11 +210,10 @@ pub(super) struct GateAnswer {
 )]
 pub(super) async fn campaign_gate(
     State(state): State<AppState>,
-    Path(id): Path<String>,
     Query(q): Query<GateQuery>,
+    CampaignPath(id): CampaignPath,
 ) -> Result<Json<GateAnswer>, AppError> {
     use analysis::gate::{self, Against, Question};
-    let id = parse_id(&id)?;
     let max_change = gate::parse_change(&q.max_change)
         .map_err(|e| AppError::bad_request(format!("`max_change`: {e}")))?;
     let against = match q.baseline.as_deref().filter(|b| !b.is_empty()) {
@@ -273,7 +271,7 @@ pub(super) struct LatencyQuery {
     get,
     path = "/api/campaigns/{id}/latency",
     tag = "campaigns",
-    params(("id" = u64, Path, description = "campaign id"), LatencyQuery),
+    params(CampaignPath, LatencyQuery),
     responses(
         (status = 200, description = "percentile points per arm", body = Latency),
         (status = 404, description = "no such campaign or workload", body = ErrorBody),
@@ -281,11 +279,10 @@ pub(super) struct LatencyQuery {
 )]
 pub(super) async fn latency(
     State(state): State<AppState>,
-    Path(id): Path<String>,
     Query(q): Query<LatencyQuery>,
+    CampaignPath(id): CampaignPath,
     request: HeaderMap,
 ) -> Result<Response, AppError> {
-    let id = parse_id(&id)?;
     let what = format!("latency?workload={}", q.workload);
     let body = cached_or_blocking(state, id, what, move |state| {
         let latency = crate::analysis::latency::distribution(state.store(), id, q.workload)

@@ -2,7 +2,7 @@
 //! (`POST /api/campaigns`, with its idempotency key and `?profile=`), store
 //! a plugin component (`POST /api/plugins`) and cancel a campaign.
 
-use super::{blocking, parse_id, seal_permit};
+use super::{CampaignPath, blocking, seal_permit};
 use crate::plan::seal::{self, SealedPlan};
 use crate::plan::spec::PlanSpec;
 use crate::record::Blob;
@@ -12,7 +12,7 @@ use crate::serve::{AppError, AppState, BODY_LIMIT, Event, idempotency, lock};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use blocklab_store::{CampaignId, CampaignStatus};
 use serde::{Deserialize, Serialize};
@@ -357,7 +357,7 @@ fn seal_posted(
     post,
     path = "/api/campaigns/{id}/cancel",
     tag = "campaigns",
-    params(("id" = u64, Path, description = "campaign id")),
+    params(CampaignPath),
     responses(
         (status = 200, description = "`{id, status}` with status `cancelled` or `cancelling`", body = Object),
         (status = 401, description = "missing or wrong token", body = ErrorBody),
@@ -368,9 +368,8 @@ fn seal_posted(
 )]
 pub(super) async fn cancel_campaign(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    CampaignPath(id): CampaignPath,
 ) -> Result<Json<Value>, AppError> {
-    let id = parse_id(&id)?;
     let st = state.clone();
     let (status, was_running) = blocking(move || {
         let store = st.store();
