@@ -37,47 +37,70 @@ impl MeasureMode {
     }
 }
 
-/// One statistic compared across arms. Its serde form is its name
-/// (`"mean_latency"`), the stable identity in plans, reports and the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Statistic {
-    MeanLatency,
-    P50Latency,
-    P99Latency,
-    Throughput,
+/// Declares [`Statistic`] from one list of its variants, each with its
+/// name, and from the same list [`ALL`] and [`Statistic::name`]: a new
+/// statistic cannot be missing from either.
+macro_rules! statistics {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// One statistic compared across arms. Its serde form is its name
+        /// (`"mean_latency"`), the stable identity in plans, reports and the API.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Statistic {
+            $($(#[$doc])* $variant,)*
+        }
+
+        /// Every statistic, for parsing and for listing the names.
+        const ALL: &[Statistic] = &[$(Statistic::$variant,)*];
+
+        impl Statistic {
+            /// The name plans, reports and the API use.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Statistic::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+statistics! {
+    MeanLatency => "mean_latency",
+    P50Latency => "p50_latency",
+    P99Latency => "p99_latency",
+    Throughput => "throughput",
     /// Process CPU per transaction over the measured window.
-    CpuMeasured,
+    CpuMeasured => "cpu_measured",
     /// CPU per transaction of the process beyond the arms' shared floor
     /// (E−A).
-    CpuProcess,
-    AllocBytes,
-    Allocs,
+    CpuProcess => "cpu_process",
+    AllocBytes => "alloc_bytes",
+    Allocs => "allocs",
     /// Window mode: records the server acknowledged, per second.
-    RecordsPerS,
-    BytesPerS,
-    AckP50Latency,
-    AckP99Latency,
-    WritesPerRecord,
-    CpuPerRecord,
+    RecordsPerS => "records_per_s",
+    BytesPerS => "bytes_per_s",
+    AckP50Latency => "ack_p50_latency",
+    AckP99Latency => "ack_p99_latency",
+    WritesPerRecord => "writes_per_record",
+    CpuPerRecord => "cpu_per_record",
     /// Rate mode: latency from each transaction's actual start (the others
     /// count from its intended start, so queueing is in them).
-    ServiceMeanLatency,
-    ServiceP99Latency,
-    AchievedRate,
+    ServiceMeanLatency => "service_mean_latency",
+    ServiceP99Latency => "service_p99_latency",
+    AchievedRate => "achieved_rate",
     /// Rate mode: the fraction of scheduled starts that started late.
-    LateStarts,
+    LateStarts => "late_starts",
     /// The median of the run's batch means (docs/method.md, "Batches").
-    BatchMedianLatency,
+    BatchMedianLatency => "batch_median_latency",
     /// Mean latency net of the worker threads' run-queue wait.
-    NetMeanLatency,
+    NetMeanLatency => "net_mean_latency",
     /// Instructions per measured transaction of a counted run
     /// (docs/method.md, "Counted runs").
-    InstructionsPerTxn,
+    InstructionsPerTxn => "instructions_per_txn",
     /// Cycles per measured transaction: the PMU's, or callgrind's estimate
     /// from its cache simulation (`measure.cache_sim`).
-    CyclesPerTxn,
+    CyclesPerTxn => "cycles_per_txn",
     /// Window mode: instructions per record the server acknowledged.
-    InstructionsPerRecord,
+    InstructionsPerRecord => "instructions_per_record",
 }
 
 /// What a statistic reads off a run, which decides the runs it is
@@ -138,33 +161,6 @@ const RATE: &[Statistic] = &[
     Statistic::CpuMeasured,
 ];
 
-/// Every statistic, for parsing and for listing the names.
-const ALL: &[Statistic] = &[
-    Statistic::MeanLatency,
-    Statistic::P50Latency,
-    Statistic::P99Latency,
-    Statistic::Throughput,
-    Statistic::CpuMeasured,
-    Statistic::CpuProcess,
-    Statistic::AllocBytes,
-    Statistic::Allocs,
-    Statistic::RecordsPerS,
-    Statistic::BytesPerS,
-    Statistic::AckP50Latency,
-    Statistic::AckP99Latency,
-    Statistic::WritesPerRecord,
-    Statistic::CpuPerRecord,
-    Statistic::ServiceMeanLatency,
-    Statistic::ServiceP99Latency,
-    Statistic::AchievedRate,
-    Statistic::LateStarts,
-    Statistic::BatchMedianLatency,
-    Statistic::NetMeanLatency,
-    Statistic::InstructionsPerTxn,
-    Statistic::CyclesPerTxn,
-    Statistic::InstructionsPerRecord,
-];
-
 impl Statistic {
     /// The statistics `mode` compares, in the order the report shows them
     /// (the first is the order diagnostic's and the hosts' statistic).
@@ -184,35 +180,6 @@ impl Statistic {
             .iter()
             .copied()
             .filter(move |s| s.headline(mode))
-    }
-
-    /// The name plans, reports and the API use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Statistic::MeanLatency => "mean_latency",
-            Statistic::P50Latency => "p50_latency",
-            Statistic::P99Latency => "p99_latency",
-            Statistic::Throughput => "throughput",
-            Statistic::CpuMeasured => "cpu_measured",
-            Statistic::CpuProcess => "cpu_process",
-            Statistic::AllocBytes => "alloc_bytes",
-            Statistic::Allocs => "allocs",
-            Statistic::RecordsPerS => "records_per_s",
-            Statistic::BytesPerS => "bytes_per_s",
-            Statistic::AckP50Latency => "ack_p50_latency",
-            Statistic::AckP99Latency => "ack_p99_latency",
-            Statistic::WritesPerRecord => "writes_per_record",
-            Statistic::CpuPerRecord => "cpu_per_record",
-            Statistic::ServiceMeanLatency => "service_mean_latency",
-            Statistic::ServiceP99Latency => "service_p99_latency",
-            Statistic::AchievedRate => "achieved_rate",
-            Statistic::LateStarts => "late_starts",
-            Statistic::BatchMedianLatency => "batch_median_latency",
-            Statistic::NetMeanLatency => "net_mean_latency",
-            Statistic::InstructionsPerTxn => "instructions_per_txn",
-            Statistic::CyclesPerTxn => "cycles_per_txn",
-            Statistic::InstructionsPerRecord => "instructions_per_record",
-        }
     }
 
     pub fn unit(self) -> &'static str {
