@@ -299,8 +299,18 @@ fn open_loop_warnings(ok: &[&&RunRow]) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn stat(name: &str) -> Statistic {
-        name.parse().unwrap()
+    /// The verdict on an effect of `statistic` over `blocks` of the
+    /// `planned` ones.
+    fn judged(
+        statistic: &str,
+        ratio: f64,
+        lo: f64,
+        hi: f64,
+        blocks: usize,
+        planned: usize,
+    ) -> Verdict {
+        let e = effect(statistic, ratio, lo, hi, blocks);
+        verdict(statistic.parse().unwrap(), &e, planned)
     }
 
     fn effect(statistic: &str, ratio: f64, lo: f64, hi: f64, blocks: usize) -> EffectRow {
@@ -321,11 +331,7 @@ mod tests {
 
     #[test]
     fn a_verdict_says_which_way_and_how_much_with_its_interval() {
-        let v = verdict(
-            stat("mean_latency"),
-            &effect("mean_latency", 8.6, 7.2, 10.1, 6),
-            6,
-        );
+        let v = judged("mean_latency", 8.6, 7.2, 10.1, 6, 6);
         assert_eq!(v.direction, Outcome::Worse);
         assert_eq!(
             v.text,
@@ -333,22 +339,14 @@ mod tests {
         );
         assert!(!v.weak && v.warnings.is_empty(), "{v:?}");
 
-        let v = verdict(
-            stat("mean_latency"),
-            &effect("mean_latency", 0.8, 0.75, 0.85, 6),
-            6,
-        );
+        let v = judged("mean_latency", 0.8, 0.75, 0.85, 6, 6);
         assert_eq!(v.direction, Outcome::Better);
         assert_eq!(
             v.text,
             "wasm is 1.25× faster than native [1.18×, 1.33×], 6 of 6 blocks"
         );
 
-        let v = verdict(
-            stat("mean_latency"),
-            &effect("mean_latency", 1.01, 0.94, 1.07, 6),
-            6,
-        );
+        let v = judged("mean_latency", 1.01, 0.94, 1.07, 6, 6);
         assert_eq!(v.direction, Outcome::NoDetectableChange);
         assert_eq!(
             v.text,
@@ -359,28 +357,16 @@ mod tests {
     #[test]
     fn for_throughput_higher_is_better() {
         // Half the throughput is twice as slow.
-        let v = verdict(
-            stat("throughput"),
-            &effect("throughput", 0.5, 0.4, 0.6, 8),
-            8,
-        );
+        let v = judged("throughput", 0.5, 0.4, 0.6, 8, 8);
         assert_eq!(v.direction, Outcome::Worse);
         assert_eq!(
             v.text,
             "wasm is 2.0× slower than native [1.67×, 2.5×], 8 of 8 blocks"
         );
-        let v = verdict(
-            stat("records_per_s"),
-            &effect("records_per_s", 1.5, 1.2, 1.8, 8),
-            8,
-        );
+        let v = judged("records_per_s", 1.5, 1.2, 1.8, 8, 8);
         assert_eq!(v.direction, Outcome::Better);
         // A cost statistic is worded as a cost.
-        let v = verdict(
-            stat("cpu_process"),
-            &effect("cpu_process", 1.5, 1.2, 1.8, 8),
-            8,
-        );
+        let v = judged("cpu_process", 1.5, 1.2, 1.8, 8, 8);
         assert!(
             v.text
                 .starts_with("wasm uses 1.50× more `cpu_process` than native"),
@@ -392,33 +378,21 @@ mod tests {
     #[test]
     fn one_block_has_no_interval_and_few_blocks_are_weak() {
         // A zero-width "interval" from one block is not evidence of anything.
-        let v = verdict(
-            stat("mean_latency"),
-            &effect("mean_latency", 0.979, 0.979, 0.979, 1),
-            6,
-        );
+        let v = judged("mean_latency", 0.979, 0.979, 0.979, 1, 6);
         assert_eq!(v.direction, Outcome::NoDetectableChange);
         assert!(v.weak);
         assert!(v.text.contains("one block: no interval"), "{}", v.text);
         assert!(!v.text.contains('['), "{}", v.text);
         assert!(v.warnings[0].starts_with("one block: no interval"), "{v:?}");
 
-        let v = verdict(
-            stat("mean_latency"),
-            &effect("mean_latency", 0.9, 0.85, 0.95, 2),
-            2,
-        );
+        let v = judged("mean_latency", 0.9, 0.85, 0.95, 2, 2);
         assert_eq!(v.direction, Outcome::Better);
         assert!(v.weak);
         assert!(
             v.warnings[0].contains("rests on 2 blocks, fewer than 5"),
             "{v:?}"
         );
-        let v = verdict(
-            stat("mean_latency"),
-            &effect("mean_latency", 0.9, 0.85, 0.95, 5),
-            5,
-        );
+        let v = judged("mean_latency", 0.9, 0.85, 0.95, 5, 5);
         assert!(!v.weak && v.warnings.is_empty());
     }
 

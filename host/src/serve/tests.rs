@@ -995,6 +995,20 @@ pub(super) fn finished_campaign(state: &AppState, samples: u64) -> CampaignId {
     meta.id
 }
 
+/// Each verdict's arm, baseline and direction.
+fn verdict_pairs(verdicts: &[Value]) -> Vec<(&str, &str, &str)> {
+    verdicts
+        .iter()
+        .map(|v| {
+            (
+                v["arm"].as_str().unwrap(),
+                v["baseline"].as_str().unwrap(),
+                v["direction"].as_str().unwrap(),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn the_report_is_recomputed_against_any_arm_and_an_unknown_one_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -1005,17 +1019,10 @@ async fn the_report_is_recomputed_against_any_arm_and_an_unknown_one_is_refused(
     assert_eq!(status, StatusCode::OK, "{report}");
     assert_eq!(report["provisional"], false);
     let verdicts = report["verdicts"].as_array().unwrap();
-    let pairs: Vec<(&str, &str, &str)> = verdicts
-        .iter()
-        .map(|v| {
-            (
-                v["arm"].as_str().unwrap(),
-                v["baseline"].as_str().unwrap(),
-                v["direction"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(pairs, [("b", "a", "faster"), ("c", "a", "slower")]);
+    assert_eq!(
+        verdict_pairs(verdicts),
+        [("b", "a", "faster"), ("c", "a", "slower")]
+    );
     assert!(report.get("sealed_baseline").is_none());
 
     let (status, against_c) =
@@ -1023,17 +1030,10 @@ async fn the_report_is_recomputed_against_any_arm_and_an_unknown_one_is_refused(
     assert_eq!(status, StatusCode::OK, "{against_c}");
     assert_eq!(against_c["sealed_baseline"], "a");
     let verdicts = against_c["verdicts"].as_array().unwrap();
-    let pairs: Vec<(&str, &str, &str)> = verdicts
-        .iter()
-        .map(|v| {
-            (
-                v["arm"].as_str().unwrap(),
-                v["baseline"].as_str().unwrap(),
-                v["direction"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(pairs, [("a", "c", "faster"), ("b", "c", "faster")]);
+    assert_eq!(
+        verdict_pairs(verdicts),
+        [("a", "c", "faster"), ("b", "c", "faster")]
+    );
     // a against c is the inverse of c against a, from the same runs.
     let c_vs_a = report["verdicts"][1]["ratio"].as_f64().unwrap();
     let a_vs_c = verdicts[0]["ratio"].as_f64().unwrap();
