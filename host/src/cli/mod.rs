@@ -32,7 +32,8 @@ mod workloads;
 use crate::plugin::wasm::{Limits, Runtime};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// blocklab's exit codes besides 1 (an error, main.rs) and 2 (usage, clap).
@@ -294,6 +295,15 @@ fn shell_word(text: &str) -> String {
         text.to_owned()
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// Writes `bytes` to the `--output` file, or to stdout without one.
+fn write_output(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+    match output {
+        Some(path) => std::fs::write(path, bytes)
+            .with_context(|| format!("cannot write `{}`", path.display())),
+        None => Ok(std::io::stdout().lock().write_all(bytes)?),
     }
 }
 

@@ -1,9 +1,8 @@
 //! `blocklab profile`: a stored run's flamegraph.
 
-use super::{DataArgs, campaign_id, open_store_for_reading};
+use super::{DataArgs, campaign_id, open_store_for_reading, write_output};
 use anyhow::Context;
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,10 +48,6 @@ pub(super) fn main(args: ProfileArgs) -> anyhow::Result<ExitCode> {
             args.slot
         )
     })?;
-    match &args.output {
-        Some(path) => std::fs::write(path, &svg)
-            .with_context(|| format!("cannot write `{}`", path.display()))?,
-        None => std::io::stdout().lock().write_all(&svg)?,
-    }
+    write_output(args.output.as_deref(), &svg)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,7 @@
 //! `blocklab report`: a stored campaign's report as markdown, JSON or CSV.
 
-use super::{DataArgs, campaign_id, open_store_for_reading};
-use anyhow::Context;
+use super::{DataArgs, campaign_id, open_store_for_reading, write_output};
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -45,10 +43,6 @@ pub(super) fn main(args: ReportArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Csv => crate::report::csv(&report),
         ReportFormat::Md => crate::report::markdown(&report),
     };
-    match args.output {
-        Some(path) => std::fs::write(&path, text)
-            .with_context(|| format!("cannot write `{}`", path.display()))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
-    }
+    write_output(args.output.as_deref(), text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
