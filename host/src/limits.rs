@@ -16,6 +16,10 @@ pub const BLOCKS: usize = 10_000;
 /// Largest plugin or adapter component: a file a plan names, or one
 /// uploaded to a daemon (`POST /api/plugins`).
 pub const PLUGIN_BYTES: usize = 64 << 20;
+/// An export file `blocklab import` reads: it is read and checked whole in
+/// memory before anything is written, so this bounds the memory an import
+/// takes.
+pub const EXPORT_BYTES: u64 = 1 << 30;
 /// Most arms in one plan (a Williams square holds arms² entries).
 pub const ARMS: usize = 64;
 /// Most workloads in one plan.
@@ -90,6 +94,9 @@ pub const DAEMON_HEADER_TIMEOUT_S: u64 = 10;
 pub const DAEMON_CONNECTIONS: usize = 256;
 /// Most plans a daemon seals (and plugin uploads it checks) at once.
 pub const DAEMON_SEALS: usize = 2;
+/// Most connections the local ingest server holds open at once; more
+/// wait, unaccepted, in the kernel's backlog.
+pub const INGEST_CONNECTIONS: usize = 1024;
 /// Most concurrent streams on one connection to the local ingest server,
 /// advertised as `SETTINGS_MAX_CONCURRENT_STREAMS` (about 12.5 KB each).
 pub const INGEST_STREAMS_PER_CONNECTION: u32 = 1024;
@@ -141,6 +148,11 @@ fn sizes() -> Vec<Row> {
             "plugin or adapter file, uploaded plugin (`POST /api/plugins`)",
             "-",
             format!("{PLUGIN_BYTES} bytes"),
+        ),
+        row(
+            "export file read by `blocklab import`",
+            "-",
+            format!("{EXPORT_BYTES} bytes"),
         ),
         row("`blocks`", "-", format!("1 to {BLOCKS}")),
         row("`[[arms]]`", "-", format!("1 to {ARMS}")),
@@ -279,6 +291,11 @@ fn links() -> Vec<Row> {
             "daemon: plans sealed and plugin uploads checked at once",
             "-",
             format!("{DAEMON_SEALS}; more get 503"),
+        ),
+        row(
+            "ingest server: open connections",
+            "-",
+            format!("{INGEST_CONNECTIONS}; more wait in the kernel's backlog"),
         ),
         row(
             "ingest server: streams per connection (`SETTINGS_MAX_CONCURRENT_STREAMS`)",

@@ -70,11 +70,13 @@ pub(super) fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
 pub(super) fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     use crate::plan::seal::SealedPlan;
     use crate::record::RunRecord;
-    let file = std::fs::File::open(&args.file)
-        .with_context(|| format!("cannot open `{}`", args.file.display()))?;
+    // Read before the store is opened: a device, a FIFO or an oversized
+    // file is refused without taking the store's lock.
+    let bytes = crate::limits::read_file(&args.file, crate::limits::EXPORT_BYTES, "export files")
+        .with_context(|| format!("cannot read `{}`", args.file.display()))?;
     let store = open_store(&args.data)?;
     let name = format!("`{}`", args.file.display());
-    let done = store.import::<SealedPlan, RunRecord>(&mut std::io::BufReader::new(file), &name)?;
+    let done = store.import::<SealedPlan, RunRecord>(&mut bytes.as_slice(), &name)?;
     let data = shell_word(&args.data.data.to_string_lossy());
     for c in &done {
         say(&if c.already_present {

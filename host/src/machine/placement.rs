@@ -283,11 +283,20 @@ pub fn pin_current(cpus: &[usize]) -> std::io::Result<()> {
 pub fn pin_child(command: &mut std::process::Command, cpus: &[usize]) {
     use std::os::unix::process::CommandExt;
     let cpus = cpus.to_vec();
-    // SAFETY: the closure only calls prctl and sched_setaffinity, both
-    // async-signal-safe, between fork and exec.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure only calls prctl, getppid and sched_setaffinity,
+    // all async-signal-safe, between fork and exec.
     unsafe {
         command.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // A parent killed between the fork and the prctl sends no
+            // signal: the child has been reparented already, so it must not
+            // go on to run beside a resumed campaign.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other(
+                    "the supervisor died while starting this child",
+                ));
+            }
             pin_current(&cpus)
         });
     }

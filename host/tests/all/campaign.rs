@@ -255,6 +255,81 @@ fn a_killed_campaign_resumes_without_losing_stored_runs() {
     assert_eq!(after["campaign"]["status"]["state"], "finished");
 }
 
+/// The children of process `pid`, from every thread's `children` list.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// Whether `pid` still runs (a zombie waiting for init's reaping does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// Issue 32: a worker must not outlive a SIGKILLed supervisor, or it would
+/// run beside the resumed campaign's first run and skew it.
+#[test]
+fn a_killed_supervisors_worker_dies_with_it_and_the_resume_runs_alone() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let text = "name = \"orphan\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n\
+        [measure]\nmode = \"window\"\nwarmup_s = 0.01\nmeasured_s = 2.0\n\
+        [gates]\nquiescence_window_ms = 10\nwait_timeout_s = 0.05\n\
+        [[workloads]]\nname = \"get100\"\n\
+        [[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n";
+    let p = dir.path().join("orphan.toml");
+    std::fs::write(&p, text).unwrap();
+    let mut supervisor = blocklab()
+        .args(["campaign", "--progress", "json", "--data"])
+        .arg(&data)
+        .arg(&p)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut events = BufReader::new(supervisor.stderr.take().unwrap()).lines();
+    let started = events.any(|l| l.unwrap().contains("\"event\":\"run-started\""));
+    assert!(started, "the campaign ended before its first run");
+    // The run-started event comes before the gate and the spawn.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let worker = loop {
+        if let Some(&w) = children_of(supervisor.id()).first() {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "no worker started within 60 s");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    supervisor.kill().unwrap();
+    supervisor.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running(worker) {
+        assert!(
+            Instant::now() < deadline,
+            "worker {worker} still runs 10 s after its supervisor was killed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let r = resume(&data);
+    assert!(r.ok, "{}", r.stderr);
+    let after = report(&data);
+    assert_eq!(after["gates"]["unfinished_slots"], 0);
+    assert_eq!(after["campaign"]["status"]["state"], "finished");
+}
+
 fn plan_error(text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.toml");

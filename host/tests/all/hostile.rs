@@ -429,6 +429,29 @@ fn special_files_as_plugin_adapter_or_input_are_refused_at_sealing() {
     }
 }
 
+/// `blocklab import` read its file whole without looking at it first:
+/// `/dev/zero` took all memory and a FIFO hung it. Each special file is
+/// refused at once, naming it, and the store is not even created.
+#[test]
+fn import_refuses_special_files_without_reading_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    for special in special_files(&std::fs::canonicalize(dir.path()).unwrap()) {
+        let r = run_or_hang(
+            blocklab()
+                .arg("import")
+                .arg(&special)
+                .arg("--data")
+                .arg(&data),
+            Duration::from_secs(60),
+        )
+        .unwrap_or_else(|e| panic!("import `{}`: {e}", special.display()));
+        let named = format!("cannot read `{}`", special.display());
+        assert_error(&r, &[&named, kind_words(&special)]);
+    }
+    assert!(!data.exists(), "a refused import created the store");
+}
+
 /// The same refusals from a daemon (a real one over loopback), where one
 /// such post used to take it to 3 GB or hold a blocking thread for good;
 /// afterwards it still answers and has stored nothing.

@@ -466,13 +466,21 @@ fn oversized_as_resource_exhausted(
 /// The connections of `listener` that send the HTTP/2 preface within
 /// `idle`; the others are closed unserved, so a client that connects and
 /// says nothing holds nothing (before the preface h2 has no PING to send).
+/// At most `connections` are open at once: more wait, unaccepted, in the
+/// kernel's backlog, costing the server no descriptor.
 fn with_preface(
     listener: tokio::net::TcpListener,
     idle: Duration,
-) -> ReceiverStream<std::io::Result<tokio::net::TcpStream>> {
+    connections: usize,
+) -> ReceiverStream<std::io::Result<Counted>> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let open = Arc::new(tokio::sync::Semaphore::new(connections));
     tokio::spawn(async move {
         loop {
+            // The semaphore is never closed, so this always gets a permit.
+            let Ok(permit) = open.clone().acquire_owned().await else {
+                return;
+            };
             let stream = match listener.accept().await {
                 Ok((stream, _)) => stream,
                 Err(e) => {
@@ -487,12 +495,73 @@ fn with_preface(
             let tx = tx.clone();
             tokio::spawn(async move {
                 if tokio::time::timeout(idle, preface(&stream)).await == Ok(true) {
-                    let _ = tx.send(Ok(stream)).await;
+                    let _ = tx
+                        .send(Ok(Counted {
+                            stream,
+                            _permit: permit,
+                        }))
+                        .await;
                 }
             });
         }
     });
     ReceiverStream::new(rx)
+}
+
+/// An accepted connection holding its place among the open ones until
+/// the server drops it.
+struct Counted {
+    stream: tokio::net::TcpStream,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl tonic::transport::server::Connected for Counted {
+    type ConnectInfo = <tokio::net::TcpStream as tonic::transport::server::Connected>::ConnectInfo;
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.stream.connect_info()
+    }
+}
+
+impl tokio::io::AsyncRead for Counted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Counted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// Waits until the 24 bytes of the HTTP/2 client preface have arrived on
@@ -537,7 +606,7 @@ pub fn serve(listener: std::net::TcpListener, settings: IngestSettings) -> anyho
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let idle = Duration::from_millis(settings.idle_timeout_ms);
-        let incoming = with_preface(listener, idle);
+        let incoming = with_preface(listener, idle, crate::limits::INGEST_CONNECTIONS);
         let (health, health_service) = tonic_health::server::health_reporter();
         let status = if settings.not_serving {
             tonic_health::ServingStatus::NotServing
@@ -595,6 +664,51 @@ mod tests {
         // at 150 − 100 = 50 ms.
         assert_eq!(b.reserve(50, t0), Some(t0 + Duration::from_millis(50)));
         assert!(Bucket::new(0.0).is_none());
+    }
+
+    /// Issue 32, item 4: a flood of connections holds at most the cap; the
+    /// next one is served as soon as an open one closes.
+    #[test]
+    fn connections_past_the_cap_wait_until_one_closes() {
+        use tokio::io::AsyncWriteExt;
+        use tokio_stream::StreamExt;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let mut incoming = with_preface(listener, Duration::from_secs(10), 2);
+            let mut clients = Vec::new();
+            for _ in 0..3 {
+                let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+                c.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                    .await
+                    .unwrap();
+                clients.push(c);
+            }
+            let wait = Duration::from_secs(10);
+            let first = tokio::time::timeout(wait, incoming.next()).await.unwrap();
+            let _second = tokio::time::timeout(wait, incoming.next()).await.unwrap();
+            // The third is accepted only once a permit is back: give the
+            // accept loop every chance to run meanwhile.
+            for _ in 0..100 {
+                tokio::task::yield_now().await;
+            }
+            assert!(
+                tokio::time::timeout(Duration::from_millis(200), incoming.next())
+                    .await
+                    .is_err(),
+                "a third connection was served past a cap of 2"
+            );
+            drop(first);
+            let third = tokio::time::timeout(wait, incoming.next()).await;
+            assert!(
+                matches!(third, Ok(Some(Ok(_)))),
+                "the third was never served"
+            );
+        });
     }
 
     #[test]
