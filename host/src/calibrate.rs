@@ -203,6 +203,7 @@ pub fn summarise(
         campaigns: reports.iter().map(|r| r.campaign.id).collect(),
         blocks,
         measure: spec.measure.describe(),
+        mode: spec.measure.mode,
         method: spec.bootstrap.method,
         level,
         target_half_width,

@@ -21,6 +21,10 @@ pub struct Calibration {
     pub blocks: usize,
     /// The measure, as the plan states it.
     pub measure: String,
+    /// Its mode, which decides what a design's run length is: transactions,
+    /// or seconds of window (older calibrations are of transactions plans).
+    #[serde(default)]
+    pub mode: crate::statistic::MeasureMode,
     pub method: Method,
     /// Nominal level of the intervals.
     pub level: f64,
@@ -353,6 +357,7 @@ mod tests {
             campaigns: vec![],
             blocks: 40,
             measure: String::new(),
+            mode: crate::statistic::MeasureMode::Transactions,
             method: Method::StudentT,
             level: 0.95,
             target_half_width: 0.02,

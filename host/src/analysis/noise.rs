@@ -6,6 +6,7 @@
 
 use crate::record::batches::Batches;
 use crate::record::{RunRecord, RunResult, RunStatus};
+use crate::statistic::Statistic;
 use crate::stats::levels::{self, Costs, Levels};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 /// A statistic whose variance is decomposed: how it is read off a run, and
 /// how its within-run variance (log scale) follows from the run's batches.
 struct Decomposed {
-    name: &'static str,
+    statistic: Statistic,
     of: fn(&RunResult) -> Option<f64>,
     within: fn(&Batches) -> Option<f64>,
 }
@@ -37,26 +38,39 @@ fn positive(x: f64) -> Option<f64> {
 
 /// The statistics decomposed, in report order. CPU has no within-run part:
 /// a thread's time on a CPU advances only at scheduler ticks and switches,
-/// too coarse for a batch, so its run-to-run variance is one figure.
+/// too coarse for a batch, so its run-to-run variance is one figure. Nor
+/// have window mode's records/s and CPU per record: a window is not cut
+/// into slices, so theirs is one figure too (a run that has no records
+/// has no value, so their rows exist for window runs only).
 const DECOMPOSED: &[Decomposed] = &[
     Decomposed {
-        name: "mean_latency",
+        statistic: Statistic::MeanLatency,
         of: |r| positive(r.latency_us.mean),
         within: |b| levels::within_of_mean(&batch_means(b)),
     },
     Decomposed {
-        name: "batch_median_latency",
+        statistic: Statistic::BatchMedianLatency,
         of: |r| r.batches.as_ref().and_then(Batches::median_of_means_us),
         within: |b| levels::within_of_median(&batch_means(b)),
     },
     Decomposed {
-        name: "net_mean_latency",
+        statistic: Statistic::NetMeanLatency,
         of: |r| r.batches.as_ref().and_then(Batches::net_mean_us),
         within: |b| levels::within_of_mean(&net_means(b)),
     },
     Decomposed {
-        name: "cpu_measured",
+        statistic: Statistic::CpuMeasured,
         of: |r| positive(r.cpu.measured_us_per_txn),
+        within: |_| None,
+    },
+    Decomposed {
+        statistic: Statistic::RecordsPerS,
+        of: |r| positive(r.value(Statistic::RecordsPerS)),
+        within: |_| None,
+    },
+    Decomposed {
+        statistic: Statistic::CpuPerRecord,
+        of: |r| positive(r.value(Statistic::CpuPerRecord)),
         within: |_| None,
     },
 ];
@@ -174,7 +188,7 @@ fn decompose(
         / n;
     Some(NoiseRow {
         workload: workload.to_owned(),
-        statistic: d.name.to_owned(),
+        statistic: d.statistic.name().to_owned(),
         levels,
         transactions: transactions.round() as u64,
         fixed_s,

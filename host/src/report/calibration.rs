@@ -3,6 +3,7 @@
 
 use super::format::{fmt_pct, md_header, md_row};
 use crate::analysis::calibration::{Calibration, Recommendation};
+use crate::statistic::MeasureMode;
 use blocklab_store::CampaignId;
 use std::fmt::Write as _;
 
@@ -89,8 +90,17 @@ fn render_levels(c: &Calibration, s: &mut String) {
         let design = r.design.map_or_else(
             || ("more than 10000 blocks".to_owned(), "?".to_owned()),
             |d| {
+                let length = match c.mode {
+                    MeasureMode::Transactions => format!("{} transactions", d.transactions),
+                    // A window or rate plan is sized in seconds: the
+                    // transactions it would hold at the calibrated pace.
+                    MeasureMode::Window | MeasureMode::Rate => format!(
+                        "{} s windows",
+                        fmt_seconds(d.transactions as f64 * r.per_transaction_s)
+                    ),
+                };
                 (
-                    format!("{} blocks × {} transactions", d.blocks, d.transactions),
+                    format!("{} blocks × {length}", d.blocks),
                     format!("{:.0} s", d.seconds),
                 )
             },
@@ -160,4 +170,80 @@ pub fn render_recommendation(r: &Recommendation) -> String {
         r.blocks, r.transactions
     );
     s
+}
+
+/// A window length to three significant figures (0.5, 0.123, 12.3).
+fn fmt_seconds(s: f64) -> String {
+    let digits = (2 - s.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    let text = format!("{s:.digits$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::calibration::LevelRow;
+    use crate::stats::levels::{Design, Levels};
+
+    fn calibration(mode: MeasureMode, per_transaction_s: f64) -> Calibration {
+        let design = Design {
+            transactions: 1000,
+            blocks: 68,
+            half_width: 0.03,
+            seconds: 90.0,
+        };
+        Calibration {
+            machine: "vm".into(),
+            created_unix_ms: 0,
+            plan: "p".into(),
+            campaigns: vec![],
+            blocks: 20,
+            measure: String::new(),
+            mode,
+            method: crate::stats::Method::StudentT,
+            level: 0.95,
+            target_half_width: 0.03,
+            arms: 2,
+            rows: vec![],
+            levels: vec![LevelRow {
+                workload: "ingest".into(),
+                statistic: "records_per_s".into(),
+                levels: Levels {
+                    within_run: None,
+                    between_runs: 0.004,
+                    between_blocks: 0.0,
+                    residual: 0.004,
+                    blocks: 20,
+                    arms: 2,
+                },
+                transactions: 1000,
+                fixed_s: 0.15,
+                per_transaction_s,
+                design: Some(design),
+            }],
+        }
+    }
+
+    /// A window plan is sized in seconds: its design says how long a
+    /// window is, not how many transactions a window happened to hold.
+    #[test]
+    fn a_window_plans_design_is_in_seconds_of_window() {
+        let text = render(&calibration(MeasureMode::Window, 0.0005));
+        assert!(text.contains("68 blocks × 0.5 s windows"), "{text}");
+        assert!(!text.contains("transactions |"), "{text}");
+        let text = render(&calibration(MeasureMode::Transactions, 0.0005));
+        assert!(text.contains("68 blocks × 1000 transactions"), "{text}");
+    }
+
+    #[test]
+    fn window_lengths_keep_three_significant_figures() {
+        assert_eq!(fmt_seconds(0.5), "0.5");
+        assert_eq!(fmt_seconds(0.12345), "0.123");
+        assert_eq!(fmt_seconds(12.34), "12.3");
+        assert_eq!(fmt_seconds(250.0), "250");
+    }
 }
