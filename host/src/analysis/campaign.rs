@@ -209,6 +209,7 @@ struct WorkloadRows {
     missing: Vec<MissingEffect>,
     absolutes: Vec<AbsoluteRow>,
     positions: Vec<PositionRow>,
+    operations: Vec<super::operations::OperationRow>,
 }
 
 /// The analysis itself, from records in memory.
@@ -277,6 +278,7 @@ pub fn analyse(
         missing_effects: rows.missing,
         absolutes: rows.absolutes,
         positions: rows.positions,
+        operations: rows.operations,
         runs,
         limits,
         network: Vec::new(),
@@ -368,6 +370,9 @@ fn analyse_workload(
     }
     rows.positions
         .extend(positions(spec, finals, workload, &ok));
+    rows.operations.extend(super::operations::operation_rows(
+        spec, finals, workload, level,
+    ));
 }
 
 /// Every effect and median marked as its statistic's row is, so that no

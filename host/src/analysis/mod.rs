@@ -11,7 +11,8 @@
 //! node ran each block and whether nodes agree; `compare`: campaign
 //! against campaign; `gate`: the regression gate's judging; `history`: a
 //! series' effect over campaigns and its change points; `calibration`: a
-//! machine's stored calibration; `latency`: merged latency histograms;
+//! machine's stored calibration; `latency`: merged latency histograms; `operations`: where the time
+//! goes, per kv operation;
 //! `steal`: CPU steal's one rule; `words`: how numbers are written.
 
 pub mod calibration;
@@ -24,6 +25,7 @@ pub mod hosts;
 pub mod latency;
 pub mod model;
 pub mod noise;
+pub mod operations;
 pub mod statistics;
 pub mod steal;
 pub mod verdicts;

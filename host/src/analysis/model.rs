@@ -341,6 +341,11 @@ pub struct Report {
     pub missing_effects: Vec<MissingEffect>,
     pub absolutes: Vec<AbsoluteRow>,
     pub positions: Vec<PositionRow>,
+    /// Where the time goes: per workload, arm and kind of kv operation,
+    /// its calls per transaction, latency and paired effect
+    /// (docs/method.md); absent when no run recorded kv operations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<super::operations::OperationRow>,
     pub runs: Vec<RunRow>,
     pub limits: Vec<String>,
     /// Which node ran each block, per-host effects and their agreement;

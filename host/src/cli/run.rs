@@ -202,6 +202,11 @@ pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
     } else {
         write!(out, "{}", result.summary())?;
+        write!(
+            out,
+            "{}",
+            crate::report::operations::run_lines(&result.operations)
+        )?;
     }
     Ok(
         match crate::run::verdict::of_run(&result, args.max_error_rate.max_error_rate) {

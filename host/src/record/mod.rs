@@ -4,7 +4,8 @@
 //! `result`: a run's result and the stored attempt around it (`RunResult`,
 //! `RunRecord`) and how a statistic is read off a run; `gates`: what the
 //! gates and the kernel saw; `link`: the network provenance; `profile`: a
-//! profiled run's figures; `batches`: the measured window in batches; `counts`: a counted run's counts; `slurm`: the Slurm coordinator's block states;
+//! profiled run's figures; `batches`: the measured window in batches; `operations`: where its
+//! transactions' time went, per kv operation; `counts`: a counted run's counts; `slurm`: the Slurm coordinator's block states;
 //! [`SequentialStop`]: where the sequential rule stopped a workload; and
 //! [`Blob`], the one place the store's per-campaign blob keys are written.
 
@@ -12,6 +13,7 @@ pub mod batches;
 pub mod counts;
 pub mod gates;
 pub mod link;
+pub mod operations;
 pub mod profile;
 pub mod result;
 pub mod slurm;

@@ -302,6 +302,11 @@ pub struct RunResult {
     /// so its overlap with its partners' can be checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_started_unix_us: Option<u64>,
+    /// Where the transactions' time went: per kind of kv operation, its
+    /// calls and latency over the measured window (absent for a counted,
+    /// gRPC or process run, and in results stored before it existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<super::operations::Operation>,
 }
 
 impl RunResult {

@@ -1,5 +1,6 @@
 //! The CSV rendering: the effects, one row per workload × arm × statistic
-//! with whether the sample supports that statistic (and why not),
+//! with whether the sample supports that statistic (and why not), then
+//! each kv operation's effect on its mean latency (where the time goes),
 //! written by the `csv` crate so that names with commas, quotes or line
 //! breaks stay one field, and names a spreadsheet would take for a formula
 //! guarded.
@@ -35,7 +36,7 @@ fn guarded(cell: &str) -> String {
 /// The effects as CSV, one row per workload × arm × statistic.
 pub fn csv(report: &Report) -> String {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    let rows = std::iter::once(HEADER.map(String::from)).chain(report.effects.iter().map(|e| {
+    let effects = report.effects.iter().map(|e| {
         [
             guarded(&e.workload),
             guarded(&e.arm),
@@ -49,7 +50,13 @@ pub fn csv(report: &Report) -> String {
             e.support.supported.to_string(),
             guarded(e.support.reason.as_deref().unwrap_or("")),
         ]
-    }));
+    });
+    // Then the operations' effects (where the time goes), in the same
+    // columns.
+    let operations = super::operations::csv_rows(report).map(|row| row.map(|c| guarded(&c)));
+    let rows = std::iter::once(HEADER.map(String::from))
+        .chain(effects)
+        .chain(operations);
     for row in rows {
         // Writing records into memory cannot fail.
         let _ = w.write_record(&row);

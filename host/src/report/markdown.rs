@@ -374,6 +374,7 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
         writeln!(s, "{}", md_row(&cells))?;
     }
     medians(report, w, s)?;
+    super::operations::markdown(report, &w.name, s)?;
     let pos: Vec<String> = report
         .positions
         .iter()

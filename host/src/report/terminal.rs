@@ -40,6 +40,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         writeln!(s, "\n{}", calibration_sentence(c))?;
     }
     medians(report, s)?;
+    super::operations::terminal(report, s)?;
     curves(report, s)?;
     if !report.links.is_empty() {
         writeln!(

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use super::bindings_v3::blocklab::bench::kv::Answer;
 use super::{HostState, TransactionHandle};
-use crate::target::kv::{KvError, OpKind};
+use crate::target::kv::{KvError, OpKind, ops};
 use wasmtime::component::Resource;
 
 /// The host side of a `kv.future` resource.
@@ -58,6 +58,10 @@ impl HostState {
         answer: Result<Answer, KvError>,
     ) -> anyhow::Result<Resource<FutureHandle>> {
         let ready_at = self.ready_at(tr, kind)?;
+        if let Some(t) = ready_at {
+            // The call was timed when issued; its time runs to readiness.
+            ops::ready_at(t);
+        }
         self.push_future(FutureHandle {
             state: State::Ready(answer),
             ready_at,
@@ -108,6 +112,8 @@ impl HostState {
         kind: OpKind,
     ) -> anyhow::Result<()> {
         if let Some(t) = self.ready_at(tr, kind)? {
+            // The call's recorded time starts with its round trip.
+            ops::started_at(Instant::now());
             sleep_until(t);
         }
         Ok(())

@@ -10,6 +10,7 @@ use crate::record::batches::Batches;
 use crate::record::result::{OpenLoop, new_histogram};
 use crate::run::batches::{Batcher, Boundary, Evidence};
 use crate::run::schedule::{self, Schedule};
+use crate::target::kv::ops::{self, OpTimes};
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -91,6 +92,8 @@ pub(super) struct WorkerOutcome {
     pub(super) open: OpenTally,
     /// The measured window in batches.
     pub(super) batches: Batches,
+    /// The measured window's kv calls per kind (target::kv::ops).
+    pub(super) ops: Option<OpTimes>,
 }
 
 /// Rate mode: the measured window's intended starts and how they went.
@@ -258,7 +261,9 @@ impl Driver<'_> {
         };
         let boundary = Boundary::for_share(share.measured, measured_s);
         self.batcher = Some(Batcher::start(boundary, self.evidence));
+        ops::start();
         let result = self.measure_phase(measure, share, measured_s);
+        self.outcome.ops = ops::finish();
         if let Some(batcher) = self.batcher.take() {
             self.outcome.batches = batcher.finish();
         }
@@ -322,8 +327,11 @@ pub(super) fn drive(
             errors: BTreeMap::new(),
             open: OpenTally::new()?,
             batches: Batches::default(),
+            ops: None,
         },
     };
+    // The recorder's histograms are allocated here, before the window.
+    ops::prepare()?;
     let warmup_s = match measure {
         Measure::Window { warmup_s, .. } | Measure::Rate { warmup_s, .. } => warmup_s,
         Measure::Transactions { .. } => 0.0,

@@ -140,7 +140,15 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
                 true => VersionClock::Counted,
                 false => VersionClock::Wall,
             };
-            (Some(other.open_kv(clock)?), None)
+            let db = other.open_kv(clock)?;
+            // Every kv call is timed through this one wrapper (target::kv::ops),
+            // except in a counted run, whose clock means nothing and whose
+            // instruction count should be the workload's alone.
+            let db: crate::target::kv::SharedDatabase = match under_callgrind(spec.counters) {
+                true => db,
+                false => Arc::new(crate::target::kv::ops::TimedDatabase(db)),
+            };
+            (Some(db), None)
         }
     };
     let label = spec.plugin.label();
@@ -468,6 +476,7 @@ struct Totals {
     window_histograms: BTreeMap<String, Histogram<u64>>,
     open: OpenTally,
     batches: Batches,
+    ops: Option<crate::target::kv::ops::OpTimes>,
 }
 
 impl Totals {
@@ -483,9 +492,14 @@ impl Totals {
             window_histograms: BTreeMap::new(),
             open: OpenTally::new()?,
             batches: Batches::default(),
+            ops: None,
         };
         for outcome in outcomes {
             let outcome = outcome?;
+            match (&mut t.ops, &outcome.ops) {
+                (Some(total), Some(ops)) => total.add(ops)?,
+                (total, ops) => *total = total.take().or_else(|| ops.clone()),
+            }
             t.batches.extend(outcome.batches);
             t.histogram.add(&outcome.histogram)?;
             t.open.add(&outcome.open)?;
@@ -693,7 +707,19 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
             .start_barrier
             .as_ref()
             .map(|_| m.window.started_unix_us),
+        operations: m.totals.ops.as_ref().map_or_else(Vec::new, |ops| {
+            crate::record::operations::operations(ops, measured, host_simulation(spec))
+        }),
     })
+}
+
+/// The round trips the plugin host waits out: a wasm plugin's on a
+/// simulating target; the builtin workloads call the target directly.
+fn host_simulation(spec: &RunSpec) -> Option<crate::target::kv::SimulatedLatency> {
+    match (&spec.plugin, &spec.target) {
+        (PluginSource::Wasm(_), TargetSpec::Embedded(settings)) => settings.simulated_latency(),
+        _ => None,
+    }
 }
 
 /// Window and rate mode: what the server acknowledged over the window.
@@ -825,3 +851,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod operations_tests;

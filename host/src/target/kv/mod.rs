@@ -13,6 +13,7 @@ pub mod fdb;
 mod fdb_more;
 pub mod fdb_settings;
 pub mod fdb_status;
+pub mod ops;
 
 use std::sync::Arc;
 
