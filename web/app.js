@@ -334,6 +334,7 @@ async function renderReport(id, statistics, into, baseline, seq, query) {
     verdicts(report, statistics),
     el("h2", {}, "Effects"), forests,
     el("h2", {}, "Absolute medians"), absolutesTable(report, statistics, workloads, arms),
+    ...operationsSection(report, workloads, arms),
     el("h2", {}, "Runs by block and latency"), blockSection,
     el("h2", {}, "Gates and provenance"), provenance(report));
   if (report.hosts) into.append(el("h2", {}, "Hosts"), hostsSection(report.hosts));
@@ -514,6 +515,42 @@ function absolutesTable(report, statistics, workloads, arms) {
       el("td", { class: "num" }, any ? any.runs : 0)));
   }
   return scroll("absolute medians", el("table", { id: "absolutes" }, el("thead", {}, head), el("tbody", {}, rows)));
+}
+
+// Where the time goes (docs/method.md): per workload, arm and kv operation,
+// calls per transaction, latency from issue to ready and the paired effect on
+// its mean latency; a bar of the µs per transaction spent in it, scaled to
+// the workload's largest. Nothing when no run recorded kv operations.
+function operationsSection(report, workloads, arms) {
+  const ops = report.operations || [];
+  if (ops.length === 0) return [];
+  const head = el("tr", {}, ["workload", "arm", "operation"].map((h) => el("th", {}, h)),
+    ["calls/txn", "mean µs", "p50 µs", "p99 µs", "µs/txn"].map((h) => el("th", { class: "num" }, h)),
+    el("th", {}, "vs baseline"));
+  const rows = [];
+  for (const w of workloads) {
+    const mine = ops.filter((o) => o.workload === w);
+    const widest = Math.max(...mine.map((o) => o.us_per_txn), 1e-9);
+    for (const a of arms) for (const o of mine.filter((x) => x.arm === a)) {
+      const e = o.effect;
+      const vs = !e ? "—" : (e.blocks > 1 ? `${e.ratio.toFixed(3)} [${e.ci_low.toFixed(3)}, ${e.ci_high.toFixed(3)}]`
+        : `${e.ratio.toFixed(3)} (one block: no interval)`);
+      const bar = el("span", { class: "op-bar", style: `width: ${(100 * o.us_per_txn / widest).toFixed(1)}%` });
+      rows.push(el("tr", { "data-workload": w, "data-arm": a, "data-op": o.op },
+        el("td", {}, w), el("td", {}, a), el("td", {}, o.op + (o.simulated ? " (simulated)" : "")),
+        el("td", { class: "num", "data-per-txn": String(o.per_txn) }, o.per_txn.toFixed(2)),
+        [o.mean_us, o.p50_us, o.p99_us].map((x) => el("td", { class: "num" }, fmt(x))),
+        el("td", { class: "num op-time" }, el("span", { class: "op-bar-track" }, bar), " ", fmt(o.us_per_txn)),
+        el("td", {}, vs)));
+    }
+  }
+  const out = [el("h2", {}, "Where the time goes"),
+    el("p", { class: "muted" }, "Medians over runs, per kv operation: calls per transaction, latency from issue to ready, µs of a transaction spent in it (bar), and the paired ratio of its mean latency against the baseline."),
+    scroll("where the time goes", el("table", { id: "operations" }, el("thead", {}, head), el("tbody", {}, rows)))];
+  if (ops.some((o) => o.simulated)) {
+    out.push(el("p", { class: "muted" }, "Operations marked (simulated) waited the embedded target's simulated round trips (grv_us, read_us, commit_us): their time is the simulation's, not a network's."));
+  }
+  return out;
 }
 
 const PALETTE = ["#2563eb", "#d97706", "#15803d", "#9333ea", "#dc2626", "#0891b2"];

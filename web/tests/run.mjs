@@ -84,6 +84,19 @@ test("the page of a finished campaign shows one forest-plot mark per workload ×
   assert.match(await page.locator("#forests h3").first().innerText(), /below 1 is faster\/cheaper/);
   // The absolute medians: one row per workload × arm (baseline included).
   assert.equal(await page.locator("#absolutes tbody tr").count(), workloads.length * report.plan.arms.length);
+  // Where the time goes: one row per workload × arm × kv operation of the
+  // API's report, with its calls per transaction and a bar.
+  assert.ok((report.operations || []).length > 0, "the runs recorded their kv operations");
+  const opRows = await page.$$eval("#operations tbody tr", (rs) => rs.map((r) => ({ workload: r.dataset.workload,
+    arm: r.dataset.arm, op: r.dataset.op, perTxn: r.querySelector("td[data-per-txn]").dataset.perTxn,
+    bar: r.querySelectorAll(".op-bar").length })));
+  assert.equal(opRows.length, report.operations.length, "one row per operation row of the report");
+  for (const o of report.operations) {
+    const row = opRows.find((r) => r.workload === o.workload && r.arm === o.arm && r.op === o.op);
+    assert.ok(row, `${o.workload} ${o.arm} ${o.op}`);
+    assert.equal(+row.perTxn, o.per_txn);
+    assert.equal(row.bar, 1);
+  }
   // One history link per workload × non-baseline arm, on the campaign's
   // testbed, each set apart from the next by a separator.
   const links = await page.$$eval(".history-links a", (as) => as.map((a) => ({ text: a.textContent, href: a.getAttribute("href"),

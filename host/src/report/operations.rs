@@ -25,7 +25,7 @@ const COLUMNS: [&str; 7] = [
 /// What the simulated operations are marked with, and the note that says
 /// why.
 const SIMULATED: &str = " (simulated)";
-const SIMULATED_NOTE: &str = "operations marked (simulated) waited the embedded target's simulated round trips (`grv_us`, `read_us`, `commit_us`): their time is the simulation's, not a network's";
+const SIMULATED_NOTE: &str = "Operations marked (simulated) waited the embedded target's simulated round trips (`grv_us`, `read_us`, `commit_us`): their time is the simulation's, not a network's";
 
 /// One row's cells after the operation's: its figures and its effect.
 fn cells(
@@ -105,15 +105,17 @@ pub(super) fn terminal(report: &Report, s: &mut String) -> fmt::Result {
             if rows.is_empty() {
                 continue;
             }
-            writeln!(s, "{} / {}", w.name, arm.name)?;
-            writeln!(s, "{}", aligned(&header()))?;
+            // Indented under the section, so no line starts with a
+            // workload's name as the medians' rows do.
+            writeln!(s, "  {} / {}", w.name, arm.name)?;
+            writeln!(s, "  {}", aligned(&header()))?;
             for r in rows {
-                writeln!(s, "{}", aligned(&row_cells(r)).trim_end())?;
+                writeln!(s, "  {}", aligned(&row_cells(r)).trim_end())?;
             }
         }
     }
     if report.operations.iter().any(|r| r.simulated) {
-        writeln!(s, "{SIMULATED_NOTE}")?;
+        writeln!(s, "  {SIMULATED_NOTE}")?;
     }
     Ok(())
 }

@@ -57,6 +57,35 @@ fn fixture_with(status: CampaignStatus) -> Report {
     analyse(campaign, plan, &records, Some(environment), None, vec![])
 }
 
+/// Where a fixture run's time went: a read version, and two reads whose
+/// round trips were simulated.
+fn fixture_operations(mean: f64) -> Vec<crate::record::operations::Operation> {
+    use crate::record::operations::Operation;
+    use crate::target::kv::ops::KvOp;
+    let latency = |m: f64| crate::record::result::Latency {
+        mean: m,
+        p50: m * 0.9,
+        p99: m * 1.5,
+        ..Default::default()
+    };
+    vec![
+        Operation {
+            op: KvOp::Grv,
+            calls: 1000,
+            per_txn: 1.0,
+            latency_us: latency(mean * 0.5),
+            simulated: false,
+        },
+        Operation {
+            op: KvOp::Get,
+            calls: 2000,
+            per_txn: 2.0,
+            latency_us: latency(mean * 0.2),
+            simulated: true,
+        },
+    ]
+}
+
 /// What [`fixture_with`] analyses, for a test to change first.
 fn fixture_parts(
     status: CampaignStatus,
@@ -93,6 +122,7 @@ fn fixture_parts(
                 process_us_per_txn: mean * 0.6,
                 involuntary_switches: 0,
             },
+            operations: fixture_operations(mean),
             ..Default::default()
         };
         let record = |attempt: u32, status: RunStatus| RunRecord {
@@ -619,5 +649,66 @@ fn a_figure_the_sample_does_not_support_is_marked_in_every_row_that_shows_it() {
         csv.lines()
             .filter(|l| l.contains(",mean_latency,"))
             .all(|l| l.ends_with(",true,"))
+    );
+}
+
+#[test]
+fn every_rendering_breaks_the_transaction_down_per_operation() {
+    let report = fixture();
+    let t = terminal(&report);
+    assert!(
+        t.contains("where the time goes") && t.contains("get (simulated)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("simulated round trips"),
+        "the simulation is named"
+    );
+    let md = markdown(&report);
+    assert!(md.contains("Where the time goes"), "{md}");
+    assert!(md.contains("| a | grv | 1.00 |"), "{md}");
+    let csv = csv(&report);
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("grv,\"b, \"\"fast\"\"\",a,op_grv_mean_latency,")),
+        "{csv}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    let ops = json["operations"].as_array().unwrap();
+    // Two operations of each of the two arms; the baseline's have no effect.
+    assert_eq!(ops.len(), 4);
+    let b_grv = ops
+        .iter()
+        .find(|o| o["arm"] != "a" && o["op"] == "grv")
+        .unwrap();
+    let ratio = b_grv["effect"]["ratio"].as_f64().unwrap();
+    assert!(
+        (0.7..0.9).contains(&ratio),
+        "b's read versions are faster: {ratio}"
+    );
+    assert_eq!(b_grv["effect"]["blocks"], 4);
+    assert!(
+        ops.iter()
+            .filter(|o| o["arm"] == "a")
+            .all(|o| o["effect"].is_null())
+    );
+}
+
+#[test]
+fn runs_without_operations_render_no_breakdown() {
+    let (campaign, plan, mut records, environment) = fixture_parts(CampaignStatus::Finished);
+    for r in &mut records {
+        if let Some(result) = &mut r.result {
+            result.operations.clear();
+        }
+    }
+    let report = analyse(campaign, plan, &records, Some(environment), None, vec![]);
+    assert!(!terminal(&report).contains("where the time goes"));
+    assert!(!markdown(&report).contains("Where the time goes"));
+    assert!(!csv(&report).contains("op_"));
+    let json = serde_json::to_value(&report).unwrap();
+    assert!(
+        json.get("operations").is_none(),
+        "older reports read as before"
     );
 }

@@ -640,3 +640,120 @@ inject_busy_ns = 1000
         );
     }
 }
+
+/// The report's (operation, calls per transaction) rows of `arm`.
+fn operations_of(rep: &serde_json::Value, arm: &str) -> Vec<(String, f64)> {
+    rep["operations"]
+        .as_array()
+        .expect("the report has `operations`")
+        .iter()
+        .filter(|o| o["arm"] == arm)
+        .map(|o| {
+            (
+                o["op"].as_str().unwrap().to_owned(),
+                o["per_txn"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn where_the_time_goes_is_in_every_rendering() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // The builtin twin, the plugin, and the plugin on a simulated network.
+    let arms = "[[arms]]\nname = \"native\"\nbaseline = true\nplugin = \"builtin\"\n\
+        [[arms]]\nname = \"wasm\"\n\
+        [[arms]]\nname = \"wasm-sim\"\ntarget = { kind = \"embedded\", read_us = 20 }\n";
+    let p = plan(dir.path(), "breakdown", 2, 30, 0.95, arms);
+    let r = campaign(&data, &p, &[]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("where the time goes") && r.stdout.contains("get (simulated)"),
+        "terminal: {}",
+        r.stdout
+    );
+    let rep = report(&data);
+    // get100: one get and one commit per transaction, in every arm.
+    for arm in ["native", "wasm", "wasm-sim"] {
+        let ops = operations_of(&rep, arm);
+        assert_eq!(
+            ops,
+            [("get".to_owned(), 1.0), ("commit".to_owned(), 1.0)],
+            "{arm}"
+        );
+    }
+    let ops = rep["operations"].as_array().unwrap();
+    let sim_get = ops
+        .iter()
+        .find(|o| o["arm"] == "wasm-sim" && o["op"] == "get")
+        .unwrap();
+    assert_eq!(sim_get["simulated"], true);
+    assert_eq!(sim_get["effect"]["baseline"], "native");
+    assert_eq!(sim_get["effect"]["blocks"], 2);
+    assert!(
+        ops.iter()
+            .filter(|o| o["arm"] == "native")
+            .all(|o| o["effect"].is_null() && o["simulated"] == false),
+        "the baseline has no effect and the builtin waits no simulation"
+    );
+    let md = run(blocklab().args(["report", "latest", "--data"]).arg(&data));
+    assert!(
+        md.stdout.contains("Where the time goes")
+            && md.stdout.contains("| wasm | commit |")
+            && md.stdout.contains("| wasm-sim | get (simulated) |"),
+        "{}",
+        md.stdout
+    );
+    let csv = run(blocklab()
+        .args(["report", "latest", "--format", "csv", "--data"])
+        .arg(&data));
+    assert!(
+        csv.stdout
+            .lines()
+            .any(|l| l.starts_with("get100,wasm-sim,native,op_get_mean_latency,")),
+        "{}",
+        csv.stdout
+    );
+}
+
+#[test]
+fn blocklab_run_json_breaks_the_transaction_down_per_operation() {
+    let r = run(blocklab()
+        .args(["run", "--plugin"])
+        .arg(plugin("kv-basic"))
+        .args([
+            "--workload",
+            "range10",
+            "--warmup",
+            "10",
+            "--measured",
+            "40",
+        ])
+        .arg("--json"));
+    assert!(r.ok, "{}", r.stderr);
+    let result: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let calls: Vec<(&str, u64)> = result["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["op"].as_str().unwrap(), o["calls"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(calls, [("get_range", 40), ("commit", 40)]);
+    let text = run(blocklab()
+        .args(["run", "--plugin"])
+        .arg(plugin("kv-basic"))
+        .args([
+            "--workload",
+            "range10",
+            "--warmup",
+            "10",
+            "--measured",
+            "40",
+        ]));
+    assert!(
+        text.stdout.contains("where the time goes") && text.stdout.contains("get_range"),
+        "{}",
+        text.stdout
+    );
+}
