@@ -469,6 +469,7 @@ mod tests {
         spec.measure.counters = Some(crate::plan::spec::CounterSource::Callgrind);
         spec.measure.counted = crate::plan::spec::Counted::Beside;
         spec.measure.cache_sim = true;
+        spec.measure.operations = true;
         spec.arms[0].inject_loop_iterations = 1;
         spec.gates.quiescence_probe = crate::plan::spec::GateProbe::Spin;
         let mut known_keys = BTreeSet::new();

@@ -80,6 +80,11 @@ pub(super) struct RunArgs {
     profile: Option<PathBuf>,
     #[command(flatten)]
     profile_hz: ProfileHzArg,
+    /// Time every kv call of the measured window per kind of operation
+    /// (where the time goes); off by default, since the timing costs two
+    /// clock reads per call.
+    #[arg(long)]
+    operations: bool,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
@@ -180,6 +185,7 @@ pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         inject_busy_ns: 0,
         inject_loop_iterations: 0,
         counters: None,
+        operations: args.operations,
         binary: None,
         adapters: args.adapters,
         grants: args.grants.grants(),

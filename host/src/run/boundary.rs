@@ -161,6 +161,7 @@ fn round_spec(name: &str, source: PluginSource, bench: &Bench, round: u32) -> Ru
         inject_busy_ns: 0,
         inject_loop_iterations: 0,
         counters: None,
+        operations: false,
         binary: None,
         adapters: Vec::new(),
         grants: Default::default(),

@@ -578,6 +578,10 @@ pub fn run_spec(plan: &SealedPlan, slot: &Slot, settings: &Settings) -> anyhow::
         inject_busy_ns: arm.inject_busy_ns,
         inject_loop_iterations: arm.inject_loop_iterations,
         counters: spec.counters_for(workload),
+        // A counted run's clock means nothing, and its count should be the
+        // workload's alone: with `counted = "beside"` only the clock's runs
+        // are timed.
+        operations: spec.measure.operations && spec.counters_for(workload).is_none(),
         binary: None,
         adapters: arm.adapter_paths(),
         grants: arm.grants(),

@@ -665,8 +665,8 @@ fn where_the_time_goes_is_in_every_rendering() {
     let arms = "[[arms]]\nname = \"native\"\nbaseline = true\nplugin = \"builtin\"\n\
         [[arms]]\nname = \"wasm\"\n\
         [[arms]]\nname = \"wasm-sim\"\ntarget = { kind = \"embedded\", read_us = 20 }\n";
-    let p = plan(dir.path(), "breakdown", 2, 30, 0.95, arms);
-    let r = campaign(&data, &p, &[]);
+    let p = plan(dir.path(), "breakdown", 6, 30, 0.95, arms);
+    let r = campaign(&data, &p, &["--set", "measure.operations=true"]);
     assert!(r.ok, "{}", r.stderr);
     assert!(
         r.stdout.contains("where the time goes") && r.stdout.contains("get (simulated)"),
@@ -690,7 +690,7 @@ fn where_the_time_goes_is_in_every_rendering() {
         .unwrap();
     assert_eq!(sim_get["simulated"], true);
     assert_eq!(sim_get["effect"]["baseline"], "native");
-    assert_eq!(sim_get["effect"]["blocks"], 2);
+    assert_eq!(sim_get["effect"]["blocks"], 6);
     assert!(
         ops.iter()
             .filter(|o| o["arm"] == "native")
@@ -729,6 +729,7 @@ fn blocklab_run_json_breaks_the_transaction_down_per_operation() {
             "10",
             "--measured",
             "40",
+            "--operations",
         ])
         .arg("--json"));
     assert!(r.ok, "{}", r.stderr);
@@ -750,6 +751,24 @@ fn blocklab_run_json_breaks_the_transaction_down_per_operation() {
             "10",
             "--measured",
             "40",
+        ]));
+    assert!(text.ok, "{}", text.stderr);
+    assert!(
+        !text.stdout.contains("where the time goes"),
+        "a run that did not ask for the breakdown times no call:\n{}",
+        text.stdout
+    );
+    let text = run(blocklab()
+        .args(["run", "--plugin"])
+        .arg(plugin("kv-basic"))
+        .args([
+            "--workload",
+            "range10",
+            "--warmup",
+            "10",
+            "--measured",
+            "40",
+            "--operations",
         ]));
     assert!(
         text.stdout.contains("where the time goes") && text.stdout.contains("get_range"),

@@ -35,6 +35,7 @@ fn worker_run(measure: Measure, target: TargetSpec, inject_busy_ns: u64) -> RunR
         inject_busy_ns,
         inject_loop_iterations: 0,
         counters: None,
+        operations: false,
         adapters: Vec::new(),
         grants: Default::default(),
         profile_hz: None,

@@ -90,6 +90,7 @@ plugin = "{plugin}"
 [measure]
 warmup = 50
 measured = 3000
+operations = true
 [bootstrap]
 resamples = 2000
 [gates]

@@ -54,6 +54,12 @@ pub struct MeasureSpec {
     /// (`--cache-sim=yes`), for estimated cycles per transaction.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cache_sim: bool,
+    /// Time every kv call of the measured window per kind of operation
+    /// (docs/method.md, "Where the time goes"). Off by default: two clock
+    /// reads per call are a measurable part of a sub-microsecond
+    /// transaction, so the breakdown is asked for, not imposed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub operations: bool,
 }
 
 /// `measure.counters`: where a counted run's counts come from.

@@ -80,6 +80,9 @@ pub struct RunSpec {
     /// PMU it opens the hardware counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<Counters>,
+    /// Time the measured window's kv calls per kind (`measure.operations`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub operations: bool,
     /// Adapter components composed with the wasm plugin, the first nearest
     /// the workload.
     #[serde(default)]
@@ -141,12 +144,12 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
                 false => VersionClock::Wall,
             };
             let db = other.open_kv(clock)?;
-            // Every kv call is timed through this one wrapper (target::kv::ops),
-            // except in a counted run, whose clock means nothing and whose
-            // instruction count should be the workload's alone.
-            let db: crate::target::kv::SharedDatabase = match under_callgrind(spec.counters) {
-                true => db,
-                false => Arc::new(crate::target::kv::ops::TimedDatabase(db)),
+            // Where the plan asks, every kv call is timed through this one
+            // wrapper (target::kv::ops); the executor never asks it of a
+            // counted run.
+            let db: crate::target::kv::SharedDatabase = match spec.operations {
+                true => Arc::new(crate::target::kv::ops::TimedDatabase(db)),
+                false => db,
             };
             (Some(db), None)
         }

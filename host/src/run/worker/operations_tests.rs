@@ -9,7 +9,7 @@ fn spec(workload: &str, warmup: u64, measured: u64, workers: u32) -> RunSpec {
         workload: workload.to_owned(),
         entry: None,
         params: Vec::new(),
-        arm: "builtin".to_owned(),
+        arm: "a".to_owned(),
         plugin: PluginSource::Builtin,
         target: TargetSpec::default(),
         measure: Measure::Transactions { warmup, measured },
@@ -22,6 +22,7 @@ fn spec(workload: &str, warmup: u64, measured: u64, workers: u32) -> RunSpec {
         inject_busy_ns: 0,
         inject_loop_iterations: 0,
         counters: None,
+        operations: true,
         binary: None,
         adapters: Vec::new(),
         grants: Default::default(),
@@ -46,6 +47,15 @@ fn a_run_records_its_workloads_calls_in_the_window_only() {
         assert!(!o.simulated, "the builtin waits no simulated round trip");
         assert!(o.latency_us.max >= o.latency_us.p50);
     }
+}
+
+#[test]
+fn a_run_that_does_not_ask_for_the_breakdown_times_no_call() {
+    let mut plain = spec("get100", 30, 50, 1);
+    plain.operations = false;
+    let result = execute(&plain).unwrap();
+    assert!(result.operations.is_empty(), "{:?}", result.operations);
+    assert_eq!(result.measured, 50);
 }
 
 #[test]

@@ -219,11 +219,13 @@ pub fn started_at(t: Instant) {
 /// time runs to then.
 pub fn ready_at(t: Instant) {
     RECORDER.with_borrow_mut(|r| {
-        if let Some(p) = r.as_mut().and_then(|r| r.pending.as_mut()) {
-            if p.open {
-                p.end = p.end.max(t);
-                p.open = false;
-            }
+        if let Some(p) = r
+            .as_mut()
+            .and_then(|r| r.pending.as_mut())
+            .filter(|p| p.open)
+        {
+            p.end = p.end.max(t);
+            p.open = false;
         }
     });
 }
