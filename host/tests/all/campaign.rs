@@ -717,8 +717,9 @@ fn where_the_time_goes_is_in_every_rendering() {
     );
 }
 
-#[test]
-fn blocklab_run_json_breaks_the_transaction_down_per_operation() {
+/// `blocklab run` of kv-basic's range10, 40 measured transactions, with
+/// `extra` flags.
+fn run_range10(extra: &[&str]) -> crate::support::Run {
     let r = run(blocklab()
         .args(["run", "--plugin"])
         .arg(plugin("kv-basic"))
@@ -729,10 +730,15 @@ fn blocklab_run_json_breaks_the_transaction_down_per_operation() {
             "10",
             "--measured",
             "40",
-            "--operations",
         ])
-        .arg("--json"));
+        .args(extra));
     assert!(r.ok, "{}", r.stderr);
+    r
+}
+
+#[test]
+fn blocklab_run_json_breaks_the_transaction_down_per_operation() {
+    let r = run_range10(&["--operations", "--json"]);
     let result: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     let calls: Vec<(&str, u64)> = result["operations"]
         .as_array()
@@ -741,38 +747,14 @@ fn blocklab_run_json_breaks_the_transaction_down_per_operation() {
         .map(|o| (o["op"].as_str().unwrap(), o["calls"].as_u64().unwrap()))
         .collect();
     assert_eq!(calls, [("get_range", 40), ("commit", 40)]);
-    let text = run(blocklab()
-        .args(["run", "--plugin"])
-        .arg(plugin("kv-basic"))
-        .args([
-            "--workload",
-            "range10",
-            "--warmup",
-            "10",
-            "--measured",
-            "40",
-        ]));
-    assert!(text.ok, "{}", text.stderr);
+    let text = run_range10(&["--operations"]).stdout;
     assert!(
-        !text.stdout.contains("where the time goes"),
-        "a run that did not ask for the breakdown times no call:\n{}",
-        text.stdout
+        text.contains("where the time goes") && text.contains("get_range"),
+        "{text}"
     );
-    let text = run(blocklab()
-        .args(["run", "--plugin"])
-        .arg(plugin("kv-basic"))
-        .args([
-            "--workload",
-            "range10",
-            "--warmup",
-            "10",
-            "--measured",
-            "40",
-            "--operations",
-        ]));
+    let plain = run_range10(&[]).stdout;
     assert!(
-        text.stdout.contains("where the time goes") && text.stdout.contains("get_range"),
-        "{}",
-        text.stdout
+        !plain.contains("where the time goes"),
+        "a run that did not ask for the breakdown times no call:\n{plain}"
     );
 }
