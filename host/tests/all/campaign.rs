@@ -42,17 +42,23 @@ params = {{ keys = 100 }}
     path
 }
 
-/// Starts `blocklab campaign PLAN` and kills it (SIGKILL) once `runs` runs
-/// have finished, i.e. been stored.
-fn start_and_kill_after(data: &Path, plan: &Path, runs: usize) {
-    let mut child = blocklab()
+/// `blocklab campaign PLAN` started with its progress as JSON lines on a
+/// piped stderr.
+fn spawn_campaign(data: &Path, plan: &Path) -> std::process::Child {
+    blocklab()
         .args(["campaign", "--progress", "json", "--data"])
         .arg(data)
         .arg(plan)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Starts `blocklab campaign PLAN` and kills it (SIGKILL) once `runs` runs
+/// have finished, i.e. been stored.
+fn start_and_kill_after(data: &Path, plan: &Path, runs: usize) {
+    let mut child = spawn_campaign(data, plan);
     let mut finished = 0;
     for line in BufReader::new(child.stderr.take().unwrap()).lines() {
         if line.unwrap().contains("\"event\":\"run-finished\"") {
@@ -293,14 +299,7 @@ fn a_killed_supervisors_worker_dies_with_it_and_the_resume_runs_alone() {
         [[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n";
     let p = dir.path().join("orphan.toml");
     std::fs::write(&p, text).unwrap();
-    let mut supervisor = blocklab()
-        .args(["campaign", "--progress", "json", "--data"])
-        .arg(&data)
-        .arg(&p)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut supervisor = spawn_campaign(&data, &p);
     let mut events = BufReader::new(supervisor.stderr.take().unwrap()).lines();
     let started = events.any(|l| l.unwrap().contains("\"event\":\"run-started\""));
     assert!(started, "the campaign ended before its first run");
