@@ -113,7 +113,7 @@ impl HostState {
     ) -> anyhow::Result<()> {
         if let Some(t) = self.ready_at(tr, kind)? {
             // The call's recorded time starts with its round trip.
-            ops::started_at(Instant::now());
+            ops::started_now();
             sleep_until(t);
         }
         Ok(())

@@ -7,7 +7,7 @@
 //! plugin of any WIT version is a [`TimedTransaction`], and every call of a
 //! timed kind is timed here. The wasm host waits its simulated round trips
 //! outside the transaction; that path only tells the recorder when a
-//! blocking call's wait began ([`started_at`]) and when a future is ready
+//! blocking call's wait began ([`started_now`]) and when a future is ready
 //! ([`ready_at`]), so an operation's time is always issue to ready.
 //!
 //! Recording is per thread, since each worker drives its instance on its
@@ -150,7 +150,7 @@ struct Pending {
 struct Recorder {
     times: OpTimes,
     on: bool,
-    /// A blocking call's simulated wait began here ([`started_at`]).
+    /// A blocking call's simulated wait began here ([`started_now`]).
     started: Option<Instant>,
     pending: Option<Pending>,
 }
@@ -205,12 +205,17 @@ pub fn finish() -> Option<OpTimes> {
     })
 }
 
-/// The simulated round trip of the blocking call about to be made began
-/// at `t`: its time counts from there.
-pub fn started_at(t: Instant) {
+/// The simulated round trip of the blocking call about to be made begins
+/// now: its time counts from here. Outside the window it reads no clock.
+pub fn started_now() {
+    started_at(Instant::now);
+}
+
+/// As [`started_now`], from the instant `t` gives (read only in the window).
+fn started_at(t: impl FnOnce() -> Instant) {
     RECORDER.with_borrow_mut(|r| {
         if let Some(r) = r.as_mut().filter(|r| r.on) {
-            r.started = Some(t);
+            r.started = Some(t());
         }
     });
 }
@@ -412,7 +417,7 @@ mod tests {
         start();
         let mut tr = db.begin();
         let t0 = Instant::now();
-        started_at(t0 - Duration::from_secs(3));
+        started_at(|| t0 - Duration::from_secs(3));
         tr.get_read_version().unwrap();
         tr.get(b"k", false).unwrap();
         ready_at(Instant::now() + Duration::from_secs(5));
