@@ -11,9 +11,9 @@
 //! node ran each block and whether nodes agree; `compare`: campaign
 //! against campaign; `gate`: the regression gate's judging; `history`: a
 //! series' effect over campaigns and its change points; `calibration`: a
-//! machine's stored calibration; `latency`: merged latency histograms; `operations`: where the time
-//! goes, per kv operation;
-//! `steal`: CPU steal's one rule; `words`: how numbers are written.
+//! machine's stored calibration; `latency`: merged latency histograms;
+//! `operations`: where the time goes, per kv operation; `steal`: CPU
+//! steal's one rule; `words`: how numbers are written.
 
 pub mod calibration;
 pub mod campaign;
