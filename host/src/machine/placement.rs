@@ -291,11 +291,10 @@ pub fn pin_child(command: &mut std::process::Command, cpus: &[usize]) {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             // A parent killed between the fork and the prctl sends no
             // signal: the child has been reparented already, so it must not
-            // go on to run beside a resumed campaign.
+            // go on to run beside a resumed campaign. (A raw errno: nothing
+            // may allocate between fork and exec.)
             if libc::getppid() != parent {
-                return Err(std::io::Error::other(
-                    "the supervisor died while starting this child",
-                ));
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
             pin_current(&cpus)
         });
