@@ -265,9 +265,9 @@ impl MeasureSpec {
         match self.measure(rate) {
             Ok(m) if self.rates.len() > 1 => {
                 let rates: Vec<String> = self.rates.iter().map(|r| limits::show(*r)).collect();
-                format!("{m:?} (swept over rates {})", rates.join(", "))
+                format!("{m} (swept over rates {})", rates.join(", "))
             }
-            Ok(m) => format!("{m:?}"),
+            Ok(m) => m.to_string(),
             Err(_) => String::new(),
         }
     }
@@ -311,6 +311,46 @@ pub enum Measure {
         rate_per_s: f64,
         arrival: Arrival,
     },
+}
+
+/// How a report says a measure: "1000 measured transactions after 50 of
+/// warmup", not the type's debug form.
+impl std::fmt::Display for Measure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Measure::Transactions { warmup, measured } => {
+                write!(
+                    f,
+                    "{measured} measured transactions after {warmup} of warmup"
+                )
+            }
+            Measure::Window {
+                warmup_s,
+                measured_s,
+            } => write!(
+                f,
+                "{} s measured windows after {} s of warmup",
+                limits::show(measured_s),
+                limits::show(warmup_s)
+            ),
+            Measure::Rate {
+                warmup_s,
+                measured_s,
+                rate_per_s,
+                arrival,
+            } => write!(
+                f,
+                "{} s measured windows at {}/s ({} arrivals) after {} s of warmup",
+                limits::show(measured_s),
+                limits::show(rate_per_s),
+                match arrival {
+                    Arrival::Constant => "constant",
+                    Arrival::Poisson => "Poisson",
+                },
+                limits::show(warmup_s)
+            ),
+        }
+    }
 }
 
 impl Measure {

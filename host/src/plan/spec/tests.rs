@@ -418,3 +418,36 @@ fn a_spinning_gate_takes_a_short_window_and_refuses_a_long_one_saying_what_to_gi
     let err = format!("{err:#}");
     assert!(err.contains("quiescence_probe"), "{err}");
 }
+
+/// Issue 31, point 7: the markdown Design section and the calibration
+/// printed a measure as `Transactions { warmup: 30, measured: 300 }`.
+#[test]
+fn a_measure_reads_as_words() {
+    use super::measure::{Arrival, Measure};
+    let t = Measure::Transactions {
+        warmup: 30,
+        measured: 300,
+    };
+    assert_eq!(
+        t.to_string(),
+        "300 measured transactions after 30 of warmup"
+    );
+    let w = Measure::Window {
+        warmup_s: 0.1,
+        measured_s: 0.5,
+    };
+    assert_eq!(
+        w.to_string(),
+        "0.5 s measured windows after 0.1 s of warmup"
+    );
+    let r = Measure::Rate {
+        warmup_s: 0.5,
+        measured_s: 1.0,
+        rate_per_s: 200.0,
+        arrival: Arrival::Poisson,
+    };
+    assert_eq!(
+        r.to_string(),
+        "1 s measured windows at 200/s (Poisson arrivals) after 0.5 s of warmup"
+    );
+}
