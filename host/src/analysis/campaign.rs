@@ -69,7 +69,7 @@ fn intervals(spec: &PlanSpec) -> Intervals {
     let family = spec.workloads.len() * statistics(spec).len();
     let per_interval_level = boot.simultaneous.per_interval(boot.level, family);
     let mut description = format!(
-        "{} intervals over blocks, nominal {}",
+        "{} over blocks, nominal {}",
         boot.method.describe(),
         pct(boot.level)
     );

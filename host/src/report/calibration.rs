@@ -12,7 +12,7 @@ pub fn render(c: &Calibration) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "calibration of `{}` on {}: {} A/A campaigns ({}) of {} blocks, {}, {} intervals at {:.0}%",
+        "calibration of `{}` on {}: {} A/A campaigns ({}) of {} blocks, {}, {} at {:.0}%",
         c.plan,
         c.machine,
         c.campaigns.len(),

@@ -117,7 +117,7 @@ pub fn stop_sentence(stop: &SequentialStop) -> String {
 pub(super) fn calibration_sentence(c: &Calibration) -> String {
     let (covered, n) = c.covered();
     format!(
-        "calibration of this machine ({}): {} A/A campaigns of `{}` ({} blocks, {}), {covered}/{n} {} intervals at {} contained 1; the A/A noise floor is the half-width an interval gets with no effect (`blocklab calibrate`)",
+        "calibration of this machine ({}): {} A/A campaigns of `{}` ({} blocks, {}), {covered}/{n} {} at {} contained 1; the A/A noise floor is the half-width an interval gets with no effect (`blocklab calibrate`)",
         c.machine,
         c.campaigns.len(),
         c.plan,

@@ -39,12 +39,12 @@ pub enum Method {
 }
 
 impl Method {
-    /// The method as reports name it.
+    /// The method's intervals as reports name them.
     pub fn describe(self) -> &'static str {
         match self {
-            Method::StudentT => "Student-t on log ratios",
-            Method::Percentile => "percentile bootstrap",
-            Method::Bca => "BCa bootstrap",
+            Method::StudentT => "Student-t intervals on log ratios",
+            Method::Percentile => "percentile bootstrap intervals",
+            Method::Bca => "BCa bootstrap intervals",
         }
     }
 

@@ -49,7 +49,7 @@ fn the_report_names_the_student_t_default_and_percentile_stays_selectable() {
     assert!(r.ok, "{}", r.stderr);
     assert!(
         r.stdout
-            .contains("intervals: Student-t on log ratios intervals over blocks"),
+            .contains("intervals: Student-t intervals on log ratios over blocks"),
         "terminal:\n{}",
         r.stdout
     );
