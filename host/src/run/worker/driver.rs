@@ -330,8 +330,6 @@ pub(super) fn drive(
             ops: None,
         },
     };
-    // The recorder's histograms are allocated here, before the window.
-    ops::prepare()?;
     let warmup_s = match measure {
         Measure::Window { warmup_s, .. } | Measure::Rate { warmup_s, .. } => warmup_s,
         Measure::Transactions { .. } => 0.0,

@@ -27,6 +27,7 @@ use crate::record::result::{
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
 use crate::target::kv::embedded::VersionClock;
+use crate::target::kv::ops;
 use anyhow::bail;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -148,7 +149,7 @@ fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
             // wrapper (target::kv::ops); the executor never asks it of a
             // counted run.
             let db: crate::target::kv::SharedDatabase = match spec.operations {
-                true => Arc::new(crate::target::kv::ops::TimedDatabase(db)),
+                true => Arc::new(ops::TimedDatabase(db)),
                 false => db,
             };
             (Some(db), None)
@@ -360,6 +361,9 @@ fn measure_all(
                 let measure = spec.measure;
                 let schedule = worker_schedule(spec, i as u32);
                 scope.spawn(move || {
+                    // Armed (allocated) before the window, and only when the
+                    // run asks for the breakdown: unarmed, its hooks do nothing.
+                    spec.operations.then(ops::prepare).transpose()?;
                     drive(
                         instance.as_mut(),
                         measure,
@@ -479,7 +483,7 @@ struct Totals {
     window_histograms: BTreeMap<String, Histogram<u64>>,
     open: OpenTally,
     batches: Batches,
-    ops: Option<crate::target::kv::ops::OpTimes>,
+    ops: Option<ops::OpTimes>,
 }
 
 impl Totals {

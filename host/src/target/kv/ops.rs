@@ -11,11 +11,12 @@
 //! ([`ready_at`]), so an operation's time is always issue to ready.
 //!
 //! Recording is per thread, since each worker drives its instance on its
-//! own thread: the driver arms the recorder before the window ([`prepare`],
-//! which allocates), switches it on for the measured window only
-//! ([`start`]) and takes it at the end ([`finish`]). Outside the window a
-//! call costs one thread-local check and no clock read; inside, one
-//! `Instant` pair and a histogram record, no allocation.
+//! own thread: a worker of a run that asks for the breakdown
+//! (`measure.operations`) arms the recorder before the window ([`prepare`],
+//! which allocates), the driver switches it on for the measured window only
+//! ([`start`]) and takes it at the end ([`finish`]). Outside the window, or
+//! unarmed, a hook costs one thread-local check and no clock read; inside,
+//! one `Instant` pair and a histogram record, no allocation.
 
 use super::{
     ConflictKind, Database, KeySelector, KeyValue, KvError, MutationType, OpKind, RangeLimits,
