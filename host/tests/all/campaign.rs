@@ -277,14 +277,6 @@ fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Whether `pid` still runs (a zombie waiting for init's reaping does not).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
-}
-
 /// Issue 32: a worker must not outlive a SIGKILLed supervisor, or it would
 /// run beside the resumed campaign's first run and skew it.
 #[test]
@@ -315,7 +307,7 @@ fn a_killed_supervisors_worker_dies_with_it_and_the_resume_runs_alone() {
     supervisor.kill().unwrap();
     supervisor.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while running(worker) {
+    while crate::support::running(worker as i32) {
         assert!(
             Instant::now() < deadline,
             "worker {worker} still runs 10 s after its supervisor was killed"

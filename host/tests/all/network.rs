@@ -9,7 +9,7 @@
 //! why and pass, unless `BLOCKLAB_REQUIRE_NETNS` is set (`make test` sets
 //! it), when they fail instead.
 
-use crate::support::{assert_error, blocklab, campaign, plugin, report, run};
+use crate::support::{assert_error, blocklab, campaign, plugin, report, run, running};
 use blocklab::machine::netns::{self, LinkSpec, Netns};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -333,15 +333,6 @@ target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = 2 }
     for p in inside {
         assert!(!running(p), "pid {p} still runs");
     }
-}
-
-/// Whether `pid` is a live process: a killed one may stay a zombie until
-/// init, its new parent, reaps it.
-fn running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-        !state.is_some_and(|s| s.starts_with('Z') || s.starts_with('X'))
-    })
 }
 
 /// Whether this kernel has netem, probed as blocklab probes it.

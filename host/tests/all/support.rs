@@ -261,3 +261,12 @@ pub fn run_json(plugin: &Path, workload: &str, extra: &[&str]) -> serde_json::Va
     assert!(r.ok, "blocklab run failed:\n{}", r.stderr);
     serde_json::from_str(&r.stdout).expect("run --json prints one object")
 }
+
+/// Whether `pid` is a live process: a killed one may stay a zombie until
+/// init, its new parent, reaps it.
+pub fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        !state.is_some_and(|s| s.starts_with('Z') || s.starts_with('X'))
+    })
+}
