@@ -3,6 +3,7 @@
 
 use super::format::{fmt_pct, md_header, md_row};
 use crate::analysis::calibration::{Calibration, Recommendation};
+use crate::analysis::words::fmt_value;
 use crate::statistic::MeasureMode;
 use blocklab_store::CampaignId;
 use std::fmt::Write as _;
@@ -96,7 +97,7 @@ fn render_levels(c: &Calibration, s: &mut String) {
                     // transactions it would hold at the calibrated pace.
                     MeasureMode::Window | MeasureMode::Rate => format!(
                         "{} s windows",
-                        fmt_seconds(d.transactions as f64 * r.per_transaction_s)
+                        fmt_value(d.transactions as f64 * r.per_transaction_s)
                     ),
                 };
                 (
@@ -172,17 +173,6 @@ pub fn render_recommendation(r: &Recommendation) -> String {
     s
 }
 
-/// A window length to three significant figures (0.5, 0.123, 12.3).
-fn fmt_seconds(s: f64) -> String {
-    let digits = (2 - s.abs().log10().floor() as i32).clamp(0, 6) as usize;
-    let text = format!("{s:.digits$}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,17 +223,9 @@ mod tests {
     #[test]
     fn a_window_plans_design_is_in_seconds_of_window() {
         let text = render(&calibration(MeasureMode::Window, 0.0005));
-        assert!(text.contains("68 blocks × 0.5 s windows"), "{text}");
+        assert!(text.contains("68 blocks × 0.500 s windows"), "{text}");
         assert!(!text.contains("transactions |"), "{text}");
         let text = render(&calibration(MeasureMode::Transactions, 0.0005));
         assert!(text.contains("68 blocks × 1000 transactions"), "{text}");
-    }
-
-    #[test]
-    fn window_lengths_keep_three_significant_figures() {
-        assert_eq!(fmt_seconds(0.5), "0.5");
-        assert_eq!(fmt_seconds(0.12345), "0.123");
-        assert_eq!(fmt_seconds(12.34), "12.3");
-        assert_eq!(fmt_seconds(250.0), "250");
     }
 }
