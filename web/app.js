@@ -331,6 +331,7 @@ async function renderReport(id, statistics, into, baseline, seq, query) {
     el("h3", {}, "Latency distribution per arm (final runs' histograms merged)"), latencyChart);
 
   into.replaceChildren(
+    summary(report),
     verdicts(report, statistics),
     el("h2", {}, "Effects"), forests,
     el("h2", {}, "Absolute medians"), absolutesTable(report, statistics, workloads, arms),
@@ -351,7 +352,38 @@ function clientLabel(client) {
   return `process: ${path.split("/").pop()}`;
 }
 
-// The verdicts, one line per workload and arm, above everything else: the
+// The summary, above everything else: each arm's answer across the
+// workloads in one line, a workloads × arms grid coloured by the verdict
+// (its interval on hover), and what qualifies several verdicts said once.
+function summary(report) {
+  const s = report.summary;
+  const list = report.verdicts || [];
+  if (!s || list.length === 0) return el("section", { id: "summary", hidden: "hidden" });
+  const arms = [...new Set(list.map((v) => v.arm))];
+  const workloads = [...new Set(list.map((v) => v.workload))];
+  const stat = list[0].statistic;
+  const cell = (w, a) => {
+    const v = list.find((x) => x.workload === w && x.arm === a);
+    if (!v) return el("td", { class: "muted" }, "—");
+    const interval = v.blocks > 1 ? `[${fmtRatio(v.lo)}, ${fmtRatio(v.hi)}]` : "one block: no interval";
+    return el("td", { class: `num grid-cell ${v.direction}${v.weak ? " weak" : ""}`, "data-workload": w, "data-arm": a,
+      "data-direction": v.direction, title: `${w} · ${a}: ${stat} ratio ${fmtRatio(v.ratio)} ${interval} against ${v.baseline}, ${v.blocks} of ${v.blocks_planned} blocks${v.weak ? ", weak evidence" : ""}` },
+    fmtRatio(v.ratio));
+  };
+  const grid = scroll("summary grid", el("table", { id: "grid" },
+    el("caption", {}, `${stat}, ratio arm/baseline: red slower or costlier, green faster or cheaper, grey no detectable difference; hover for the interval`),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "workload"), arms.map((a) => el("th", { scope: "col" }, a)))),
+    el("tbody", {}, workloads.map((w) => el("tr", {}, el("th", { scope: "row" }, w), arms.map((a) => cell(w, a)))))));
+  return el("section", { id: "summary", "aria-labelledby": "summary-title" },
+    el("h2", { id: "summary-title" }, `Summary (${stat})`),
+    el("ul", { id: "answers" }, s.answers.map((a) => el("li", { "data-arm": a.arm, class: a.weak ? "weak" : "" }, a.text))),
+    grid,
+    s.notes.length ? el("div", { id: "notes" }, el("h3", {}, "Notes"),
+      el("ol", {}, s.notes.map((n) => el("li", { id: `note-${n.number}`, value: n.number, "data-caveat": n.caveat },
+        n.text, el("span", { class: "muted" }, ` (concerns ${n.concerns})`))))) : null);
+}
+
+// The verdicts, one line per workload and arm, under the summary: the
 // answer at a glance. Weak evidence (few blocks) is greyed and labelled, and
 // the warnings that qualify a verdict sit beside it.
 function verdicts(report) {
@@ -376,6 +408,7 @@ function verdicts(report) {
   el("span", { class: "verdict-where" }, `${v.workload}, ${v.statistic}: `),
   v.weak ? el("span", { class: "weak-label", title: `${v.blocks} of ${v.blocks_planned} blocks: too few for a trustworthy interval` }, `weak evidence (${v.blocks} of ${v.blocks_planned} blocks) `) : null,
   el("span", { class: "verdict-text" }, v.text),
+  (v.notes || []).length ? el("span", { class: "note-refs" }, " [", v.notes.flatMap((n, i) => [i ? ", " : "", el("a", { href: `#note-${n}`, onclick: (e) => { e.preventDefault(); document.getElementById(`note-${n}`).scrollIntoView(); } }, `note ${n}`)]), "]") : null,
   (v.warnings || []).length ? el("ul", { class: "verdict-warnings" }, v.warnings.map((w) => el("li", {}, w))) : null))));
   return box;
 }

@@ -338,13 +338,49 @@ test("charts: axis titles, a legend, one x-range per section, labels inside the 
   }
 });
 
-test("verdicts sit at the top, weak ones greyed and labelled with their warnings beside them", async (t) => {
+test("the summary comes first: one answer per arm, a grid cell per verdict, each note once, above the fold at 1280 and 420 px", async () => {
+  const report = await api(`/api/campaigns/${finished}/report`);
+  const arms = [...new Set(report.verdicts.map((v) => v.arm))];
+  assert.equal(report.summary.answers.length, arms.length, "one answer per arm");
+  for (const width of [1280, 420]) {
+    const { page, errors } = await open(`#/campaigns/${finished}`, width);
+    await page.waitForSelector("#summary #grid");
+    const order = await page.$$eval("#report > *", (xs) => xs.map((x) => x.id || x.tagName));
+    assert.deepEqual(order.slice(0, 2), ["summary", "verdicts"], `${width}: summary, then the verdicts`);
+    // The answers start on the first screen (900 px high).
+    const top = await page.locator("#answers").evaluate((e) => e.getBoundingClientRect().top);
+    assert.ok(top < 900, `${width}: the answers start ${top} px down`);
+    assert.deepEqual(await page.$$eval("#answers li", (ls) => ls.map((l) => l.textContent)), report.summary.answers.map((a) => a.text));
+    // One cell per verdict, coloured by its direction, its interval on hover.
+    const cells = await page.$$eval("#grid td.grid-cell", (cs) => cs.map((c) => ({ w: c.dataset.workload, a: c.dataset.arm,
+      d: c.dataset.direction, title: c.title, bg: getComputedStyle(c).backgroundColor })));
+    assert.equal(cells.length, report.verdicts.length);
+    for (const v of report.verdicts) {
+      const c = cells.find((x) => x.w === v.workload && x.a === v.arm);
+      assert.ok(c, `${v.workload} ${v.arm}`);
+      assert.equal(c.d, v.direction);
+      const r3 = (x) => (Math.abs(x) >= 0.01 || x === 0 ? x.toFixed(3) : x.toPrecision(2));
+      if (v.blocks > 1) assert.ok(c.title.includes(`[${r3(v.lo)}, ${r3(v.hi)}]`), c.title);
+    }
+    const colours = new Map(cells.map((c) => [c.d, c.bg]));
+    assert.equal(new Set(colours.values()).size, colours.size, "each direction its own colour");
+    // Each note once, and no verdict repeats a note's words.
+    assert.equal(await page.locator("#notes li").count(), report.summary.notes.length);
+    const verdictText = await page.locator("#verdicts").innerText();
+    for (const n of report.summary.notes) assert.ok(!verdictText.includes(n.text), `note ${n.number} repeated under a verdict`);
+    await page.screenshot({ path: join(artifacts, `campaign-summary-${width}.png`) });
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+});
+
+test("verdicts follow the summary, weak ones greyed and labelled with their own warnings and their notes beside them", async (t) => {
   const report = await api(`/api/campaigns/${finished}/report`);
   const { page, errors } = await open(`#/campaigns/${finished}`);
   await page.waitForSelector("#verdicts");
-  // Above the effects, right under the campaign's header.
+  // Above the effects, right under the summary.
   const order = await page.$$eval("#report > *", (xs) => xs.map((x) => x.id || x.tagName));
-  assert.equal(order[0], "verdicts");
+  assert.equal(order[1], "verdicts");
   if (!report.verdicts) {
     assert.match(await page.locator("#verdicts").innerText(), /no verdicts/);
     await page.close();
@@ -361,7 +397,11 @@ test("verdicts sit at the top, weak ones greyed and labelled with their warnings
     assert.equal((await li.getAttribute("class")).includes("weak"), !!v.weak);
     if (v.weak) assert.match(text, /weak evidence \(\d+ of \d+ blocks\)/i);
     for (const w of v.warnings) assert.ok(text.includes(w), `warning beside the verdict: ${w}`);
+    for (const n of v.notes || []) assert.ok(text.includes(`note ${n}`), `note ${n} named beside the verdict`);
   }
+  // Every verdict has 2 blocks of 2: the weak-evidence warning is one note for all.
+  const weakNote = report.summary.notes.find((n) => n.caveat === "weak-evidence");
+  assert.ok(weakNote && report.verdicts.every((v) => v.notes.includes(weakNote.number)), JSON.stringify(report.summary.notes));
   // Two blocks are too few: this campaign's verdicts are weak, and greyed.
   assert.ok(report.verdicts.every((v) => v.weak), "2 blocks give weak evidence");
   const colour = await page.locator("#verdicts li.verdict.weak").first().evaluate((e) => getComputedStyle(e).color);

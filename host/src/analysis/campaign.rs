@@ -243,7 +243,8 @@ pub fn analyse(
     let links = link_rows(spec, &finals);
     let statistics = super::verdicts::statistic_rows(spec, &runs);
     carry_support(&statistics, &mut rows);
-    let verdicts = super::verdicts::verdicts(spec, &campaign, &rows.effects, &runs, &statistics);
+    let (verdicts, summary) =
+        super::verdicts::verdicts(spec, &campaign, &rows.effects, &runs, &statistics);
     let curves = super::curves::curves(spec, &finals, &rows.effects);
     let slo = super::curves::slo_rows(spec, &finals);
     let arms: Vec<String> = spec.arms.iter().map(|a| a.name.clone()).collect();
@@ -265,6 +266,7 @@ pub fn analyse(
         provisional: super::verdicts::provisional(&campaign),
         sealed_baseline: None,
         verdicts,
+        summary,
         statistics,
         campaign,
         environment,
@@ -471,8 +473,42 @@ impl Pair<'_> {
                 workload: self.workload.to_owned(),
                 arm: self.arm.to_owned(),
                 statistic: s.name().into(),
-                reason: e.to_string(),
+                reason: self.why_not(s, e),
             }),
+        }
+    }
+
+    /// Why there is no effect, naming the arm and the block as the plan and
+    /// the UI count it (from 1), where the statistics layer only knows an
+    /// index into the paired values.
+    fn why_not(&self, s: Statistic, e: stats::StatsError) -> String {
+        let stats::StatsError::NotPositive {
+            which,
+            block,
+            value,
+        } = e
+        else {
+            return e.to_string();
+        };
+        let name = if which == "arm" {
+            self.arm
+        } else {
+            self.baseline
+        };
+        let number = self
+            .arm_runs
+            .keys()
+            .filter(|b| self.base_runs.contains_key(b))
+            .nth(block)
+            .map_or(block + 1, |b| *b as usize + 1);
+        if value == 0.0 {
+            format!(
+                "`{s}` is 0 for {name} in block {number}, so it has no ratio: a ratio needs values above 0 (for a count, 0 means none happened)"
+            )
+        } else {
+            format!(
+                "`{s}` is {value} for {name} in block {number}, not a positive number: a ratio needs positive values (check how the statistic was recorded)"
+            )
         }
     }
 }
@@ -726,4 +762,36 @@ fn limits(
         out.push(format!("The machine has {} CPUs: runner and client cannot be isolated from the rest of the system.", e.online_cpus));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_effect_a_zero_prevents_names_the_arm_and_the_block_counted_from_1() {
+        let zero = RunResult::default();
+        let arm: BTreeMap<u32, &RunResult> = [(0, &zero), (2, &zero)].into();
+        let base: BTreeMap<u32, &RunResult> = [(1, &zero), (2, &zero)].into();
+        let pair = Pair {
+            workload: "get100",
+            arm: "wasm",
+            baseline: "builtin",
+            arm_runs: &arm,
+            base_runs: &base,
+        };
+        let spec = PlanSpec::parse(
+            "name = \"p\"\nseed = 1\nblocks = 4\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"builtin\"\nbaseline = true\n[[arms]]\nname = \"wasm\"\n",
+            &[],
+        )
+        .unwrap();
+        let missing = pair
+            .effect(&spec, Statistic::MeanLatency, 0.95)
+            .unwrap_err();
+        // Only block index 2 has both arms: the plan's block 3.
+        assert_eq!(
+            missing.reason,
+            "`mean_latency` is 0 for wasm in block 3, so it has no ratio: a ratio needs values above 0 (for a count, 0 means none happened)"
+        );
+    }
 }

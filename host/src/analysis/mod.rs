@@ -6,7 +6,8 @@
 //! verdict, the limits) and [`sequential_check`]; `model`: everything a
 //! report says (its serde form is the JSON, a stable interface);
 //! `statistics`: the statistics table's JSON form; `verdicts`: the answer
-//! per workload and arm in words and what weakens it; `curves`: rate
+//! per workload and arm in words and what weakens it; `summary`: each
+//! arm's answer in a line and the notes several verdicts share; `curves`: rate
 //! sweeps' latency–throughput curves and the SLO search; `hosts`: which
 //! node ran each block and whether nodes agree; `compare`: campaign
 //! against campaign; `gate`: the regression gate's judging; `history`: a
@@ -28,6 +29,7 @@ pub mod noise;
 pub mod operations;
 pub mod statistics;
 pub mod steal;
+pub mod summary;
 pub mod verdicts;
 pub mod words;
 

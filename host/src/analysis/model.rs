@@ -95,8 +95,70 @@ pub struct Verdict {
     pub text: String,
     /// Too few blocks for the interval's width to be trusted.
     pub weak: bool,
-    /// What the stored runs say qualifies this verdict.
+    /// What qualifies this verdict alone; what qualifies several verdicts
+    /// is the summary's note, numbered in `notes`.
     pub warnings: Vec<String>,
+    /// The numbers of the summary's notes that qualify this verdict too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<usize>,
+}
+
+/// What kind of thing qualifies a verdict: a kind that qualifies several
+/// verdicts is said once, as a [`Note`] of the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Caveat {
+    OneBlock,
+    WeakEvidence,
+    Unsupported,
+    Provisional,
+    GateFlagged,
+    ShortWindows,
+    Steal,
+    ShortOfRate,
+    LateStarts,
+    Resumed,
+    Reruns,
+}
+
+/// What a report opens with: each arm's answer across the workloads in one
+/// line, and what qualifies several verdicts, said once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub answers: Vec<Answer>,
+    pub notes: Vec<Note>,
+}
+
+/// One arm against its baseline on the primary statistic, over every
+/// workload with a verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub arm: String,
+    pub baseline: String,
+    pub statistic: Statistic,
+    /// Workloads with a verdict, and how many went which way.
+    pub workloads: usize,
+    pub worse: usize,
+    pub better: usize,
+    pub no_difference: usize,
+    /// Workloads with one block, so no interval and no verdict.
+    pub no_interval: usize,
+    /// Some of its verdicts rest on too few blocks.
+    pub weak: bool,
+    pub text: String,
+}
+
+/// A qualification of several verdicts, said once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    /// Counted from 1, as every rendering prints it.
+    pub number: usize,
+    pub caveat: Caveat,
+    /// Over all the runs of the verdicts it concerns.
+    pub text: String,
+    /// Which verdicts: "every verdict", or their workloads (and arms where
+    /// not all of a workload's).
+    pub concerns: String,
 }
 
 /// Whether the campaign's sample supports a statistic's figures (a tail
@@ -321,6 +383,10 @@ pub struct Report {
     /// statistic; renderings print them first.
     #[serde(default)]
     pub verdicts: Vec<Verdict>,
+    /// Each arm's answer in a line, and the notes that qualify several
+    /// verdicts; renderings print it before everything else.
+    #[serde(default)]
+    pub summary: Summary,
     /// The statistics this report compares (its measure mode's table), each
     /// with whether the sample supports it.
     #[serde(skip_deserializing)]

@@ -5,7 +5,7 @@
 //! report, and in rate mode runs short of the offered rate or starting
 //! late); and which statistics the sample supports at all.
 
-use super::model::{EffectRow, RunRow, StatisticRow, Support, Verdict};
+use super::model::{Caveat, EffectRow, RunRow, StatisticRow, Summary, Support, Verdict};
 use super::statistics::{TableEntry, statistics};
 use super::steal::Steal;
 use crate::plan::spec::PlanSpec;
@@ -67,20 +67,24 @@ pub(super) fn statistic_rows(spec: &PlanSpec, runs: &[RunRow]) -> Vec<StatisticR
         .collect()
 }
 
-/// One verdict per workload × arm with an effect on the primary statistic.
+/// A warning with the kind of thing it says.
+pub(super) type Caveated = (Caveat, String);
+
+/// One verdict per workload × arm with an effect on the primary statistic,
+/// and the summary of them all.
 pub(super) fn verdicts(
     spec: &PlanSpec,
     campaign: &CampaignMeta,
     effects: &[EffectRow],
     runs: &[RunRow],
     rows: &[StatisticRow],
-) -> Vec<Verdict> {
+) -> (Vec<Verdict>, Summary) {
     let primary = spec.primary_statistics();
     let Some(row) = primary
         .first()
         .and_then(|p| rows.iter().find(|r| r.name == *p))
     else {
-        return Vec::new();
+        return Default::default();
     };
     let mut out = Vec::new();
     for w in &spec.workloads {
@@ -88,50 +92,72 @@ pub(super) fn verdicts(
             .iter()
             .filter(|e| e.workload == w.name && e.statistic == row.name)
         {
-            let mut v = verdict(row.name, e, spec.blocks);
-            v.warnings.extend(run_warnings(runs, e));
+            let (v, mut caveats) = verdict(row.name, e, spec.blocks);
+            caveats.extend(run_warnings(runs, &|r| of_effect(e, r)));
             if let Some(reason) = &row.support.reason {
-                v.warnings
-                    .push(format!("`{}` is not supported: {reason}", row.name));
-            }
-            if provisional(campaign) {
-                v.warnings.push(format!(
-                    "provisional: the campaign is {} ({} of {} runs finished); this verdict may change",
-                    campaign.status, campaign.finished_runs, campaign.total_runs
+                caveats.push((
+                    Caveat::Unsupported,
+                    format!("`{}` is not supported: {reason}", row.name),
                 ));
             }
-            out.push(v);
+            if provisional(campaign) {
+                caveats.push((Caveat::Provisional, format!(
+                    "provisional: the campaign is {} ({} of {} runs finished); this verdict may change",
+                    campaign.status, campaign.finished_runs, campaign.total_runs
+                )));
+            }
+            out.push((v, caveats));
         }
     }
-    out
+    super::summary::summarize(runs, out)
 }
 
-/// A factor as the verdicts print it: two decimals near 1, one above 2.
-fn factor(x: f64) -> String {
+/// Whether a run is of the effect's workload and one of its two arms.
+pub(super) fn of_effect(e: &EffectRow, r: &RunRow) -> bool {
+    r.result.workload == e.workload && (r.result.arm == e.arm || r.result.arm == e.baseline)
+}
+
+/// A factor's number as the verdicts print it: two decimals near 1, one
+/// above 2.
+pub(super) fn times(x: f64) -> String {
     if x < 2.0 {
-        format!("{x:.2}×")
+        format!("{x:.2}")
     } else {
-        format!("{x:.1}×")
+        format!("{x:.1}")
     }
 }
 
-/// The verdict an effect gives on its own: direction, words and the
+fn factor(x: f64) -> String {
+    format!("{}×", times(x))
+}
+
+/// Whether a statistic's change reads as speed ("slower", "faster") rather
+/// than as a cost ("uses more `cpu_process`").
+pub(super) fn speed(stat: Statistic) -> bool {
+    stat.name().contains("latency") || !stat.lower_is_better()
+}
+
+/// The verdict an effect gives on its own: direction and words, and the
 /// weak-evidence warning.
-pub(super) fn verdict(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> Verdict {
+pub(super) fn verdict(
+    stat: Statistic,
+    e: &EffectRow,
+    blocks_planned: usize,
+) -> (Verdict, Vec<Caveated>) {
     let (direction, text) = sentence(stat, e, blocks_planned);
     let mut warnings = Vec::new();
     let weak = e.blocks < WEAK_BLOCKS;
     if e.blocks <= 1 {
-        warnings.push(format!(
+        warnings.push((Caveat::OneBlock, format!(
             "one block: no interval, so no verdict; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)"
-        ));
+        )));
     } else if weak {
-        warnings.push(format!(
+        warnings.push((Caveat::WeakEvidence, format!(
             "weak evidence: the interval rests on {} blocks, fewer than {WEAK_BLOCKS}, and may be far narrower than its level says; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)",
             e.blocks
-        ));
+        )));
     }
-    Verdict {
+    let v = Verdict {
         workload: e.workload.clone(),
         arm: e.arm.clone(),
         baseline: e.baseline.clone(),
@@ -144,14 +170,16 @@ pub(super) fn verdict(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> 
         direction,
         text,
         weak,
-        warnings,
-    }
+        warnings: Vec::new(),
+        notes: Vec::new(),
+    };
+    (v, warnings)
 }
 
 /// Which way an effect goes and the sentence that says so.
 fn sentence(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> (Outcome, String) {
     let w = Worse::of(stat.lower_is_better(), e.ratio, e.ci_low, e.ci_high);
-    let speed = stat.name().contains("latency") || !stat.lower_is_better();
+    let speed = speed(stat);
     let (arm, base) = (&e.arm, &e.baseline);
     let blocks = format!("{} of {blocks_planned} blocks", e.blocks);
     if e.blocks <= 1 {
@@ -189,24 +217,23 @@ fn sentence(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> (Outcome, 
     (outcome, text)
 }
 
-/// What the stored runs of the effect's workload and two arms say about
-/// it: the quiescence gate, short windows, steal, reruns, a resume.
-pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
-    let ours = |r: &&RunRow| {
-        r.result.workload == e.workload && (r.result.arm == e.arm || r.result.arm == e.baseline)
-    };
-    let all: Vec<&RunRow> = runs.iter().filter(ours).collect();
-    let finals: Vec<&RunRow> = final_rows(runs).into_iter().filter(ours).collect();
+/// What the stored runs that are `ours` (an effect's workload and two
+/// arms, or a note's verdicts') say about them: the quiescence gate, short
+/// windows, steal, reruns, a resume.
+pub(super) fn run_warnings(runs: &[RunRow], ours: &dyn Fn(&RunRow) -> bool) -> Vec<Caveated> {
+    let all: Vec<&RunRow> = runs.iter().filter(|r| ours(r)).collect();
+    let finals: Vec<&RunRow> = final_rows(runs).into_iter().filter(|r| ours(r)).collect();
     let n = finals.len();
     let mut out = Vec::new();
     let flagged = finals.iter().filter(|r| r.gate_flagged).count();
     if n > 0 && flagged == n {
-        out.push(format!(
+        out.push((Caveat::GateFlagged, format!(
             "every run ({n}) ran although the quiescence gate did not pass: other load on the machine is in these figures; rerun on a quiet machine"
-        ));
+        )));
     } else if flagged > 0 {
-        out.push(format!(
-            "{flagged} of {n} runs ran although the quiescence gate did not pass"
+        out.push((
+            Caveat::GateFlagged,
+            format!("{flagged} of {n} runs ran although the quiescence gate did not pass"),
         ));
     }
     let ok: Vec<&&RunRow> = finals
@@ -220,24 +247,25 @@ pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
         .collect();
     if !short.is_empty() {
         let shortest = short.iter().copied().fold(f64::INFINITY, f64::min);
-        out.push(format!(
+        out.push((Caveat::ShortWindows, format!(
             "{} of {} runs measured for less than {} ms (shortest {:.2} ms): timer and scheduling noise dominate such windows; raise `measure.measured`",
             short.len(),
             ok.len(),
             SHORT_WINDOW_S * 1e3,
             shortest * 1e3
-        ));
+        )));
     }
-    out.extend(Steal::of(finals.iter().map(|r| (r.steal_ticks, r.ticks))).warning());
+    let steal = Steal::of(finals.iter().map(|r| (r.steal_ticks, r.ticks))).warning();
+    out.extend(steal.map(|w| (Caveat::Steal, w)));
     out.extend(open_loop_warnings(&ok));
     let resumed = all
         .iter()
         .filter(|r| r.rerun_reason == Some(RerunReason::Resumed))
         .count();
     if resumed > 0 {
-        out.push(format!(
+        out.push((Caveat::Resumed, format!(
             "resumed after an interruption (a kill or a stop): {resumed} runs are later attempts, run apart in time from the rest of their blocks"
-        ));
+        )));
     }
     let reruns = all
         .iter()
@@ -245,9 +273,9 @@ pub(super) fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
         .count()
         .saturating_sub(resumed);
     if reruns > 0 {
-        out.push(format!(
+        out.push((Caveat::Reruns, format!(
             "{reruns} runs were rerun after a failed attempt; the kept attempts ran later than the rest of their blocks"
-        ));
+        )));
     }
     out
 }
@@ -258,7 +286,7 @@ const LATE_WARN_FRACTION: f64 = 0.01;
 
 /// Rate mode: runs that fell short of the offered rate, and runs that
 /// started many transactions late.
-fn open_loop_warnings(ok: &[&&RunRow]) -> Vec<String> {
+fn open_loop_warnings(ok: &[&&RunRow]) -> Vec<Caveated> {
     let open: Vec<&OpenLoop> = ok
         .iter()
         .filter_map(|r| r.result.open_loop.as_ref())
@@ -268,13 +296,13 @@ fn open_loop_warnings(ok: &[&&RunRow]) -> Vec<String> {
     if let Some(worst) = short.iter().min_by(|a, b| {
         (a.achieved_per_s / a.offered_per_s).total_cmp(&(b.achieved_per_s / b.offered_per_s))
     }) {
-        out.push(format!(
+        out.push((Caveat::ShortOfRate, format!(
             "{} of {} runs fell short of the offered rate (worst: {:.0}/s of {}/s offered): they measured a queue, not the offered load; lower the rate (`measure.rates`) or add workers",
             short.len(),
             open.len(),
             worst.achieved_per_s,
             crate::limits::show(worst.offered_per_s)
-        ));
+        )));
     }
     let late = |o: &OpenLoop| o.late as f64 / o.scheduled.max(1) as f64;
     let slipped: Vec<f64> = open
@@ -283,14 +311,14 @@ fn open_loop_warnings(ok: &[&&RunRow]) -> Vec<String> {
         .filter(|f| *f > LATE_WARN_FRACTION)
         .collect();
     if !slipped.is_empty() {
-        out.push(format!(
+        out.push((Caveat::LateStarts, format!(
             "{} of {} runs started more than {}% of their transactions over {} ms late (at most {:.1}%): the schedule slipped, and latency from the intended start includes that wait",
             slipped.len(),
             open.len(),
             LATE_WARN_FRACTION * 100.0,
             OpenLoop::LATE_US / 1e3,
             100.0 * slipped.iter().copied().fold(0.0, f64::max)
-        ));
+        )));
     }
     out
 }
@@ -310,7 +338,17 @@ mod tests {
         planned: usize,
     ) -> Verdict {
         let e = effect(statistic, ratio, lo, hi, blocks);
-        verdict(statistic.parse().unwrap(), &e, planned)
+        let (mut v, caveats) = verdict(statistic.parse().unwrap(), &e, planned);
+        v.warnings = caveats.into_iter().map(|(_, w)| w).collect();
+        v
+    }
+
+    /// What the runs say of effect `e`, in words.
+    fn run_warnings(runs: &[RunRow], e: &EffectRow) -> Vec<String> {
+        super::run_warnings(runs, &|r| of_effect(e, r))
+            .into_iter()
+            .map(|(_, w)| w)
+            .collect()
     }
 
     fn effect(statistic: &str, ratio: f64, lo: f64, hi: f64, blocks: usize) -> EffectRow {

@@ -159,12 +159,25 @@ pub(super) fn fmt_estimate(e: &Estimate) -> String {
 /// "weak evidence" when it is.
 pub(super) fn verdict_line(v: &Verdict) -> String {
     format!(
-        "{} ({}): {}{}",
+        "{} ({}): {}{}{}",
         v.workload,
         v.statistic,
         v.text,
-        if v.weak { " — weak evidence" } else { "" }
+        if v.weak { " — weak evidence" } else { "" },
+        note_refs(v)
     )
+}
+
+/// The summary's notes a verdict points to, " [notes 1, 2]", or nothing.
+pub(super) fn note_refs(v: &Verdict) -> String {
+    match v.notes.as_slice() {
+        [] => String::new(),
+        [one] => format!(" [note {one}]"),
+        many => {
+            let n: Vec<String> = many.iter().map(|n| n.to_string()).collect();
+            format!(" [notes {}]", n.join(", "))
+        }
+    }
 }
 
 /// `text` safe inside markdown prose and table cells: characters markdown

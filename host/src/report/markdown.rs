@@ -6,7 +6,7 @@
 use super::calibration;
 use super::format::{
     calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_header, md_quoted, md_row,
-    noise_floor, pct, stop_sentence,
+    noise_floor, note_refs, pct, stop_sentence,
 };
 use crate::analysis::model::{EffectRow, Report, Support};
 use crate::machine::netns::NetPlacement;
@@ -65,7 +65,8 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     Ok(())
 }
 
-/// The verdicts first, each with the warnings that qualify it.
+/// The summary first, its notes, then the verdicts, each with what
+/// qualifies it alone.
 fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
     if report.provisional {
         writeln!(
@@ -77,15 +78,37 @@ fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
     if report.verdicts.is_empty() {
         return Ok(());
     }
+    let summary = &report.summary;
+    if let Some(first) = summary.answers.first() {
+        writeln!(s, "## Summary (`{}`)\n", first.statistic)?;
+        for a in &summary.answers {
+            writeln!(s, "- {}", md_quoted(&a.text))?;
+        }
+        writeln!(s)?;
+    }
+    if !summary.notes.is_empty() {
+        writeln!(s, "### Notes\n")?;
+        for n in &summary.notes {
+            writeln!(
+                s,
+                "{}. {} (concerns {})",
+                n.number,
+                md_quoted(&n.text),
+                md(&n.concerns)
+            )?;
+        }
+        writeln!(s)?;
+    }
     writeln!(s, "## Verdicts\n")?;
     for v in &report.verdicts {
         writeln!(
             s,
-            "- **{}** (`{}`): {}{}",
+            "- **{}** (`{}`): {}{}{}",
             md(&v.workload),
             v.statistic,
             md_quoted(&v.text),
-            if v.weak { " — *weak evidence*" } else { "" }
+            if v.weak { " — *weak evidence*" } else { "" },
+            note_refs(v)
         )?;
         for w in &v.warnings {
             writeln!(s, "  - warning: {}", md_quoted(w))?;

@@ -78,7 +78,8 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     Ok(())
 }
 
-/// The verdicts, first, each with the warnings that qualify it.
+/// The summary first, its notes, then the verdicts, each with what
+/// qualifies it alone.
 fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
     if report.provisional {
         writeln!(
@@ -89,6 +90,19 @@ fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
     }
     if report.verdicts.is_empty() {
         return Ok(());
+    }
+    let summary = &report.summary;
+    if let Some(first) = summary.answers.first() {
+        writeln!(s, "\nsummary ({})", first.statistic)?;
+        for a in &summary.answers {
+            writeln!(s, "  {}", a.text)?;
+        }
+    }
+    if !summary.notes.is_empty() {
+        writeln!(s, "\nnotes")?;
+        for n in &summary.notes {
+            writeln!(s, "  [{}] {} (concerns {})", n.number, n.text, n.concerns)?;
+        }
     }
     writeln!(s, "\nverdicts")?;
     for v in &report.verdicts {

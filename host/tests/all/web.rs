@@ -207,13 +207,15 @@ target = {{ kind = "grpc", endpoint = "local:grpc-ingest" }}
     // branch); their two tests skip, saying so, on a daemon without them.
     let (_, report) = d.get(&format!("/api/campaigns/{id}/report"));
     let results = usize::from(report.get("verdicts").is_some()) * 2;
-    let passed = 7 + results + usize::from(netns.is_some()) + usize::from(native.is_some());
+    let passed = 8 + results + usize::from(netns.is_some()) + usize::from(native.is_some());
     assert!(stdout.contains(&format!("# pass {passed}")), "{stdout}");
     assert!(stdout.contains("# fail 0"), "{stdout}");
     let mut shots = vec![
         "campaign-finished.png".to_owned(),
         "campaign-running.png".to_owned(),
         "submit-refused.png".to_owned(),
+        "campaign-summary-1280.png".to_owned(),
+        "campaign-summary-420.png".to_owned(),
     ];
     for page in ["list", "campaign", "compare", "submit", "history"] {
         for width in [1280, 420] {
