@@ -61,8 +61,17 @@ function fmt(x) {
   if (a >= 1) return x.toFixed(2);
   return x.toPrecision(3);
 }
-// Three decimals, or two significant digits below 0.01 (never "0.000").
-const fmtRatio = (x) => (x === null || x === undefined ? "—" : Math.abs(x) >= 0.01 || x === 0 ? x.toFixed(3) : x.toPrecision(2));
+// A ratio as every rendering writes it (analysis::words::ratio): three
+// decimals, fewer above 100, two significant digits below 0.01 (never "0.000").
+function fmtRatio(x) {
+  if (x === null || x === undefined) return "—";
+  const a = Math.abs(x);
+  if (x === 0 || !Number.isFinite(x)) return String(x);
+  if (a >= 1000) return x.toFixed(0);
+  if (a >= 100) return x.toFixed(1);
+  if (a >= 0.01) return x.toFixed(3);
+  return x.toExponential(1);
+}
 const stateOf = (c) => c.status.state;
 const date = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 16) + " UTC";
 
@@ -144,10 +153,24 @@ function scheduleRefresh(seq) {
 }
 
 // A wide table scrolls inside its own box on a narrow screen, not the page;
-// the box is focusable so keyboard users can scroll it too.
+// the box is focusable so keyboard users can scroll it too. A box whose
+// table is wider than it says so (a hint and a shadow at its edge), so no
+// column is cut off without a cue.
 function scroll(label, child) {
-  return el("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": label }, child);
+  const hint = el("p", { class: "scroll-hint", hidden: "hidden" }, "wider than the screen: scroll sideways for more columns →");
+  const box = el("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": label }, hint, child);
+  overflowWatch.observe(box);
+  overflowWatch.observe(child);
+  return box;
 }
+const overflowWatch = new ResizeObserver((entries) => {
+  for (const e of entries) {
+    const box = e.target.closest(".scroll");
+    const over = box.scrollWidth > box.clientWidth + 1;
+    box.classList.toggle("overflows", over);
+    box.querySelector(":scope > .scroll-hint").hidden = !over;
+  }
+});
 
 // ---- campaign page -------------------------------------------------------
 
@@ -291,15 +314,16 @@ async function renderReport(id, statistics, into, baseline, seq, query) {
         rows.map((r) => el("tr", {}, [r.workload, r.statistic, `${r.covered}/${r.intervals}`, pct(r.noise_floor),
           r.min_detectable == null ? "?" : pct(r.min_detectable), r.recommended_blocks ?? "> 10000"].map((c) => el("td", {}, String(c)))))))));
   }
-  // One x-range for every plot of the section, so marks compare across them.
-  const range = ratioRange(report.effects.filter((e) => statistics.some((s) => s.name === e.statistic)));
+  // One frame for every plot of the section: the same range and margins,
+  // so ratio 1 and each tick line up and marks compare across plots.
+  const frame = forestFrame([report.effects.filter((e) => statistics.some((s) => s.name === e.statistic))], undefined, baseline);
   forests.append(forestLegend());
   for (const stat of statistics) {
     const rows = report.effects.filter((e) => e.statistic === stat.name);
     if (rows.length === 0) continue;
     const better = stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better (more per second)";
     forests.append(el("h3", {}, `${stat.name} (${stat.unit}): ratio arm/${baseline}, ${level}% interval; ${better}`),
-      forestPlot(stat, [rows], workloads, arms.filter((a) => rows.some((r) => r.arm === a)), undefined, baseline, range));
+      forestPlot(stat, [rows], workloads, arms.filter((a) => rows.some((r) => r.arm === a)), undefined, baseline, frame));
   }
   if (report.missing_effects.length) {
     forests.append(el("p", { class: "muted" }, `${report.missing_effects.length} effects could not be computed, e.g. `,
@@ -417,10 +441,9 @@ function verdicts(report) {
 function forestLegend(setNames) {
   const item = (cls, text) => el("span", { class: "legend-item" }, el("span", { class: `swatch ${cls}`, "aria-hidden": "true" }), text);
   return el("p", { class: "legend" }, "Legend: ",
-    setNames
-      ? [item("set-a", `${setNames[0]} (blue)`), item("set-b", `${setNames[1]} (orange)`)]
-      : [item("better", "better: the interval excludes 1 in the arm's favour"), item("worse", "worse: excludes 1 against it"),
-         item("same", "no detectable difference: the interval contains 1")],
+    setNames ? [item("set-a line", `${setNames[0]}: blue line`), item("set-b line", `${setNames[1]}: orange line`)] : [],
+    [item("better", `better: the interval excludes 1 in the arm's favour`), item("worse", "worse: excludes 1 against it"),
+      item("same", "no detectable difference: the interval contains 1")],
     item("one", "dashed line: ratio 1"));
 }
 
@@ -458,23 +481,42 @@ function chartWidth() {
 // range: [lo, hi] shared by the plots of one section. On a narrow screen each
 // row's name and interval go on lines of their own above its marks, so
 // neither is clipped nor overlaps the plot.
-function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, range) {
+// A row's name: workload · arm, and the arm it is compared with when that
+// is not the chosen baseline (its `compare_to`).
+function forestName(r, baseline) {
+  return `${r.workload} · ${r.arm}` + (baseline && r.baseline && r.baseline !== baseline ? ` / ${r.baseline}` : "");
+}
+// A row's value label; `k` says which campaign when comparing two.
+function forestValue(r, k, setNames) {
+  return (setNames ? (k ? "B " : "A ") : "") + `${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]` + (r.weak ? " weak" : "");
+}
+
+// What the forest plots of one page share, so that their ratio 1 (and every
+// tick) falls at the same x in each: the range and the label widths, from
+// every row any of them shows (rowsBySet as forestPlot takes it).
+function forestFrame(rowsBySet, setNames, baseline) {
+  const all = rowsBySet.flatMap((rows, k) => rows.map((r) => [r, k]));
+  return {
+    range: ratioRange(all.map(([r]) => r)),
+    name: Math.max(...all.map(([r]) => textWidth(forestName(r, baseline))), 40),
+    value: Math.max(...all.map(([r, k]) => textWidth(forestValue(r, k, setNames))), 40),
+  };
+}
+
+function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, frame) {
   const lines = [];
   for (const w of workloads) for (const a of arms) {
     const found = rowsBySet.map((rows) => rows.find((r) => r.workload === w && r.arm === a));
     if (found.some(Boolean)) lines.push({ w, a, found });
   }
-  const [lo, hi] = range || ratioRange(lines.flatMap((l) => l.found.filter(Boolean)));
+  frame = frame || forestFrame(rowsBySet, setNames, baseline);
+  const [lo, hi] = frame.range;
   const n = rowsBySet.length;
-  const name = (l) => {
-    // An arm compared with another arm than the chosen baseline (its `compare_to`) names it.
-    const against = l.found.find(Boolean).baseline;
-    return `${l.w} · ${l.a}` + (baseline && against && against !== baseline ? ` / ${against}` : "");
-  };
-  const value = (r, k) => (setNames ? (k ? "B " : "A ") : "") + `${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]` + (r.weak ? " weak" : "");
+  const name = (l) => forestName(l.found.find(Boolean), baseline);
+  const value = (r, k) => forestValue(r, k, setNames);
   const width = chartWidth();
-  const longestName = Math.max(...lines.map((l) => textWidth(name(l))), 40);
-  const longestValue = Math.max(...lines.flatMap((l) => l.found.map((r, k) => (r ? textWidth(value(r, k)) : 0))), 40);
+  const longestName = frame.name;
+  const longestValue = frame.value;
   // Wide: names left, values right, if that leaves the plot 45 % of the width.
   const narrow = longestName + longestValue + 28 > width * 0.55;
   const left = narrow ? 10 : Math.ceil(longestName) + 14;
@@ -505,9 +547,12 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, range)
       if (!r) return;
       const y = y0 + head + (narrow ? 22 : 10) + k * setH;
       const cls = (k ? " b" : "") + (r.weak ? " weak" : "");
-      s.append(svg("line", { class: "ci" + cls, x1: x(r.ci_low), x2: x(r.ci_high), y1: y, y2: y }));
       const sig = r.ci_high < 1 ? (stat.lower_is_better ? " better" : " worse") : r.ci_low > 1 ? (stat.lower_is_better ? " worse" : " better") : "";
-      const mark = svg("circle", { class: "forest-mark" + sig + cls, cx: x(r.ratio), cy: y, r: 4,
+      const way = sig || " same";
+      // One campaign: the line takes its mark's colour. Two: the line says
+      // which campaign (blue A, orange B) and the mark which way.
+      s.append(svg("line", { class: "ci" + cls + (setNames ? "" : way), x1: x(r.ci_low), x2: x(r.ci_high), y1: y, y2: y }));
+      const mark = svg("circle", { class: "forest-mark" + way + cls, cx: x(r.ratio), cy: y, r: 4,
         "data-workload": r.workload, "data-arm": r.arm, "data-statistic": r.statistic,
         "data-ratio": r.ratio, "data-ci-low": r.ci_low, "data-ci-high": r.ci_high, "data-set": k });
       mark.append(svg("title", {}, `${r.workload} ${r.arm}: ${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}], won ${r.won}/${r.blocks} blocks${sig ? "," + sig : ", no detectable difference"}`));
@@ -588,6 +633,11 @@ function operationsSection(report, workloads, arms) {
 
 const PALETTE = ["#2563eb", "#d97706", "#15803d", "#9333ea", "#dc2626", "#0891b2"];
 
+// uPlot's legend shows "--" for every series until the cursor is on the
+// plot: until then it shows the series' names only.
+const legendIdle = (u) => u.root.classList.toggle("legend-idle", u.cursor.idx == null);
+const idleHooks = { ready: [legendIdle], setLegend: [legendIdle] };
+
 function blockPlot(report, stat, workload, arms, into, logScale) {
   into.replaceChildren();
   if (!stat) return;
@@ -613,7 +663,8 @@ function blockPlot(report, stat, workload, arms, into, logScale) {
     scales: { x: { time: false, range: [0.6, report.plan.blocks + 1] }, y: log ? { distr: 3 } : {} },
     axes: [{ label: "block (runs in block order)", splits: () => Array.from({ length: report.plan.blocks }, (_, i) => i + 1), values: (u, vals) => vals.map((v) => (Number.isInteger(v) ? v : "")) },
            { label: yLabel, size: 70 }],
-    series: [{ label: "x", value: (u, v) => (v == null ? "" : `block ${Math.floor(v)}, position ${Math.round((v % 1) * (k + 1)) + 1}`) },
+    hooks: idleHooks,
+    series: [{ label: "run", value: (u, v) => (v == null ? "" : `block ${Math.floor(v)}, position ${Math.round((v % 1) * (k + 1)) + 1}`) },
       ...arms.map((a, i) => ({ label: a, stroke: PALETTE[i % PALETTE.length], paths: () => null,
         points: { show: true, size: 8, fill: PALETTE[i % PALETTE.length] }, value: (u, v) => (v == null ? "—" : fmt(v)) }))],
   };
@@ -634,6 +685,7 @@ async function latencyPlot(id, workload, into) {
     width: chartWidth(), height: 300,
     scales: { x: { time: false }, y: { distr: 3 } },
     axes: [{ label: "percentile", splits: () => [0, nines(50), 1, 2, 3, 4, 5], values: (u, vals) => vals.map(label) }, { label: "latency (µs, log)", size: 70 }],
+    hooks: idleHooks,
     series: [{ label: "percentile", value: (u, v) => (v == null ? "" : label(v)) },
       ...data.arms.map((a, i) => ({ label: `${a.arm} (${a.runs} runs, ${a.count} txn)`, stroke: PALETTE[i % PALETTE.length], width: 2,
         value: (u, v) => (v == null ? "—" : `${fmt(v)} µs`) }))],
@@ -687,7 +739,8 @@ function provenance(report) {
     el("div", {},
       el("h3", {}, "Design"),
       kv([["plan hash", el("span", { class: "hash" }, report.hash)], ["seed", plan.seed], ["blocks", plan.blocks],
-          ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "") + (a.client ? ` (${clientLabel(a.client)})` : "")).join(", ")],
+          ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "") + (a.client ? ` (${clientLabel(a.client)})` : "")
+            + ((a.adapters || []).length ? ` (through ${a.adapters.map((p) => p.split("/").pop()).join(" → ")})` : "")).join(", ")],
           ["measure", JSON.stringify(plan.measure)], ["intervals", report.intervals ? report.intervals.description : `${plan.bootstrap.method}, level ${plan.bootstrap.level}`],
           ["overrides", report.overrides.join("; ") || "none"], ["source", report.source], ["blocklab", report.version]]),
       el("h3", {}, "Orders (first workload; every workload has its own)"), orders),
@@ -779,14 +832,14 @@ async function comparePage(a, b, seq) {
   if (workloads.length < Math.max(wa.length, wb.length)) out.append(el("p", { class: "muted" }, `Only the ${workloads.length} shared workloads are shown.`));
   const names = [`A: campaign ${a}`, `B: campaign ${b}`];
   const shown = (e) => workloads.includes(e.workload) && arms.includes(e.arm) && detail.statistics.some((s) => s.name === e.statistic);
-  const range = ratioRange([...ra.effects, ...rb.effects].filter(shown));
   const baselineA = ra.plan.arms.find((x) => x.baseline).name;
+  const frame = forestFrame([ra.effects.filter(shown), rb.effects.filter(shown)], names, baselineA);
   out.append(forestLegend(names));
   for (const stat of detail.statistics) {
     const rows = [ra, rb].map((r) => r.effects.filter((e) => e.statistic === stat.name));
     if (rows[0].length === 0 && rows[1].length === 0) continue;
     out.append(el("h3", {}, `${stat.name}: ${stat.lower_is_better ? "below 1 is faster/cheaper" : "above 1 is better"}`),
-      forestPlot(stat, rows, workloads, arms, names, baselineA, range));
+      forestPlot(stat, rows, workloads, arms, names, baselineA, frame));
   }
 }
 
@@ -871,7 +924,11 @@ function submitPage() {
       const r = await api(`/api/campaigns${query}`, { method: "POST", body: text.value,
         headers: { "Content-Type": json ? "application/json" : "application/toml", "Idempotency-Key": key, ...authHeaders(token.value) } });
       out.className = "ok";
-      out.replaceChildren(`queued campaign ${r.id} (${r.total_runs} runs): `, el("a", { href: `#/campaigns/${r.id}`, id: "submitted-link" }, "open it"));
+      // What sealing found legal but unable to compare (identical arms, too
+      // few blocks for an interval) is said here, before the runs are spent.
+      const warned = (r.warnings || []).length
+        ? el("ul", { id: "submit-warnings", class: "verdict-warnings" }, r.warnings.map((w) => el("li", {}, `warning: ${w}`))) : null;
+      out.replaceChildren(`queued campaign ${r.id} (${r.total_runs} runs): `, el("a", { href: `#/campaigns/${r.id}`, id: "submitted-link" }, "open it"), warned);
     } catch (e) {
       out.className = "error";
       const where = e.body && e.body.line ? ` (line ${e.body.line}, column ${e.body.column})` : "";

@@ -202,7 +202,7 @@ pub fn summarise(
         plan: spec.name.clone(),
         campaigns: reports.iter().map(|r| r.campaign.id).collect(),
         blocks,
-        measure: spec.measure.describe(),
+        measure: spec.describe_measure(),
         mode: spec.measure.mode,
         method: spec.bootstrap.method,
         level,

@@ -44,6 +44,10 @@ async function open(hash, width = 1280) {
   await page.setViewportSize({ width, height: 900 });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  // A page's own files (favicon included) are all there: no 404 on load.
+  page.on("response", (r) => {
+    if (r.status() >= 400 && !new URL(r.url()).pathname.startsWith("/api/")) errors.push(`${r.status()} ${r.url()}`);
+  });
   await page.goto(`${url}/${hash}`);
   return { page, errors };
 }
@@ -269,6 +273,12 @@ test("a double-click on submit queues one campaign; an edited plan is a new subm
   await page.dblclick("#submit");
   await page.waitForSelector("#submit-result.ok, #submit-result.error");
   assert.match(await page.locator("#submit-result").innerText(), /^queued campaign \d+/);
+  // The example plan's two arms are identical and it has 2 blocks: the
+  // API's warnings are shown, each one.
+  await until(() => posts.length >= 1, "the first post");
+  const created = await (await posts[0].response()).json();
+  assert.ok(created.warnings.length > 0, "the example plan draws warnings");
+  assert.deepEqual(await page.$$eval("#submit-warnings li", (ls) => ls.map((l) => l.textContent)), created.warnings.map((w) => `warning: ${w}`));
   // Both clicks were sent, with one key, and answered with one campaign.
   await until(() => posts.length >= 2, "both clicks post");
   await Promise.all(posts.map((r) => r.response()));
@@ -314,9 +324,18 @@ test("charts: axis titles, a legend, one x-range per section, labels inside the 
         clipped: texts.filter((t) => t.x < 0 || t.x + t.width > w).length,
         onMarks: texts.filter((t) => marks.some((m) => overlap(t, m))).length,
         names: [...s.querySelectorAll("text.row-name")].map((t) => t.textContent),
+        one: s.querySelector("line.one").getBoundingClientRect().left,
+        lines: [...s.querySelectorAll("line.ci")].map((l) => [l.getAttribute("class"), getComputedStyle(l).stroke]),
+        marks: [...s.querySelectorAll("circle.forest-mark")].map((m) => [m.getAttribute("class"), getComputedStyle(m).fill]),
       };
     }));
     assert.ok(plots.length >= 2, "a forest plot per statistic");
+    // Ratio 1 falls at the same x in every plot of the page.
+    for (const p of plots) assert.ok(Math.abs(p.one - plots[0].one) < 0.5, `${p.statistic} at ${width}px: ratio 1 at ${p.one}, not ${plots[0].one}`);
+    // Each interval line has its mark's colour.
+    for (const p of plots) p.lines.forEach(([cls, stroke], i) => {
+      assert.equal(stroke, p.marks[i][1], `${p.statistic}: line ${cls} is coloured as its mark ${p.marks[i][0]}`);
+    });
     for (const p of plots) {
       assert.match(p.title, /^ratio to builtin \(log scale/, `${p.statistic}: axis title`);
       assert.equal(p.clipped, 0, `${p.statistic} at ${width}px: no name or interval label outside the plot`);
@@ -328,6 +347,16 @@ test("charts: axis titles, a legend, one x-range per section, labels inside the 
     const long = (await api(`/api/campaigns/${finished}/report`)).plan.arms.find((a) => !a.baseline).name;
     assert.ok(long.length > 30, "the test campaign has a long arm name");
     assert.ok(plots[0].names.some((n) => n.includes(long) || n.endsWith("…")), plots[0].names.join(" | "));
+    // Before the cursor is on a plot its legend names the series only: no
+    // "x" series and no "--" values.
+    for (const chart of ["#block-plot", "#latency-plot"]) {
+      await page.waitForSelector(`${chart} .u-legend`);
+      const idle = await page.locator(`${chart} .u-legend`).innerText();
+      assert.ok(!/--|\bx\b/.test(idle), `${chart} legend before hovering: ${idle}`);
+    }
+    await page.hover("#block-plot .u-over");
+    assert.match(await page.locator("#block-plot .u-legend").innerText(), /block \d+, position \d+/);
+    await page.mouse.move(0, 0);
     // The per-block plot: log scale, its axis titled with the unit.
     assert.equal(await page.getAttribute("#block-plot", "data-scale"), "log");
     assert.match(await page.getAttribute("#block-plot", "data-y-label"), /^\w+ \(.+, log scale\)$/);
@@ -359,7 +388,8 @@ test("the summary comes first: one answer per arm, a grid cell per verdict, each
       const c = cells.find((x) => x.w === v.workload && x.a === v.arm);
       assert.ok(c, `${v.workload} ${v.arm}`);
       assert.equal(c.d, v.direction);
-      const r3 = (x) => (Math.abs(x) >= 0.01 || x === 0 ? x.toFixed(3) : x.toPrecision(2));
+      // The report's one ratio format (analysis::words::ratio).
+      const r3 = (x) => (Math.abs(x) >= 1000 ? x.toFixed(0) : Math.abs(x) >= 100 ? x.toFixed(1) : Math.abs(x) >= 0.01 ? x.toFixed(3) : x.toExponential(1));
       if (v.blocks > 1) assert.ok(c.title.includes(`[${r3(v.lo)}, ${r3(v.hi)}]`), c.title);
     }
     const colours = new Map(cells.map((c) => [c.d, c.bg]));
@@ -372,6 +402,26 @@ test("the summary comes first: one answer per arm, a grid cell per verdict, each
     assert.deepEqual(errors, []);
     await page.close();
   }
+});
+
+test("at 420 px a table wider than the screen says so, and no provenance key is broken mid-word", async () => {
+  const { page, errors } = await open(`#/campaigns/${finished}`, 420);
+  await page.waitForSelector("#absolutes");
+  await page.waitForSelector("#provenance .kv");
+  const boxes = await page.$$eval("#report .scroll", (bs) => bs.map((b) => ({ label: b.getAttribute("aria-label"),
+    over: b.scrollWidth > b.clientWidth + 1, cls: b.classList.contains("overflows"),
+    hint: !b.querySelector(":scope > .scroll-hint").hidden })));
+  const medians = boxes.find((b) => b.label === "absolute medians");
+  assert.ok(medians && medians.over, "the absolute medians are wider than 420 px");
+  for (const b of boxes) assert.deepEqual([b.cls, b.hint], [b.over, b.over], `${b.label}: the cue is shown exactly when it overflows`);
+  // Each key of the provenance tables is on one line.
+  const broken = await page.$$eval("#provenance .kv td:first-child", (tds) => tds.filter((td) => {
+    const r = document.createRange(); r.selectNodeContents(td);
+    return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size > 1;
+  }).map((td) => td.textContent));
+  assert.deepEqual(broken, []);
+  assert.deepEqual(errors, []);
+  await page.close();
 });
 
 test("verdicts follow the summary, weak ones greyed and labelled with their own warnings and their notes beside them", async (t) => {
@@ -500,6 +550,15 @@ test("list, campaign, compare, submit and history fit 1280 and 420 px and have n
       const { page, errors } = await open(hash, width);
       await page.waitForSelector(ready);
       if (name === "campaign") await page.waitForSelector("#block-plot canvas");
+      // Every colour a forest plot draws in is one its legend explains.
+      if (name === "compare" || name === "campaign") {
+        const { swatches, drawn } = await page.$eval("#main", (m) => ({
+          swatches: [...m.querySelectorAll(".legend .swatch")].map((s) => getComputedStyle(s).backgroundColor),
+          drawn: [...m.querySelectorAll("svg.forest .forest-mark")].map((x) => getComputedStyle(x).fill)
+            .concat([...m.querySelectorAll("svg.forest line.ci")].map((x) => getComputedStyle(x).stroke)),
+        }));
+        for (const colour of new Set(drawn)) if (!swatches.includes(colour)) problems.push(`${name} at ${width}px: ${colour} drawn but not in the legend`);
+      }
       await page.screenshot({ path: join(artifacts, `${name}-${width}.png`), fullPage: true });
       const over = await overflow(page);
       if (over > 0) problems.push(`${name} at ${width}px overflows by ${over}px: ${(await overflowing(page)).join(" | ")}`);

@@ -158,34 +158,11 @@ fn answer(arm: &str, baseline: &str, mine: &[&Verdict]) -> Answer {
         which(Outcome::NoDetectableChange),
     );
     let no_interval = mine.iter().filter(|v| !interval(v)).count();
-    let factor = |v: &Verdict| Worse::of(stat.lower_is_better(), v.ratio, v.lo, v.hi).ratio;
-    let mut parts = Vec::new();
-    for (vs, (slower, more)) in [(&worse, ("slower", "more")), (&better, ("faster", "less"))] {
-        if vs.is_empty() {
-            continue;
-        }
-        let factors: Vec<f64> = vs
-            .iter()
-            .map(|v| {
-                let f = factor(v);
-                if f >= 1.0 { f } else { 1.0 / f }
-            })
-            .collect();
-        let words = if speed(stat) {
-            slower.to_owned()
-        } else {
-            format!("{more} `{stat}`")
-        };
-        let on = if n == 1 {
-            mine[0].workload.clone()
-        } else {
-            format!("{} of {n} workloads", vs.len())
-        };
-        parts.push(format!(
-            "{} {words} than {baseline} on {on}",
-            range(&factors)
-        ));
-    }
+    let mut parts: Vec<String> = [(&worse, ("slower", "more")), (&better, ("faster", "less"))]
+        .into_iter()
+        .filter(|(vs, _)| !vs.is_empty())
+        .map(|(vs, words)| directed(vs, words, baseline, mine))
+        .collect();
     if !same.is_empty() {
         let names: Vec<&str> = same.iter().map(|v| v.workload.as_str()).collect();
         let which = if names.len() <= 4 {
@@ -225,6 +202,32 @@ fn answer(arm: &str, baseline: &str, mine: &[&Verdict]) -> Answer {
         weak,
         text,
     }
+}
+
+/// The part of an arm's line for the verdicts `vs` that went one way:
+/// "2.3–10.3× slower than builtin on 11 of 11 workloads", with `words`
+/// (slower, more) for a speed or a cost statistic.
+fn directed(vs: &[&Verdict], words: (&str, &str), baseline: &str, mine: &[&Verdict]) -> String {
+    let stat = vs[0].statistic;
+    let factors: Vec<f64> = vs
+        .iter()
+        .map(|v| {
+            let f = Worse::of(stat.lower_is_better(), v.ratio, v.lo, v.hi).ratio;
+            if f >= 1.0 { f } else { 1.0 / f }
+        })
+        .collect();
+    let words = if speed(stat) {
+        words.0.to_owned()
+    } else {
+        format!("{} `{stat}`", words.1)
+    };
+    let n = mine.len();
+    let on = if n == 1 {
+        mine[0].workload.clone()
+    } else {
+        format!("{} of {n} workloads", vs.len())
+    };
+    format!("{} {words} than {baseline} on {on}", range(&factors))
 }
 
 /// Factors as a range, "2.3–10.3×", or one factor.

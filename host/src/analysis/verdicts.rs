@@ -8,11 +8,12 @@
 use super::model::{Caveat, EffectRow, RunRow, StatisticRow, Summary, Support, Verdict};
 use super::statistics::{TableEntry, statistics};
 use super::steal::Steal;
+use super::words::ratio;
 use crate::plan::spec::PlanSpec;
 use crate::record::RunStatus;
 use crate::record::result::{OpenLoop, RerunReason};
 use crate::statistic::{Outcome, Statistic, Worse};
-use crate::stats;
+use crate::stats::{self, Method};
 use blocklab_store::{CampaignMeta, CampaignStatus};
 use std::collections::BTreeMap;
 
@@ -92,7 +93,7 @@ pub(super) fn verdicts(
             .iter()
             .filter(|e| e.workload == w.name && e.statistic == row.name)
         {
-            let (v, mut caveats) = verdict(row.name, e, spec.blocks);
+            let (v, mut caveats) = verdict(row.name, e, spec.blocks, spec.bootstrap.method);
             caveats.extend(run_warnings(runs, &|r| of_effect(e, r)));
             if let Some(reason) = &row.support.reason {
                 caveats.push((
@@ -143,6 +144,7 @@ pub(super) fn verdict(
     stat: Statistic,
     e: &EffectRow,
     blocks_planned: usize,
+    method: Method,
 ) -> (Verdict, Vec<Caveated>) {
     let (direction, text) = sentence(stat, e, blocks_planned);
     let mut warnings = Vec::new();
@@ -152,8 +154,18 @@ pub(super) fn verdict(
             "one block: no interval, so no verdict; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)"
         )));
     } else if weak {
+        // What few blocks do to an interval depends on how it is made.
+        let why = match method {
+            Method::StudentT => format!(
+                "with {} degree(s) of freedom a Student-t interval is wide, and keeps its level only if the blocks' log ratios are near normal, which so few cannot show",
+                e.blocks - 1
+            ),
+            Method::Percentile | Method::Bca => {
+                "a bootstrap over so few blocks is narrower than its level says".to_owned()
+            }
+        };
         warnings.push((Caveat::WeakEvidence, format!(
-            "weak evidence: the interval rests on {} blocks, fewer than {WEAK_BLOCKS}, and may be far narrower than its level says; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)",
+            "weak evidence: the interval rests on {} blocks, fewer than {WEAK_BLOCKS}: {why}; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)",
             e.blocks
         )));
     }
@@ -184,8 +196,9 @@ fn sentence(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> (Outcome, 
     let blocks = format!("{} of {blocks_planned} blocks", e.blocks);
     if e.blocks <= 1 {
         let text = format!(
-            "{arm} measured {:.3} times {base} on `{}` in one block: no interval, {blocks}",
-            e.ratio, stat
+            "{arm} measured {} times {base} on `{}` in one block: no interval, {blocks}",
+            ratio(e.ratio),
+            stat
         );
         return (Outcome::NoDetectableChange, text);
     }
@@ -210,8 +223,9 @@ fn sentence(stat: Statistic, e: &EffectRow, blocks_planned: usize) -> (Outcome, 
             format!("{arm} {words} {base} [{lo}, {hi}], {blocks}")
         }
         Outcome::NoDetectableChange => format!(
-            "no detectable difference between {arm} and {base} (interval {:.2}–{:.2}), {blocks}",
-            e.ci_low, e.ci_high
+            "no detectable difference between {arm} and {base} (interval {}–{}), {blocks}",
+            ratio(e.ci_low),
+            ratio(e.ci_high)
         ),
     };
     (outcome, text)
@@ -338,7 +352,7 @@ mod tests {
         planned: usize,
     ) -> Verdict {
         let e = effect(statistic, ratio, lo, hi, blocks);
-        let (mut v, caveats) = verdict(statistic.parse().unwrap(), &e, planned);
+        let (mut v, caveats) = verdict(statistic.parse().unwrap(), &e, planned, Method::StudentT);
         v.warnings = caveats.into_iter().map(|(_, w)| w).collect();
         v
     }
@@ -388,7 +402,7 @@ mod tests {
         assert_eq!(v.direction, Outcome::NoDetectableChange);
         assert_eq!(
             v.text,
-            "no detectable difference between wasm and native (interval 0.94–1.07), 6 of 6 blocks"
+            "no detectable difference between wasm and native (interval 0.940–1.070), 6 of 6 blocks"
         );
     }
 
@@ -432,6 +446,26 @@ mod tests {
         );
         let v = judged("mean_latency", 0.9, 0.85, 0.95, 5, 5);
         assert!(!v.weak && v.warnings.is_empty());
+    }
+
+    #[test]
+    fn the_weak_warning_says_what_few_blocks_do_to_the_plans_interval_method() {
+        let e = effect("mean_latency", 1.0, 4.6e-8, 16062.0, 2);
+        let (v, t) = verdict(Statistic::MeanLatency, &e, 2, Method::StudentT);
+        assert!(
+            t[0].1
+                .contains("1 degree(s) of freedom a Student-t interval is wide"),
+            "{t:?}"
+        );
+        assert!(!t[0].1.contains("narrower"), "{t:?}");
+        // The bounds in the one ratio format the tables use.
+        assert!(v.text.contains("(interval 4.6e-8–16062)"), "{}", v.text);
+        let (_, b) = verdict(Statistic::MeanLatency, &e, 2, Method::Percentile);
+        assert!(
+            b[0].1
+                .contains("a bootstrap over so few blocks is narrower than its level says"),
+            "{b:?}"
+        );
     }
 
     fn row(slot: u32, arm: &str, attempt: u32) -> RunRow {

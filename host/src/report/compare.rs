@@ -1,7 +1,7 @@
 //! Campaign against campaign as terminal text and markdown (the comparison
 //! itself is [`crate::analysis::compare`]).
 
-use super::format::{md, md_header, md_header_right, md_row, md_warnings};
+use super::format::{md, md_header, md_header_right, md_row, md_warnings, ratio};
 use crate::analysis::compare::{Comparison, Side, short};
 use std::fmt::Write as _;
 
@@ -106,8 +106,8 @@ pub fn markdown(c: &Comparison) -> String {
             md(&r.workload),
             md(&r.arm),
             r.statistic.clone(),
-            format!("{:.3}", r.ratio),
-            format!("[{:.3}, {:.3}]", r.ci_low, r.ci_high),
+            ratio(r.ratio),
+            format!("[{}, {}]", ratio(r.ci_low), ratio(r.ci_high)),
             format!("{}/{}", r.blocks_a, r.blocks_b),
             r.direction.words().to_owned(),
         ]);

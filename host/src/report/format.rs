@@ -6,7 +6,7 @@
 use crate::analysis::calibration::Calibration;
 use crate::analysis::model::{EffectRow, Estimate, Verdict};
 use crate::analysis::verdicts::WEAK_BLOCKS;
-pub(super) use crate::analysis::words::{fmt_value, pct};
+pub(super) use crate::analysis::words::{fmt_value, pct, ratio};
 use crate::record::SequentialStop;
 
 /// Renders `report` with `write` into a string.
@@ -131,7 +131,7 @@ pub(super) fn calibration_sentence(c: &Calibration) -> String {
 /// A ratio with its interval; one block has none (never a zero-width
 /// "interval"), and fewer than [`WEAK_BLOCKS`] are marked weak.
 pub(super) fn fmt_ratio(e: &EffectRow) -> String {
-    format!("{:.3} {}", e.ratio, fmt_interval(e))
+    format!("{} {}", ratio(e.ratio), fmt_interval(e))
 }
 
 /// An effect's interval as the tables print it.
@@ -139,9 +139,9 @@ pub(super) fn fmt_interval(e: &EffectRow) -> String {
     if e.blocks <= 1 {
         "(one block: no interval)".into()
     } else if e.blocks < WEAK_BLOCKS {
-        format!("[{:.3}, {:.3}] weak", e.ci_low, e.ci_high)
+        format!("[{}, {}] weak", ratio(e.ci_low), ratio(e.ci_high))
     } else {
-        format!("[{:.3}, {:.3}]", e.ci_low, e.ci_high)
+        format!("[{}, {}]", ratio(e.ci_low), ratio(e.ci_high))
     }
 }
 

@@ -6,7 +6,7 @@
 use super::calibration;
 use super::format::{
     calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_header, md_quoted, md_row,
-    noise_floor, note_refs, pct, stop_sentence,
+    noise_floor, note_refs, pct, ratio, stop_sentence,
 };
 use crate::analysis::model::{EffectRow, Report, Support};
 use crate::machine::netns::NetPlacement;
@@ -199,7 +199,13 @@ fn arms(report: &Report, s: &mut String) -> fmt::Result {
                 (Some(other), false) => format!("no: compared with {}", md(other)),
                 (None, false) => String::new(),
             },
-            format!("`{plugin}`"),
+            if arm.adapters.is_empty() {
+                format!("`{plugin}`")
+            } else {
+                // An adapter between the workload and the target makes it
+                // another arm than the same plugin without one.
+                format!("`{plugin}` through `{}`", arm.adapters.join("` → `"))
+            },
             arm.target.label(),
         ];
         if netns {
@@ -255,7 +261,7 @@ fn environment(report: &Report, s: &mut String) -> fmt::Result {
 /// The design: seed, blocks, measure, intervals, overrides.
 fn design(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
-    let m = spec.measure.describe();
+    let m = spec.describe_measure();
     writeln!(
         s,
         "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- intervals: {} (`method = \"{}\"`)",
@@ -345,7 +351,7 @@ fn curves(report: &Report, s: &mut String) -> fmt::Result {
                     fmt_estimate(&p.p50_latency_us),
                     fmt_estimate(&p.p99_latency_us),
                     p.p99_ratio.as_ref().map_or("—".into(), |e| {
-                        format!("{:.3} {}", e.ratio, fmt_interval(e))
+                        format!("{} {}", ratio(e.ratio), fmt_interval(e))
                     }),
                     p.runs.to_string(),
                     p.short_runs.to_string(),
@@ -386,7 +392,7 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
         let mut cells = vec![
             statistic_cell(e.statistic, &e.support),
             arm_cell(spec, e),
-            format!("{:.3}", e.ratio),
+            ratio(e.ratio),
             fmt_interval(e),
             pct(e.level),
             format!("{}/{}", e.won, e.blocks),

@@ -4,7 +4,7 @@
 //! terminal, markdown and CSV, and the same columns for one
 //! `blocklab run`.
 
-use super::format::{md, md_header_right, md_quoted, md_row};
+use super::format::{md, md_header_right, md_quoted, md_row, ratio};
 use crate::analysis::model::Report;
 use crate::analysis::operations::{OperationEffect, OperationRow};
 use crate::record::operations::Operation;
@@ -36,8 +36,13 @@ fn cells(
 ) -> [String; 7] {
     let [per_txn, mean, p50, p99, per_txn_us] = figures;
     let effect = effect.map_or("—".into(), |e| match e.blocks {
-        0 | 1 => format!("{:.3} (one block: no interval)", e.ratio),
-        _ => format!("{:.3} [{:.3}, {:.3}]", e.ratio, e.ci_low, e.ci_high),
+        0 | 1 => format!("{} (one block: no interval)", ratio(e.ratio)),
+        _ => format!(
+            "{} [{}, {}]",
+            ratio(e.ratio),
+            ratio(e.ci_low),
+            ratio(e.ci_high)
+        ),
     });
     [
         format!("{}{}", op.name(), if simulated { SIMULATED } else { "" }),

@@ -364,6 +364,21 @@ fn markdown_escapes_names_and_a_single_block_never_shows_an_interval() {
     assert!(terminal(&report).contains("(one block: no interval)"));
 }
 
+#[test]
+fn an_arm_through_an_adapter_is_not_listed_as_the_same_plugin_without_one() {
+    let mut report = fixture();
+    report.plan.spec.arms[1].adapters = vec!["target/plugins/kv-passthrough.wasm".into()];
+    let md = markdown(&report);
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("| embedded |")).collect();
+    assert_eq!(rows.len(), 2, "{md}");
+    assert!(!rows[0].contains("through"), "{}", rows[0]);
+    assert!(
+        rows[1].contains("`builtin` through `target/plugins/kv-passthrough.wasm`"),
+        "{}",
+        rows[1]
+    );
+}
+
 /// A finished rate sweep of `get100` at 1000, 2000 and 4000/s, arms `a`
 /// (baseline) and `b`, 4 blocks, SLO p99 ≤ 2 ms. Arm a's p99 is 0.5, 0.9
 /// and 3 ms (plus 10 µs per block); arm b's 1.5 and 2.5 ms, and at 4000/s

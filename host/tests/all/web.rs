@@ -207,7 +207,7 @@ target = {{ kind = "grpc", endpoint = "local:grpc-ingest" }}
     // branch); their two tests skip, saying so, on a daemon without them.
     let (_, report) = d.get(&format!("/api/campaigns/{id}/report"));
     let results = usize::from(report.get("verdicts").is_some()) * 2;
-    let passed = 8 + results + usize::from(netns.is_some()) + usize::from(native.is_some());
+    let passed = 9 + results + usize::from(netns.is_some()) + usize::from(native.is_some());
     assert!(stdout.contains(&format!("# pass {passed}")), "{stdout}");
     assert!(stdout.contains("# fail 0"), "{stdout}");
     let mut shots = vec![

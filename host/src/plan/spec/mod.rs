@@ -584,6 +584,10 @@ pub struct WorkloadSpec {
     /// `measure.counters` says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted: Option<bool>,
+    /// Transactions mode: this workload's own `measure.measured`, so a
+    /// fast workload measures a window as long as a slow one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<u64>,
 }
 
 impl WorkloadSpec {

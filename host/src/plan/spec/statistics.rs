@@ -27,11 +27,53 @@ impl PlanSpec {
     /// mode.
     pub fn measure_for(&self, workload: &WorkloadSpec) -> anyhow::Result<Measure> {
         let measure = self.measure.measure(workload.rate);
+        let own = || format!("in workload `{}`", workload.name);
         // Only the workload's own `rate` makes an error the workload's.
-        match workload.rate {
-            Some(_) => measure.with_context(|| format!("in workload `{}`", workload.name)),
-            None => measure,
+        let measure = match workload.rate {
+            Some(_) => measure.with_context(own)?,
+            None => measure?,
+        };
+        match (measure, workload.measured) {
+            (m, None) => Ok(m),
+            (Measure::Transactions { warmup, .. }, Some(measured)) => {
+                if measured == 0 {
+                    return Err(anyhow::anyhow!("`measured` must be at least 1")).with_context(own);
+                }
+                limits::count("measured", measured, limits::TRANSACTIONS).with_context(own)?;
+                Ok(Measure::Transactions { warmup, measured })
+            }
+            (_, Some(_)) => Err(anyhow::anyhow!(
+                "`measured` on a workload counts transactions, but `measure.mode = \"{}\"` measures every workload for `measure.measured_s` seconds; remove `measured` from the workload",
+                self.measure.mode.key()
+            ))
+            .with_context(own),
         }
+    }
+
+    /// The measure in words, with the workloads that measure their own
+    /// number of transactions.
+    pub fn describe_measure(&self) -> String {
+        let mut own: Vec<(u64, Vec<&str>)> = Vec::new();
+        for w in &self.workloads {
+            if let Some(n) = w.measured {
+                match own.iter_mut().find(|(m, _)| *m == n) {
+                    Some((_, names)) => names.push(&w.name),
+                    None => own.push((n, vec![&w.name])),
+                }
+            }
+        }
+        let mut out = self.measure.describe();
+        if !own.is_empty() {
+            let each: Vec<String> = own
+                .iter()
+                .map(|(n, names)| format!("{n} for {}", names.join(", ")))
+                .collect();
+            out.push_str(&format!(
+                "; measured transactions per workload: {}",
+                each.join("; ")
+            ));
+        }
+        out
     }
 
     /// The plan's `statistics.headline`, empty without `[statistics]`.

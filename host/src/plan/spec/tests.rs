@@ -10,11 +10,61 @@ fn quick_with(overrides: &[&str]) -> anyhow::Result<PlanSpec> {
     PlanSpec::load(&quick, &overrides)
 }
 
-/// quick.toml in rate mode: a 0.2 s window at `rate`, or swept.
+/// quick.toml in rate mode: a 0.2 s window at `rate`, or swept; without
+/// the workloads' own transaction counts, which rate mode refuses.
 fn rate_plan(extra: &[&str]) -> anyhow::Result<PlanSpec> {
+    let quick = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quick.toml");
+    let text = std::fs::read_to_string(quick).unwrap();
+    let (head, workloads) = text.split_once("[[workloads]]").unwrap();
+    let workloads: String = workloads
+        .lines()
+        .filter(|l| !l.starts_with("measured = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
     let mut o = vec!["measure.mode=\"rate\"", "measure.measured_s=0.2"];
     o.extend_from_slice(extra);
-    quick_with(&o)
+    let overrides: Vec<String> = o.iter().map(|s| s.to_string()).collect();
+    PlanSpec::parse(&format!("{head}[[workloads]]{workloads}"), &overrides)
+}
+
+#[test]
+fn a_workload_measures_its_own_number_of_transactions_in_transactions_mode_only() {
+    let plan = quick_with(&[]).unwrap();
+    let count = |name: &str| {
+        let w = plan.workloads.iter().find(|w| w.name == name).unwrap();
+        match plan.measure_for(w).unwrap() {
+            Measure::Transactions { warmup, measured } => (warmup, measured),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(count("grv"), (1000, 40000));
+    assert_eq!(count("batchset50"), (1000, 500));
+    assert!(
+        plan.describe_measure().contains("40000 for grv"),
+        "{}",
+        plan.describe_measure()
+    );
+    let e = format!(
+        "{:#}",
+        quick_with(&[
+            "measure.mode=\"rate\"",
+            "measure.measured_s=0.2",
+            "measure.rate=100"
+        ])
+        .unwrap_err()
+    );
+    assert!(
+        e.contains("workload `grv`") && e.contains("`measured` on a workload counts transactions"),
+        "{e}"
+    );
+    let e = format!(
+        "{:#}",
+        quick_with(&["workloads=[{name=\"grv\",measured=0}]"]).unwrap_err()
+    );
+    assert!(
+        e.contains("workload `grv`") && e.contains("at least 1"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -64,12 +114,10 @@ fn counter_keys_that_cannot_apply_are_refused_naming_the_fix() {
         pmu_cache.contains("set `measure.counters = \"callgrind\"`"),
         "{pmu_cache}"
     );
-    let rate = e(&[
-        "measure.counters=\"callgrind\"",
-        "measure.mode=\"rate\"",
-        "measure.measured_s=0.2",
-        "measure.rate=100",
-    ]);
+    let rate = format!(
+        "{:#}",
+        rate_plan(&["measure.counters=\"callgrind\"", "measure.rate=100"]).unwrap_err()
+    );
     assert!(
         rate.contains("cannot keep `measure.mode = \"rate\"`"),
         "{rate}"
