@@ -155,6 +155,14 @@ PRECISION_PLAN ?= examples/precision.toml
 bench-precision: host
 	BLOCKLAB_PRECISION_PLAN=$(PRECISION_PLAN) mk/bench-precision.sh $(BLOCKLAB) $(CAMPAIGNS) $(DETECTIONS)
 
+## bench-compare: campaign against campaign, A/A: PAIRS (40) pairs of
+## campaigns of examples/aa-builtin.toml compared with `blocklab compare`;
+## the share of rows with no change is the intervals' coverage
+## (docs/benchmarks.md, "Campaign against campaign").
+PAIRS ?= 40
+bench-compare: host
+	mk/bench-compare.sh $(BLOCKLAB) $(PAIRS)
+
 ## lint: formatting and clippy -D warnings (host, store, SDK and every plugin
 ## crate); `make test` runs it first, so CI fails on either.
 lint: deps-wasm

@@ -853,8 +853,20 @@ function changeSection(c) {
       c.warnings.map((w) => el("p", {}, `Warning: ${w}`))));
   }
   const words = { better: "better", worse: "worse", no_detectable_change: "no detectable change" };
+  // The answer first: how many rows changed against how many chance gives,
+  // and what an unpaired comparison cannot tell apart from the code.
+  if (c.summary) {
+    parts.push(el("section", { id: "compare-summary" }, el("h2", {}, "Summary"),
+      el("p", { id: "compare-summary-text", class: c.summary.beyond_chance ? "beyond-chance" : "" }, el("b", {}, c.summary.text)),
+      el("p", { class: "muted", id: "compare-drift" }, c.summary.drift)));
+  }
+  const changedOnly = el("input", { type: "checkbox", id: "changed-only" });
+  changedOnly.addEventListener("change", () => {
+    for (const tr of document.querySelectorAll("#compare-changes tbody tr")) tr.hidden = changedOnly.checked && tr.classList.contains("change-no_detectable_change");
+  });
   parts.push(el("h2", {}, `Change B/A (${Math.round(c.level * 100)}% intervals)`),
     el("p", { class: "muted" }, c.method),
+    el("p", {}, el("label", {}, changedOnly, " changed rows only")),
     scroll("change B/A", el("table", { id: "compare-changes" },
       el("thead", {}, el("tr", {}, ["workload", "arm", "statistic", "B/A", "interval", "blocks A/B", "verdict"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, c.changes.map((r) => el("tr", { class: `change-${r.direction}` },

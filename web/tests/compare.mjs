@@ -63,3 +63,25 @@ test("the compare view warns at the top when the baselines differ", async () => 
   await page.screenshot({ path: join(artifacts, "compare-baseline-warning.png"), fullPage: true });
   assert.deepEqual(errors, []);
 });
+
+test("the compare view opens with how many rows changed against chance, and can show changed rows only", async () => {
+  const api = await (await fetch(`${url}/api/compare?a=${a}&b=${b}`)).json();
+  const { page, errors } = await open(`#/compare/${a}/${b}`);
+  await page.waitForSelector("#compare-summary");
+  assert.equal(await page.locator("#compare-summary-text").innerText(), api.summary.text);
+  assert.match(api.summary.text, new RegExp(`^${api.summary.worse + api.summary.better} of ${api.changes.length} rows changed`));
+  assert.match(await page.locator("#compare-drift").innerText(), /unpaired/);
+  // Before the change table.
+  const first = await page.evaluate(() =>
+    document.getElementById("compare-summary").compareDocumentPosition(document.getElementById("compare-changes")) & Node.DOCUMENT_POSITION_FOLLOWING);
+  assert.ok(first, "the summary comes before the table");
+  const visible = () => page.$$eval("#compare-changes tbody tr", (trs) => trs.filter((t) => !t.hidden).length);
+  assert.equal(await visible(), api.changes.length);
+  await page.check("#changed-only");
+  const changed = api.changes.filter((r) => r.direction !== "no_detectable_change").length;
+  assert.ok(changed > 0 && changed < api.changes.length, `${changed} of ${api.changes.length} changed`);
+  assert.equal(await visible(), changed);
+  await page.uncheck("#changed-only");
+  assert.equal(await visible(), api.changes.length);
+  assert.deepEqual(errors, []);
+});

@@ -14,7 +14,7 @@ use crate::plan::spec::ArmSpec;
 use crate::plugin::source::PluginSource;
 use crate::record::RunStatus;
 use crate::statistic::{Outcome, Worse};
-use crate::stats::{self, CHANGE_RESAMPLES, DEFAULT_LEVEL};
+use crate::stats::{self, DEFAULT_LEVEL};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -23,10 +23,6 @@ use std::collections::BTreeMap;
 /// rows: the gate's rule (docs/ci.md) asks for a whole interval beyond its
 /// threshold, which is already conservative.
 pub const CHANGE_LEVEL: f64 = DEFAULT_LEVEL;
-
-/// The bootstrap seed of the first row; row `i` uses this plus `i`, so a
-/// comparison recomputed from the store gives the same bits.
-const CHANGE_SEED: u64 = 0x6c61_6263_6f6d_7061;
 
 /// One of the two campaigns compared.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -101,8 +97,9 @@ pub struct Comparison {
     pub b: Side,
     /// Coverage of each interval.
     pub level: f64,
-    pub resamples: u32,
     pub method: String,
+    /// How many rows changed, against how many chance alone would give.
+    pub summary: ChangeSummary,
     pub changes: Vec<ChangeRow>,
     pub missing: Vec<MissingChange>,
     /// `workload/arm` measured by only one of the two.
@@ -114,6 +111,54 @@ pub struct Comparison {
     /// What qualifies the comparison (different baselines, testbeds, plan
     /// families or measure modes; unfinished campaigns), in words.
     pub warnings: Vec<String>,
+}
+
+/// The answer at a glance: how many rows changed, and how many would by
+/// chance alone, each interval being at `level` and none adjusted for the
+/// others.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ChangeSummary {
+    pub rows: usize,
+    pub worse: usize,
+    pub better: usize,
+    /// rows × (1 − level): the changed rows expected if nothing changed.
+    pub expected_by_chance: f64,
+    /// Whether more rows changed than chance plausibly gives (beyond two
+    /// binomial standard deviations above the expected count).
+    pub beyond_chance: bool,
+    pub text: String,
+    /// What an unpaired comparison of two campaigns cannot separate.
+    pub drift: String,
+}
+
+impl ChangeSummary {
+    fn of(changes: &[ChangeRow], level: f64) -> ChangeSummary {
+        let count = |o: Outcome| changes.iter().filter(|r| r.direction == o).count();
+        let (worse, better) = (count(Outcome::Worse), count(Outcome::Better));
+        let rows = changes.len();
+        let p = 1.0 - level;
+        let expected = rows as f64 * p;
+        let sd = (rows as f64 * p * level).sqrt();
+        let changed = worse + better;
+        let beyond_chance = changed as f64 > expected + 2.0 * sd;
+        let judged = if beyond_chance {
+            "more than chance plausibly gives: some rows changed"
+        } else {
+            "no more than chance plausibly gives: these may all be noise"
+        };
+        ChangeSummary {
+            rows,
+            worse,
+            better,
+            expected_by_chance: expected,
+            beyond_chance,
+            text: format!(
+                "{changed} of {rows} rows changed ({worse} worse, {better} better); with every interval at {} and none adjusted for the others, about {expected:.1} would change by chance alone, so this is {judged}",
+                super::words::pct(level)
+            ),
+            drift: "Campaign against campaign is unpaired: whatever changed on the machine between the two (other load, its thermal or memory state, a kernel or firmware update) moves their rows as much as the code does. To compare two builds, run them as two arms of one campaign (docs/ci.md); its paired ratios cancel that drift.".into(),
+        }
+    }
 }
 
 /// The code an arm runs for each workload: what makes two baselines the
@@ -218,12 +263,13 @@ pub fn compare(a: &Report, b: &Report) -> Comparison {
     let plan_differences = plan_differences(&a.plan, &b.plan);
     let same_baseline = side_a.baseline == side_b.baseline;
     let warnings = warnings(&side_a, &side_b);
+    let summary = ChangeSummary::of(&changes, CHANGE_LEVEL);
     Comparison {
+        summary,
         a: side_a,
         b: side_b,
         level: CHANGE_LEVEL,
-        resamples: CHANGE_RESAMPLES,
-        method: "ratio of geometric means over blocks, B over A; percentile bootstrap resampling the blocks of each campaign independently (unpaired)".into(),
+        method: "ratio of geometric means over blocks, B over A; Welch t intervals on the log values of each campaign's blocks (unpaired, unequal variances)".into(),
         changes,
         missing,
         only_in_a,
@@ -258,14 +304,7 @@ fn change_rows(
                     .filter_map(|v| v.get(s.name()).copied())
                     .collect()
             };
-            let seed = CHANGE_SEED.wrapping_add((changes.len() + missing.len()) as u64);
-            match stats::unpaired_change(
-                &pick(blocks_a),
-                &pick(blocks_b),
-                CHANGE_RESAMPLES,
-                seed,
-                CHANGE_LEVEL,
-            ) {
+            match stats::unpaired_change(&pick(blocks_a), &pick(blocks_b), CHANGE_LEVEL) {
                 Ok(c) => {
                     let direction =
                         Worse::of(s.lower_is_better(), c.ratio, c.ci_low, c.ci_high).outcome();
@@ -413,5 +452,61 @@ pub fn short(v: &Value) -> String {
         Value::Null => "—".into(),
         Value::String(s) => s.clone(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(worse: usize, better: usize, same: usize) -> Vec<ChangeRow> {
+        let row = |direction| ChangeRow {
+            workload: "get100".into(),
+            arm: "b".into(),
+            statistic: "mean_latency".into(),
+            unit: "µs".into(),
+            lower_is_better: true,
+            ratio: 1.0,
+            ci_low: 0.9,
+            ci_high: 1.1,
+            blocks_a: 6,
+            blocks_b: 6,
+            direction,
+        };
+        [
+            (worse, Outcome::Worse),
+            (better, Outcome::Better),
+            (same, Outcome::NoDetectableChange),
+        ]
+        .into_iter()
+        .flat_map(|(n, o)| std::iter::repeat_with(move || row(o)).take(n))
+        .collect()
+    }
+
+    #[test]
+    fn the_summary_counts_changed_rows_against_what_chance_gives() {
+        // 231 rows at 95%: about 11.6 by chance, 2 sd ≈ 6.6 more.
+        let s = ChangeSummary::of(&rows(8, 4, 219), 0.95);
+        assert_eq!((s.rows, s.worse, s.better), (231, 8, 4));
+        assert!((s.expected_by_chance - 11.55).abs() < 1e-9, "{s:?}");
+        assert!(!s.beyond_chance);
+        assert!(
+            s.text
+                .starts_with("12 of 231 rows changed (8 worse, 4 better)"),
+            "{}",
+            s.text
+        );
+        assert!(
+            s.text.contains("about 11.6 would change by chance alone"),
+            "{}",
+            s.text
+        );
+        // The report that opened issue 31: 38 of 231.
+        let s = ChangeSummary::of(&rows(34, 4, 193), 0.95);
+        assert!(
+            s.beyond_chance && s.text.contains("more than chance plausibly gives"),
+            "{}",
+            s.text
+        );
     }
 }

@@ -31,6 +31,7 @@ pub fn terminal(c: &Comparison) -> String {
     for w in &c.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
+    let _ = writeln!(out, "\n{}\n{}", c.summary.text, c.summary.drift);
     let _ = writeln!(
         out,
         "\nchange B/A, {:.0}% intervals ({}):",
@@ -45,14 +46,12 @@ pub fn terminal(c: &Comparison) -> String {
     for r in &c.changes {
         let _ = writeln!(
             out,
-            "{:<16} {:<16} {:<14} {:>7.3}  [{:.3}, {:.3}]{:>4} {:>2}/{:<2}  {}",
+            "{:<16} {:<16} {:<14} {:>7}  {:<19} {:>2}/{:<2}  {}",
             r.workload,
             r.arm,
             r.statistic,
-            r.ratio,
-            r.ci_low,
-            r.ci_high,
-            "",
+            ratio(r.ratio),
+            format!("[{}, {}]", ratio(r.ci_low), ratio(r.ci_high)),
             r.blocks_a,
             r.blocks_b,
             r.direction.words()
@@ -89,6 +88,12 @@ pub fn markdown(c: &Comparison) -> String {
     }
     let _ = writeln!(out);
     md_warnings(&mut out, &c.warnings);
+    let _ = writeln!(
+        out,
+        "**{}**\n\n{}\n",
+        md(&c.summary.text),
+        md(&c.summary.drift)
+    );
     let interval = format!("{:.0}% interval", c.level * 100.0);
     let columns = [
         "workload",

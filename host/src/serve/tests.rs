@@ -1306,6 +1306,45 @@ async fn latency_marks_unsupported_percentiles_and_settled_answers_are_cached() 
     assert_eq!(report["provisional"], true);
 }
 
+/// `/api/compare` of two settled campaigns is built once and gzipped like
+/// a report; while either can still change it is built afresh.
+#[tokio::test]
+async fn a_settled_comparison_is_built_once_and_gzipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let (a, b) = (finished_campaign(&s, 200), finished_campaign(&s, 200));
+    let uri = format!("/api/compare?a={a}&b={b}");
+    let (status, first) = call(&s, get(&uri)).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert!(
+        first["summary"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("rows changed"),
+        "{first}"
+    );
+    assert!(lock(&s.0.bodies).contains_key(&(b, format!("compare?a={a}"))));
+    let request = Request::get(&uri)
+        .header(header::ACCEPT_ENCODING, "gzip")
+        .body(Body::empty())
+        .unwrap();
+    let response = app(s.clone()).oneshot(request).await.unwrap();
+    assert_eq!(response.headers()[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+    let gz = response.into_body().collect().await.unwrap().to_bytes();
+    let mut plain = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&plain).unwrap(), first);
+    // A running A: the cached comparison is not served, and none is kept.
+    lock(&s.0.bodies).clear();
+    s.store()
+        .set_status(a, blocklab_store::CampaignStatus::Running)
+        .unwrap();
+    let (status, _) = call(&s, get(&uri)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(lock(&s.0.bodies).is_empty());
+}
+
 #[test]
 fn the_submit_client_reads_the_daemons_events_back_into_the_daemons_types() {
     let events = [

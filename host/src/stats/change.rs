@@ -1,15 +1,15 @@
 //! Change between two campaigns (docs/reports.md, "Comparing campaigns"):
 //! the ratio of one arm's statistic in campaign B to the same arm's in
-//! campaign A, with a bootstrap interval over the blocks of each. The two
-//! campaigns share no blocks, so nothing is paired: each resample draws A's
-//! blocks from A and B's from B, independently.
+//! campaign A, with a Welch interval on the log scale over the blocks of
+//! each. The two campaigns share no blocks, so nothing is paired. Welch's
+//! t (unequal variances, Satterthwaite's degrees of freedom) is the
+//! unpaired counterpart of the paired effects' Student-t: at 6 blocks a
+//! side the percentile bootstrap this replaced covered about 87% of A/A
+//! pairs for its 95% (docs/benchmarks.md, "Campaign against campaign").
 
-use super::bootstrap::{self, Draws};
 use super::effect::StatsError;
+use super::student;
 use serde::{Deserialize, Serialize};
-
-/// Resamples of a campaign-against-campaign interval.
-pub const CHANGE_RESAMPLES: u32 = 10_000;
 
 /// B over A, on the ratio scale.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -23,23 +23,12 @@ pub struct Change {
 }
 
 /// The change from `a` (one value per block of campaign A) to `b` (per
-/// block of campaign B): the ratio of geometric means and its percentile
-/// bootstrap interval at coverage `level` from `resamples` resamples, each
-/// drawing `a.len()` blocks from `a` and `b.len()` from `b` with
-/// replacement. The draws depend only on `seed`. Each side needs two
-/// blocks: one block has no spread to resample.
-pub fn unpaired_change(
-    a: &[f64],
-    b: &[f64],
-    resamples: u32,
-    seed: u64,
-    level: f64,
-) -> Result<Change, StatsError> {
+/// block of campaign B): the ratio of geometric means and its Welch
+/// interval at coverage `level` on the logs. Each side needs two blocks:
+/// one block has no spread.
+pub fn unpaired_change(a: &[f64], b: &[f64], level: f64) -> Result<Change, StatsError> {
     if !(level > 0.0 && level < 1.0) {
         return Err(StatsError::Level(level));
-    }
-    if resamples == 0 {
-        return Err(StatsError::NoResamples);
     }
     if a.len() < 2 || b.len() < 2 {
         return Err(StatsError::TooFewBlocksToCompare {
@@ -60,24 +49,28 @@ pub fn unpaired_change(
             });
         }
     }
-    let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
-    let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
-    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
-    let estimate = mean(&lb) - mean(&la);
-    let mut draws = Draws::new(seed);
-    let mut resampled: Vec<f64> = (0..resamples)
-        .map(|_| {
-            let sa: f64 = (0..la.len()).map(|_| la[draws.index(la.len())]).sum();
-            let sb: f64 = (0..lb.len()).map(|_| lb[draws.index(lb.len())]).sum();
-            sb / lb.len() as f64 - sa / la.len() as f64
-        })
-        .collect();
-    resampled.sort_unstable_by(f64::total_cmp);
-    let (lo, hi) = bootstrap::percentile(&resampled, level);
+    // Per side: mean of the logs and the squared standard error of it.
+    let side = |xs: &[f64]| {
+        let n = xs.len() as f64;
+        let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+        let mean = logs.iter().sum::<f64>() / n;
+        let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (mean, var / n, n)
+    };
+    let ((ma, sa, na), (mb, sb, nb)) = (side(a), side(b));
+    let se2 = sa + sb;
+    let half = if se2 > 0.0 {
+        let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+        student::quantile((1.0 + level) / 2.0, df) * se2.sqrt()
+    } else {
+        // Every block identical on both sides: nothing to be unsure of.
+        0.0
+    };
+    let d = mb - ma;
     Ok(Change {
-        ratio: estimate.exp(),
-        ci_low: lo.exp(),
-        ci_high: hi.exp(),
+        ratio: d.exp(),
+        ci_low: (d - half).exp(),
+        ci_high: (d + half).exp(),
         blocks_a: a.len(),
         blocks_b: b.len(),
     })
@@ -88,27 +81,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_known_shift_is_estimated_and_covered_and_the_draws_are_seeded() {
+    fn a_known_shift_is_estimated_and_covered() {
         let a = [100.0, 104.0, 98.0, 102.0, 101.0, 99.0];
         let b: Vec<f64> = a.iter().map(|x| x * 1.2).collect();
-        let c = unpaired_change(&a, &b, 4000, 7, 0.95).unwrap();
+        let c = unpaired_change(&a, &b, 0.95).unwrap();
         assert!((c.ratio - 1.2).abs() < 1e-12, "{c:?}");
         assert!(c.ci_low < 1.2 && 1.2 < c.ci_high, "{c:?}");
         assert!(c.ci_low > 1.1 && c.ci_high < 1.3, "{c:?}");
-        assert_eq!(c, unpaired_change(&a, &b, 4000, 7, 0.95).unwrap());
-        assert_ne!(c, unpaired_change(&a, &b, 4000, 8, 0.95).unwrap());
-        let same = unpaired_change(&a, &a, 4000, 7, 0.95).unwrap();
+        let same = unpaired_change(&a, &a, 0.95).unwrap();
         assert!(same.ci_low < 1.0 && 1.0 < same.ci_high, "{same:?}");
+    }
+
+    #[test]
+    fn welch_by_hand() {
+        // Logs 0, 0.1, 0.2 (mean 0.1, s² 0.01) against 0.3, 0.5 (mean 0.4,
+        // s² 0.02): se² = 0.01/3 + 0.02/2 = 0.013 333; Satterthwaite's
+        // df = se⁴ / ((0.01/3)²/2 + 0.01²/1) = 1.684 2; t at 0.975 on
+        // those df = 5.176 23 (mpmath, from the regularized incomplete
+        // beta), half-width 5.176 23 · 0.115 47 = 0.597 70.
+        let a = [0.0f64, 0.1, 0.2].map(f64::exp);
+        let b = [0.3f64, 0.5].map(f64::exp);
+        let c = unpaired_change(&a, &b, 0.95).unwrap();
+        let se = (0.01f64 / 3.0 + 0.01).sqrt();
+        let df = se.powi(4) / ((0.01f64 / 3.0).powi(2) / 2.0 + 0.01f64.powi(2));
+        assert!((df - 1.684_210_526).abs() < 1e-8, "{df}");
+        let half = student::quantile(0.975, df) * se;
+        assert!((half - 0.597_70).abs() < 1e-4, "{half}");
+        assert!((c.ratio.ln() - 0.3).abs() < 1e-12, "{c:?}");
+        assert!((c.ci_low.ln() - (0.3 - half)).abs() < 1e-9, "{c:?}");
+        assert!((c.ci_high.ln() - (0.3 + half)).abs() < 1e-9, "{c:?}");
     }
 
     #[test]
     fn one_block_or_a_non_positive_value_is_refused() {
         assert_eq!(
-            unpaired_change(&[1.0], &[1.0, 2.0], 10, 1, 0.95),
+            unpaired_change(&[1.0], &[1.0, 2.0], 0.95),
             Err(StatsError::TooFewBlocksToCompare { a: 1, b: 2 })
         );
         assert!(matches!(
-            unpaired_change(&[1.0, 0.0], &[1.0, 2.0], 10, 1, 0.95),
+            unpaired_change(&[1.0, 0.0], &[1.0, 2.0], 0.95),
             Err(StatsError::NotPositive {
                 which: "a",
                 block: 1,

@@ -37,7 +37,7 @@ mod student;
 mod summary;
 
 pub use bootstrap::{DEFAULT_LEVEL, DEFAULT_RESAMPLES, Method, median_interval};
-pub use change::{CHANGE_RESAMPLES, Change, unpaired_change};
+pub use change::{Change, unpaired_change};
 pub use effect::{Effect, StatsError, paired_effect, position_effects, student_t_interval};
 pub use family::Simultaneous;
 pub use hosts::{Heterogeneity, HeterogeneityError, heterogeneity};

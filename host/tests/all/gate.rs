@@ -420,6 +420,6 @@ fn the_compare_view_in_headless_chromium() {
             ("BLOCKLAB_B", "2".into()),
             ("BLOCKLAB_C", "3".into()),
         ],
-        2,
+        3,
     );
 }

@@ -21,19 +21,33 @@ fn settled_key(meta: &CampaignMeta) -> Option<String> {
     .then(|| format!("{}/{}", meta.status, meta.finished_runs))
 }
 
-/// The body `build` makes for `what` of campaign `id`, kept while the
-/// campaign is settled: 50 readers of a finished campaign then share one
-/// rendering instead of each serialising it again. `what` names a request
-/// whose parameters were checked by `build` (it is only kept on success),
-/// so the cache holds at most one entry per valid request.
+/// The state the answers about campaigns `ids` are built from: `None`
+/// while any of them can still change.
+fn settled_keys(state: &AppState, ids: &[CampaignId]) -> Result<Option<String>, AppError> {
+    let mut keys = Vec::new();
+    for id in ids {
+        match settled_key(&state.store().campaign(*id)?) {
+            Some(k) => keys.push(k),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(keys.join(";")))
+}
+
+/// The body `build` makes for `what` of campaigns `ids` (the first names
+/// its slot), kept while they are settled: 50 readers of a finished
+/// campaign then share one rendering instead of each serialising it
+/// again. `what` names a request whose parameters were checked by `build`
+/// (it is only kept on success), so the cache holds at most one entry per
+/// valid request.
 fn cached_body(
     state: &AppState,
-    id: CampaignId,
+    ids: &[CampaignId],
     what: String,
     build: impl FnOnce() -> Result<Bytes, AppError>,
 ) -> Result<Body, AppError> {
-    let key = settled_key(&state.store().campaign(id)?);
-    let slot = (id, what);
+    let key = settled_keys(state, ids)?;
+    let slot = (ids[0], what);
     if let Some(body) = cache_hit(state, key.as_deref(), &slot) {
         return Ok(body);
     }
@@ -61,18 +75,18 @@ fn cache_hit(state: &AppState, key: Option<&str>, slot: &(CampaignId, String)) -
 /// [`cached_body`] answered on the async thread when the answer is cached
 /// (one in-memory store read and a map lookup: no hop to a blocking
 /// thread, which 50 readers would queue for), else on a blocking thread.
-pub(super) async fn cached_or_blocking(
+pub(super) async fn cached_or_blocking<const N: usize>(
     state: AppState,
-    id: CampaignId,
+    ids: [CampaignId; N],
     what: String,
     build: impl FnOnce(&AppState) -> Result<Bytes, AppError> + Send + 'static,
 ) -> Result<Body, AppError> {
-    if let Ok(meta) = state.store().campaign(id)
-        && let Some(body) = cache_hit(&state, settled_key(&meta).as_deref(), &(id, what.clone()))
+    if let Ok(key) = settled_keys(&state, &ids)
+        && let Some(body) = cache_hit(&state, key.as_deref(), &(ids[0], what.clone()))
     {
         return Ok(body);
     }
-    blocking(move || cached_body(&state, id, what, || build(&state))).await
+    blocking(move || cached_body(&state, &ids, what, || build(&state))).await
 }
 
 /// An answer's bytes, and gzipped when it is cached (a 300 KB report is

@@ -105,7 +105,7 @@ pub(super) async fn campaign_report(
         "report?format={format}&baseline={}",
         q.baseline.as_deref().unwrap_or("")
     );
-    let body = cached_or_blocking(state, id, what, move |state| {
+    let body = cached_or_blocking(state, [id], what, move |state| {
         let r = report_of(state, id, q.baseline)?;
         Ok(Bytes::from(match format.as_str() {
             "md" => report::markdown(&r),
@@ -137,7 +137,7 @@ pub(super) struct CompareQuery {
 /// Campaign B against campaign A
 ///
 /// For each (workload, arm, statistic) both measured: the ratio of B to A
-/// with an unpaired bootstrap interval over the blocks of each; the
+/// with an unpaired Welch interval over the blocks of each; the
 /// differences between the sealed plans; whether the baselines agree
 /// (docs/reports.md, "Comparing campaigns"). What `blocklab compare A B
 /// --format json` prints.
@@ -155,13 +155,22 @@ pub(super) struct CompareQuery {
 pub(super) async fn compare(
     State(state): State<AppState>,
     Query(q): Query<CompareQuery>,
-) -> Result<Json<analysis::compare::Comparison>, AppError> {
+    request: HeaderMap,
+) -> Result<Response, AppError> {
     let (a, b) = (parse_id(&q.a)?, parse_id(&q.b)?);
-    blocking(move || {
-        let (ra, rb) = (report_of(&state, a, None)?, report_of(&state, b, None)?);
-        Ok(Json(analysis::compare::compare(&ra, &rb)))
+    // Built once while both campaigns are settled, like a report.
+    let body = cached_or_blocking(state, [b, a], format!("compare?a={a}"), move |state| {
+        let (ra, rb) = (report_of(state, a, None)?, report_of(state, b, None)?);
+        serde_json::to_vec(&analysis::compare::compare(&ra, &rb))
+            .map(Bytes::from)
+            .map_err(|e| AppError::Internal(e.into()))
     })
-    .await
+    .await?;
+    Ok(answer(
+        &request,
+        [(header::CONTENT_TYPE, "application/json".to_owned())],
+        body,
+    ))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -284,7 +293,7 @@ pub(super) async fn latency(
     request: HeaderMap,
 ) -> Result<Response, AppError> {
     let what = format!("latency?workload={}", q.workload);
-    let body = cached_or_blocking(state, id, what, move |state| {
+    let body = cached_or_blocking(state, [id], what, move |state| {
         let latency = crate::analysis::latency::distribution(state.store(), id, q.workload)
             .map_err(|e| match e {
                 LatencyError::NoWorkload(text) => AppError::NotFound(text),
