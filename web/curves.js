@@ -96,12 +96,13 @@ function curveSeries(c, i, x, y) {
   g.append(svg("path", { class: "curve-line", d }));
   for (const p of c.points) {
     const e = p.p99_latency_us;
-    g.append(svg("line", { class: "whisker", x1: x(p.offered_per_s), x2: x(p.offered_per_s), y1: y(e.lo), y2: y(e.hi) }));
+    // Weak by the effects' rule (fewer than 5 blocks): dashed, and said so.
+    g.append(svg("line", { class: "whisker" + (e.weak ? " weak" : ""), x1: x(p.offered_per_s), x2: x(p.offered_per_s), y1: y(e.lo), y2: y(e.hi) }));
     const mark = svg("circle", { class: "curve-point" + (p.short_runs ? " short" : ""), cx: x(p.offered_per_s), cy: y(e.median), r: 4,
       "data-arm": c.arm, "data-workload": p.workload, "data-offered": p.offered_per_s, "data-achieved": p.achieved_per_s,
       "data-p99": e.median, "data-lo": e.lo, "data-hi": e.hi, "data-short": p.short_runs });
     mark.append(svg("title", {}, `${c.arm} at ${p.offered_per_s}/s offered (${fmt(p.achieved_per_s)}/s achieved): p99 ${fmt(e.median)} µs `
-      + `[${fmt(e.lo)}, ${fmt(e.hi)}], ${p.runs} runs${p.short_runs ? `, ${p.short_runs} short of the offered rate` : ""}`));
+      + `[${fmt(e.lo)}, ${fmt(e.hi)}]${e.weak ? " weak evidence" : ""}, ${p.runs} runs${p.short_runs ? `, ${p.short_runs} short of the offered rate` : ""}`));
     g.append(mark);
   }
   return g;

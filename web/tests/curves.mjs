@@ -70,6 +70,10 @@ test("a swept campaign's page draws one curve per arm per workload with the repo
       const whiskers = await page.$$eval(`${sel} .curve-series[data-arm="${c.arm}"] .whisker`, (ls) => ls.map((l) => [+l.getAttribute("y1"), +l.getAttribute("y2")]));
       assert.equal(whiskers.length, c.points.length);
       whiskers.forEach(([ylo, yhi], i) => assert.ok(ylo >= marks[i].cy - 1e-6 && yhi <= marks[i].cy + 1e-6, `${c.arm} whisker ${i}`));
+      // A whisker from fewer than 5 blocks is marked weak, as the paired ratio at that rate is.
+      const weak = await page.$$eval(`${sel} .curve-series[data-arm="${c.arm}"] .whisker`, (ls) => ls.map((l) => l.classList.contains("weak")));
+      assert.deepEqual(weak, c.points.map((p) => p.p99_latency_us.weak));
+      assert.deepEqual(weak, c.points.map((p) => p.p99_latency_us.blocks < 5));
       const d = await page.$eval(`${sel} .curve-series[data-arm="${c.arm}"] .curve-line`, (p) => p.getAttribute("d"));
       assert.equal((d.match(/[ML]/g) || []).length, c.points.length, `${c.arm}: a line through every point`);
     }

@@ -58,7 +58,13 @@ fn estimate(spec: &PlanSpec, runs: &BTreeMap<u32, &RunResult>, s: Statistic) -> 
         boot.seed.unwrap_or(spec.seed),
         boot.level,
     )?;
-    Some(Estimate { median, lo, hi })
+    Some(Estimate {
+        median,
+        lo,
+        hi,
+        blocks: values.len(),
+        weak: values.len() < super::verdicts::WEAK_BLOCKS,
+    })
 }
 
 /// Runs marked short: more of their scheduled starts never began than

@@ -461,6 +461,12 @@ pub struct Estimate {
     pub median: f64,
     pub lo: f64,
     pub hi: f64,
+    /// Blocks it rests on; fewer than `verdicts::WEAK_BLOCKS` make its
+    /// interval weak, by the same rule as an effect's.
+    #[serde(default)]
+    pub blocks: usize,
+    #[serde(default)]
+    pub weak: bool,
 }
 
 /// One arm's latency against offered load on one plugin workload: a point

@@ -148,10 +148,11 @@ pub(super) fn fmt_interval(e: &EffectRow) -> String {
 /// A median over blocks with its interval, e.g. "812.0 [790.5, 840.1]".
 pub(super) fn fmt_estimate(e: &Estimate) -> String {
     format!(
-        "{} [{}, {}]",
+        "{} [{}, {}]{}",
         fmt_value(e.median),
         fmt_value(e.lo),
-        fmt_value(e.hi)
+        fmt_value(e.hi),
+        if e.weak { " weak" } else { "" }
     )
 }
 

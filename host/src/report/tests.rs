@@ -507,6 +507,21 @@ fn a_rate_sweep_has_a_curve_per_arm_with_intervals_and_the_paired_ratio_at_each_
     );
     assert_eq!(p.p50_latency_us.median, 183.0);
     assert_eq!((p.runs, p.short_runs, p.achieved_per_s), (4, 0, 2000.0));
+    // Four blocks: the point's interval is weak by the effects' rule, and
+    // every rendering says so beside it.
+    assert!(
+        p.p99_latency_us.weak && p.p99_latency_us.blocks == 4,
+        "{p:?}"
+    );
+    let row = |text: &str| {
+        text.lines()
+            .find(|l| l.contains("2000") && l.contains("915.0 ["))
+            .map(str::to_owned)
+    };
+    for text in [terminal(&report), markdown(&report)] {
+        let line = row(&text).expect("the point's row");
+        assert!(line.contains("] weak"), "{line}");
+    }
     // The baseline has no ratio; b's is the workload's paired effect.
     assert!(a.points.iter().all(|p| p.p99_ratio.is_none()));
     let r = b.points[0].p99_ratio.as_ref().unwrap();
