@@ -36,16 +36,20 @@ rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 for i in $(seq 1 "$pairs"); do
     "$judge" compare $((2 * i - 1)) $((2 * i)) --data "$data" --format json \
-        | jq -r '.changes[] | [.statistic, .direction] | @tsv' >> "$rows"
+        | jq -r '.changes[] | [(.basis // "absolute") + " " + .statistic, .direction] | @tsv' >> "$rows"
 done
 # Per statistic and over all rows: how many intervals contained 1.
 awk -F'\t' -v pairs="$pairs" '
     { n[$1]++; all++; if ($2 == "no_detectable_change") { ok[$1]++; good++ } }
     END {
-        tol = 1.96 * sqrt(0.95 * 0.05 / all)
-        printf "| statistic | rows | no change | coverage |\n|---|---:|---:|---:|\n"
-        for (s in n) printf "| %s | %d | %d | %.1f%% |\n", s, n[s], ok[s], 100 * ok[s] / n[s]
-        printf "| all | %d | %d | %.1f%% |\n", all, good, 100 * good / all
-        printf "\n%d pairs; 95%% ± %.1f%% (binomial, %d rows): %s\n", pairs, 100 * tol, all,
-            (good / all >= 0.95 - tol) ? "holds" : "does NOT hold"
+        printf "| basis and statistic | rows | no change | coverage |\n|---|---:|---:|---:|\n"
+        for (s in n) { split(s, k, " "); basis[k[1]] += n[s]; bok[k[1]] += ok[s]
+            printf "| %s | %d | %d | %.1f%% |\n", s, n[s], ok[s], 100 * ok[s] / n[s] }
+        for (b in basis) printf "| %s, all | %d | %d | %.1f%% |\n", b, basis[b], bok[b], 100 * bok[b] / basis[b]
+        printf "| all | %d | %d | %.1f%% |\n\n%d pairs\n", all, good, 100 * good / all, pairs
+        for (b in basis) {
+            tol = 1.96 * sqrt(0.95 * 0.05 / basis[b])
+            printf "%s rows: 95%% ± %.1f%% (binomial, %d rows): %s\n", b, 100 * tol, basis[b],
+                (bok[b] / basis[b] >= 0.95 - tol) ? "holds" : "does NOT hold"
+        }
     }' "$rows"

@@ -868,13 +868,15 @@ function changeSection(c) {
     el("p", { class: "muted" }, c.method),
     el("p", {}, el("label", {}, changedOnly, " changed rows only")),
     scroll("change B/A", el("table", { id: "compare-changes" },
-      el("thead", {}, el("tr", {}, ["workload", "arm", "statistic", "B/A", "interval", "blocks A/B", "verdict"].map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, c.changes.map((r) => el("tr", { class: `change-${r.direction}` },
+      el("thead", {}, el("tr", {}, ["workload", "arm", "statistic", "B/A", "interval", "blocks A/B", "verdict", "of"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, c.changes.map((r) => el("tr", { class: `change-${r.direction}`, "data-basis": r.basis || "absolute" },
         el("td", {}, r.workload), el("td", {}, r.arm), el("td", {}, r.statistic),
         el("td", { class: "num" }, fmtRatio(r.ratio)),
         el("td", { class: "num" }, `[${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]`),
         el("td", { class: "num" }, `${r.blocks_a}/${r.blocks_b}`),
-        el("td", {}, words[r.direction] || r.direction)))))));
+        el("td", {}, words[r.direction] || r.direction),
+        // An effect row cancels drift between the campaigns; an absolute one does not.
+        el("td", {}, r.basis === "effect" ? `effect against ${r.baseline}` : "its own figure (drift included)")))))));
   for (const m of c.missing) parts.push(el("p", { class: "muted" }, `${m.workload} ${m.arm} ${m.statistic}: ${m.reason}`));
   const show = (v) => v === null ? "—" : typeof v === "string" ? v : JSON.stringify(v);
   parts.push(el("h2", {}, "Plan differences"), c.plan_differences.length === 0

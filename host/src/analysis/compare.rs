@@ -13,7 +13,7 @@ use crate::plan::seal::SealedPlan;
 use crate::plan::spec::ArmSpec;
 use crate::plugin::source::PluginSource;
 use crate::record::RunStatus;
-use crate::statistic::{Outcome, Worse};
+use crate::statistic::{Outcome, Statistic, Worse};
 use crate::stats::{self, DEFAULT_LEVEL};
 use serde::Serialize;
 use serde_json::Value;
@@ -53,6 +53,11 @@ pub struct BaselineIdentity {
 pub struct ChangeRow {
     pub workload: String,
     pub arm: String,
+    /// Of what the change is: the arm's own figure, or its paired effect
+    /// against `baseline`.
+    pub basis: Basis,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     pub statistic: String,
     pub unit: String,
     pub lower_is_better: bool,
@@ -64,6 +69,18 @@ pub struct ChangeRow {
     pub blocks_b: usize,
     /// Whether B's figure moved against A's, at [`CHANGE_LEVEL`].
     pub direction: Outcome,
+}
+
+/// What a change row changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// The arm's own figure: unpaired, so drift between the two campaigns
+    /// is in it.
+    Absolute,
+    /// The arm's ratio to the baseline within each block: drift that hits
+    /// both arms of a block cancels.
+    Effect,
 }
 
 /// A shared (workload, arm, statistic) whose change could not be computed.
@@ -133,6 +150,24 @@ pub struct ChangeSummary {
 
 impl ChangeSummary {
     fn of(changes: &[ChangeRow], level: f64) -> ChangeSummary {
+        let effects = changes.iter().filter(|r| r.basis == Basis::Effect).count();
+        let mut s = ChangeSummary::counted(changes, level);
+        if effects > 0 {
+            let paired: Vec<ChangeRow> = changes
+                .iter()
+                .filter(|r| r.basis == Basis::Effect)
+                .cloned()
+                .collect();
+            let p = ChangeSummary::counted(&paired, level);
+            s.text = format!(
+                "{}. Of those, the {} rows of paired effects (each arm against its baseline within blocks, where drift between the campaigns cancels): {}",
+                s.text, p.rows, p.text
+            );
+        }
+        s
+    }
+
+    fn counted(changes: &[ChangeRow], level: f64) -> ChangeSummary {
         let count = |o: Outcome| changes.iter().filter(|r| r.direction == o).count();
         let (worse, better) = (count(Outcome::Worse), count(Outcome::Better));
         let rows = changes.len();
@@ -156,7 +191,7 @@ impl ChangeSummary {
                 "{changed} of {rows} rows changed ({worse} worse, {better} better); with every interval at {} and none adjusted for the others, about {expected:.1} would change by chance alone, so this is {judged}",
                 super::words::pct(level)
             ),
-            drift: "Campaign against campaign is unpaired: whatever changed on the machine between the two (other load, its thermal or memory state, a kernel or firmware update) moves their rows as much as the code does. To compare two builds, run them as two arms of one campaign (docs/ci.md); its paired ratios cancel that drift.".into(),
+            drift: "Campaign against campaign is unpaired: whatever changed on the machine between the two (other load, its thermal or memory state, a kernel or firmware update) moves an arm's own figures (`absolute` rows) as much as the code does, and no interval from one pair of campaigns can hold it. The `effect` rows cancel what hits both arms of a block alike. To compare two builds, run them as two arms of one campaign (docs/ci.md).".into(),
         }
     }
 }
@@ -281,36 +316,37 @@ pub fn compare(a: &Report, b: &Report) -> Comparison {
 }
 
 /// The change of each shared (workload, arm) in every statistic both
-/// campaigns' modes compare, or why it could not be computed.
+/// campaigns' modes compare, absolute and, for an arm other than a shared
+/// baseline, of its paired effect; or why it could not be computed.
 fn change_rows(
     a: &Report,
     b: &Report,
     shared: &[(String, String)],
 ) -> (Vec<ChangeRow>, Vec<MissingChange>) {
     let (va, vb) = (block_values(a), block_values(b));
+    let baseline = |r: &Report| r.plan.spec.arms[r.plan.spec.baseline()].name.clone();
+    let shared_baseline = Some(baseline(a)).filter(|base| *base == baseline(b));
     let stats_b = statistics(&b.plan.spec);
     let mut changes = Vec::new();
     let mut missing = Vec::new();
-    let empty = BTreeMap::new();
-    for key in shared {
-        let (blocks_a, blocks_b) = (va.get(key).unwrap_or(&empty), vb.get(key).unwrap_or(&empty));
-        for s in statistics(&a.plan.spec)
-            .iter()
-            .filter(|s| stats_b.contains(s))
-        {
-            let pick = |blocks: &BTreeMap<u32, BTreeMap<String, f64>>| -> Vec<f64> {
-                blocks
-                    .values()
-                    .filter_map(|v| v.get(s.name()).copied())
-                    .collect()
-            };
-            match stats::unpaired_change(&pick(blocks_a), &pick(blocks_b), CHANGE_LEVEL) {
-                Ok(c) => {
-                    let direction =
-                        Worse::of(s.lower_is_better(), c.ratio, c.ci_low, c.ci_high).outcome();
-                    changes.push(ChangeRow {
-                        workload: key.0.clone(),
-                        arm: key.1.clone(),
+    for (w, arm) in shared {
+        let effect_of = shared_baseline.as_deref().filter(|base| base != arm);
+        let bases = [None].into_iter().chain(effect_of.map(Some));
+        for base in bases {
+            for s in statistics(&a.plan.spec)
+                .iter()
+                .filter(|s| stats_b.contains(s))
+            {
+                let (xa, xb) = (series(&va, w, arm, base, *s), series(&vb, w, arm, base, *s));
+                match stats::unpaired_change(&xa, &xb, CHANGE_LEVEL) {
+                    Ok(c) => changes.push(ChangeRow {
+                        workload: w.clone(),
+                        arm: arm.clone(),
+                        basis: match base {
+                            None => Basis::Absolute,
+                            Some(_) => Basis::Effect,
+                        },
+                        baseline: base.map(str::to_owned),
                         statistic: s.name().into(),
                         unit: s.unit().into(),
                         lower_is_better: s.lower_is_better(),
@@ -319,19 +355,43 @@ fn change_rows(
                         ci_high: c.ci_high,
                         blocks_a: c.blocks_a,
                         blocks_b: c.blocks_b,
-                        direction,
-                    });
+                        direction: Worse::of(s.lower_is_better(), c.ratio, c.ci_low, c.ci_high)
+                            .outcome(),
+                    }),
+                    Err(e) => missing.push(MissingChange {
+                        workload: w.clone(),
+                        arm: arm.clone(),
+                        statistic: s.name().into(),
+                        reason: e.to_string(),
+                    }),
                 }
-                Err(e) => missing.push(MissingChange {
-                    workload: key.0.clone(),
-                    arm: key.1.clone(),
-                    statistic: s.name().into(),
-                    reason: e.to_string(),
-                }),
             }
         }
     }
     (changes, missing)
+}
+
+/// An arm's per-block values of `s` in one campaign: absolute, or, with a
+/// `base`, over the base arm's in the same block (the blocks with both).
+fn series(v: &BlockValues, w: &str, arm: &str, base: Option<&str>, s: Statistic) -> Vec<f64> {
+    let of = |arm: &str| v.get(&(w.to_owned(), arm.to_owned()));
+    let Some(mine) = of(arm) else {
+        return Vec::new();
+    };
+    let value = |blocks: &BTreeMap<u32, BTreeMap<String, f64>>, b: &u32| {
+        blocks.get(b).and_then(|x| x.get(s.name())).copied()
+    };
+    match base {
+        None => mine.keys().filter_map(|b| value(mine, b)).collect(),
+        Some(base) => {
+            let Some(theirs) = of(base) else {
+                return Vec::new();
+            };
+            mine.keys()
+                .filter_map(|b| Some(value(mine, b)? / value(theirs, b)?))
+                .collect()
+        }
+    }
 }
 
 /// What qualifies a comparison of `a` and `b`, in words.
@@ -463,6 +523,8 @@ mod tests {
         let row = |direction| ChangeRow {
             workload: "get100".into(),
             arm: "b".into(),
+            basis: Basis::Absolute,
+            baseline: None,
             statistic: "mean_latency".into(),
             unit: "µs".into(),
             lower_is_better: true,

@@ -236,10 +236,12 @@ pub fn against_campaign(
                 reason: m.reason.clone(),
             });
         }
+        // The arms' own figures, as the gate against a campaign has always
+        // judged them.
         for c in comparison
             .changes
             .iter()
-            .filter(|c| c.statistic == *statistic)
+            .filter(|c| c.statistic == *statistic && c.basis == super::compare::Basis::Absolute)
         {
             rows.push(GateRow {
                 workload: c.workload.clone(),
