@@ -124,7 +124,7 @@ fn a_server_closing_streams_mid_run_is_counted_and_the_stream_reopened() {
         assert!(
             [
                 "the server ended the ingest stream with records unacknowledged",
-                "ingest stream failed on send: UNAVAILABLE (14): the server ended the stream; nothing more can be sent on it",
+                "ingest stream failed on send: UNAVAILABLE (14) on /ingest.v1.Ingest/Stream: the server ended the stream; nothing more can be sent on it",
             ]
             .contains(&kind.as_str()),
             "{kind}"
