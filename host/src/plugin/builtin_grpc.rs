@@ -7,6 +7,7 @@
 
 use super::env::Env;
 use super::{Instance, WorkloadInfo};
+use crate::target::Interface;
 use crate::target::grpc::{GrpcClient, GrpcStream};
 use anyhow::anyhow;
 use bytes::Bytes;
@@ -36,7 +37,9 @@ impl BuiltinGrpc {
     pub fn infos() -> Vec<WorkloadInfo> {
         ingest::WORKLOADS
             .iter()
-            .map(|spec| WorkloadInfo::from_table(spec.name, spec.description, spec.params, "grpc"))
+            .map(|spec| {
+                WorkloadInfo::from_table(spec.name, spec.description, spec.params, Interface::Grpc)
+            })
             .collect()
     }
 }

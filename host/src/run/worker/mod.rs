@@ -17,7 +17,9 @@ use crate::plugin::builtin::Builtin;
 use crate::plugin::builtin_grpc::BuiltinGrpc;
 use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
-use crate::plugin::source::{PluginSource, check_adapters, check_workload};
+use crate::plugin::source::{
+    PluginSource, builtin_infos, check_adapters, check_target, check_workload,
+};
 use crate::plugin::wasm::{Limits, Runtime};
 use crate::record::batches::Batches;
 use crate::record::result::{
@@ -557,6 +559,19 @@ impl InstanceFigures {
     }
 }
 
+/// Checks the run's workload and params against what its source lists,
+/// and its declared `uses` against the target, before any setup.
+fn check_source(spec: &RunSpec, loaded: &mut Loaded) -> anyhow::Result<()> {
+    let infos = match spec.plugin {
+        PluginSource::Builtin => builtin_infos(),
+        PluginSource::Wasm(_) => loaded.instances[0].list()?,
+    };
+    let info = check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
+    // Sealing refuses a plan's arm this way with its plan keys, so the
+    // spec that gets here mismatched is `blocklab run`'s: name its flags.
+    check_target(info, &spec.target).map_err(|m| anyhow::anyhow!(m.on_command_line()))
+}
+
 /// Performs one run in this process.
 pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     // The supervisor sends sealed, checked specs; a hand-written one (or
@@ -578,8 +593,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     let t = Instant::now();
     let mut loaded = instances(spec)?;
     inputs.extend(loaded.composed.take());
-    let infos = loaded.instances[0].list()?;
-    check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
+    check_source(spec, &mut loaded)?;
     phases.insert("load".to_owned(), ms(t.elapsed()));
 
     let t = Instant::now();
