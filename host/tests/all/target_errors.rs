@@ -171,3 +171,34 @@ fn sealing_refuses_an_arm_whose_target_its_workload_cannot_use_naming_the_plan_k
         ],
     );
 }
+
+#[test]
+fn a_workload_using_kv_and_grpc_is_refused_because_one_target_serves_one() {
+    let misbehave = plugin("misbehave");
+    let r = run(blocklab()
+        .args(["run", "--plugin"])
+        .arg(&misbehave)
+        .args(["--workload", "kv-and-grpc"]));
+    assert_error(
+        &r,
+        &[
+            "workload `kv-and-grpc` uses both kv and grpc, and a run has one target (kv with `--target`, or grpc with `--endpoint`), so blocklab cannot run it",
+        ],
+    );
+    assert!(!r.stderr.contains("was set up"), "{}", r.stderr);
+
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(
+        dir.path(),
+        &misbehave,
+        "kv-and-grpc",
+        "[[arms]]\nname = \"plain\"\nbaseline = true\n",
+    );
+    let r = run(blocklab().args(["plan"]).arg(&p));
+    assert_error(
+        &r,
+        &[
+            "workload `kv-and-grpc` uses both kv and grpc, and an arm has one target (its `target` table: kv or grpc), so no arm can run it",
+        ],
+    );
+}

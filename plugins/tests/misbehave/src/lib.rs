@@ -50,6 +50,14 @@ impl Plugin for Misbehave {
                 ),
             )
             .uses("grpc"),
+            Info::new(
+                "kv-and-grpc",
+                format!(
+                    "{TEST_ONLY}declares both client interfaces, which no one target serves"
+                ),
+            )
+            .uses("kv")
+            .uses("grpc"),
         ]
     }
 
@@ -61,6 +69,11 @@ impl Plugin for Misbehave {
             "bad-read" => Box::new(BadRead),
             "leak" => Box::new(Leak),
             "missing-method" => Box::new(MissingMethod),
+            "kv-and-grpc" => {
+                return Err(
+                    "misbehave/kv-and-grpc was set up: the host should refuse it first, since no target serves both".into(),
+                );
+            }
             other => return Err(format!("unknown workload `{other}`")),
         };
         Ok(workload)
