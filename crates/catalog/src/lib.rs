@@ -11,11 +11,14 @@
 //! - [`kv_basic`]: kv-basic's workloads, their settings, key layout and
 //!   fixture, and [`kv_basic::Keys`], the per-transaction key picking both
 //!   sides share.
+//! - [`status`]: the words of a gRPC status (code name, method, message),
+//!   shared by the host and the SDK.
 //!
 //! Plain `std`, no dependencies: it builds for the host and for
 //! `wasm32-wasip2` alike.
 
 pub mod kv_basic;
 pub mod params;
+pub mod status;
 
 pub use params::Params;

@@ -1,5 +1,6 @@
 //! A workload's parameters: the values a plan passes checked against the
-//! workload's specs, with defaults filled in and typed getters.
+//! workload's specs, with defaults filled in and typed getters (`str`,
+//! `u64`, `usize`, `f64`).
 //! The host's builtin and the SDK use this one module, so a plugin and a
 //! builtin accept the same params and reject bad ones with the same words.
 
@@ -82,13 +83,7 @@ impl Params {
         let text = self.str(name)?;
         let digits = text.trim();
         digits.parse().map_err(|_| {
-            // Long input is cut: a plan may hold any text here.
-            let shown: String = text.chars().take(40).collect();
-            let shown = if shown.len() < text.len() {
-                format!("{shown}…")
-            } else {
-                shown
-            };
+            let shown = shown(text);
             if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
                 format!(
                     "param `{name}` = `{shown}` is too large (give at most {}; the workload's own range is smaller)",
@@ -102,11 +97,35 @@ impl Params {
         })
     }
 
+    /// Param `name` as a finite decimal number (`0.99`, `1e-3`, `7`): a
+    /// zipfian theta, a ratio.
+    pub fn f64(&self, name: &str) -> Result<f64, String> {
+        let text = self.str(name)?;
+        match text.trim().parse::<f64>() {
+            Ok(value) if value.is_finite() => Ok(value),
+            _ => Err(format!(
+                "param `{name}` = `{}` is not a finite number (give a decimal, e.g. `0.99`)",
+                shown(text)
+            )),
+        }
+    }
+
     /// Param `name` as a whole number that fits this machine's `usize`.
     pub fn usize(&self, name: &str) -> Result<usize, String> {
         let value = self.u64(name)?;
         usize::try_from(value)
             .map_err(|_| format!("param `{name}` = `{value}` is too large (give a smaller number)"))
+    }
+}
+
+/// A param's text as an error shows it: long input is cut, since a plan may
+/// hold any text here.
+fn shown(text: &str) -> String {
+    let shown: String = text.chars().take(40).collect();
+    if shown.len() < text.len() {
+        format!("{shown}…")
+    } else {
+        shown
     }
 }
 
@@ -168,6 +187,27 @@ mod tests {
                 "param `keys` = `{big}` is too large (give at most 18446744073709551615; the workload's own range is smaller)"
             ))
         );
+    }
+
+    #[test]
+    fn a_decimal_reads_as_a_float_and_anything_else_is_named() {
+        let specs = [("theta", "0.99")];
+        let params = Params::resolve("zipf", specs, &[]).unwrap();
+        assert_eq!(params.f64("theta"), Ok(0.99));
+        for (text, value) in [(" 1e-3 ", 1e-3), ("7", 7.0), ("-0.5", -0.5)] {
+            let params = Params::resolve("zipf", specs, &given(&[("theta", text)])).unwrap();
+            assert_eq!(params.f64("theta"), Ok(value), "{text}");
+        }
+        for text in ["abc", "", "inf", "NaN", "0,99"] {
+            let params = Params::resolve("zipf", specs, &given(&[("theta", text)])).unwrap();
+            assert_eq!(
+                params.f64("theta"),
+                Err(format!(
+                    "param `theta` = `{text}` is not a finite number (give a decimal, e.g. `0.99`)"
+                )),
+                "{text}"
+            );
+        }
     }
 
     #[test]

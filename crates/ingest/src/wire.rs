@@ -165,35 +165,6 @@ pub fn decode_echo_len(bytes: &[u8]) -> Result<usize, String> {
     Ok(len)
 }
 
-/// gRPC's name for a status code.
-pub fn code_name(code: u32) -> &'static str {
-    const NAMES: [&str; 17] = [
-        "OK",
-        "CANCELLED",
-        "UNKNOWN",
-        "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED",
-        "NOT_FOUND",
-        "ALREADY_EXISTS",
-        "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED",
-        "FAILED_PRECONDITION",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNIMPLEMENTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-        "UNAUTHENTICATED",
-    ];
-    NAMES.get(code as usize).copied().unwrap_or("UNKNOWN_CODE")
-}
-
-/// A status as workloads report it: `UNAVAILABLE (14): message`.
-pub fn describe_status(code: u32, message: &str) -> String {
-    format!("{} ({code}): {message}", code_name(code))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,19 +32,36 @@ pub(super) fn main(args: WorkloadsArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
+    out.write_all(table(&infos).as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The workloads as a table: each one's name, description and uses, then
+/// its params as `--param NAME=DEFAULT` with every help in one column, as
+/// wide as the longest param of any workload (a fixed width broke on
+/// `max_message_bytes=4194304`).
+fn table(infos: &[WorkloadInfo]) -> String {
+    let name_width = infos.iter().map(|i| i.name.len()).max().unwrap_or(0);
+    let param = |p: &crate::plugin::ParamSpec| format!("{}={}", p.name, p.default);
+    let param_width = infos
+        .iter()
+        .flat_map(|i| &i.params)
+        .map(|p| param(p).len())
+        .max()
+        .unwrap_or(0);
+    let mut s = String::new();
     for info in infos {
-        writeln!(
-            out,
-            "{:<18} {}  [uses: {}]",
+        s += &format!(
+            "{:<name_width$}  {}  [uses: {}]\n",
             info.name,
             info.description,
             info.uses.join(", ")
-        )?;
+        );
         for p in &info.params {
-            writeln!(out, "    --param {}={:<10} {}", p.name, p.default, p.help)?;
+            s += &format!("    --param {:<param_width$}  {}\n", param(p), p.help);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    s
 }
 
 /// The workloads of a source, without a target.
@@ -61,4 +78,39 @@ fn list_workloads(
         grants.grants(),
         1,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::source::builtin_infos;
+
+    /// Where the text after the first word (after `skip` bytes) starts.
+    fn second_column(line: &str, skip: usize) -> usize {
+        let rest = &line[skip..];
+        let word = rest.find(' ').unwrap_or(rest.len());
+        skip + word + (rest[word..].len() - rest[word..].trim_start().len())
+    }
+
+    #[test]
+    fn every_param_help_starts_in_one_column() {
+        let text = table(&builtin_infos());
+        let params: Vec<usize> = text
+            .lines()
+            .filter(|l| l.starts_with("    --param "))
+            .map(|l| second_column(l, "    --param ".len()))
+            .collect();
+        assert!(params.len() > 10, "{text}");
+        assert!(params.iter().all(|c| *c == params[0]), "{text}");
+        assert!(
+            text.contains("--param max_message_bytes=4194304  "),
+            "{text}"
+        );
+        let descriptions: Vec<usize> = text
+            .lines()
+            .filter(|l| !l.starts_with(' '))
+            .map(|l| second_column(l, 0))
+            .collect();
+        assert!(descriptions.iter().all(|c| *c == descriptions[0]), "{text}");
+    }
 }

@@ -7,7 +7,9 @@ use super::spec::PlanSpec;
 use crate::limits;
 use crate::plan::inputs::{input_files, process_files, resolve_process, sha256_file};
 use crate::plugin::compose;
-use crate::plugin::source::{PluginRef, PluginSource, check_workload, workload_infos};
+use crate::plugin::source::{
+    PluginRef, PluginSource, check_target, check_workload, workload_infos,
+};
 use crate::plugin::wasm::Limits;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -299,7 +301,7 @@ fn check_plugins(spec: &PlanSpec, cache_dir: Option<PathBuf>) -> anyhow::Result<
                     loaded.len() - 1
                 }
             };
-            check_workload(
+            let info = check_workload(
                 &loaded[index].1,
                 &source.label(),
                 // A rate sweep's `get100@2000` runs the plugin's `get100`.
@@ -307,6 +309,7 @@ fn check_plugins(spec: &PlanSpec, cache_dir: Option<PathBuf>) -> anyhow::Result<
                 &spec.params_for(workload, arm),
             )
             .with_context(|| format!("in arm `{}`", arm.name))?;
+            check_target(info, &arm.target).map_err(|m| anyhow::anyhow!(m.in_plan(&arm.name)))?;
         }
     }
     Ok(())

@@ -12,6 +12,7 @@
 
 use super::env::Env;
 use super::{Instance, WorkloadInfo};
+use crate::target::Interface;
 use crate::target::kv::{Database, KvError, RangeOptions, SharedDatabase, read_transact, transact};
 use anyhow::anyhow;
 
@@ -34,14 +35,21 @@ impl Builtin {
             current: None,
         }
     }
+
+    /// The workloads, without a database.
+    pub fn infos() -> Vec<WorkloadInfo> {
+        catalog::WORKLOADS
+            .iter()
+            .map(|spec| {
+                WorkloadInfo::from_table(spec.name, spec.description, spec.params, Interface::Kv)
+            })
+            .collect()
+    }
 }
 
 impl Instance for Builtin {
     fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
-        Ok(catalog::WORKLOADS
-            .iter()
-            .map(|spec| WorkloadInfo::from_table(spec.name, spec.description, spec.params, "kv"))
-            .collect())
+        Ok(Self::infos())
     }
 
     fn setup(&mut self, name: &str, given: &[(String, String)]) -> anyhow::Result<()> {

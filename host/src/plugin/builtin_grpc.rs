@@ -7,13 +7,14 @@
 
 use super::env::Env;
 use super::{Instance, WorkloadInfo};
+use crate::target::Interface;
 use crate::target::grpc::{GrpcClient, GrpcStream};
 use anyhow::anyhow;
 use bytes::Bytes;
 use std::sync::Arc;
 
-use blocklab_catalog::params;
-use blocklab_ingest::{ingest, wire};
+use blocklab_catalog::{params, status};
+use blocklab_ingest::ingest;
 
 /// grpc-ingest's workloads against a grpc target, without wasm.
 pub struct BuiltinGrpc {
@@ -36,7 +37,9 @@ impl BuiltinGrpc {
     pub fn infos() -> Vec<WorkloadInfo> {
         ingest::WORKLOADS
             .iter()
-            .map(|spec| WorkloadInfo::from_table(spec.name, spec.description, spec.params, "grpc"))
+            .map(|spec| {
+                WorkloadInfo::from_table(spec.name, spec.description, spec.params, Interface::Grpc)
+            })
             .collect()
     }
 }
@@ -47,10 +50,14 @@ struct Host<'a> {
     env: &'a mut Env,
 }
 
-struct HostStream(GrpcStream);
+/// A stream and the method it was opened on, which its failures name.
+struct HostStream {
+    stream: GrpcStream,
+    method: String,
+}
 
-fn describe(status: tonic::Status) -> String {
-    wire::describe_status(status.code() as u32, status.message())
+fn describe(method: &str) -> impl Fn(tonic::Status) -> String + '_ {
+    move |s| status::describe(s.code() as u32, method, s.message())
 }
 
 impl ingest::Client for Host<'_> {
@@ -59,15 +66,18 @@ impl ingest::Client for Host<'_> {
     fn open_stream(&mut self, method: &str) -> Result<HostStream, String> {
         self.client
             .open_stream(method)
-            .map(HostStream)
-            .map_err(describe)
+            .map(|stream| HostStream {
+                stream,
+                method: method.to_owned(),
+            })
+            .map_err(describe(method))
     }
 
     fn unary(&mut self, method: &str, request: &[u8]) -> Result<Vec<u8>, String> {
         self.client
             .unary(method, Bytes::copy_from_slice(request))
             .map(Vec::from)
-            .map_err(describe)
+            .map_err(describe(method))
     }
 
     fn now_ns(&mut self) -> u64 {
@@ -87,13 +97,16 @@ impl ingest::Stream for HostStream {
     fn send(&mut self, message: &[u8]) -> Result<(), String> {
         // The component boundary copies the message out of linear memory;
         // this copy is the builtin's equivalent.
-        self.0
+        self.stream
             .send(Bytes::copy_from_slice(message))
-            .map_err(describe)
+            .map_err(describe(&self.method))
     }
 
     fn recv(&mut self) -> Result<Option<Vec<u8>>, String> {
-        self.0.recv().map(|m| m.map(Vec::from)).map_err(describe)
+        self.stream
+            .recv()
+            .map(|m| m.map(Vec::from))
+            .map_err(describe(&self.method))
     }
 }
 
@@ -143,8 +156,8 @@ impl Instance for BuiltinGrpc {
 
 #[cfg(test)]
 mod tests {
-    use super::wire;
     use crate::target::grpc::proto::{Ack, Batch, EchoRequest, EchoResponse};
+    use blocklab_ingest::wire;
     use prost::Message;
 
     #[test]

@@ -44,7 +44,7 @@ impl WorkloadInfo {
         name: &str,
         description: &str,
         params: &[(&str, &str, &str)],
-        uses: &str,
+        uses: crate::target::Interface,
     ) -> WorkloadInfo {
         WorkloadInfo {
             name: name.to_owned(),
@@ -57,7 +57,7 @@ impl WorkloadInfo {
                     help: (*help).to_owned(),
                 })
                 .collect(),
-            uses: vec![uses.to_owned()],
+            uses: vec![uses.as_str().to_owned()],
         }
     }
 }

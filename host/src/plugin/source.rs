@@ -8,7 +8,7 @@ use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
 use crate::plugin::wasm::{Limits, Runtime};
 use crate::plugin::{Instance, WorkloadInfo};
-use crate::target::TargetSpec;
+use crate::target::{Interface, TargetSpec};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -124,16 +124,7 @@ pub fn workload_infos(
     instances: u32,
 ) -> anyhow::Result<Vec<WorkloadInfo>> {
     match source {
-        PluginSource::Builtin => {
-            let env = Env::new(BUILTIN, 0, 0);
-            let mut infos = Builtin::new(
-                TargetSpec::default().open_kv(crate::target::kv::embedded::VersionClock::Wall)?,
-                env,
-            )
-            .list()?;
-            infos.extend(BuiltinGrpc::infos());
-            Ok(infos)
-        }
+        PluginSource::Builtin => Ok(builtin_infos()),
         PluginSource::Wasm(path) => {
             let runtime = Runtime::with_grants(limits, cache_dir, grants)?;
             let plugin = runtime.load_composed(path, adapters)?;
@@ -153,14 +144,24 @@ pub fn workload_infos(
     }
 }
 
+/// Every builtin workload, kv and grpc: a builtin instance lists only
+/// those of its target, and checks need them all to say which target a
+/// workload needs.
+pub fn builtin_infos() -> Vec<WorkloadInfo> {
+    let mut infos = Builtin::infos();
+    infos.extend(BuiltinGrpc::infos());
+    infos
+}
+
 /// Checks `params` against the workload's specs before the plugin sees them,
-/// so a typo fails with the list of what exists.
-pub fn check_workload(
-    infos: &[WorkloadInfo],
+/// so a typo fails with the list of what exists; returns the workload's
+/// info.
+pub fn check_workload<'a>(
+    infos: &'a [WorkloadInfo],
     source: &str,
     workload: &str,
     params: &[(String, String)],
-) -> anyhow::Result<()> {
+) -> anyhow::Result<&'a WorkloadInfo> {
     let Some(info) = infos.iter().find(|i| i.name == workload) else {
         let names: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
         bail!(
@@ -181,5 +182,186 @@ pub fn check_workload(
             );
         }
     }
-    Ok(())
+    Ok(info)
+}
+
+/// Why a workload cannot run against a target: the client interfaces it
+/// declares in `uses` are not what the target serves. A workload that
+/// declares none, or only interfaces this host has no target for, is not
+/// refused here (its calls fail instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetMismatch {
+    /// The workload calls `needs`, and the target serves the other one.
+    Needs {
+        workload: String,
+        needs: Interface,
+        /// The target as the words name it: `embedded`, or the endpoint.
+        target: String,
+    },
+    /// The workload calls kv and grpc, and an arm has one target.
+    Both { workload: String },
+}
+
+/// Refuses a workload whose declared `uses` the target cannot serve.
+pub fn check_target(info: &WorkloadInfo, target: &TargetSpec) -> Result<(), TargetMismatch> {
+    let mut uses: Vec<Interface> = info
+        .uses
+        .iter()
+        .filter_map(|u| Interface::parse(u))
+        .collect();
+    uses.sort();
+    uses.dedup();
+    let workload = info.name.clone();
+    match uses.as_slice() {
+        [] => Ok(()),
+        [needs] if *needs == target.serves() => Ok(()),
+        [needs] => Err(TargetMismatch::Needs {
+            workload,
+            needs: *needs,
+            target: match target {
+                TargetSpec::Grpc(settings) => format!("the grpc endpoint `{}`", settings.endpoint),
+                other => format!("`{}`", other.kind()),
+            },
+        }),
+        _ => Err(TargetMismatch::Both { workload }),
+    }
+}
+
+impl TargetMismatch {
+    /// What it means and what the user can do, for a plan's arm `arm`: the
+    /// plan keys to set.
+    pub fn in_plan(&self, arm: &str) -> String {
+        let what = self.what();
+        match self {
+            TargetMismatch::Needs {
+                needs: Interface::Grpc,
+                target,
+                ..
+            } => format!(
+                "{what}, and arm `{arm}`'s target is {target}; give the arm `target = {{ kind = \"grpc\", endpoint = \"http://HOST:PORT\" }}` (or `endpoint = \"local:grpc-ingest\"`: the campaign starts the local ingest server)"
+            ),
+            TargetMismatch::Needs {
+                needs: Interface::Kv,
+                target,
+                ..
+            } => format!(
+                "{what}, and arm `{arm}`'s target is {target}, which serves no kv transactions; give the arm `target = {{ kind = \"embedded\" }}` (or `kind = \"fdb\"`)"
+            ),
+            TargetMismatch::Both { .. } => format!(
+                "{what}, and an arm has one target (its `target` table: kv or grpc), so no arm can run it; split it into a kv workload and a grpc workload"
+            ),
+        }
+    }
+
+    /// The same for `blocklab run`: the flags to give.
+    pub fn on_command_line(&self) -> String {
+        let what = self.what();
+        match self {
+            TargetMismatch::Needs {
+                needs: Interface::Grpc,
+                target,
+                ..
+            } => format!(
+                "{what}, and this run's target is {target}; give `blocklab run` the server with `--endpoint http://HOST:PORT` (`blocklab target grpc-ingest --listen 127.0.0.1:50051` serves the ingest workloads)"
+            ),
+            TargetMismatch::Needs {
+                needs: Interface::Kv,
+                target,
+                ..
+            } => format!(
+                "{what}, and this run's target is {target}, which serves no kv transactions; leave out `--endpoint` (the kv target is `--target embedded`, the default, or `--target fdb`)"
+            ),
+            TargetMismatch::Both { .. } => format!(
+                "{what}, and a run has one target (kv with `--target`, or grpc with `--endpoint`), so blocklab cannot run it; split it into a kv workload and a grpc workload"
+            ),
+        }
+    }
+
+    fn what(&self) -> String {
+        match self {
+            TargetMismatch::Needs {
+                workload, needs, ..
+            } => format!("workload `{workload}` uses {needs}"),
+            TargetMismatch::Both { workload } => {
+                format!("workload `{workload}` uses both kv and grpc")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::grpc::GrpcSettings;
+
+    fn info(name: &str, uses: &[&str]) -> WorkloadInfo {
+        WorkloadInfo {
+            name: name.into(),
+            description: String::new(),
+            params: Vec::new(),
+            uses: uses.iter().map(|u| (*u).to_owned()).collect(),
+        }
+    }
+
+    fn grpc() -> TargetSpec {
+        TargetSpec::Grpc(GrpcSettings::new("http://127.0.0.1:50051"))
+    }
+
+    #[test]
+    fn a_grpc_workload_without_a_grpc_target_names_the_flag_or_the_plan_key() {
+        let m = check_target(&info("ingest", &["grpc"]), &TargetSpec::default()).unwrap_err();
+        assert_eq!(
+            m.on_command_line(),
+            "workload `ingest` uses grpc, and this run's target is `embedded`; give `blocklab run` the server with `--endpoint http://HOST:PORT` (`blocklab target grpc-ingest --listen 127.0.0.1:50051` serves the ingest workloads)"
+        );
+        assert_eq!(
+            m.in_plan("plain"),
+            "workload `ingest` uses grpc, and arm `plain`'s target is `embedded`; give the arm `target = { kind = \"grpc\", endpoint = \"http://HOST:PORT\" }` (or `endpoint = \"local:grpc-ingest\"`: the campaign starts the local ingest server)"
+        );
+    }
+
+    #[test]
+    fn a_kv_workload_on_a_grpc_target_is_told_to_drop_the_endpoint() {
+        let m = check_target(&info("get100", &["kv"]), &grpc()).unwrap_err();
+        assert_eq!(
+            m.on_command_line(),
+            "workload `get100` uses kv, and this run's target is the grpc endpoint `http://127.0.0.1:50051`, which serves no kv transactions; leave out `--endpoint` (the kv target is `--target embedded`, the default, or `--target fdb`)"
+        );
+        assert!(
+            m.in_plan("pool-4").contains(
+                "arm `pool-4`'s target is the grpc endpoint `http://127.0.0.1:50051`, which serves no kv transactions; give the arm `target = { kind = \"embedded\" }`"
+            ),
+            "{}",
+            m.in_plan("pool-4")
+        );
+    }
+
+    #[test]
+    fn a_workload_using_kv_and_grpc_is_refused_because_an_arm_has_one_target() {
+        for target in [TargetSpec::default(), grpc()] {
+            let m = check_target(&info("mixed", &["grpc", "kv"]), &target).unwrap_err();
+            assert_eq!(
+                m.on_command_line(),
+                "workload `mixed` uses both kv and grpc, and a run has one target (kv with `--target`, or grpc with `--endpoint`), so blocklab cannot run it; split it into a kv workload and a grpc workload"
+            );
+            assert_eq!(
+                m.in_plan("a"),
+                "workload `mixed` uses both kv and grpc, and an arm has one target (its `target` table: kv or grpc), so no arm can run it; split it into a kv workload and a grpc workload"
+            );
+        }
+    }
+
+    #[test]
+    fn matching_undeclared_and_unknown_uses_pass() {
+        assert_eq!(
+            check_target(&info("get100", &["kv"]), &TargetSpec::default()),
+            Ok(())
+        );
+        assert_eq!(check_target(&info("ingest", &["grpc"]), &grpc()), Ok(()));
+        assert_eq!(check_target(&info("old", &[]), &grpc()), Ok(()));
+        assert_eq!(
+            check_target(&info("odd", &["redis", "kv", "kv"]), &TargetSpec::default()),
+            Ok(())
+        );
+    }
 }

@@ -253,8 +253,14 @@ pub struct RunResult {
     /// bug in the plugin (in JavaScript: a missing `[Symbol.dispose]()`).
     #[serde(default)]
     pub leaked_resources: u64,
-    /// Counters the workload kept through `env.count`, summed over workers.
+    /// What the workload counted through `env.count` in the measured
+    /// window, summed over workers: warmup's counts are left out, as from
+    /// every other statistic.
     pub counters: BTreeMap<String, i64>,
+    /// What it counted in setup (fixture rows written, streams opened),
+    /// summed over workers; none for a process arm.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub setup_counters: BTreeMap<String, i64>,
     /// Every input this run executed, file → sha256.
     pub inputs: BTreeMap<String, String>,
     /// CPUs the process was allowed on while measuring.
@@ -437,8 +443,11 @@ impl RunResult {
                 p.svg_bytes >> 10
             );
         }
+        for (name, value) in &self.setup_counters {
+            s += &format!("  counter {name} = {value} in setup\n");
+        }
         for (name, value) in &self.counters {
-            s += &format!("  counter {name} = {value}\n");
+            s += &format!("  counter {name} = {value} in the window\n");
         }
         s
     }

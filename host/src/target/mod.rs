@@ -40,6 +40,14 @@ impl TargetSpec {
         }
     }
 
+    /// The client interface the target serves.
+    pub fn serves(&self) -> Interface {
+        match self {
+            TargetSpec::Embedded(_) | TargetSpec::Fdb(_) => Interface::Kv,
+            TargetSpec::Grpc(_) => Interface::Grpc,
+        }
+    }
+
     /// How reports name the target: its kind, and for an embedded target
     /// with a simulated network, what it simulates.
     pub fn label(&self) -> String {
@@ -61,6 +69,38 @@ impl TargetSpec {
                 settings.endpoint
             ),
         }
+    }
+}
+
+/// A client interface of the WIT world: what a workload declares it calls
+/// (its `uses`) and what a target serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Interface {
+    Kv,
+    Grpc,
+}
+
+impl Interface {
+    /// The name in WIT and in a workload's `uses`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Interface::Kv => "kv",
+            Interface::Grpc => "grpc",
+        }
+    }
+
+    /// The interface `uses` names; `None` for a name this host has no
+    /// target for, which nothing can check.
+    pub fn parse(name: &str) -> Option<Interface> {
+        [Interface::Kv, Interface::Grpc]
+            .into_iter()
+            .find(|i| i.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Interface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

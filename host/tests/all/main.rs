@@ -31,5 +31,6 @@ mod slurm_cluster;
 mod store_damage;
 mod submit;
 mod support;
+mod target_errors;
 mod web;
 mod wit_versions;

@@ -405,7 +405,7 @@ fn a_scaffolded_plugin_of_each_kind_builds_and_runs() {
         adapter.as_os_str(),
     ]);
     assert_eq!(result["errors"], 0, "{result}");
-    assert_eq!(result["counters"]["fixture-rows"], 1000);
+    assert_eq!(result["setup_counters"]["fixture-rows"], 1000);
 
     // The grpc adapter, in front of grpc-ingest's `ingest` against the real
     // server: it counts every batch the workload sends.

@@ -186,7 +186,7 @@ export function transact(body, { commit = true } = {}) {
  *   });
  *
  * `params` given to setup maps every declared name to its text (defaults
- * filled in; unknown names were refused); `int(params, name)` parses one.
+ * filled in; unknown names were refused); `int(params, name)` and `float(params, name)` parse one.
  * setup returns the run function; errors thrown by either reach the user.
  */
 export function workloads(table) {
@@ -240,4 +240,15 @@ export function int(params, name) {
     throw `param \`${name}\` = \`${params[name]}\` is not a whole number (give digits only, e.g. \`1000\`)`;
   }
   return Number(text);
+}
+
+/** Param `name` as a finite decimal number, with the host's wording when it is not. */
+export function float(params, name) {
+  const text = String(params[name]).trim();
+  // Number('') is 0 and Number('0x10') is 16: only decimal notation, as the host's f64.
+  const value = /^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/.test(text) ? Number(text) : NaN;
+  if (!Number.isFinite(value)) {
+    throw `param \`${name}\` = \`${params[name]}\` is not a finite number (give a decimal, e.g. \`0.99\`)`;
+  }
+  return value;
 }

@@ -25,7 +25,7 @@ impl HostState {
         match &self.grpc {
             Some(client) => Ok(client),
             None => bail!(
-                "the workload called grpc but this arm has no grpc target; set the arm's `target = {{ kind = \"grpc\", endpoint = ... }}`"
+                "the workload called grpc but the run has no grpc target; give `blocklab run` `--endpoint http://HOST:PORT`, or in a plan the arm's `target = {{ kind = \"grpc\", endpoint = ... }}` (a workload whose info declares `uses: grpc` is refused so before setup)"
             ),
         }
     }

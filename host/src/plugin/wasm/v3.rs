@@ -357,7 +357,7 @@ impl HostState {
     pub(super) fn begin_transaction(&mut self) -> anyhow::Result<Resource<TransactionHandle>> {
         let Some(db) = &self.kv else {
             anyhow::bail!(
-                "the workload opened a kv transaction but this arm has no kv target; set `target = {{ kind = \"embedded\" }}` on the arm"
+                "the workload opened a kv transaction but the run has no kv target; leave out `blocklab run`'s `--endpoint`, or in a plan give the arm `target = {{ kind = \"embedded\" }}` (a workload whose info declares `uses: kv` is refused so before setup)"
             );
         };
         let tr = db.begin();

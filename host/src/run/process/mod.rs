@@ -442,6 +442,7 @@ fn result(
         // A process arm holds no host resources of ours to leak.
         leaked_resources: 0,
         counters: checked.counters,
+        setup_counters: Default::default(),
         inputs,
         cpus: cpus.to_vec(),
         from_cache: false,

@@ -5,6 +5,7 @@
 use super::Barriers;
 use crate::plan::spec::Measure;
 use crate::plugin::Instance;
+use crate::plugin::env::Env;
 use crate::plugin::wasm::WorkloadFailed;
 use crate::record::batches::Batches;
 use crate::record::result::{OpenLoop, new_histogram};
@@ -81,9 +82,8 @@ pub(super) fn inject_loop(n: u64) {
 /// What one worker thread measured.
 pub(super) struct WorkerOutcome {
     pub(super) histogram: Histogram<u64>,
-    /// Window mode: counters and histograms of the measured window only.
-    pub(super) window_counters: BTreeMap<String, i64>,
-    pub(super) window_histograms: BTreeMap<String, Histogram<u64>>,
+    /// What the workload had counted when the measured window began.
+    pub(super) before: Counted,
     pub(super) measured: u64,
     pub(super) warmup: u64,
     pub(super) retries: u64,
@@ -94,6 +94,74 @@ pub(super) struct WorkerOutcome {
     pub(super) batches: Batches,
     /// The measured window's kv calls per kind (target::kv::ops).
     pub(super) ops: Option<OpTimes>,
+}
+
+/// The counters and histograms a workload keeps through `env.count`, as
+/// they stood at one moment: taken before the measured window (outside its
+/// clocks and allocation count), so the window's counts are the change
+/// since, in every mode, as every other statistic covers the window only.
+pub(super) struct Counted {
+    counters: BTreeMap<String, i64>,
+    histograms: BTreeMap<String, Histogram<u64>>,
+}
+
+impl Counted {
+    pub(super) fn of(env: &Env) -> Counted {
+        Counted {
+            counters: env.counters().clone(),
+            histograms: env.histograms().clone(),
+        }
+    }
+
+    /// What `env` counted since.
+    pub(super) fn since(&self, env: &Env) -> anyhow::Result<Counted> {
+        let mut later = Counted::of(env);
+        for (name, value) in &mut later.counters {
+            *value -= self.counters.get(name).copied().unwrap_or(0);
+        }
+        for (name, h) in &mut later.histograms {
+            if let Some(before) = self.histograms.get(name) {
+                h.subtract(before)
+                    .map_err(|e| anyhow::anyhow!("histogram `{name}`: {e:?}"))?;
+            }
+        }
+        Ok(later)
+    }
+
+    /// Adds `other`'s counts to these (another worker's).
+    pub(super) fn add(&mut self, other: Counted) -> anyhow::Result<()> {
+        for (name, value) in other.counters {
+            *self.counters.entry(name).or_insert(0) += value;
+        }
+        for (name, h) in other.histograms {
+            match self.histograms.get_mut(&name) {
+                Some(total) => total.add(&h)?,
+                None => {
+                    self.histograms.insert(name, h);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn empty() -> Counted {
+        Counted {
+            counters: BTreeMap::new(),
+            histograms: BTreeMap::new(),
+        }
+    }
+
+    pub(super) fn counters(&self) -> &BTreeMap<String, i64> {
+        &self.counters
+    }
+
+    pub(super) fn histograms(&self) -> &BTreeMap<String, Histogram<u64>> {
+        &self.histograms
+    }
+
+    pub(super) fn into_counters(self) -> BTreeMap<String, i64> {
+        self.counters
+    }
 }
 
 /// Rate mode: the measured window's intended starts and how they went.
@@ -252,8 +320,7 @@ impl Driver<'_> {
         result
     }
 
-    /// The measured phase; in window and rate mode, the counters and histograms the
-    /// workload kept are taken as their change over the window.
+    /// The measured phase.
     pub(super) fn measure(&mut self, measure: Measure, share: Share) -> anyhow::Result<()> {
         let measured_s = match measure {
             Measure::Window { measured_s, .. } | Measure::Rate { measured_s, .. } => measured_s,
@@ -276,25 +343,12 @@ impl Driver<'_> {
         share: Share,
         measured_s: f64,
     ) -> anyhow::Result<()> {
-        if let Measure::Transactions { .. } = measure {
-            return self.phase(measure, share.measured, 0.0, true);
-        }
-        let counters = self.instance.env().counters().clone();
-        let histograms = self.instance.env().histograms().clone();
-        self.phase(measure, 0, measured_s, true)?;
-        for (name, value) in self.instance.env().counters() {
-            let delta = value - counters.get(name).copied().unwrap_or(0);
-            self.outcome.window_counters.insert(name.clone(), delta);
-        }
-        for (name, h) in self.instance.env().histograms() {
-            let mut h = h.clone();
-            if let Some(before) = histograms.get(name) {
-                h.subtract(before)
-                    .map_err(|e| anyhow::anyhow!("histogram `{name}`: {e:?}"))?;
+        match measure {
+            Measure::Transactions { .. } => self.phase(measure, share.measured, 0.0, true),
+            Measure::Window { .. } | Measure::Rate { .. } => {
+                self.phase(measure, 0, measured_s, true)
             }
-            self.outcome.window_histograms.insert(name.clone(), h);
         }
-        Ok(())
     }
 }
 
@@ -319,8 +373,7 @@ pub(super) fn drive(
         iteration: 0,
         outcome: WorkerOutcome {
             histogram: new_histogram()?,
-            window_counters: BTreeMap::new(),
-            window_histograms: BTreeMap::new(),
+            before: Counted::empty(),
             measured: 0,
             warmup: 0,
             retries: 0,
@@ -340,6 +393,7 @@ pub(super) fn drive(
         driver.phase(measure, share.warmup, warmup_s, false)
     }))
     .unwrap_or_else(|panic| Err(panicked("warmup", panic.as_ref())));
+    driver.outcome.before = Counted::of(driver.instance.env());
     // Every worker must reach the barriers, or the others wait forever.
     barriers.warmed.wait();
     barriers.start.wait();

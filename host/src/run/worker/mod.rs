@@ -17,7 +17,9 @@ use crate::plugin::builtin::Builtin;
 use crate::plugin::builtin_grpc::BuiltinGrpc;
 use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
-use crate::plugin::source::{PluginSource, check_adapters, check_workload};
+use crate::plugin::source::{
+    PluginSource, builtin_infos, check_adapters, check_target, check_workload,
+};
 use crate::plugin::wasm::{Limits, Runtime};
 use crate::record::batches::Batches;
 use crate::record::result::{
@@ -479,30 +481,34 @@ struct Totals {
     warmup: u64,
     retries: u64,
     errors_by_kind: BTreeMap<String, u64>,
-    window_counters: BTreeMap<String, i64>,
-    window_histograms: BTreeMap<String, Histogram<u64>>,
+    /// What the workloads counted in the measured window.
+    window: Counted,
     open: OpenTally,
     batches: Batches,
     ops: Option<ops::OpTimes>,
 }
 
 impl Totals {
-    /// The sum of `outcomes`; the first failed worker fails the run.
-    fn of(outcomes: Vec<anyhow::Result<WorkerOutcome>>) -> anyhow::Result<Totals> {
+    /// The sum of `outcomes` of the workers of `instances`, in order; the
+    /// first failed worker fails the run.
+    fn of(
+        outcomes: Vec<anyhow::Result<WorkerOutcome>>,
+        instances: &[Box<dyn Instance>],
+    ) -> anyhow::Result<Totals> {
         let mut t = Totals {
             histogram: new_histogram()?,
             measured: 0,
             warmup: 0,
             retries: 0,
             errors_by_kind: BTreeMap::new(),
-            window_counters: BTreeMap::new(),
-            window_histograms: BTreeMap::new(),
+            window: Counted::empty(),
             open: OpenTally::new()?,
             batches: Batches::default(),
             ops: None,
         };
-        for outcome in outcomes {
+        for (outcome, instance) in outcomes.into_iter().zip(instances) {
             let outcome = outcome?;
+            t.window.add(outcome.before.since(instance.env())?)?;
             match (&mut t.ops, &outcome.ops) {
                 (Some(total), Some(ops)) => total.add(ops)?,
                 (total, ops) => *total = total.take().or_else(|| ops.clone()),
@@ -510,17 +516,6 @@ impl Totals {
             t.batches.extend(outcome.batches);
             t.histogram.add(&outcome.histogram)?;
             t.open.add(&outcome.open)?;
-            for (name, value) in outcome.window_counters {
-                *t.window_counters.entry(name).or_insert(0) += value;
-            }
-            for (name, h) in outcome.window_histograms {
-                match t.window_histograms.get_mut(&name) {
-                    Some(total) => total.add(&h)?,
-                    None => {
-                        t.window_histograms.insert(name, h);
-                    }
-                }
-            }
             t.measured += outcome.measured;
             t.warmup += outcome.warmup;
             t.retries += outcome.retries;
@@ -534,7 +529,6 @@ impl Totals {
 
 /// What the instances kept over the whole run.
 struct InstanceFigures {
-    counters: BTreeMap<String, i64>,
     plugin_memory_bytes: u64,
     leaked_resources: u64,
 }
@@ -542,19 +536,43 @@ struct InstanceFigures {
 impl InstanceFigures {
     fn of(instances: &[Box<dyn Instance>]) -> InstanceFigures {
         let mut f = InstanceFigures {
-            counters: BTreeMap::new(),
             plugin_memory_bytes: 0,
             leaked_resources: 0,
         };
         for instance in instances {
             f.leaked_resources += instance.live_resources();
-            for (name, value) in instance.env().counters() {
-                *f.counters.entry(name.clone()).or_insert(0) += value;
-            }
             f.plugin_memory_bytes = f.plugin_memory_bytes.max(instance.memory_high_water());
         }
         f
     }
+}
+
+/// Checks the run's workload and params against what its source lists,
+/// and its declared `uses` against the target, before any setup.
+fn check_source(spec: &RunSpec, loaded: &mut Loaded) -> anyhow::Result<()> {
+    let infos = match spec.plugin {
+        PluginSource::Builtin => builtin_infos(),
+        PluginSource::Wasm(_) => loaded.instances[0].list()?,
+    };
+    let info = check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
+    // Sealing refuses a plan's arm this way with its plan keys, so the
+    // spec that gets here mismatched is `blocklab run`'s: name its flags.
+    check_target(info, &spec.target).map_err(|m| anyhow::anyhow!(m.on_command_line()))
+}
+
+/// Sets every instance up; returns what they counted doing it.
+fn setup_all(
+    spec: &RunSpec,
+    instances: &mut [Box<dyn Instance>],
+) -> anyhow::Result<BTreeMap<String, i64>> {
+    let mut counted = BTreeMap::new();
+    for instance in instances {
+        instance.setup(&spec.workload, &spec.params)?;
+        for (name, value) in instance.env().counters() {
+            *counted.entry(name.clone()).or_insert(0) += value;
+        }
+    }
+    Ok(counted)
 }
 
 /// Performs one run in this process.
@@ -578,21 +596,18 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     let t = Instant::now();
     let mut loaded = instances(spec)?;
     inputs.extend(loaded.composed.take());
-    let infos = loaded.instances[0].list()?;
-    check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
+    check_source(spec, &mut loaded)?;
     phases.insert("load".to_owned(), ms(t.elapsed()));
 
     let t = Instant::now();
-    for instance in &mut loaded.instances {
-        instance.setup(&spec.workload, &spec.params)?;
-    }
+    let setup_counters = setup_all(spec, &mut loaded.instances)?;
     phases.insert("setup".to_owned(), ms(t.elapsed()));
 
     let mut window = measure_all(spec, &mut loaded.instances, loaded.grpc.as_deref())?;
     let samples = window.samples.take();
     phases.insert("warmup".to_owned(), ms(window.warm));
     phases.insert("measure".to_owned(), ms(window.wall));
-    let totals = Totals::of(std::mem::take(&mut window.outcomes))?;
+    let totals = Totals::of(std::mem::take(&mut window.outcomes), &loaded.instances)?;
     let figures = InstanceFigures::of(&loaded.instances);
     let cpus = cpu::affinity();
 
@@ -626,6 +641,7 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
             phases,
             profile,
             profile_svg,
+            setup_counters,
         },
     )
 }
@@ -643,6 +659,8 @@ struct Measured {
     phases: BTreeMap<String, f64>,
     profile: Option<crate::record::profile::ProfileInfo>,
     profile_svg: Option<String>,
+    /// What the workloads counted in setup, summed over workers.
+    setup_counters: BTreeMap<String, i64>,
 }
 
 /// The run's result, per transaction where it is a rate.
@@ -693,7 +711,8 @@ fn run_result(spec: &RunSpec, m: Measured) -> anyhow::Result<RunResult> {
         },
         plugin_memory_bytes: m.figures.plugin_memory_bytes,
         leaked_resources: m.figures.leaked_resources,
-        counters: m.figures.counters,
+        counters: m.totals.window.into_counters(),
+        setup_counters: m.setup_counters,
         inputs: m.inputs,
         cpus: m.cpus,
         from_cache: m.from_cache,
@@ -734,8 +753,8 @@ fn window_stats(measure: Measure, totals: &Totals, wall: Duration) -> Option<Win
     matches!(measure, Measure::Window { .. } | Measure::Rate { .. }).then(|| {
         WindowStats::of_window(
             wall.as_secs_f64(),
-            &totals.window_counters,
-            &totals.window_histograms,
+            totals.window.counters(),
+            totals.window.histograms(),
         )
     })
 }

@@ -22,6 +22,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Timeout of one health check.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The method a health check calls.
+const HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
+
 /// Asks `url`'s standard health service whether it is serving. A server
 /// without the service (UNIMPLEMENTED) passes: there is nothing to ask.
 pub fn check_health(url: &str, timeout: Duration) -> Result<(), String> {
@@ -57,9 +60,12 @@ pub fn check_health(url: &str, timeout: Duration) -> Result<(), String> {
             }
             Err(status) if status.code() == tonic::Code::Unimplemented => Ok(()),
             Err(status) => Err(format!(
-                "the check failed with {:?}: {}",
-                status.code(),
-                status.message()
+                "the check failed with {}",
+                blocklab_catalog::status::describe(
+                    status.code() as u32,
+                    HEALTH_CHECK,
+                    status.message()
+                )
             )),
         }
     })

@@ -83,11 +83,13 @@ impl GrpcStreamAdapter for BatchingStream {
         if !self.coalesce {
             return self.next.send(&message);
         }
-        let records = wire::count_records(&message).map_err(|e| Status {
-            code: INVALID_ARGUMENT,
-            message: format!(
-                "grpc-batching: the workload sent a message that is not an ingest.v1 Batch: {e}"
-            ),
+        let records = wire::count_records(&message).map_err(|e| {
+            Status::new(
+                INVALID_ARGUMENT,
+                format!(
+                    "grpc-batching: the workload sent a message that is not an ingest.v1 Batch: {e}"
+                ),
+            )
         })?;
         let full = {
             let pending = self.pending.borrow();

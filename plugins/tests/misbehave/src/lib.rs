@@ -1,10 +1,11 @@
 //! misbehave: a test-only plugin whose workloads fail on purpose, one way
 //! each, so the host's bad-input tests can check that a trap, a runaway
 //! loop, unbounded memory growth and an error return each fail the run with
-//! a clear message, and that a leaked transaction is counted. Never use it
+//! a clear message, that a leaked transaction is counted and that a gRPC
+//! status reads as what happened. Never use it
 //! in a benchmark.
 
-use blocklab_sdk::{Info, Params, Plugin, Workload, env, kv};
+use blocklab_sdk::{Info, Params, Plugin, Workload, env, grpc, kv};
 use std::hint::black_box;
 use std::sync::Mutex;
 
@@ -42,6 +43,21 @@ impl Plugin for Misbehave {
                 ),
             )
             .uses("kv"),
+            Info::new(
+                "missing-method",
+                format!(
+                    "{TEST_ONLY}calls {MISSING_METHOD}, which the ingest server lacks, and returns its status with `?`, as a workload does"
+                ),
+            )
+            .uses("grpc"),
+            Info::new(
+                "kv-and-grpc",
+                format!(
+                    "{TEST_ONLY}declares both client interfaces, which no one target serves"
+                ),
+            )
+            .uses("kv")
+            .uses("grpc"),
         ]
     }
 
@@ -52,6 +68,12 @@ impl Plugin for Misbehave {
             "grow" => Box::new(Grow),
             "bad-read" => Box::new(BadRead),
             "leak" => Box::new(Leak),
+            "missing-method" => Box::new(MissingMethod),
+            "kv-and-grpc" => {
+                return Err(
+                    "misbehave/kv-and-grpc was set up: the host should refuse it first, since no target serves both".into(),
+                );
+            }
             other => return Err(format!("unknown workload `{other}`")),
         };
         Ok(workload)
@@ -63,6 +85,18 @@ blocklab_sdk::export_plugin!(Misbehave);
 struct Trap;
 
 struct Leak;
+
+/// A method of grpc-interop's test service, which no ingest server serves.
+const MISSING_METHOD: &str = "/grpc.testing.TestService/UnaryCall";
+
+struct MissingMethod;
+
+impl Workload for MissingMethod {
+    fn run(&mut self, _iteration: u64) -> Result<u32, String> {
+        grpc::unary(MISSING_METHOD, &[])?;
+        Ok(0)
+    }
+}
 
 impl Workload for Leak {
     fn run(&mut self, _iteration: u64) -> Result<u32, String> {

@@ -4,7 +4,7 @@
 //! The workloads live in [`ingest`], shared with the host's builtin copy;
 //! this file connects them to the SDK's grpc client and env.
 
-use blocklab_ingest::{ingest, wire};
+use blocklab_ingest::ingest;
 
 use blocklab_sdk::{Info, Params, Plugin, Workload, env, grpc};
 
@@ -43,19 +43,17 @@ struct Sdk;
 
 struct SdkStream(grpc::Stream);
 
-fn describe(status: grpc::Status) -> String {
-    wire::describe_status(status.code, &status.message)
-}
-
 impl ingest::Client for Sdk {
     type Stream = SdkStream;
 
     fn open_stream(&mut self, method: &str) -> Result<SdkStream, String> {
-        grpc::Stream::open(method).map(SdkStream).map_err(describe)
+        grpc::Stream::open(method)
+            .map(SdkStream)
+            .map_err(String::from)
     }
 
     fn unary(&mut self, method: &str, request: &[u8]) -> Result<Vec<u8>, String> {
-        grpc::unary(method, request).map_err(describe)
+        grpc::unary(method, request).map_err(String::from)
     }
 
     fn now_ns(&mut self) -> u64 {
@@ -73,10 +71,10 @@ impl ingest::Client for Sdk {
 
 impl ingest::Stream for SdkStream {
     fn send(&mut self, message: &[u8]) -> Result<(), String> {
-        self.0.send(message).map_err(describe)
+        self.0.send(message).map_err(String::from)
     }
 
     fn recv(&mut self) -> Result<Option<Vec<u8>>, String> {
-        self.0.recv().map_err(describe)
+        self.0.recv().map_err(String::from)
     }
 }
