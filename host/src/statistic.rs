@@ -291,7 +291,9 @@ impl Statistic {
     /// everywhere, and window mode's per-transaction latency and CPU, which
     /// its record-stream workloads do not headline but a duet of kv
     /// workloads (docs/method.md, "Duets") does; and the slice median of
-    /// records/s, until A/A campaigns show it beside `records_per_s`.
+    /// records/s, which A/A campaigns on the shared VM did not show
+    /// tighter than `records_per_s` (docs/benchmarks.md, "Slices of a
+    /// window").
     pub fn optional_in(self, mode: MeasureMode) -> bool {
         match self {
             Statistic::BatchMedianLatency
