@@ -38,10 +38,10 @@ fn positive(x: f64) -> Option<f64> {
 
 /// The statistics decomposed, in report order. CPU has no within-run part:
 /// a thread's time on a CPU advances only at scheduler ticks and switches,
-/// too coarse for a batch, so its run-to-run variance is one figure. Nor
-/// have window mode's records/s and CPU per record: a window is not cut
-/// into slices, so theirs is one figure too (a run that has no records
-/// has no value, so their rows exist for window runs only).
+/// too coarse for a batch, so its run-to-run variance is one figure, and
+/// so is CPU per record's. Window mode's records/s has its slices: the
+/// window's records over its wall time, slice by slice (a run that has no
+/// records has no value, so the record rows exist for window runs only).
 const DECOMPOSED: &[Decomposed] = &[
     Decomposed {
         statistic: Statistic::MeanLatency,
@@ -66,7 +66,12 @@ const DECOMPOSED: &[Decomposed] = &[
     Decomposed {
         statistic: Statistic::RecordsPerS,
         of: |r| positive(r.value(Statistic::RecordsPerS)),
-        within: |_| None,
+        within: |b| levels::within_of_ratio(b.slice_records()),
+    },
+    Decomposed {
+        statistic: Statistic::SliceMedianRecordsPerS,
+        of: |r| positive(r.value(Statistic::SliceMedianRecordsPerS)),
+        within: |b| levels::within_of_median(&b.slice_rates()),
     },
     Decomposed {
         statistic: Statistic::CpuPerRecord,

@@ -1,9 +1,12 @@
 //! A run's measured window in batches (docs/method.md, "Batches"): per
 //! batch its transactions, their latency sum, its wall time and what the
 //! scheduler did to the worker thread meanwhile, as `run::batches` records
-//! them; and the statistics read off them (`batch_median_latency`,
-//! `net_mean_latency`).
+//! them, and in window mode the records the server acknowledged in each
+//! (the batches are then time slices); and the statistics read off them
+//! (`batch_median_latency`, `net_mean_latency`,
+//! `slice_median_records_per_s`).
 
+use crate::stats::median;
 use serde::{Deserialize, Serialize};
 
 /// A run's batches, every worker's one after another (columns of equal
@@ -31,6 +34,15 @@ pub struct Batches {
     /// batching does not charge the transactions.
     #[serde(default)]
     pub probe_ns: u64,
+    /// Window mode: the records the server acknowledged in each slice (the
+    /// change of the workload's acknowledged-records counter over it), so
+    /// the slices add up to the window's records; empty in the other
+    /// modes and in results stored before slices were counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<u64>,
+    /// Their bytes, likewise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bytes: Vec<u64>,
 }
 
 impl Batches {
@@ -39,9 +51,18 @@ impl Batches {
         self.runqueue_ns.len() == self.count.len() && !self.count.is_empty()
     }
 
+    /// Whether the run counted the records acknowledged in each slice
+    /// (window mode).
+    pub fn has_records(&self) -> bool {
+        self.records.len() == self.count.len()
+            && self.bytes.len() == self.count.len()
+            && !self.count.is_empty()
+    }
+
     /// Appends `other`'s batches (another worker's).
     pub fn extend(&mut self, other: Batches) {
         let sched = (self.count.is_empty() || self.has_sched()) && other.has_sched();
+        let records = (self.count.is_empty() || self.has_records()) && other.has_records();
         self.count.extend(other.count);
         self.latency_ns.extend(other.latency_ns);
         self.wall_ns.extend(other.wall_ns);
@@ -54,7 +75,46 @@ impl Batches {
             self.runqueue_ns.clear();
             self.switches.clear();
         }
+        if records {
+            self.records.extend(other.records);
+            self.bytes.extend(other.bytes);
+        } else {
+            self.records.clear();
+            self.bytes.clear();
+        }
         self.probe_ns += other.probe_ns;
+    }
+
+    /// Each slice's records acknowledged and its wall time, ns (window
+    /// mode; empty without per-slice records or for a slice of no time).
+    pub fn slice_records(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        let records = if self.has_records() {
+            &self.records[..]
+        } else {
+            &[]
+        };
+        records
+            .iter()
+            .zip(&self.wall_ns)
+            .filter(|(_, wall)| **wall > 0)
+            .map(|(r, wall)| (*r as f64, *wall as f64))
+    }
+
+    /// Each slice's acknowledged records per second.
+    pub fn slice_rates(&self) -> Vec<f64> {
+        self.slice_records()
+            .map(|(r, wall)| r * 1e9 / wall)
+            .collect()
+    }
+
+    /// The median of the slice rates times the run's `workers`, records/s
+    /// (docs/method.md, `slice_median_records_per_s`): each slice is one
+    /// worker's, and the run's rate is its workers' summed, as
+    /// `records_per_s` is their records over the window. `None` without
+    /// per-slice records.
+    pub fn slice_median_records_per_s(&self, workers: u32) -> Option<f64> {
+        let rates = self.slice_rates();
+        (!rates.is_empty()).then(|| median(&rates) * f64::from(workers.max(1)))
     }
 
     /// Each non-empty batch's mean latency, ns.
@@ -69,18 +129,8 @@ impl Batches {
     /// The median of the batch means, µs (docs/method.md,
     /// `batch_median_latency`); `None` without batches.
     pub fn median_of_means_us(&self) -> Option<f64> {
-        let mut means: Vec<f64> = self.means_ns().collect();
-        if means.is_empty() {
-            return None;
-        }
-        means.sort_by(f64::total_cmp);
-        let m = means.len();
-        let median = if m % 2 == 1 {
-            means[m / 2]
-        } else {
-            (means[m / 2 - 1] + means[m / 2]) / 2.0
-        };
-        Some(median / 1_000.0)
+        let means: Vec<f64> = self.means_ns().collect();
+        (!means.is_empty()).then(|| median(&means) / 1_000.0)
     }
 
     /// Each batch's latency net of run-queue wait, ns: its wall time less
@@ -145,6 +195,66 @@ mod tests {
         assert_eq!(b.net_mean_us(), Some(0.4));
     }
 
+    /// A window's 64 slices of 7.8 ms at 300,000 records/s, with slices
+    /// `starved` stretched to 60 ms holding 150 records (the client
+    /// barely ran), and the run's records/s as the run computes it.
+    fn window(starved: &[usize]) -> (Batches, f64) {
+        let mut b = Batches::default();
+        for i in 0..64 {
+            let (records, wall) = if starved.contains(&i) {
+                (150, 60_000_000)
+            } else {
+                (2_340, 7_800_000)
+            };
+            b.count.push(36);
+            b.latency_ns.push(wall);
+            b.wall_ns.push(wall);
+            b.records.push(records);
+            b.bytes.push(1024 * records);
+        }
+        let total = b.records.iter().sum::<u64>() as f64;
+        let per_s = total * 1e9 / b.wall_ns.iter().sum::<u64>() as f64;
+        (b, per_s)
+    }
+
+    #[test]
+    fn a_starved_stretch_moves_the_slice_median_far_less_than_records_per_s() {
+        let (calm, calm_per_s) = window(&[]);
+        let (hit, hit_per_s) = window(&[10, 11, 12, 40, 41]);
+        let calm_median = calm.slice_median_records_per_s(1).unwrap();
+        let hit_median = hit.slice_median_records_per_s(1).unwrap();
+        assert!((calm_median - 300_000.0).abs() < 1.0, "{calm_median}");
+        let moved = |a: f64, b: f64| (a / b).ln().abs();
+        // Five starved slices take 300 ms of a 0.8 s window: records/s
+        // falls by over a third, the median not at all.
+        assert!(
+            moved(hit_per_s, calm_per_s) > 0.4,
+            "{hit_per_s} vs {calm_per_s}"
+        );
+        assert!(
+            moved(hit_median, calm_median) < moved(hit_per_s, calm_per_s) / 100.0,
+            "{hit_median} vs {calm_median}"
+        );
+        // Two workers: the run's rate is theirs summed.
+        assert_eq!(calm.slice_median_records_per_s(2), Some(2.0 * calm_median));
+    }
+
+    #[test]
+    fn batches_stored_before_slices_counted_records_have_no_slice_median() {
+        let (mut b, _) = window(&[]);
+        let mut stored = serde_json::to_value(&b).unwrap();
+        let object = stored.as_object_mut().unwrap();
+        object.remove("records");
+        object.remove("bytes");
+        let old: Batches = serde_json::from_value(stored).unwrap();
+        assert!(!old.has_records());
+        assert_eq!(old.slice_median_records_per_s(1), None);
+        // A worker without records mixed in drops the columns, as the
+        // scheduler's are dropped.
+        b.extend(old);
+        assert!(b.records.is_empty() && b.slice_rates().is_empty());
+    }
+
     #[test]
     fn a_worker_without_schedstat_mixed_in_drops_the_scheduler_columns() {
         let mut with = Batches {
@@ -155,6 +265,7 @@ mod tests {
             runqueue_ns: vec![0],
             switches: vec![0],
             probe_ns: 1,
+            ..Batches::default()
         };
         let without = Batches {
             count: vec![3],

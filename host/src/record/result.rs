@@ -139,6 +139,14 @@ pub struct OpenLoopCounts {
     pub late: u64,
 }
 
+/// What the server acknowledged as the workload's `counters` count it
+/// (window mode): records and their bytes, a negative count (a workload's
+/// bug) as none.
+pub fn acknowledged(counters: &BTreeMap<String, i64>) -> (u64, u64) {
+    let count = |name: &str| counters.get(name).copied().unwrap_or(0).max(0) as u64;
+    (count("acked_records"), count("acked_bytes"))
+}
+
 /// Window mode: what the server acknowledged during the measured window,
 /// from the workload's `acked_records` and `acked_bytes` counters and its
 /// `hdr:ack_latency_ns` histogram (measured window only).
@@ -163,8 +171,7 @@ impl WindowStats {
         counters: &BTreeMap<String, i64>,
         histograms: &BTreeMap<String, Histogram<u64>>,
     ) -> WindowStats {
-        let count = |name: &str| counters.get(name).copied().unwrap_or(0).max(0) as u64;
-        let (records, bytes) = (count("acked_records"), count("acked_bytes"));
+        let (records, bytes) = acknowledged(counters);
         WindowStats {
             records,
             bytes,
@@ -357,6 +364,11 @@ impl RunResult {
                 .batches
                 .as_ref()
                 .and_then(|b| b.net_mean_us())
+                .unwrap_or(0.0),
+            Statistic::SliceMedianRecordsPerS => self
+                .batches
+                .as_ref()
+                .and_then(|b| b.slice_median_records_per_s(self.workers))
                 .unwrap_or(0.0),
             Statistic::InstructionsPerTxn => self.counts.map_or(0.0, |c| c.instructions_per_txn),
             Statistic::CyclesPerTxn => self.counts.and_then(|c| c.cycles_per_txn).unwrap_or(0.0),

@@ -5,6 +5,11 @@
 //! CPU, time runnable but waiting for it (the neighbours' cost), and how
 //! often it was switched in (`/proc/thread-self/schedstat`, fields 1–3).
 //!
+//! In window mode a batch is a time slice, and it also records what the
+//! server acknowledged in it (the workload's counters at its two ends), so
+//! a starved stretch of the window shows as slow slices instead of only
+//! as a slower run (`slice_median_records_per_s`).
+//!
 //! A 2–4 ms preemption lands in one batch, not in every transaction, so
 //! statistics over batches (the median of batch means, latency net of
 //! run-queue wait) can leave it out in a way fixed before anything runs, and
@@ -57,6 +62,14 @@ pub enum Evidence {
     None,
 }
 
+/// What the server had acknowledged to this worker so far: the workload's
+/// acknowledged-records and -bytes counters (window mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Acked {
+    pub records: u64,
+    pub bytes: u64,
+}
+
 /// One worker thread's batch recorder.
 pub struct Batcher {
     boundary: Boundary,
@@ -75,12 +88,16 @@ pub struct Batcher {
     /// holds any preemption that hit it, which is not the probe's CPU.
     probes: u64,
     fastest_probe_ns: u64,
+    /// Window mode: what was acknowledged when the batch being filled
+    /// started; `None` in the modes that count no records.
+    acked: Option<Acked>,
     out: Batches,
 }
 
 impl Batcher {
-    /// Starts the first batch now (call right before the measured window).
-    pub fn start(boundary: Boundary, evidence: Evidence) -> Batcher {
+    /// Starts the first batch now (call right before the measured window),
+    /// counting acknowledged records from `acked` when given.
+    pub fn start(boundary: Boundary, evidence: Evidence, acked: Option<Acked>) -> Batcher {
         let probe = match evidence {
             Evidence::Scheduler => SchedProbe::open(),
             Evidence::None => None,
@@ -97,12 +114,15 @@ impl Batcher {
             at_start,
             probes: 0,
             fastest_probe_ns: u64::MAX,
+            acked,
             out: Batches::default(),
         }
     }
 
-    /// Records one measured transaction that ended at `end`.
-    pub fn add(&mut self, latency_ns: u64, end: Instant) {
+    /// Records one measured transaction that ended at `end`; `acked` is
+    /// read only when the batch closes, so the counters are not looked up
+    /// per transaction.
+    pub fn add(&mut self, latency_ns: u64, end: Instant, acked: impl FnOnce() -> Acked) {
         self.n += 1;
         self.latency_ns = self.latency_ns.saturating_add(latency_ns);
         let full = match self.boundary {
@@ -110,12 +130,22 @@ impl Batcher {
             Boundary::Slice { every } => end.duration_since(self.started) >= every,
         };
         if full {
-            self.close(end);
+            self.close(end, acked);
         }
     }
 
     /// Closes the batch being filled at `end`; the next starts there.
-    fn close(&mut self, end: Instant) {
+    fn close(&mut self, end: Instant, acked: impl FnOnce() -> Acked) {
+        if let Some(before) = self.acked {
+            let now = acked();
+            // Counters only grow; a counter that went back is a workload's
+            // bug, counted as nothing rather than as a wrapped huge number.
+            self.out
+                .records
+                .push(now.records.saturating_sub(before.records));
+            self.out.bytes.push(now.bytes.saturating_sub(before.bytes));
+            self.acked = Some(now);
+        }
         let probe_start = Instant::now();
         let now = self.probe.as_ref().and_then(SchedProbe::read);
         let out = &mut self.out;
@@ -149,10 +179,18 @@ impl Batcher {
     }
 
     /// The worker's batches, the last (partial) one closed if it holds any
-    /// transaction.
-    pub fn finish(mut self) -> Batches {
+    /// transaction, with `acked` what was acknowledged at the window's end.
+    /// Records acknowledged after the last transaction (none in the
+    /// ingest workload, which counts acks inside a transaction) go to the
+    /// last slice, so the slices add up to the window's records.
+    pub fn finish(mut self, acked: Acked) -> Batches {
         if self.n > 0 {
-            self.close(Instant::now());
+            self.close(Instant::now(), || acked);
+        } else if let (Some(before), Some(last)) = (self.acked, self.out.records.last_mut()) {
+            *last += acked.records.saturating_sub(before.records);
+            if let Some(bytes) = self.out.bytes.last_mut() {
+                *bytes += acked.bytes.saturating_sub(before.bytes);
+            }
         }
         if self.probes > 0 {
             self.out.probe_ns = self.probes * self.fastest_probe_ns;
@@ -271,6 +309,8 @@ impl ReportedBatches {
                 Vec::new()
             },
             probe_ns: 0,
+            // The process protocol reports no per-slice records yet.
+            ..Batches::default()
         })
     }
 }
@@ -282,12 +322,12 @@ mod tests {
     #[test]
     fn batches_split_the_window_evenly_and_keep_every_transaction() {
         for measured in [1u64, 7, 64, 65, 20_000, 20_001] {
-            let mut b = Batcher::start(Boundary::Count { measured }, Evidence::Scheduler);
+            let mut b = Batcher::start(Boundary::Count { measured }, Evidence::Scheduler, None);
             let t = Instant::now();
             for _ in 0..measured {
-                b.add(1_000, t);
+                b.add(1_000, t, Acked::default);
             }
-            let out = b.finish();
+            let out = b.finish(Acked::default());
             assert_eq!(
                 out.count.iter().map(|&c| u64::from(c)).sum::<u64>(),
                 measured
@@ -304,11 +344,11 @@ mod tests {
     #[test]
     fn a_counted_run_s_batches_keep_counts_and_sums_but_no_scheduler_columns() {
         let with = |evidence| {
-            let mut b = Batcher::start(Boundary::Count { measured: 100 }, evidence);
+            let mut b = Batcher::start(Boundary::Count { measured: 100 }, evidence, None);
             for _ in 0..100 {
-                b.add(1_000, Instant::now());
+                b.add(1_000, Instant::now(), Acked::default);
             }
-            b.finish()
+            b.finish(Acked::default())
         };
         let counted = with(Evidence::None);
         assert_eq!(counted.count.len(), 64);
@@ -318,6 +358,58 @@ mod tests {
         if SchedProbe::open().is_some() {
             assert_eq!(with(Evidence::Scheduler).on_cpu_ns.len(), 64);
         }
+    }
+
+    #[test]
+    fn slices_add_up_to_the_records_acknowledged_each_in_the_slice_of_its_transaction() {
+        // Transaction i ends 0.3 ms after the one before and its acks raise
+        // the counter by i % 5 (some by none); 1 ms slices close mid-stream.
+        let mut b = Batcher::start(
+            Boundary::Slice {
+                every: Duration::from_millis(1),
+            },
+            Evidence::None,
+            Some(Acked::default()),
+        );
+        let t0 = Instant::now();
+        let (mut acked, mut deltas) = (Acked::default(), Vec::new());
+        for i in 0..1_000u64 {
+            acked.records += i % 5;
+            acked.bytes += 8 * (i % 5);
+            deltas.push(i % 5);
+            let at = acked;
+            b.add(1_000, t0 + Duration::from_micros(300 * (i + 1)), || at);
+        }
+        // Acks read after the last transaction, as at the window's end.
+        acked.records += 7;
+        acked.bytes += 56;
+        let out = b.finish(acked);
+        assert!(out.has_records() && out.count.len() > 100, "{out:?}");
+        assert_eq!(out.records.iter().sum::<u64>(), acked.records);
+        assert_eq!(out.bytes.iter().sum::<u64>(), acked.bytes);
+        // Each slice holds exactly its own transactions' acks: the records
+        // of the transactions `count` assigns to it, none of a neighbour's.
+        let mut from = 0;
+        for (k, (&n, &records)) in out.count.iter().zip(&out.records).enumerate() {
+            let own: u64 = deltas[from..from + n as usize].iter().sum();
+            let late = if k + 1 == out.count.len() { 7 } else { 0 };
+            assert_eq!(records, own + late, "slice {k}");
+            from += n as usize;
+        }
+        assert_eq!(from, deltas.len());
+    }
+
+    #[test]
+    fn a_counted_run_s_batches_count_no_records() {
+        let mut b = Batcher::start(Boundary::Count { measured: 10 }, Evidence::None, None);
+        for _ in 0..10 {
+            b.add(1_000, Instant::now(), || Acked {
+                records: 5,
+                bytes: 5,
+            });
+        }
+        let out = b.finish(Acked::default());
+        assert!(!out.has_records() && out.records.is_empty(), "{out:?}");
     }
 
     fn reported(count: Vec<i64>, latency_ns: Vec<i64>) -> ReportedBatches {

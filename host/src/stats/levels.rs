@@ -83,18 +83,32 @@ pub fn decompose(y: &[Vec<f64>], within: Option<&[Vec<f64>]>) -> Option<Levels> 
 
 /// The within-run variance of the log of a run's mean, from its batch means
 /// (equal-sized batches): var(batch means) / (m · mean²), by the delta
-/// method.
+/// method; [`within_of_ratio`] with every batch of size one.
 pub fn within_of_mean(batch_means: &[f64]) -> Option<f64> {
-    let m = batch_means.len();
+    within_of_ratio(batch_means.iter().map(|&x| (x, 1.0)))
+}
+
+/// The within-run variance of the log of a ratio of sums R = Σx / Σw, from
+/// its parts (x, w) (e.g. a window's records over its wall time, slice by
+/// slice): Σ (x − R·w)² / ((m − 1) · m · w̄² · R²), the ratio estimator's
+/// variance by the delta method, so a long slice weighs as much as it
+/// counts in R.
+pub fn within_of_ratio(parts: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
+    let parts: Vec<(f64, f64)> = parts.collect();
+    let m = parts.len();
     if m < 2 {
         return None;
     }
-    let mean = batch_means.iter().sum::<f64>() / m as f64;
-    if mean <= 0.0 {
+    let (x, w) = parts
+        .iter()
+        .fold((0.0, 0.0), |(x, w), p| (x + p.0, w + p.1));
+    if x <= 0.0 || w <= 0.0 {
         return None;
     }
-    let var = batch_means.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (m - 1) as f64;
-    Some(var / (m as f64 * mean * mean))
+    let r = x / w;
+    let w_mean = w / m as f64;
+    let ss = parts.iter().map(|p| (p.0 - r * p.1).powi(2)).sum::<f64>();
+    Some(ss / ((m - 1) as f64 * m as f64 * (w_mean * r).powi(2)))
 }
 
 /// The within-run variance of the log of the median of batch means, from
@@ -273,6 +287,22 @@ mod tests {
         means[5] = 100_000.0;
         assert!(within_of_mean(&means).unwrap() > 1000.0 * calm_mean);
         assert!(within_of_median(&means).unwrap() < 1.2 * calm_median);
+    }
+
+    #[test]
+    fn a_ratios_within_run_part_weighs_each_slice_by_its_length() {
+        // Equal slices: the ratio is the mean of the rates, and so is its
+        // variance.
+        let rates = [10.0, 12.0, 9.0, 11.0, 13.0, 10.0];
+        let equal = within_of_ratio(rates.iter().map(|&r| (r, 1.0))).unwrap();
+        assert!((equal - within_of_mean(&rates).unwrap()).abs() < 1e-15);
+        // The same counts in unequal slices: the long, slow one pulls the
+        // ratio down and its residual counts in full.
+        let walls = [1.0, 1.0, 1.0, 1.0, 1.0, 6.0];
+        let unequal = within_of_ratio(rates.iter().zip(walls).map(|(&r, w)| (r, w))).unwrap();
+        assert!(unequal > 2.0 * equal, "{unequal} vs {equal}");
+        assert_eq!(within_of_ratio([(5.0, 1.0)].into_iter()), None);
+        assert_eq!(within_of_ratio([(0.0, 1.0), (0.0, 1.0)].into_iter()), None);
     }
 
     #[test]

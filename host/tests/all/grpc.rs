@@ -918,3 +918,96 @@ fn the_ingest_server_caps_streams_and_closes_silent_connections() {
         "the server closed without a PING: {frames:?}"
     );
 }
+
+/// Issue 27, point 6: a window-mode campaign of the builtin ingest workload
+/// against the local ingest server stores each run's window in slices that
+/// add up to its records, reports the preregistered slice median of
+/// records/s, and splits records/s's variance with a within-run level.
+#[test]
+fn a_window_campaign_stores_slices_and_reports_the_slice_median_of_records_per_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let p = dir.path().join("slices.toml");
+    std::fs::write(
+        &p,
+        r#"
+name = "slices"
+seed = 5
+blocks = 4
+workers = 2
+plugin = "builtin"
+[measure]
+mode = "window"
+warmup_s = 0.1
+measured_s = 0.3
+[statistics]
+headline = ["records_per_s", "slice_median_records_per_s"]
+[gates]
+quiescence_window_ms = 10
+wait_timeout_s = 0.05
+[[workloads]]
+name = "ingest"
+params = { batch_records = 32, max_in_flight = 256 }
+[[arms]]
+name = "a"
+baseline = true
+target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = "shared" }
+[[arms]]
+name = "b"
+target = { kind = "grpc", endpoint = "local:grpc-ingest", connections = "shared" }
+"#,
+    )
+    .unwrap();
+    let r = campaign(&data, &p, &[]);
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    // The store keeps each run's slices (the report carries only the
+    // values read off them): the export shows the stored results.
+    let export = run(blocklab().args(["export", "latest", "--data"]).arg(&data));
+    assert!(export.ok, "{}", export.stderr);
+    let stored: Vec<serde_json::Value> = export
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|l| l.get("run").map(|r| r["payload"]["result"].clone()))
+        .collect();
+    assert_eq!(stored.len(), 8);
+    for result in &stored {
+        let batches = &result["batches"];
+        let column = |name: &str| -> Vec<u64> {
+            batches[name]
+                .as_array()
+                .unwrap_or_else(|| panic!("no `batches.{name}` in {result}"))
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect()
+        };
+        let (records, bytes, count) = (column("records"), column("bytes"), column("count"));
+        assert_eq!(records.len(), count.len(), "{batches}");
+        // Both workers' slices, every acknowledged record in exactly one.
+        assert!(records.len() >= 2 * 8, "{batches}");
+        let window = &result["window"];
+        assert_eq!(records.iter().sum::<u64>(), window["records"], "{result}");
+        assert_eq!(bytes.iter().sum::<u64>(), window["bytes"], "{result}");
+    }
+    let rep = report(&data);
+    for row in rep["runs"].as_array().unwrap() {
+        assert_eq!(row["status"], "ok", "{row}");
+        let median = row["values"]["slice_median_records_per_s"].as_f64();
+        assert!(median.is_some_and(|m| m > 0.0), "{row}");
+    }
+    let e = effect(&rep, "b", "slice_median_records_per_s");
+    let (lo, ratio, hi) = (
+        e["ci_low"].as_f64().unwrap(),
+        e["ratio"].as_f64().unwrap(),
+        e["ci_high"].as_f64().unwrap(),
+    );
+    assert!(lo > 0.0 && lo <= ratio && ratio <= hi, "{e}");
+    let noise = rep["noise"].as_array().unwrap();
+    for statistic in ["records_per_s", "slice_median_records_per_s"] {
+        let row = noise
+            .iter()
+            .find(|n| n["statistic"] == statistic)
+            .unwrap_or_else(|| panic!("no {statistic} in {noise:?}"));
+        assert!(row["levels"]["within_run"].as_f64().unwrap() > 0.0, "{row}");
+    }
+}

@@ -265,8 +265,9 @@ pub struct BootstrapSpec {
 /// `[statistics]`: the plan's preregistered headline statistics. They are
 /// what the terminal's headline tables, the gate's default, the verdicts
 /// and the sequential rule (unless it names its own) use, and an optional
-/// statistic of the table (`batch_median_latency`, `net_mean_latency`) is
-/// compared only when named here.
+/// statistic of the table (`batch_median_latency`, `net_mean_latency`,
+/// window mode's `slice_median_records_per_s`) is compared only when named
+/// here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatisticsSpec {

@@ -218,6 +218,11 @@ fn statistics_headline_chooses_the_headline_and_refuses_what_the_mode_lacks() {
             "statistics.headline=[\"records_per_s\"]",
             "does not compare",
         ),
+        // Window mode's slice median: a transactions run has no slices.
+        (
+            "statistics.headline=[\"slice_median_records_per_s\"]",
+            "does not compare",
+        ),
         ("statistics.headline=[]", "is empty"),
         (
             "statistics.headline=[\"cpu_measured\", \"cpu_measured\"]",

@@ -8,8 +8,8 @@ use crate::plugin::Instance;
 use crate::plugin::env::Env;
 use crate::plugin::wasm::WorkloadFailed;
 use crate::record::batches::Batches;
-use crate::record::result::{OpenLoop, new_histogram};
-use crate::run::batches::{Batcher, Boundary, Evidence};
+use crate::record::result::{OpenLoop, acknowledged, new_histogram};
+use crate::run::batches::{Acked, Batcher, Boundary, Evidence};
 use crate::run::schedule::{self, Schedule};
 use crate::target::kv::ops::{self, OpTimes};
 use anyhow::Context;
@@ -255,7 +255,7 @@ impl Driver<'_> {
             outcome.histogram.saturating_record(elapsed.max(1));
             outcome.measured += 1;
             if let Some(batcher) = &mut self.batcher {
-                batcher.add(elapsed, end);
+                batcher.add(elapsed, end, || acked(self.instance.env()));
             }
         } else {
             outcome.warmup += 1;
@@ -327,12 +327,16 @@ impl Driver<'_> {
             Measure::Transactions { .. } => 0.0,
         };
         let boundary = Boundary::for_share(share.measured, measured_s);
-        self.batcher = Some(Batcher::start(boundary, self.evidence));
+        // Window mode counts what the server acknowledged per slice; rate
+        // mode's statistics are its schedule's, not records.
+        let records = matches!(measure, Measure::Window { .. });
+        let from = records.then(|| acked(self.instance.env()));
+        self.batcher = Some(Batcher::start(boundary, self.evidence, from));
         ops::start();
         let result = self.measure_phase(measure, share, measured_s);
         self.outcome.ops = ops::finish();
         if let Some(batcher) = self.batcher.take() {
-            self.outcome.batches = batcher.finish();
+            self.outcome.batches = batcher.finish(acked(self.instance.env()));
         }
         result
     }
@@ -350,6 +354,13 @@ impl Driver<'_> {
             }
         }
     }
+}
+
+/// What the server acknowledged to this worker's workload so far, from
+/// the counters its window figures are read from too.
+fn acked(env: &Env) -> Acked {
+    let (records, bytes) = acknowledged(env.counters());
+    Acked { records, bytes }
 }
 
 /// Runs one worker's warmup and measured phases. `start` is released by the

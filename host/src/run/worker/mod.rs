@@ -880,3 +880,6 @@ mod tests {
 
 #[cfg(test)]
 mod operations_tests;
+
+#[cfg(test)]
+mod slices_tests;
