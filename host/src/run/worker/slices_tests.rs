@@ -28,8 +28,9 @@ impl Instance for Acks {
     }
 }
 
-/// One worker's outcome of `measure` over [`Acks`].
-fn outcome(measure: Measure) -> WorkerOutcome {
+/// One worker's outcome of `measure` over [`Acks`], and what the workload
+/// counted in the measured window.
+fn outcome(measure: Measure) -> (WorkerOutcome, BTreeMap<String, i64>) {
     let barriers = Barriers::new(1);
     std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
@@ -37,7 +38,7 @@ fn outcome(measure: Measure) -> WorkerOutcome {
             let share = Share::of(measure, 1, 0);
             let evidence = Evidence::Scheduler;
             let inject = Inject::default();
-            drive(
+            let out = drive(
                 &mut instance,
                 measure,
                 share,
@@ -45,7 +46,9 @@ fn outcome(measure: Measure) -> WorkerOutcome {
                 evidence,
                 None,
                 &barriers,
-            )
+            )?;
+            let window = out.before.since(instance.env())?.into_counters();
+            anyhow::Ok((out, window))
         });
         barriers.warmed.wait();
         barriers.start.wait();
@@ -55,14 +58,14 @@ fn outcome(measure: Measure) -> WorkerOutcome {
 
 #[test]
 fn a_windows_slices_add_up_to_the_records_it_acknowledged() {
-    let out = outcome(Measure::Window {
+    let (out, counted) = outcome(Measure::Window {
         warmup_s: 0.01,
         measured_s: 0.05,
     });
     let b = &out.batches;
     assert!(b.has_records(), "{b:?}");
     assert_eq!(b.records.len(), b.count.len());
-    let window = |name: &str| out.window_counters[name] as u64;
+    let window = |name: &str| counted[name] as u64;
     assert!(window("acked_records") > 0);
     // The warmup's acks are in no slice, the window's in exactly one.
     assert_eq!(b.records.iter().sum::<u64>(), window("acked_records"));
@@ -72,7 +75,7 @@ fn a_windows_slices_add_up_to_the_records_it_acknowledged() {
 
 #[test]
 fn a_transaction_runs_batches_count_no_records() {
-    let out = outcome(Measure::Transactions {
+    let (out, _) = outcome(Measure::Transactions {
         warmup: 5,
         measured: 100,
     });
