@@ -750,7 +750,7 @@ function provenance(report) {
     el("div", {},
       el("h3", {}, "Environment"),
       kv([["CPU", env.cpu_model || "—"], ["kernel", env.kernel || "—"], ["governor", env.governor || "—"],
-          ["SMT layout", (env.smt_layout || []).join(" ")], ["online CPUs", env.online_cpus ?? "—"], ["host", env.hostname || "—"]]),
+          ["SMT layout", (env.smt_layout || []).join(" ")], ["online CPUs", env.online_cpus ?? "—"], ["host", env.hostname || "—"], ["built with", env.toolchain || "—"]]),
       el("h3", {}, "Placement"),
       kv(place ? [["runner", cpus(place.runner)], ["client", cpus(place.client)], ["server", cpus(place.server)], ["origin", place.origin]] : [["placement", "not recorded yet"]]),
       network(report)),

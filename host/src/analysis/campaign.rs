@@ -242,7 +242,7 @@ pub fn analyse(
     let hosts = super::hosts::hosts(&plan, &finals);
     let links = link_rows(spec, &finals);
     let statistics = super::verdicts::statistic_rows(spec, &runs);
-    carry_support(&statistics, &mut rows);
+    carry_support(spec, &statistics, &mut rows);
     let (verdicts, summary) =
         super::verdicts::verdicts(spec, &campaign, &rows.effects, &runs, &statistics);
     let curves = super::curves::curves(spec, &finals, &rows.effects);
@@ -379,7 +379,7 @@ fn analyse_workload(
 
 /// Every effect and median marked as its statistic's row is, so that no
 /// rendering shows an unsupported figure as a fact.
-fn carry_support(statistics: &[StatisticRow], rows: &mut WorkloadRows) {
+fn carry_support(spec: &PlanSpec, statistics: &[StatisticRow], rows: &mut WorkloadRows) {
     let of = |stat: Statistic| {
         statistics
             .iter()
@@ -388,9 +388,71 @@ fn carry_support(statistics: &[StatisticRow], rows: &mut WorkloadRows) {
     };
     for e in &mut rows.effects {
         e.support = of(e.statistic);
+        if e.support.supported
+            && let Some(reason) = heaps_differ(spec, e)
+        {
+            e.support = Support::of(Some(reason));
+        }
     }
     for a in &mut rows.absolutes {
         a.support = of(a.statistic);
+    }
+}
+
+/// Whose allocations an arm's heap counts: the host's allocation counter
+/// sees a builtin workload's own allocations, but only the host side of a
+/// plugin's (its linear memory is not counted), and none of a process
+/// arm's program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heap {
+    Builtin,
+    Plugin,
+    Process,
+}
+
+impl Heap {
+    fn of(spec: &PlanSpec, workload: &str, arm: &str) -> Option<Heap> {
+        let w = spec.workloads.iter().find(|w| w.name == workload)?;
+        let a = spec.arms.iter().find(|a| a.name == arm)?;
+        if a.client.is_some() {
+            return Some(Heap::Process);
+        }
+        Some(match spec.plugin_for(w, a).ok()? {
+            crate::plugin::source::PluginSource::Builtin => Heap::Builtin,
+            crate::plugin::source::PluginSource::Wasm(_) => Heap::Plugin,
+        })
+    }
+}
+
+/// Why an allocation effect compares unlike things: the two arms' heaps
+/// count different allocations, so the ratio (exact, with a zero-width
+/// interval) is not an effect of the client.
+fn heaps_differ(spec: &PlanSpec, e: &EffectRow) -> Option<String> {
+    if !matches!(e.statistic, Statistic::Allocs | Statistic::AllocBytes) {
+        return None;
+    }
+    let (mine, theirs) = (
+        Heap::of(spec, &e.workload, &e.arm)?,
+        Heap::of(spec, &e.workload, &e.baseline)?,
+    );
+    (mine != theirs).then(|| {
+        format!(
+            "not comparable: {} counts {} and {} counts {}",
+            e.arm,
+            mine.counts(),
+            e.baseline,
+            theirs.counts()
+        )
+    })
+}
+
+impl Heap {
+    fn counts(self) -> &'static str {
+        match self {
+            Heap::Builtin => "its workload's own allocations in the host heap",
+            Heap::Plugin => "only the host side of its plugin (not the plugin's linear memory)",
+            Heap::Process => "none of its program's allocations",
+        }
     }
 }
 
@@ -792,6 +854,46 @@ mod tests {
         assert_eq!(
             missing.reason,
             "`mean_latency` is 0 for wasm in block 3, so it has no ratio: a ratio needs values above 0 (for a count, 0 means none happened)"
+        );
+    }
+
+    #[test]
+    fn allocations_of_a_builtin_and_a_plugin_arm_are_not_compared_as_an_effect() {
+        let spec = PlanSpec::parse(
+            "name = \"p\"\nseed = 1\nblocks = 6\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"get100\"\n[[arms]]\nname = \"builtin\"\nbaseline = true\n[[arms]]\nname = \"wasm\"\nplugin = \"kv-basic.wasm\"\n[[arms]]\nname = \"wasm2\"\nplugin = \"kv-basic.wasm\"\ncompare_to = \"wasm\"\n",
+            &[],
+        )
+        .unwrap();
+        let effect = |arm: &str, baseline: &str, statistic| EffectRow {
+            workload: "get100".into(),
+            arm: arm.into(),
+            baseline: baseline.into(),
+            statistic,
+            ratio: 1.277,
+            ci_low: 1.277,
+            ci_high: 1.277,
+            blocks: 2,
+            won: 0,
+            level: 0.95,
+            support: Support::default(),
+        };
+        let why = heaps_differ(&spec, &effect("wasm", "builtin", Statistic::AllocBytes)).unwrap();
+        assert!(
+            why.starts_with("not comparable: wasm counts only the host side of its plugin"),
+            "{why}"
+        );
+        assert!(
+            why.contains("builtin counts its workload's own allocations"),
+            "{why}"
+        );
+        // Two plugin arms count alike; latency is never a heap question.
+        assert_eq!(
+            heaps_differ(&spec, &effect("wasm2", "wasm", Statistic::Allocs)),
+            None
+        );
+        assert_eq!(
+            heaps_differ(&spec, &effect("wasm", "builtin", Statistic::MeanLatency)),
+            None
         );
     }
 }

@@ -438,6 +438,24 @@ pub struct Report {
 impl Report {
     /// The median over blocks of `statistic` for `workload` in `arm`, when
     /// the campaign measured it.
+    /// The final successful runs of `workload` in `arm`, and the
+    /// transactions they measured together.
+    pub fn measured(&self, workload: &str, arm: &str) -> (usize, u64) {
+        let mut finals: BTreeMap<u32, &RunRow> = BTreeMap::new();
+        for r in &self.runs {
+            if finals.get(&r.slot).is_none_or(|f| f.attempt < r.attempt) {
+                finals.insert(r.slot, r);
+            }
+        }
+        let ours: Vec<&&RunRow> = finals
+            .values()
+            .filter(|r| {
+                r.status == RunStatus::Ok && r.result.workload == workload && r.result.arm == arm
+            })
+            .collect();
+        (ours.len(), ours.iter().map(|r| r.result.measured).sum())
+    }
+
     pub fn median(&self, workload: &str, arm: &str, statistic: Statistic) -> Option<f64> {
         self.absolute(workload, arm, statistic).map(|a| a.median)
     }

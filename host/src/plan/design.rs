@@ -102,6 +102,24 @@ pub fn block_unit(arms: usize) -> usize {
     }
 }
 
+/// What the balance of [`orders`] promises for `arms` and `blocks`, in
+/// the words a report prints after "every arm once per block".
+pub fn describe(arms: usize, blocks: usize) -> String {
+    if arms < 2 {
+        return "one arm, so no order to balance".into();
+    }
+    match factorial(arms).filter(|&f| blocks.is_multiple_of(f)) {
+        Some(f) => format!(
+            "every order of the {arms} arms appears {} time(s) per workload ({blocks} blocks, {arms}! = {f} orders)",
+            blocks / f
+        ),
+        None => format!(
+            "a Williams design: every arm at every position, and every ordered pair of neighbouring arms, {} time(s) per workload",
+            blocks / arms
+        ),
+    }
+}
+
 /// `k!`, or `None` when it does not fit in `usize` (then no block count is a
 /// multiple of it).
 fn factorial(k: usize) -> Option<usize> {
@@ -196,6 +214,20 @@ mod tests {
         let mut sorted = row.to_vec();
         sorted.sort_unstable();
         sorted == (0..k).collect::<Vec<_>>()
+    }
+
+    #[test]
+    fn the_balance_is_described_as_the_design_makes_it() {
+        assert_eq!(
+            describe(3, 6),
+            "every order of the 3 arms appears 1 time(s) per workload (6 blocks, 3! = 6 orders)"
+        );
+        assert!(
+            describe(4, 8).starts_with("a Williams design"),
+            "{}",
+            describe(4, 8)
+        );
+        assert!(describe(4, 8).ends_with(", 2 time(s) per workload"));
     }
 
     #[test]

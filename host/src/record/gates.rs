@@ -68,6 +68,9 @@ pub struct Environment {
     pub memory_gib: f64,
     pub hostname: String,
     pub blocklab_version: String,
+    /// The compiler and the wasmtime the blocklab binary was built with.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub toolchain: String,
     /// The qdiscs the kernel offers, probed for campaigns whose targets run
     /// in a namespace of their own (docs/network.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,6 +107,12 @@ impl Environment {
             memory_gib,
             hostname: crate::machine::testbed::hostname(),
             blocklab_version: env!("CARGO_PKG_VERSION").to_owned(),
+            // Set by host/build.rs; absent only where a build skipped it.
+            toolchain: format!(
+                "{}; wasmtime {}",
+                option_env!("BLOCKLAB_RUSTC").unwrap_or("rustc unknown"),
+                option_env!("BLOCKLAB_WASMTIME").unwrap_or("unknown")
+            ),
             qdiscs: None,
             pmu: Some(crate::machine::pmu::PmuProbe::read()),
         }

@@ -33,6 +33,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         md(baseline)
     )?;
     verdicts(report, s)?;
+    across(report, s)?;
     arms(report, s)?;
     environment(report, s)?;
     design(report, s)?;
@@ -115,6 +116,51 @@ fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
         }
     }
     writeln!(s)
+}
+
+/// Each headline statistic as one table across the workloads: a row per
+/// workload, a column per arm other than the baseline.
+fn across(report: &Report, s: &mut String) -> fmt::Result {
+    let spec = &report.plan.spec;
+    let arms: Vec<&str> = spec
+        .arms
+        .iter()
+        .filter(|a| !a.baseline)
+        .map(|a| a.name.as_str())
+        .collect();
+    let named: Vec<String> = arms.iter().map(|a| md(a)).collect();
+    let columns: Vec<&str> = ["workload"]
+        .into_iter()
+        .chain(named.iter().map(String::as_str))
+        .collect();
+    for st in report.statistics.iter().filter(|st| st.headline) {
+        writeln!(
+            s,
+            "## `{}` across workloads\n\nRatio arm/baseline and its interval; {}.\n\n{}",
+            st.name,
+            if st.lower_is_better {
+                "below 1 is faster or cheaper"
+            } else {
+                "above 1 is better"
+            },
+            md_header(&columns)
+        )?;
+        for w in &spec.workloads {
+            let cells = arms.iter().map(|a| {
+                report
+                    .effects
+                    .iter()
+                    .find(|e| e.workload == w.name && e.arm == *a && e.statistic == st.name)
+                    .map_or("—".into(), |e| {
+                        format!("{} {}", ratio(e.ratio), fmt_interval(e))
+                    })
+            });
+            let row: Vec<String> = std::iter::once(md(&w.name)).chain(cells).collect();
+            writeln!(s, "{}", md_row(&row))?;
+        }
+        writeln!(s)?;
+    }
+    Ok(())
 }
 
 /// The link table and the network's provenance, when targets ran in a
@@ -240,6 +286,9 @@ fn environment(report: &Report, s: &mut String) -> fmt::Result {
             e.smt_layout.join(" "),
             e.hostname
         )?;
+        if !e.toolchain.is_empty() {
+            writeln!(s, "- built with {}", e.toolchain)?;
+        }
     }
     if let Some(p) = &report.placement {
         writeln!(
@@ -264,10 +313,11 @@ fn design(report: &Report, s: &mut String) -> fmt::Result {
     let m = spec.describe_measure();
     writeln!(
         s,
-        "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block in a balanced order\n- {m}, {} worker(s) per run, one fresh process per run\n- intervals: {} (`method = \"{}\"`)",
+        "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block: {}\n- {m}, {} worker(s) per run, one fresh process per run\n- before each run, its worker hashed every input it loads (the blocklab binary, plugins, adapters, a process arm's files) again and would have refused one that differed from the sealed sha256 above\n- intervals: {} (`method = \"{}\"`)",
         spec.seed,
         spec.blocks,
         spec.arms.len(),
+        crate::plan::design::describe(spec.arms.len(), spec.blocks),
         spec.workers,
         report.intervals.description,
         spec.bootstrap.method.key(),
@@ -381,6 +431,7 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
         "arm",
         "ratio",
         "interval",
+        "arm − baseline (medians)",
         "level",
         "blocks won",
     ];
@@ -394,6 +445,7 @@ fn results(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
             arm_cell(spec, e),
             ratio(e.ratio),
             fmt_interval(e),
+            difference(report, e),
             pct(e.level),
             format!("{}/{}", e.won, e.blocks),
         ];
@@ -437,7 +489,20 @@ fn medians(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
         .into_iter()
         .chain(arms.iter().map(String::as_str))
         .collect();
-    writeln!(s, "\n{}", md_header(&columns))?;
+    let counts: Vec<String> = spec
+        .arms
+        .iter()
+        .map(|a| {
+            let (runs, measured) = report.measured(&w.name, &a.name);
+            format!("{} {runs} runs, {measured} transactions", md(&a.name))
+        })
+        .collect();
+    writeln!(
+        s,
+        "\nMedians of the run-level statistics over each arm's final successful runs ({}):\n\n{}",
+        counts.join("; "),
+        md_header(&columns)
+    )?;
     for st in &report.statistics {
         let cells: Vec<String> = spec
             .arms
@@ -448,13 +513,30 @@ fn medians(report: &Report, w: &WorkloadSpec, s: &mut String) -> fmt::Result {
                     .map_or("—".into(), fmt_value)
             })
             .collect();
-        let row: Vec<String> = [statistic_cell(st.name, &st.support), st.unit.to_string()]
+        // The terminal's column label where it names more than the unit
+        // (cpu_process is "E−A µs/txn": CPU from exec to exit).
+        let unit = st.column.filter(|c| c.contains('−')).unwrap_or(st.unit);
+        let row: Vec<String> = [statistic_cell(st.name, &st.support), unit.to_string()]
             .into_iter()
             .chain(cells)
             .collect();
         writeln!(s, "{}", md_row(&row))?;
     }
     Ok(())
+}
+
+/// The arm's median less the baseline's, in the statistic's unit: what a
+/// ratio means in absolute terms (seed 000's "0.17–0.25 ms saved").
+fn difference(report: &Report, e: &EffectRow) -> String {
+    let of = |arm: &str| report.median(&e.workload, arm, e.statistic);
+    match (of(&e.arm), of(&e.baseline)) {
+        (Some(a), Some(b)) => {
+            let d = a - b;
+            let sign = if d > 0.0 { "+" } else { "" };
+            format!("{sign}{} {}", fmt_value(d), e.statistic.unit())
+        }
+        _ => "—".into(),
+    }
 }
 
 /// A statistic's name in a table row, with why the sample does not support

@@ -164,6 +164,7 @@ fn fixture_parts(
         memory_gib: 24.0,
         hostname: "snap-host".into(),
         blocklab_version: "0.0.0".into(),
+        toolchain: "rustc 0.0.0; wasmtime 0.0.0".into(),
         qdiscs: None,
         pmu: None,
     };

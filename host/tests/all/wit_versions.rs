@@ -26,8 +26,9 @@ fn a_plugin_built_against_wit_0_1_0_still_loads_and_runs() {
     let result = run_json(&v1, "ryw-range", &[]);
     assert_eq!(result["errors"], 0, "{result}");
     assert_eq!(result["measured"], 100, "{result}");
-    // Every call read its three rows back through 0.1.0's list of records.
-    assert_eq!(result["counters"]["rows"], 330, "{result}");
+    // Every measured call read its three rows back through 0.1.0's list of
+    // records (the counters cover the measured window, not the warmup).
+    assert_eq!(result["counters"]["rows"], 300, "{result}");
     assert_eq!(result["leaked_resources"], 0, "{result}");
 }
 
