@@ -35,7 +35,7 @@ JS_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(JS_PLUGIN_NAMES)))
 COMPONENTIZE_JS := plugins/js/node_modules/@bytecodealliance/componentize-js/package.json
 
 # mk/peers.mk: `make peers`, the native client peers into $(CARGO_TARGET_DIR)/peers.
-.PHONY: all demo test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net deps-valgrind vendor-web lint bench-boundary bench-precision
+.PHONY: all demo demo-plugins test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net deps-valgrind vendor-web lint bench-boundary bench-precision bench-compare
 
 all: build
 
@@ -78,14 +78,20 @@ plugins-js: $(JS_PLUGINS)
 $(PLUGIN_OUT)/%.wasm: plugins/js/%/app.js plugins/js/sdk/blocklab.js plugins/js/build.mjs $(wildcard wit/*.wit) $(COMPONENTIZE_JS)
 	node plugins/js/build.mjs $< wit $@
 
+# $(call rust-plugins,NAMES): those plugin crates built as components into
+# target/plugins/NAME.wasm.
+define rust-plugins
+	$(CARGO) build --target $(WASM_TARGET) --profile plugin $(addprefix -p ,$(1))
+	@mkdir -p $(PLUGIN_OUT)
+	@for name in $(1); do \
+		cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin/$$(echo $$name | tr - _).wasm $(PLUGIN_OUT)/$$name.wasm; \
+	done
+endef
+
 ## plugins: every plugin crate built as a component into target/plugins/NAME.wasm,
 ## and the Python and JavaScript plugins (plugins-py, plugins-js).
 plugins: deps-wasm plugins-py plugins-js
-	$(CARGO) build --target $(WASM_TARGET) --profile plugin $(addprefix -p ,$(PLUGIN_NAMES))
-	@mkdir -p $(PLUGIN_OUT)
-	@for name in $(PLUGIN_NAMES); do \
-		cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin/$$(echo $$name | tr - _).wasm $(PLUGIN_OUT)/$$name.wasm; \
-	done
+	$(call rust-plugins,$(PLUGIN_NAMES))
 	$(CARGO) build --target $(WASM_TARGET) --profile plugin-size -p kv-basic
 	cp $(CARGO_TARGET_DIR)/$(WASM_TARGET)/plugin-size/kv_basic.wasm $(PLUGIN_OUT)/kv-basic-size.wasm
 	@echo "plugins: $(addsuffix .wasm,$(addprefix $(PLUGIN_OUT)/,$(PLUGIN_NAMES))) $(PY_PLUGINS) $(JS_PLUGINS)"
@@ -97,10 +103,16 @@ host:
 ## build: host and plugins.
 build: host plugins
 
-## demo: build, run the quick campaign on the embedded target, print its
-## comparison, then serve the web UI on the results (Ctrl-C stops it).
-## `make demo SERVE=0` stops after the tables.
-demo: build
+## demo-plugins: only the two plugins examples/quick.toml runs, so the demo
+## needs neither the Python nor the JavaScript toolchain.
+DEMO_PLUGINS := kv-basic kv-passthrough
+demo-plugins: deps-wasm
+	$(call rust-plugins,$(DEMO_PLUGINS))
+
+## demo: build the host and the demo's plugins, run the quick campaign on
+## the embedded target, print its comparison, then serve the web UI on the
+## results (Ctrl-C stops it). `make demo SERVE=0` stops after the tables.
+demo: host demo-plugins
 	$(BLOCKLAB) campaign examples/quick.toml --data $(CURDIR)/blocklab-data
 ifneq ($(SERVE),0)
 	@echo "serving the results at http://$(DEMO_LISTEN)/ (Ctrl-C stops it; make demo SERVE=0 skips this)"
