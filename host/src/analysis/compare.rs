@@ -160,8 +160,16 @@ impl ChangeSummary {
                 .collect();
             let p = ChangeSummary::counted(&paired, level);
             s.text = format!(
-                "{}. Of those, the {} rows of paired effects (each arm against its baseline within blocks, where drift between the campaigns cancels): {}",
-                s.text, p.rows, p.text
+                "{}. Of those, the {} rows of paired effects (each arm against its baseline within blocks, where drift between the campaigns cancels): {} changed, about {:.1} by chance, {}",
+                s.text,
+                p.rows,
+                p.worse + p.better,
+                p.expected_by_chance,
+                if p.beyond_chance {
+                    "more than chance gives"
+                } else {
+                    "no more than chance gives"
+                }
             );
         }
         s
