@@ -444,6 +444,7 @@ function forestLegend(setNames) {
     setNames ? [item("set-a line", `${setNames[0]}: blue line`), item("set-b line", `${setNames[1]}: orange line`)] : [],
     [item("better", `better: the interval excludes 1 in the arm's favour`), item("worse", "worse: excludes 1 against it"),
       item("same", "no detectable difference: the interval contains 1")],
+    item("unsupported", "hollow: a figure the sample does not support (hover for why)"),
     item("one", "dashed line: ratio 1"));
 }
 
@@ -488,7 +489,8 @@ function forestName(r, baseline) {
 }
 // A row's value label; `k` says which campaign when comparing two.
 function forestValue(r, k, setNames) {
-  return (setNames ? (k ? "B " : "A ") : "") + `${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]` + (r.weak ? " weak" : "");
+  return (setNames ? (k ? "B " : "A ") : "") + `${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]` + (r.weak ? " weak" : "")
+    + (r.supported === false ? " not supported" : "");
 }
 
 // What the forest plots of one page share, so that their ratio 1 (and every
@@ -549,13 +551,19 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, frame)
       const cls = (k ? " b" : "") + (r.weak ? " weak" : "");
       const sig = r.ci_high < 1 ? (stat.lower_is_better ? " better" : " worse") : r.ci_low > 1 ? (stat.lower_is_better ? " worse" : " better") : "";
       const way = sig || " same";
+      // A figure the sample cannot support (a p99 of 55 samples, allocations
+      // of unlike heaps) is drawn hollow and says why.
+      // Neither better nor worse: it is not a measurement of either.
+      const unsupported = r.supported === false ? " unsupported" : "";
+      const shown = unsupported ? unsupported : way;
       // One campaign: the line takes its mark's colour. Two: the line says
       // which campaign (blue A, orange B) and the mark which way.
-      s.append(svg("line", { class: "ci" + cls + (setNames ? "" : way), x1: x(r.ci_low), x2: x(r.ci_high), y1: y, y2: y }));
-      const mark = svg("circle", { class: "forest-mark" + way + cls, cx: x(r.ratio), cy: y, r: 4,
+      s.append(svg("line", { class: "ci" + cls + (setNames && !unsupported ? "" : shown), x1: x(r.ci_low), x2: x(r.ci_high), y1: y, y2: y }));
+      const mark = svg("circle", { class: "forest-mark" + shown + cls, cx: x(r.ratio), cy: y, r: 4, "data-supported": String(!unsupported),
         "data-workload": r.workload, "data-arm": r.arm, "data-statistic": r.statistic,
         "data-ratio": r.ratio, "data-ci-low": r.ci_low, "data-ci-high": r.ci_high, "data-set": k });
-      mark.append(svg("title", {}, `${r.workload} ${r.arm}: ${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}], won ${r.won}/${r.blocks} blocks${sig ? "," + sig : ", no detectable difference"}`));
+      mark.append(svg("title", {}, `${r.workload} ${r.arm}: ${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}], won ${r.won}/${r.blocks} blocks${sig ? "," + sig : ", no detectable difference"}`
+        + (unsupported ? `; not supported: ${r.reason}` : "")));
       s.append(mark);
       s.append(svg("text", { class: "interval-label" + cls, x: narrow ? left : width - right + 6, y: narrow ? y - 7 : y + 4 }, value(r, k)));
     });
@@ -679,7 +687,11 @@ async function latencyPlot(id, workload, into) {
   const nines = (p) => -Math.log10(Math.max(1 - p / 100, 1e-5));
   const percentiles = data.arms[0].points.map((p) => p.percentile);
   const xs = percentiles.map(nines);
-  const series = data.arms.map((a) => a.points.map((p) => p.latency_us));
+  // Each arm twice: its supported percentiles solid, and from the last of
+  // them on, the ones the runs' samples cannot support dashed (p99.99 of
+  // 3,000 samples, the maximum), so no tail reads as a measurement.
+  const solid = (a) => a.points.map((p) => (p.supported === false ? null : p.latency_us));
+  const tail = (a) => a.points.map((p, i) => (p.supported === false || (a.points[i + 1] && a.points[i + 1].supported === false) ? p.latency_us : null));
   const label = (v) => { const p = 100 * (1 - Math.pow(10, -v)); return p >= 99.999 ? "max" : `p${+p.toFixed(3)}`; };
   const opts = {
     width: chartWidth(), height: 300,
@@ -687,10 +699,14 @@ async function latencyPlot(id, workload, into) {
     axes: [{ label: "percentile", splits: () => [0, nines(50), 1, 2, 3, 4, 5], values: (u, vals) => vals.map(label) }, { label: "latency (µs, log)", size: 70 }],
     hooks: idleHooks,
     series: [{ label: "percentile", value: (u, v) => (v == null ? "" : label(v)) },
-      ...data.arms.map((a, i) => ({ label: `${a.arm} (${a.runs} runs, ${a.count} txn)`, stroke: PALETTE[i % PALETTE.length], width: 2,
-        value: (u, v) => (v == null ? "—" : `${fmt(v)} µs`) }))],
+      ...data.arms.flatMap((a, i) => [
+        { label: `${a.arm} (${a.runs} runs, ${a.count} txn)`, stroke: PALETTE[i % PALETTE.length], width: 2,
+          value: (u, v) => (v == null ? "—" : `${fmt(v)} µs`) },
+        { label: `${a.arm}: not supported by the samples`, stroke: PALETTE[i % PALETTE.length], width: 1.5, dash: [4, 4],
+          value: (u, v) => (v == null ? "—" : `${fmt(v)} µs`) }])],
   };
-  new uPlot(opts, [xs, ...series], into);
+  new uPlot(opts, [xs, ...data.arms.flatMap((a) => [solid(a), tail(a)])], into);
+  into.setAttribute("data-unsupported", data.arms.map((a) => a.points.filter((p) => p.supported === false).length).join(","));
   into.setAttribute("data-arms", data.arms.map((a) => a.arm).join(","));
 }
 

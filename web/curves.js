@@ -21,11 +21,15 @@ function curvesSection(report) {
     el("p", { class: "muted" }, `p99 latency from each transaction's intended start: the median over blocks of each run's p99, `
       + `whiskers its ${level}% bootstrap interval over blocks. A hollow point: some runs fell short of the offered rate.`));
   const bases = [...new Set(curves.map((c) => c.workload))];
+  // The p99 a curve draws is the p99_latency statistic's: when the runs'
+  // samples cannot support it, every point says so.
+  const p99 = (report.statistics || []).find((st) => st.name === "p99_latency");
+  const unsupported = p99 && p99.supported === false ? p99.reason || "not supported by the sample" : null;
   for (const base of bases) {
     const ofBase = curves.filter((c) => c.workload === base);
     // el() skips a missing ratio table (a sweep with one arm).
     box.append(el("div", { class: "curve-workload" }, el("h3", {}, `${base}: p99 latency against offered rate`),
-      curveChart(base, ofBase, report.plan.measure.slo), curveLegend(base, ofBase), curveRatios(base, ofBase)));
+      curveChart(base, ofBase, report.plan.measure.slo, unsupported), curveLegend(base, ofBase), curveRatios(base, ofBase)));
   }
   if ((report.slo || []).length) {
     box.append(el("h3", {}, "SLO search"),
@@ -47,7 +51,7 @@ function niceTicks(lo, hi, n) {
 }
 
 // slo: the plan's `measure.slo`; a p99 bound is drawn as a dashed line.
-function curveChart(base, curves, slo) {
+function curveChart(base, curves, slo, unsupported) {
   const bound = slo && slo.statistic === "p99_latency" ? slo.max_ms * 1000 : null;
   const points = curves.flatMap((c) => c.points);
   const rates = [...new Set(points.map((p) => p.offered_per_s))].sort((a, b) => a - b);
@@ -85,24 +89,25 @@ function curveChart(base, curves, slo) {
     s.append(svg("line", { class: "slo-line", x1: left, x2: width - right, y1: y(bound), y2: y(bound), "data-max-us": bound }));
     s.append(svg("text", { class: "slo-label", x: width - right - 4, y: y(bound) - 4, "text-anchor": "end" }, `SLO: p99 ≤ ${slo.max_ms} ms`));
   }
-  curves.forEach((c, i) => s.append(curveSeries(c, i, x, y)));
+  curves.forEach((c, i) => s.append(curveSeries(c, i, x, y, unsupported)));
   return el("div", { class: "forest-box" }, s);
 }
 
 // One arm's line, whiskers and points.
-function curveSeries(c, i, x, y) {
+function curveSeries(c, i, x, y, unsupported) {
   const g = svg("g", { class: `curve-series series-${i % CURVE_SERIES}`, "data-arm": c.arm });
   const d = c.points.map((p, k) => `${k ? "L" : "M"}${x(p.offered_per_s).toFixed(1)},${y(p.p99_latency_us.median).toFixed(1)}`).join(" ");
   g.append(svg("path", { class: "curve-line", d }));
   for (const p of c.points) {
     const e = p.p99_latency_us;
     // Weak by the effects' rule (fewer than 5 blocks): dashed, and said so.
-    g.append(svg("line", { class: "whisker" + (e.weak ? " weak" : ""), x1: x(p.offered_per_s), x2: x(p.offered_per_s), y1: y(e.lo), y2: y(e.hi) }));
-    const mark = svg("circle", { class: "curve-point" + (p.short_runs ? " short" : ""), cx: x(p.offered_per_s), cy: y(e.median), r: 4,
+    g.append(svg("line", { class: "whisker" + (e.weak ? " weak" : "") + (unsupported ? " unsupported" : ""), x1: x(p.offered_per_s), x2: x(p.offered_per_s), y1: y(e.lo), y2: y(e.hi) }));
+    const mark = svg("circle", { class: "curve-point" + (p.short_runs ? " short" : "") + (unsupported ? " unsupported" : ""), "data-supported": String(!unsupported), cx: x(p.offered_per_s), cy: y(e.median), r: 4,
       "data-arm": c.arm, "data-workload": p.workload, "data-offered": p.offered_per_s, "data-achieved": p.achieved_per_s,
       "data-p99": e.median, "data-lo": e.lo, "data-hi": e.hi, "data-short": p.short_runs });
     mark.append(svg("title", {}, `${c.arm} at ${p.offered_per_s}/s offered (${fmt(p.achieved_per_s)}/s achieved): p99 ${fmt(e.median)} µs `
-      + `[${fmt(e.lo)}, ${fmt(e.hi)}]${e.weak ? " weak evidence" : ""}, ${p.runs} runs${p.short_runs ? `, ${p.short_runs} short of the offered rate` : ""}`));
+      + `[${fmt(e.lo)}, ${fmt(e.hi)}]${e.weak ? " weak evidence" : ""}, ${p.runs} runs${p.short_runs ? `, ${p.short_runs} short of the offered rate` : ""}`
+      + (unsupported ? `; not supported: ${unsupported}` : "")));
     g.append(mark);
   }
   return g;

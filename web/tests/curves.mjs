@@ -70,6 +70,10 @@ test("a swept campaign's page draws one curve per arm per workload with the repo
       const whiskers = await page.$$eval(`${sel} .curve-series[data-arm="${c.arm}"] .whisker`, (ls) => ls.map((l) => [+l.getAttribute("y1"), +l.getAttribute("y2")]));
       assert.equal(whiskers.length, c.points.length);
       whiskers.forEach(([ylo, yhi], i) => assert.ok(ylo >= marks[i].cy - 1e-6 && yhi <= marks[i].cy + 1e-6, `${c.arm} whisker ${i}`));
+      // Each point says whether the p99 it draws is supported, as the statistic does.
+      const p99 = report.statistics.find((st) => st.name === "p99_latency");
+      const said = await page.$$eval(`${sel} .curve-series[data-arm="${c.arm}"] .curve-point`, (ps) => ps.map((p) => p.dataset.supported));
+      assert.deepEqual(said, c.points.map(() => String(p99.supported !== false)));
       // A whisker from fewer than 5 blocks is marked weak, as the paired ratio at that rate is.
       const weak = await page.$$eval(`${sel} .curve-series[data-arm="${c.arm}"] .whisker`, (ls) => ls.map((l) => l.classList.contains("weak")));
       assert.deepEqual(weak, c.points.map((p) => p.p99_latency_us.weak));

@@ -326,7 +326,9 @@ test("charts: axis titles, a legend, one x-range per section, labels inside the 
         names: [...s.querySelectorAll("text.row-name")].map((t) => t.textContent),
         one: s.querySelector("line.one").getBoundingClientRect().left,
         lines: [...s.querySelectorAll("line.ci")].map((l) => [l.getAttribute("class"), getComputedStyle(l).stroke]),
-        marks: [...s.querySelectorAll("circle.forest-mark")].map((m) => [m.getAttribute("class"), getComputedStyle(m).fill]),
+        // A hollow (unsupported) mark's colour is its outline.
+        marks: [...s.querySelectorAll("circle.forest-mark")].map((m) => [m.getAttribute("class"),
+          m.classList.contains("unsupported") ? getComputedStyle(m).stroke : getComputedStyle(m).fill]),
       };
     }));
     assert.ok(plots.length >= 2, "a forest plot per statistic");
@@ -347,6 +349,21 @@ test("charts: axis titles, a legend, one x-range per section, labels inside the 
     const long = (await api(`/api/campaigns/${finished}/report`)).plan.arms.find((a) => !a.baseline).name;
     assert.ok(long.length > 30, "the test campaign has a long arm name");
     assert.ok(plots[0].names.some((n) => n.includes(long) || n.endsWith("…")), plots[0].names.join(" | "));
+    // Every mark says whether the sample supports its figure, as its effect
+    // does; the latency distribution draws the percentiles its samples
+    // cannot support (p99.99 of 3,000, the maximum) dashed, apart.
+    const report = await api(`/api/campaigns/${finished}/report`);
+    const marks = await page.$$eval("#forests .forest-mark", (ms) => ms.map((m) => ({ w: m.dataset.workload, a: m.dataset.arm,
+      s: m.dataset.statistic, supported: m.dataset.supported, hollow: getComputedStyle(m).fill === "rgb(255, 255, 255)" })));
+    for (const m of marks) {
+      const e = report.effects.find((x) => x.workload === m.w && x.arm === m.a && x.statistic === m.s);
+      assert.equal(m.supported, String(e.supported !== false), `${m.s} ${m.w} ${m.a}`);
+      assert.equal(m.hollow, e.supported === false, `${m.s} ${m.w} ${m.a}: hollow exactly when not supported`);
+    }
+    assert.ok(report.effects.some((e) => e.supported === false && /not comparable/.test(e.reason)), "the builtin and wasm arms' allocations are not comparable");
+    const tails = (await page.getAttribute("#latency-plot", "data-unsupported")).split(",").map(Number);
+    assert.ok(tails.length > 0 && tails.every((n) => n > 0), `unsupported points per arm: ${tails}`);
+    assert.match(await page.locator("#latency-plot .u-legend").innerText(), /not supported by the samples/);
     // Before the cursor is on a plot its legend names the series only: no
     // "x" series and no "--" values.
     for (const chart of ["#block-plot", "#latency-plot"]) {
