@@ -122,12 +122,7 @@ fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
 /// workload, a column per arm other than the baseline.
 fn across(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
-    let arms: Vec<&str> = spec
-        .arms
-        .iter()
-        .filter(|a| !a.baseline)
-        .map(|a| a.name.as_str())
-        .collect();
+    let arms = spec.compared_arms();
     let named: Vec<String> = arms.iter().map(|a| md(a)).collect();
     let columns: Vec<&str> = ["workload"]
         .into_iter()

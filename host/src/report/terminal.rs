@@ -117,12 +117,7 @@ fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
 /// One headline statistic: each arm's ratio to the baseline per workload.
 fn headline(report: &Report, stat: &TableEntry, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
-    let arms: Vec<&str> = spec
-        .arms
-        .iter()
-        .filter(|a| !a.baseline)
-        .map(|a| a.name.as_str())
-        .collect();
+    let arms = spec.compared_arms();
     let baseline = &spec.arms[spec.baseline()].name;
     writeln!(
         s,

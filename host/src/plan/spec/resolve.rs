@@ -83,6 +83,16 @@ impl PlanSpec {
         self.arms.iter().position(|a| a.baseline).unwrap_or(0)
     }
 
+    /// The names of the arms compared with a reference: every arm but the
+    /// baseline, in the plan's order.
+    pub fn compared_arms(&self) -> Vec<&str> {
+        self.arms
+            .iter()
+            .filter(|a| !a.baseline)
+            .map(|a| a.name.as_str())
+            .collect()
+    }
+
     /// The arm `arm`'s effects are computed against: its `compare_to`, or
     /// the plan's baseline.
     pub fn reference_of<'a>(&'a self, arm: &'a ArmSpec) -> &'a str {

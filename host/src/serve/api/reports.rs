@@ -161,16 +161,26 @@ pub(super) async fn compare(
     // Built once while both campaigns are settled, like a report.
     let body = cached_or_blocking(state, [b, a], format!("compare?a={a}"), move |state| {
         let (ra, rb) = (report_of(state, a, None)?, report_of(state, b, None)?);
-        serde_json::to_vec(&analysis::compare::compare(&ra, &rb))
-            .map(Bytes::from)
-            .map_err(|e| AppError::Internal(e.into()))
+        json_bytes(&analysis::compare::compare(&ra, &rb))
     })
     .await?;
-    Ok(answer(
-        &request,
+    Ok(json_answer(&request, body))
+}
+
+/// `value` as the JSON bytes of an answer.
+fn json_bytes(value: &impl Serialize) -> Result<Bytes, AppError> {
+    serde_json::to_vec(value)
+        .map(Bytes::from)
+        .map_err(|e| AppError::Internal(e.into()))
+}
+
+/// A JSON body as the answer to `request` (gzipped when it takes it).
+fn json_answer(request: &HeaderMap, body: super::cache::Body) -> Response {
+    answer(
+        request,
         [(header::CONTENT_TYPE, "application/json".to_owned())],
         body,
-    ))
+    )
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -299,14 +309,8 @@ pub(super) async fn latency(
                 LatencyError::NoWorkload(text) => AppError::NotFound(text),
                 LatencyError::Other(e) => AppError::Internal(e),
             })?;
-        serde_json::to_vec(&latency)
-            .map(Bytes::from)
-            .map_err(|e| AppError::Internal(e.into()))
+        json_bytes(&latency)
     })
     .await?;
-    Ok(answer(
-        &request,
-        [(header::CONTENT_TYPE, "application/json".to_owned())],
-        body,
-    ))
+    Ok(json_answer(&request, body))
 }
