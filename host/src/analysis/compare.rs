@@ -265,17 +265,11 @@ fn side(report: &Report) -> Side {
 type BlockValues = BTreeMap<(String, String), BTreeMap<u32, BTreeMap<String, f64>>>;
 
 pub(super) fn block_values(report: &Report) -> BlockValues {
-    let mut latest: BTreeMap<u32, &crate::analysis::RunRow> = BTreeMap::new();
-    for row in &report.runs {
-        if latest
-            .get(&row.slot)
-            .is_none_or(|r| r.attempt < row.attempt)
-        {
-            latest.insert(row.slot, row);
-        }
-    }
     let mut out = BlockValues::new();
-    for row in latest.values().filter(|r| r.status == RunStatus::Ok) {
+    for row in super::model::final_rows(&report.runs)
+        .into_iter()
+        .filter(|r| r.status == RunStatus::Ok)
+    {
         out.entry((row.result.workload.clone(), row.result.arm.clone()))
             .or_default()
             .insert(row.block, row.values.clone());

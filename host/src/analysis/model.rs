@@ -301,6 +301,18 @@ pub struct RunRow {
     pub result: RunResult,
 }
 
+/// The final attempt of each slot among `runs`, in slot order: what a
+/// report's figures are taken from (earlier attempts were rerun).
+pub fn final_rows(runs: &[RunRow]) -> Vec<&RunRow> {
+    let mut finals: BTreeMap<u32, &RunRow> = BTreeMap::new();
+    for r in runs {
+        if finals.get(&r.slot).is_none_or(|f| f.attempt < r.attempt) {
+            finals.insert(r.slot, r);
+        }
+    }
+    finals.into_values().collect()
+}
+
 /// The gates' verdict over the whole campaign.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GateSummary {
@@ -441,14 +453,8 @@ impl Report {
     /// The final successful runs of `workload` in `arm`, and the
     /// transactions they measured together.
     pub fn measured(&self, workload: &str, arm: &str) -> (usize, u64) {
-        let mut finals: BTreeMap<u32, &RunRow> = BTreeMap::new();
-        for r in &self.runs {
-            if finals.get(&r.slot).is_none_or(|f| f.attempt < r.attempt) {
-                finals.insert(r.slot, r);
-            }
-        }
-        let ours: Vec<&&RunRow> = finals
-            .values()
+        let ours: Vec<&RunRow> = final_rows(&self.runs)
+            .into_iter()
             .filter(|r| {
                 r.status == RunStatus::Ok && r.result.workload == workload && r.result.arm == arm
             })

@@ -5,7 +5,9 @@
 //! report, and in rate mode runs short of the offered rate or starting
 //! late); and which statistics the sample supports at all.
 
-use super::model::{Caveat, EffectRow, RunRow, StatisticRow, Summary, Support, Verdict};
+use super::model::{
+    Caveat, EffectRow, RunRow, StatisticRow, Summary, Support, Verdict, final_rows,
+};
 use super::statistics::{TableEntry, statistics};
 use super::steal::Steal;
 use super::words::ratio;
@@ -15,7 +17,6 @@ use crate::record::result::{OpenLoop, RerunReason};
 use crate::statistic::{Outcome, Statistic, Worse};
 use crate::stats::{self, Method};
 use blocklab_store::{CampaignMeta, CampaignStatus};
-use std::collections::BTreeMap;
 
 /// Blocks below which an interval's width is not to be trusted: with 2–4
 /// blocks a Student-t interval rests on 1–3 degrees of freedom and a
@@ -32,17 +33,6 @@ pub(super) fn provisional(campaign: &CampaignMeta) -> bool {
         campaign.status,
         CampaignStatus::Queued | CampaignStatus::Running
     )
-}
-
-/// The final attempt of each slot among `runs`.
-fn final_rows(runs: &[RunRow]) -> Vec<&RunRow> {
-    let mut finals: BTreeMap<u32, &RunRow> = BTreeMap::new();
-    for r in runs {
-        if finals.get(&r.slot).is_none_or(|f| f.attempt < r.attempt) {
-            finals.insert(r.slot, r);
-        }
-    }
-    finals.into_values().collect()
 }
 
 /// The statistics table of `spec`'s mode, each row marked with whether the
@@ -340,6 +330,7 @@ fn open_loop_warnings(ok: &[&&RunRow]) -> Vec<Caveated> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     /// The verdict on an effect of `statistic` over `blocks` of the
     /// `planned` ones.
