@@ -148,57 +148,79 @@ pub struct ChangeSummary {
     pub drift: String,
 }
 
+/// Changed rows against chance, over some of a comparison's rows.
+struct Tally {
+    rows: usize,
+    worse: usize,
+    better: usize,
+    /// rows × (1 − level).
+    expected: f64,
+    /// More changed than two binomial standard deviations above `expected`.
+    beyond_chance: bool,
+}
+
+impl Tally {
+    fn of<'a>(rows: impl Iterator<Item = &'a ChangeRow>, level: f64) -> Tally {
+        let (mut n, mut worse, mut better) = (0, 0, 0);
+        for r in rows {
+            n += 1;
+            match r.direction {
+                Outcome::Worse => worse += 1,
+                Outcome::Better => better += 1,
+                Outcome::NoDetectableChange => {}
+            }
+        }
+        let p = 1.0 - level;
+        let expected = n as f64 * p;
+        let sd = (n as f64 * p * level).sqrt();
+        Tally {
+            rows: n,
+            worse,
+            better,
+            expected,
+            beyond_chance: (worse + better) as f64 > expected + 2.0 * sd,
+        }
+    }
+}
+
 impl ChangeSummary {
     fn of(changes: &[ChangeRow], level: f64) -> ChangeSummary {
-        let effects = changes.iter().filter(|r| r.basis == Basis::Effect).count();
-        let mut s = ChangeSummary::counted(changes, level);
-        if effects > 0 {
-            let paired: Vec<ChangeRow> = changes
-                .iter()
-                .filter(|r| r.basis == Basis::Effect)
-                .cloned()
-                .collect();
-            let p = ChangeSummary::counted(&paired, level);
-            s.text = format!(
-                "{}. Of those, the {} rows of paired effects (each arm against its baseline within blocks, where drift between the campaigns cancels): {} changed, about {:.1} by chance, {}",
-                s.text,
-                p.rows,
-                p.worse + p.better,
-                p.expected_by_chance,
-                if p.beyond_chance {
+        let all = Tally::of(changes.iter(), level);
+        let judged = if all.beyond_chance {
+            "more than chance plausibly gives: some rows changed"
+        } else {
+            "no more than chance plausibly gives: these may all be noise"
+        };
+        let mut text = format!(
+            "{} of {} rows changed ({} worse, {} better); with every interval at {} and none adjusted for the others, about {:.1} would change by chance alone, so this is {judged}",
+            all.worse + all.better,
+            all.rows,
+            all.worse,
+            all.better,
+            super::words::pct(level),
+            all.expected
+        );
+        let effects = Tally::of(changes.iter().filter(|r| r.basis == Basis::Effect), level);
+        if effects.rows > 0 {
+            text += &format!(
+                ". Of those, the {} rows of paired effects (each arm against its baseline within blocks, where drift between the campaigns cancels): {} changed, about {:.1} by chance, {}",
+                effects.rows,
+                effects.worse + effects.better,
+                effects.expected,
+                if effects.beyond_chance {
                     "more than chance gives"
                 } else {
                     "no more than chance gives"
                 }
             );
         }
-        s
-    }
-
-    fn counted(changes: &[ChangeRow], level: f64) -> ChangeSummary {
-        let count = |o: Outcome| changes.iter().filter(|r| r.direction == o).count();
-        let (worse, better) = (count(Outcome::Worse), count(Outcome::Better));
-        let rows = changes.len();
-        let p = 1.0 - level;
-        let expected = rows as f64 * p;
-        let sd = (rows as f64 * p * level).sqrt();
-        let changed = worse + better;
-        let beyond_chance = changed as f64 > expected + 2.0 * sd;
-        let judged = if beyond_chance {
-            "more than chance plausibly gives: some rows changed"
-        } else {
-            "no more than chance plausibly gives: these may all be noise"
-        };
         ChangeSummary {
-            rows,
-            worse,
-            better,
-            expected_by_chance: expected,
-            beyond_chance,
-            text: format!(
-                "{changed} of {rows} rows changed ({worse} worse, {better} better); with every interval at {} and none adjusted for the others, about {expected:.1} would change by chance alone, so this is {judged}",
-                super::words::pct(level)
-            ),
+            rows: all.rows,
+            worse: all.worse,
+            better: all.better,
+            expected_by_chance: all.expected,
+            beyond_chance: all.beyond_chance,
+            text,
             drift: "Campaign against campaign is unpaired: whatever changed on the machine between the two (other load, its thermal or memory state, a kernel or firmware update) moves an arm's own figures (`absolute` rows) as much as the code does, and no interval from one pair of campaigns can hold it. The `effect` rows cancel what hits both arms of a block alike. To compare two builds, run them as two arms of one campaign (docs/ci.md).".into(),
         }
     }
@@ -296,7 +318,10 @@ pub fn compare(a: &Report, b: &Report) -> Comparison {
     let only_in_a = pa.iter().filter(|p| !pb.contains(p)).map(name).collect();
     let only_in_b = pb.iter().filter(|p| !pa.contains(p)).map(name).collect();
     let shared: Vec<_> = pa.iter().filter(|p| pb.contains(p)).cloned().collect();
-    let (changes, missing) = change_rows(a, b, &shared);
+    // An arm's effect compares only against one baseline arm in both.
+    let baseline =
+        (side_a.baseline.arm == side_b.baseline.arm).then_some(side_a.baseline.arm.as_str());
+    let (changes, missing) = change_rows(a, b, &shared, baseline);
     let plan_differences = plan_differences(&a.plan, &b.plan);
     let same_baseline = side_a.baseline == side_b.baseline;
     let warnings = warnings(&side_a, &side_b);
@@ -324,15 +349,14 @@ fn change_rows(
     a: &Report,
     b: &Report,
     shared: &[(String, String)],
+    shared_baseline: Option<&str>,
 ) -> (Vec<ChangeRow>, Vec<MissingChange>) {
     let (va, vb) = (block_values(a), block_values(b));
-    let baseline = |r: &Report| r.plan.spec.arms[r.plan.spec.baseline()].name.clone();
-    let shared_baseline = Some(baseline(a)).filter(|base| *base == baseline(b));
     let stats_b = statistics(&b.plan.spec);
     let mut changes = Vec::new();
     let mut missing = Vec::new();
     for (w, arm) in shared {
-        let effect_of = shared_baseline.as_deref().filter(|base| base != arm);
+        let effect_of = shared_baseline.filter(|base| base != arm);
         let bases = [None].into_iter().chain(effect_of.map(Some));
         for base in bases {
             for s in statistics(&a.plan.spec)
