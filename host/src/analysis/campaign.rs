@@ -422,6 +422,14 @@ impl Heap {
             crate::plugin::source::PluginSource::Wasm(_) => Heap::Plugin,
         })
     }
+
+    fn counts(self) -> &'static str {
+        match self {
+            Heap::Builtin => "its workload's own allocations in the host heap",
+            Heap::Plugin => "only the host side of its plugin (not the plugin's linear memory)",
+            Heap::Process => "none of its program's allocations",
+        }
+    }
 }
 
 /// Why an allocation effect compares unlike things: the two arms' heaps
@@ -444,16 +452,6 @@ fn heaps_differ(spec: &PlanSpec, e: &EffectRow) -> Option<String> {
             theirs.counts()
         )
     })
-}
-
-impl Heap {
-    fn counts(self) -> &'static str {
-        match self {
-            Heap::Builtin => "its workload's own allocations in the host heap",
-            Heap::Plugin => "only the host side of its plugin (not the plugin's linear memory)",
-            Heap::Process => "none of its program's allocations",
-        }
-    }
 }
 
 /// The medians of an arm's run-level statistics.
