@@ -559,7 +559,7 @@ function forestPlot(stat, rowsBySet, workloads, arms, setNames, baseline, frame)
       // One campaign: the line takes its mark's colour. Two: the line says
       // which campaign (blue A, orange B) and the mark which way.
       s.append(svg("line", { class: "ci" + cls + (setNames && !unsupported ? "" : shown), x1: x(r.ci_low), x2: x(r.ci_high), y1: y, y2: y }));
-      const mark = svg("circle", { class: "forest-mark" + shown + cls, cx: x(r.ratio), cy: y, r: 4, "data-supported": String(!unsupported),
+      const mark = svg("circle", { class: "forest-mark" + shown + cls, cx: x(r.ratio), cy: y, r: 4, "data-supported": String(!unsupported), "data-weak": String(!!r.weak),
         "data-workload": r.workload, "data-arm": r.arm, "data-statistic": r.statistic,
         "data-ratio": r.ratio, "data-ci-low": r.ci_low, "data-ci-high": r.ci_high, "data-set": k });
       mark.append(svg("title", {}, `${r.workload} ${r.arm}: ${fmtRatio(r.ratio)} [${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}], won ${r.won}/${r.blocks} blocks${sig ? "," + sig : ", no detectable difference"}`
@@ -757,7 +757,7 @@ function provenance(report) {
       kv([["plan hash", el("span", { class: "hash" }, report.hash)], ["seed", plan.seed], ["blocks", plan.blocks],
           ["arms", plan.arms.map((a) => a.name + (a.baseline ? " (baseline)" : "") + (a.client ? ` (${clientLabel(a.client)})` : "")
             + ((a.adapters || []).length ? ` (through ${a.adapters.map((p) => p.split("/").pop()).join(" → ")})` : "")).join(", ")],
-          ["measure", JSON.stringify(plan.measure)], ["intervals", report.intervals ? report.intervals.description : `${plan.bootstrap.method}, level ${plan.bootstrap.level}`],
+          ["measure", report.design ? report.design.measure : JSON.stringify(plan.measure)], ["orders", report.design ? report.design.orders : "—"], ["intervals", report.intervals ? report.intervals.description : `${plan.bootstrap.method}, level ${plan.bootstrap.level}`],
           ["overrides", report.overrides.join("; ") || "none"], ["source", report.source], ["blocklab", report.version]]),
       el("h3", {}, "Orders (first workload; every workload has its own)"), orders),
     el("div", {},
@@ -885,14 +885,20 @@ function changeSection(c) {
     el("p", {}, el("label", {}, changedOnly, " changed rows only")),
     scroll("change B/A", el("table", { id: "compare-changes" },
       el("thead", {}, el("tr", {}, ["workload", "arm", "statistic", "B/A", "interval", "blocks A/B", "verdict", "of"].map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, c.changes.map((r) => el("tr", { class: `change-${r.direction}`, "data-basis": r.basis || "absolute" },
+      el("tbody", {}, c.changes.map((r) => el("tr", { class: `change-${r.direction}${r.supported === false ? " unsupported" : ""}`, "data-basis": r.basis || "absolute",
+          title: r.supported === false ? `not counted: ${r.reason}` : null },
         el("td", {}, r.workload), el("td", {}, r.arm), el("td", {}, r.statistic),
         el("td", { class: "num" }, fmtRatio(r.ratio)),
         el("td", { class: "num" }, `[${fmtRatio(r.ci_low)}, ${fmtRatio(r.ci_high)}]`),
         el("td", { class: "num" }, `${r.blocks_a}/${r.blocks_b}`),
-        el("td", {}, words[r.direction] || r.direction),
-        // An effect row cancels drift between the campaigns; an absolute one does not.
-        el("td", {}, r.basis === "effect" ? `effect against ${r.baseline}` : "its own figure (drift included)")))))));
+        el("td", {}, (words[r.direction] || r.direction) + (r.supported === false ? " (not counted)" : "")),
+        // An effect row cancels drift between the campaigns; an absolute
+        // one carries it, and its interval allows for it when the
+        // reference campaigns could show how much.
+        el("td", {}, r.basis === "effect" ? `effect against ${r.baseline}`
+          : r.drift_sd != null ? `its own figure, drift ±${(100 * (Math.exp(r.drift_sd) - 1)).toFixed(1)}% allowed` : "its own figure, no drift allowance")))))));
+  const reasons = [...new Set(c.changes.filter((r) => r.supported === false).map((r) => r.reason))];
+  if (reasons.length) parts.push(el("ul", { id: "compare-not-counted", class: "muted" }, reasons.map((r) => el("li", {}, `not counted: ${r}`))));
   for (const m of c.missing) parts.push(el("p", { class: "muted" }, `${m.workload} ${m.arm} ${m.statistic}: ${m.reason}`));
   const show = (v) => v === null ? "—" : typeof v === "string" ? v : JSON.stringify(v);
   parts.push(el("h2", {}, "Plan differences"), c.plan_differences.length === 0

@@ -45,7 +45,14 @@ test("the compare view shows each arm's change with its interval and the plan di
   const fr = (x) => (Math.abs(x) >= 1000 ? x.toFixed(0) : Math.abs(x) >= 100 ? x.toFixed(1) : Math.abs(x) >= 0.01 ? x.toFixed(3) : x.toExponential(1));
   assert.equal(slowed[3], fr(expected.ratio));
   assert.equal(slowed[4], `[${fr(expected.ci_low)}, ${fr(expected.ci_high)}]`);
-  assert.equal(slowed[6], "worse");
+  // No other campaign of the plan is stored, so the arm's own figure has
+  // no drift allowance: shown, marked, not counted, and why said once.
+  assert.equal(expected.supported, false, JSON.stringify(expected));
+  assert.equal(slowed[6], "worse (not counted)");
+  assert.equal(slowed[7], "its own figure, no drift allowance");
+  assert.match(await page.locator("#compare-not-counted").innerText(), /not counted: no allowance for the drift between campaigns/);
+  const effect = rows.find((r) => r[1] === "b" && r[2] === "cpu_measured" && r[7].startsWith("effect against"));
+  assert.ok(effect && !effect[6].includes("not counted"), "an effect row keeps its level without a reference");
   assert.match(await page.locator("#compare-plan-diff").innerText(), /arms\[b\]\.inject_busy_ns\s+0\s+30000/);
   assert.equal(await page.locator("#compare-warnings").count(), 0);
   await page.screenshot({ path: join(artifacts, "compare-changes.png"), fullPage: true });
@@ -71,7 +78,10 @@ test("the compare view opens with how many rows changed against chance, and can 
   const { page, errors } = await open(`#/compare/${a}/${b}`);
   await page.waitForSelector("#compare-summary");
   assert.equal(await page.locator("#compare-summary-text").innerText(), api.summary.text);
-  assert.match(api.summary.text, new RegExp(`^${api.summary.worse + api.summary.better} of ${api.changes.length} rows changed`));
+  // Counted: the rows whose interval keeps its level.
+  assert.equal(api.summary.rows + api.summary.not_counted, api.changes.length);
+  assert.equal(api.summary.rows, api.changes.filter((r) => r.supported).length);
+  assert.match(api.summary.text, new RegExp(`^${api.summary.worse + api.summary.better} of ${api.summary.rows} rows changed`));
   assert.match(await page.locator("#compare-drift").innerText(), /unpaired/);
   // Before the change table.
   const first = await page.evaluate(() =>

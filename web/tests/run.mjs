@@ -73,7 +73,8 @@ test("the page of a finished campaign shows one forest-plot mark per workload ×
   for (const stat of statistics) {
     const marks = await page.$$eval(`svg.forest[data-statistic="${stat}"] .forest-mark`, (ms) =>
       ms.map((m) => ({ workload: m.dataset.workload, arm: m.dataset.arm, ratio: +m.dataset.ratio,
-        low: +m.dataset.ciLow, high: +m.dataset.ciHigh })));
+        low: +m.dataset.ciLow, high: +m.dataset.ciHigh, weak: m.dataset.weak === "true",
+        line: m.previousElementSibling.getAttribute("class") })));
     const effects = report.effects.filter((e) => e.statistic === stat);
     assert.equal(marks.length, effects.length, `${stat}: one mark per effect`);
     assert.equal(marks.length, workloads.length * arms.length, `${stat}: one mark per workload × arm`);
@@ -81,6 +82,10 @@ test("the page of a finished campaign shows one forest-plot mark per workload ×
       const m = marks.filter((x) => x.workload === e.workload && x.arm === e.arm);
       assert.equal(m.length, 1, `${stat} ${e.workload} ${e.arm}`);
       assert.deepEqual([m[0].ratio, m[0].low, m[0].high], [e.ratio, e.ci_low, e.ci_high]);
+      // The effects' one weak rule, drawn: a dashed interval line.
+      assert.equal(typeof e.weak, "boolean", `${stat} ${e.workload} ${e.arm}: the API says whether it is weak`);
+      assert.equal(m[0].weak, e.weak);
+      assert.equal(m[0].line.split(" ").includes("weak"), e.weak, m[0].line);
     }
   }
   // The line at 1 and the reading direction are on the plot.
@@ -115,6 +120,10 @@ test("the page of a finished campaign shows one forest-plot mark per workload ×
   const provenance = await page.locator("#provenance").innerText();
   assert.ok(provenance.includes(report.hash), "plan hash shown");
   assert.ok(provenance.includes(String(report.plan.seed)), "seed shown");
+  // The measure and the orders' balance in the report's own words, not the plan's JSON.
+  assert.match(report.design.measure, /measured transactions/);
+  assert.ok(provenance.includes(report.design.measure) && provenance.includes(report.design.orders), provenance);
+  assert.ok(!provenance.includes('{"mode"'), "no raw JSON in the provenance");
   // The campaign profiled block 1: each flamegraph is linked in its own run's
   // row (the shown workload's runs), opening in a new tab, never inline.
   const profiled = report.runs.filter((r) => r.profile);

@@ -8,7 +8,7 @@ use super::model::{
     RunRow, StatisticRow, Support,
 };
 use super::statistics::{statistics, workload_statistics};
-use super::steal::{Steal, steal_pct};
+use super::steal::Steal;
 use super::words::pct;
 use crate::machine::placement::Placement;
 use crate::plan::seal::SealedPlan;
@@ -231,7 +231,7 @@ pub fn analyse(
         analyse_workload(spec, &finals, &workload.name, &interval_info, &mut rows);
     }
     let gates = gate_summary(&plan, records, &finals, &sequential);
-    let runs = run_rows(spec, records);
+    let runs = super::model::run_rows(spec, records);
     let mut limits = limits(
         &plan,
         &interval_info,
@@ -259,6 +259,10 @@ pub fn analyse(
         Vec::new()
     };
     Report {
+        design: super::model::Design {
+            measure: spec.describe_measure(),
+            orders: crate::plan::design::describe(spec.arms.len(), spec.blocks),
+        },
         curves,
         slo,
         noise,
@@ -526,6 +530,7 @@ impl Pair<'_> {
                 ci_high,
                 blocks,
                 won,
+                weak: blocks < super::verdicts::WEAK_BLOCKS,
                 level,
                 support: Support::default(),
             }),
@@ -689,41 +694,6 @@ fn gate_summary(
     gates
 }
 
-/// Every stored attempt, flattened, with the values of its statistics.
-fn run_rows(spec: &PlanSpec, records: &[RunRecord]) -> Vec<RunRow> {
-    records
-        .iter()
-        .map(|r| {
-            let mut result = r.result.clone().unwrap_or_default();
-            result.workload = r.slot.workload.clone();
-            result.arm = r.slot.arm.clone();
-            result.histogram = None;
-            let values = result.values(&spec.compared_statistics());
-            // Kept in the store; the report carries what they give.
-            result.batches = None;
-            RunRow {
-                slot: r.slot.slot,
-                block: r.slot.block,
-                position: r.slot.position,
-                attempt: r.attempt,
-                status: r.status,
-                reason: r.reason.clone(),
-                rerun_reason: r.rerun_reason.clone(),
-                gate_flagged: r.gate_flagged,
-                wall_s: r.wall_s,
-                steal_pct: steal_pct(r.telemetry.steal_ticks, r.telemetry.ticks),
-                steal_ticks: r.telemetry.steal_ticks,
-                ticks: r.telemetry.ticks,
-                oom_kills: r.telemetry.oom_kills,
-                link: r.link.clone(),
-                duet: r.duet.clone(),
-                values,
-                result,
-            }
-        })
-        .collect()
-}
-
 /// What the runs themselves say the reader must know: the HTTP/2 settings
 /// really negotiated (one line per arm and distinct settings) and which runs
 /// were profiled.
@@ -872,6 +842,7 @@ mod tests {
             ci_high: 1.277,
             blocks: 2,
             won: 0,
+            weak: true,
             level: 0.95,
             support: Support::default(),
         };

@@ -1,20 +1,21 @@
 //! Campaign against campaign (docs/reports.md, "Comparing campaigns"): for
 //! each (workload, arm, statistic) both campaigns measured, the ratio of B
-//! to A with an unpaired bootstrap interval over the blocks of each
-//! ([`crate::stats::unpaired_change`]); the differences between their
+//! to A with an unpaired interval over the blocks of each, widened by the
+//! drift other campaigns of the plan show ([`crate::stats::unpaired_change`],
+//! [`super::drift`]); the differences between their
 //! sealed plans; and whether their baselines are the same arm with the same
 //! code. `report::compare` renders it for the terminal and as markdown; the
 //! JSON is the serde form.
 
 use super::Report;
+use super::drift::{Reference, ReferenceSummary};
 use super::statistics::statistics;
 use crate::plan::identity::PlanFamily;
 use crate::plan::seal::SealedPlan;
 use crate::plan::spec::ArmSpec;
 use crate::plugin::source::PluginSource;
-use crate::record::RunStatus;
 use crate::statistic::{Outcome, Statistic, Worse};
-use crate::stats::{self, DEFAULT_LEVEL};
+use crate::stats::{self, DEFAULT_LEVEL, Drift};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -67,7 +68,20 @@ pub struct ChangeRow {
     pub ci_high: f64,
     pub blocks_a: usize,
     pub blocks_b: usize,
-    /// Whether B's figure moved against A's, at [`CHANGE_LEVEL`].
+    /// The standard deviation, on the log scale, of the drift between
+    /// campaigns the interval includes; absent when the reference had too
+    /// few campaigns with this figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift_sd: Option<f64>,
+    /// Whether the interval keeps its level: an absolute row does only
+    /// with a drift allowance (A/A pairs without one covered 80% for 95%,
+    /// docs/benchmarks.md); an effect row does either way.
+    pub supported: bool,
+    /// Why not, when not supported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Whether B's figure moved against A's, at [`CHANGE_LEVEL`]; counted
+    /// in the summary only when `supported`.
     pub direction: Outcome,
 }
 
@@ -115,6 +129,8 @@ pub struct Comparison {
     /// Coverage of each interval.
     pub level: f64,
     pub method: String,
+    /// The other campaigns the drift between campaigns was estimated from.
+    pub reference: ReferenceSummary,
     /// How many rows changed, against how many chance alone would give.
     pub summary: ChangeSummary,
     pub changes: Vec<ChangeRow>,
@@ -132,7 +148,7 @@ pub struct Comparison {
 
 /// The answer at a glance: how many rows changed, and how many would by
 /// chance alone, each interval being at `level` and none adjusted for the
-/// others.
+/// others; over the rows whose interval keeps its level (`supported`).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ChangeSummary {
     pub rows: usize,
@@ -143,8 +159,11 @@ pub struct ChangeSummary {
     /// Whether more rows changed than chance plausibly gives (beyond two
     /// binomial standard deviations above the expected count).
     pub beyond_chance: bool,
+    /// Rows shown but not counted: their interval does not keep its level.
+    pub not_counted: usize,
     pub text: String,
-    /// What an unpaired comparison of two campaigns cannot separate.
+    /// What an unpaired comparison of two campaigns cannot separate, and
+    /// what its intervals allow for.
     pub drift: String,
 }
 
@@ -162,7 +181,7 @@ struct Tally {
 impl Tally {
     fn of<'a>(rows: impl Iterator<Item = &'a ChangeRow>, level: f64) -> Tally {
         let (mut n, mut worse, mut better) = (0, 0, 0);
-        for r in rows {
+        for r in rows.filter(|r| r.supported) {
             n += 1;
             match r.direction {
                 Outcome::Worse => worse += 1,
@@ -184,7 +203,7 @@ impl Tally {
 }
 
 impl ChangeSummary {
-    fn of(changes: &[ChangeRow], level: f64) -> ChangeSummary {
+    fn of(changes: &[ChangeRow], level: f64, reference: &ReferenceSummary) -> ChangeSummary {
         let all = Tally::of(changes.iter(), level);
         let judged = if all.beyond_chance {
             "more than chance plausibly gives: some rows changed"
@@ -201,7 +220,7 @@ impl ChangeSummary {
             all.expected
         );
         let effects = Tally::of(changes.iter().filter(|r| r.basis == Basis::Effect), level);
-        if effects.rows > 0 {
+        if effects.rows > 0 && effects.rows < all.rows {
             text += &format!(
                 ". Of those, the {} rows of paired effects (each arm against its baseline within blocks, where drift between the campaigns cancels): {} changed, about {:.1} by chance, {}",
                 effects.rows,
@@ -214,14 +233,36 @@ impl ChangeSummary {
                 }
             );
         }
+        let not_counted = changes.iter().filter(|r| !r.supported).count();
+        if not_counted > 0 {
+            text += &format!(
+                ". {not_counted} rows of the arms' own figures are shown but not counted: their intervals have no allowance for the drift between campaigns ({})",
+                reference
+                    .short
+                    .as_deref()
+                    .unwrap_or("too few of the reference campaigns measured them")
+            );
+        }
+        let allowance = match reference.campaigns.len() {
+            0 => "No stored campaign of this plan, measured alike on this testbed, could show how much that is, so those rows' intervals hold only each campaign's own noise and are not counted".to_owned(),
+            n => format!(
+                "Their intervals include the drift that {n} other campaign{} of this plan, measured alike on this testbed, show{} (campaigns {}; docs/method.md, \"Campaign against campaign\")",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "s" } else { "" },
+                reference.campaigns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        };
         ChangeSummary {
             rows: all.rows,
             worse: all.worse,
             better: all.better,
             expected_by_chance: all.expected,
             beyond_chance: all.beyond_chance,
+            not_counted,
             text,
-            drift: "Campaign against campaign is unpaired: whatever changed on the machine between the two (other load, its thermal or memory state, a kernel or firmware update) moves an arm's own figures (`absolute` rows) as much as the code does, and no interval from one pair of campaigns can hold it. The `effect` rows cancel what hits both arms of a block alike. To compare two builds, run them as two arms of one campaign (docs/ci.md).".into(),
+            drift: format!(
+                "Campaign against campaign is unpaired: whatever changed on the machine between the two (other load, its thermal or memory state, a kernel or firmware update) moves an arm's own figures (`absolute` rows) as much as the code does. {allowance}. The `effect` rows cancel what hits both arms of a block alike. To compare two builds, run them as two arms of one campaign (docs/ci.md)."
+            ),
         }
     }
 }
@@ -282,25 +323,23 @@ fn side(report: &Report) -> Side {
     }
 }
 
-/// Per (workload, arm): each block's value of every statistic, from the
-/// latest attempt of each slot when it succeeded.
-type BlockValues = BTreeMap<(String, String), BTreeMap<u32, BTreeMap<String, f64>>>;
+/// Per (workload, arm): each block's value of every statistic.
+pub(super) type BlockValues = BTreeMap<(String, String), BTreeMap<u32, BTreeMap<String, f64>>>;
 
-pub(super) fn block_values(report: &Report) -> BlockValues {
-    let mut out = BlockValues::new();
-    for row in super::model::final_rows(&report.runs)
-        .into_iter()
-        .filter(|r| r.status == RunStatus::Ok)
-    {
-        out.entry((row.result.workload.clone(), row.result.arm.clone()))
-            .or_default()
-            .insert(row.block, row.values.clone());
-    }
-    out
+/// Compares campaign `b` against campaign `a` of `store`, with the drift
+/// between campaigns estimated from the other campaigns stored there
+/// ([`super::drift::reference`]).
+pub fn compare(
+    store: &blocklab_store::Store,
+    a: &Report,
+    b: &Report,
+) -> anyhow::Result<Comparison> {
+    let reference = super::drift::reference(store, a, b)?;
+    Ok(compare_with(a, b, &reference))
 }
 
-/// Compares campaign `b` against campaign `a`.
-pub fn compare(a: &Report, b: &Report) -> Comparison {
+/// [`compare`] with the drift estimated from `reference`.
+pub fn compare_with(a: &Report, b: &Report, reference: &Reference) -> Comparison {
     let (side_a, side_b) = (side(a), side(b));
     let pairs = |r: &Report| -> Vec<(String, String)> {
         let spec = &r.plan.spec;
@@ -321,17 +360,19 @@ pub fn compare(a: &Report, b: &Report) -> Comparison {
     // An arm's effect compares only against one baseline arm in both.
     let baseline =
         (side_a.baseline.arm == side_b.baseline.arm).then_some(side_a.baseline.arm.as_str());
-    let (changes, missing) = change_rows(a, b, &shared, baseline);
+    let (changes, missing) = change_rows(a, b, &shared, baseline, reference);
     let plan_differences = plan_differences(&a.plan, &b.plan);
     let same_baseline = side_a.baseline == side_b.baseline;
     let warnings = warnings(&side_a, &side_b);
-    let summary = ChangeSummary::of(&changes, CHANGE_LEVEL);
+    let reference = reference.summary();
+    let summary = ChangeSummary::of(&changes, CHANGE_LEVEL, &reference);
     Comparison {
         summary,
         a: side_a,
         b: side_b,
         level: CHANGE_LEVEL,
-        method: "ratio of geometric means over blocks, B over A; Welch t intervals on the log values of each campaign's blocks (unpaired, unequal variances)".into(),
+        method: "ratio of geometric means over blocks, B over A; Welch t intervals on the log values of each campaign's blocks (unpaired, unequal variances), widened by the drift between campaigns the reference campaigns show (a random campaign effect, its variance by the method of moments)".into(),
+        reference,
         changes,
         missing,
         only_in_a,
@@ -350,8 +391,12 @@ fn change_rows(
     b: &Report,
     shared: &[(String, String)],
     shared_baseline: Option<&str>,
+    reference: &Reference,
 ) -> (Vec<ChangeRow>, Vec<MissingChange>) {
-    let (va, vb) = (block_values(a), block_values(b));
+    let (va, vb) = (
+        super::drift::block_values(&a.runs),
+        super::drift::block_values(&b.runs),
+    );
     let stats_b = statistics(&b.plan.spec);
     let mut changes = Vec::new();
     let mut missing = Vec::new();
@@ -364,26 +409,14 @@ fn change_rows(
                 .filter(|s| stats_b.contains(s))
             {
                 let (xa, xb) = (series(&va, w, arm, base, *s), series(&vb, w, arm, base, *s));
-                match stats::unpaired_change(&xa, &xb, CHANGE_LEVEL) {
-                    Ok(c) => changes.push(ChangeRow {
-                        workload: w.clone(),
-                        arm: arm.clone(),
-                        basis: match base {
-                            None => Basis::Absolute,
-                            Some(_) => Basis::Effect,
-                        },
-                        baseline: base.map(str::to_owned),
-                        statistic: s.name().into(),
-                        unit: s.unit().into(),
-                        lower_is_better: s.lower_is_better(),
-                        ratio: c.ratio,
-                        ci_low: c.ci_low,
-                        ci_high: c.ci_high,
-                        blocks_a: c.blocks_a,
-                        blocks_b: c.blocks_b,
-                        direction: Worse::of(s.lower_is_better(), c.ratio, c.ci_low, c.ci_high)
-                            .outcome(),
-                    }),
+                let others: Vec<Vec<f64>> = reference
+                    .campaigns
+                    .iter()
+                    .map(|(_, v)| series(v, w, arm, base, *s))
+                    .collect();
+                let drift = stats::drift_between(&others);
+                match stats::unpaired_change(&xa, &xb, CHANGE_LEVEL, drift) {
+                    Ok(c) => changes.push(row(w, arm, base, *s, c, drift, reference)),
                     Err(e) => missing.push(MissingChange {
                         workload: w.clone(),
                         arm: arm.clone(),
@@ -395,6 +428,50 @@ fn change_rows(
         }
     }
     (changes, missing)
+}
+
+/// One change row; an absolute one without a `drift` is shown but not
+/// supported, since its interval holds only the two campaigns' own noise.
+fn row(
+    w: &str,
+    arm: &str,
+    base: Option<&str>,
+    s: Statistic,
+    c: stats::Change,
+    drift: Option<Drift>,
+    reference: &Reference,
+) -> ChangeRow {
+    let reason = (base.is_none() && drift.is_none()).then(|| {
+        let why = reference.short.clone().unwrap_or_else(|| {
+            format!(
+                "fewer than {} of the {} reference campaigns measured it",
+                stats::MIN_DRIFT_CAMPAIGNS,
+                reference.campaigns.len()
+            )
+        });
+        format!("no allowance for the drift between campaigns: {why}")
+    });
+    ChangeRow {
+        workload: w.to_owned(),
+        arm: arm.to_owned(),
+        basis: match base {
+            None => Basis::Absolute,
+            Some(_) => Basis::Effect,
+        },
+        baseline: base.map(str::to_owned),
+        statistic: s.name().into(),
+        unit: s.unit().into(),
+        lower_is_better: s.lower_is_better(),
+        ratio: c.ratio,
+        ci_low: c.ci_low,
+        ci_high: c.ci_high,
+        blocks_a: c.blocks_a,
+        blocks_b: c.blocks_b,
+        drift_sd: drift.map(|d| d.variance.sqrt()),
+        supported: reason.is_none(),
+        reason,
+        direction: Worse::of(s.lower_is_better(), c.ratio, c.ci_low, c.ci_high).outcome(),
+    }
 }
 
 /// An arm's per-block values of `s` in one campaign: absolute, or, with a
@@ -559,6 +636,9 @@ mod tests {
             ci_high: 1.1,
             blocks_a: 6,
             blocks_b: 6,
+            drift_sd: Some(0.01),
+            supported: true,
+            reason: None,
             direction,
         };
         [
@@ -574,7 +654,11 @@ mod tests {
     #[test]
     fn the_summary_counts_changed_rows_against_what_chance_gives() {
         // 231 rows at 95%: about 11.6 by chance, 2 sd ≈ 6.6 more.
-        let s = ChangeSummary::of(&rows(8, 4, 219), 0.95);
+        let reference = ReferenceSummary {
+            campaigns: vec![3, 4, 5],
+            short: None,
+        };
+        let s = ChangeSummary::of(&rows(8, 4, 219), 0.95, &reference);
         assert_eq!((s.rows, s.worse, s.better), (231, 8, 4));
         assert!((s.expected_by_chance - 11.55).abs() < 1e-9, "{s:?}");
         assert!(!s.beyond_chance);
@@ -590,11 +674,36 @@ mod tests {
             s.text
         );
         // The report that opened issue 31: 38 of 231.
-        let s = ChangeSummary::of(&rows(34, 4, 193), 0.95);
+        let s = ChangeSummary::of(&rows(34, 4, 193), 0.95, &reference);
         assert!(
             s.beyond_chance && s.text.contains("more than chance plausibly gives"),
             "{}",
             s.text
         );
+        assert!(s.drift.contains("campaigns 3, 4, 5"), "{}", s.drift);
+    }
+
+    #[test]
+    fn rows_without_a_drift_allowance_are_shown_but_not_counted() {
+        let mut all = rows(3, 0, 17);
+        for r in &mut all[..2] {
+            r.supported = false;
+            r.reason = Some("no allowance for the drift between campaigns: none stored".into());
+        }
+        let reference = ReferenceSummary {
+            campaigns: vec![],
+            short: Some("0 other finished campaigns".into()),
+        };
+        let s = ChangeSummary::of(&all, 0.95, &reference);
+        assert_eq!((s.rows, s.worse, s.not_counted), (18, 1, 2), "{s:?}");
+        assert!(s.text.starts_with("1 of 18 rows changed"), "{}", s.text);
+        assert!(
+            s.text
+                .contains("2 rows of the arms' own figures are shown but not counted")
+                && s.text.contains("0 other finished campaigns"),
+            "{}",
+            s.text
+        );
+        assert!(s.drift.contains("No stored campaign"), "{}", s.drift);
     }
 }

@@ -10,7 +10,8 @@
 //! arm's answer in a line and the notes several verdicts share; `curves`: rate
 //! sweeps' latency–throughput curves and the SLO search; `hosts`: which
 //! node ran each block and whether nodes agree; `compare`: campaign
-//! against campaign; `gate`: the regression gate's judging; `history`: a
+//! against campaign; `drift`: which stored campaigns show how much figures
+//! move between campaigns; `gate`: the regression gate's judging; `history`: a
 //! series' effect over campaigns and its change points; `calibration`: a
 //! machine's stored calibration; `latency`: merged latency histograms;
 //! `operations`: where the time goes, per kv operation; `steal`: CPU
@@ -20,6 +21,7 @@ pub mod calibration;
 pub mod campaign;
 pub mod compare;
 pub mod curves;
+pub mod drift;
 pub mod gate;
 pub mod history;
 pub mod hosts;

@@ -32,6 +32,11 @@ pub struct EffectRow {
     pub blocks: usize,
     /// Blocks the arm beat the baseline in.
     pub won: usize,
+    /// Fewer than `verdicts::WEAK_BLOCKS` blocks: too few for the
+    /// interval's width to be trusted (the one weak rule, which every
+    /// rendering of the effect marks).
+    #[serde(default)]
+    pub weak: bool,
     /// The coverage this interval was computed at: the plan's level, or
     /// more when it is adjusted for many comparisons or sequential looks
     /// (see the report's `intervals`).
@@ -313,6 +318,44 @@ pub fn final_rows(runs: &[RunRow]) -> Vec<&RunRow> {
     finals.into_values().collect()
 }
 
+/// Every stored attempt, flattened, with the values of its statistics.
+pub(super) fn run_rows(
+    spec: &crate::plan::spec::PlanSpec,
+    records: &[crate::record::RunRecord],
+) -> Vec<RunRow> {
+    records
+        .iter()
+        .map(|r| {
+            let mut result = r.result.clone().unwrap_or_default();
+            result.workload = r.slot.workload.clone();
+            result.arm = r.slot.arm.clone();
+            result.histogram = None;
+            let values = result.values(&spec.compared_statistics());
+            // Kept in the store; the report carries what they give.
+            result.batches = None;
+            RunRow {
+                slot: r.slot.slot,
+                block: r.slot.block,
+                position: r.slot.position,
+                attempt: r.attempt,
+                status: r.status,
+                reason: r.reason.clone(),
+                rerun_reason: r.rerun_reason.clone(),
+                gate_flagged: r.gate_flagged,
+                wall_s: r.wall_s,
+                steal_pct: super::steal::steal_pct(r.telemetry.steal_ticks, r.telemetry.ticks),
+                steal_ticks: r.telemetry.steal_ticks,
+                ticks: r.telemetry.ticks,
+                oom_kills: r.telemetry.oom_kills,
+                link: r.link.clone(),
+                duet: r.duet.clone(),
+                values,
+                result,
+            }
+        })
+        .collect()
+}
+
 /// The gates' verdict over the whole campaign.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GateSummary {
@@ -371,10 +414,23 @@ impl GateSummary {
     }
 }
 
+/// The design in words, as every rendering says it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Design {
+    /// What each run measures, e.g. "1000 measured transactions after 100
+    /// of warmup" (`PlanSpec::describe_measure`).
+    pub measure: String,
+    /// How the orders balance, e.g. "every order appears once"
+    /// (`plan::design::describe`).
+    pub orders: String,
+}
+
 /// Everything a report says.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub campaign: CampaignMeta,
+    #[serde(default)]
+    pub design: Design,
     /// The sealed plan's fields at the top level: plan, overrides, source,
     /// schedule, inputs, version, hash.
     #[serde(flatten)]

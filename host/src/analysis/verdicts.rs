@@ -138,7 +138,7 @@ pub(super) fn verdict(
 ) -> (Verdict, Vec<Caveated>) {
     let (direction, text) = sentence(stat, e, blocks_planned);
     let mut warnings = Vec::new();
-    let weak = e.blocks < WEAK_BLOCKS;
+    let weak = e.weak;
     if e.blocks <= 1 {
         warnings.push((Caveat::OneBlock, format!(
             "one block: no interval, so no verdict; run at least {WEAK_BLOCKS} blocks (`blocks` in the plan, or `--set blocks={WEAK_BLOCKS}`)"
@@ -367,6 +367,7 @@ mod tests {
             ci_high: hi,
             blocks,
             won: 0,
+            weak: blocks < WEAK_BLOCKS,
             level: 0.95,
             support: Support::default(),
         }

@@ -33,7 +33,7 @@ pub(super) fn main(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let store = open_store_for_reading(&args.data)?;
     let a = crate::analysis::build(&store, campaign_id(&store, &args.a)?)?;
     let b = crate::analysis::build(&store, campaign_id(&store, &args.b)?)?;
-    let c = crate::analysis::compare::compare(&a, &b);
+    let c = crate::analysis::compare::compare(&store, &a, &b)?;
     let text = match args.format {
         CompareFormat::Terminal => crate::report::compare::terminal(&c),
         CompareFormat::Markdown => crate::report::compare::markdown(&c),

@@ -2,7 +2,7 @@
 //! itself is [`crate::analysis::compare`]).
 
 use super::format::{md, md_header, md_header_right, md_row, md_warnings, ratio};
-use crate::analysis::compare::{Comparison, Side, short};
+use crate::analysis::compare::{Basis, ChangeRow, Comparison, Side, short};
 use std::fmt::Write as _;
 
 fn side_line(label: &str, s: &Side) -> String {
@@ -23,6 +23,36 @@ fn side_line(label: &str, s: &Side) -> String {
     )
 }
 
+/// What a row's change is of: the arm's own figure, or its effect
+/// against the baseline.
+fn of(r: &ChangeRow) -> String {
+    match (r.basis, &r.baseline) {
+        (Basis::Effect, Some(base)) => format!("÷ {base}"),
+        _ => "own".to_owned(),
+    }
+}
+
+/// The row's verdict, marked when the summary does not count it.
+fn verdict(r: &ChangeRow) -> String {
+    let words = r.direction.words();
+    if r.supported {
+        words.to_owned()
+    } else {
+        format!("{words} (not counted)")
+    }
+}
+
+/// Why the rows marked "(not counted)" are not, each reason once.
+fn not_counted(c: &Comparison) -> Vec<String> {
+    let mut reasons: Vec<String> = c.changes.iter().filter_map(|r| r.reason.clone()).collect();
+    reasons.sort();
+    reasons.dedup();
+    reasons
+        .into_iter()
+        .map(|r| format!("not counted: {r}"))
+        .collect()
+}
+
 /// The comparison as terminal text.
 pub fn terminal(c: &Comparison) -> String {
     let mut out = String::new();
@@ -40,22 +70,26 @@ pub fn terminal(c: &Comparison) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<16} {:<16} {:<14} {:>7}  {:<19} {:>5}  verdict",
-        "workload", "arm", "statistic", "B/A", "interval", "blocks"
+        "{:<16} {:<16} {:<14} {:<12} {:>7}  {:<19} {:>5}  verdict",
+        "workload", "arm", "statistic", "of", "B/A", "interval", "blocks"
     );
     for r in &c.changes {
         let _ = writeln!(
             out,
-            "{:<16} {:<16} {:<14} {:>7}  {:<19} {:>2}/{:<2}  {}",
+            "{:<16} {:<16} {:<14} {:<12} {:>7}  {:<19} {:>2}/{:<2}  {}",
             r.workload,
             r.arm,
             r.statistic,
+            of(r),
             ratio(r.ratio),
             format!("[{}, {}]", ratio(r.ci_low), ratio(r.ci_high)),
             r.blocks_a,
             r.blocks_b,
-            r.direction.words()
+            verdict(r)
         );
+    }
+    for line in not_counted(c) {
+        let _ = writeln!(out, "{line}");
     }
     for m in &c.missing {
         let _ = writeln!(
@@ -99,6 +133,7 @@ pub fn markdown(c: &Comparison) -> String {
         "workload",
         "arm",
         "statistic",
+        "of",
         "B/A",
         &interval,
         "blocks A/B",
@@ -111,12 +146,20 @@ pub fn markdown(c: &Comparison) -> String {
             md(&r.workload),
             md(&r.arm),
             r.statistic.clone(),
+            md(&of(r)),
             ratio(r.ratio),
             format!("[{}, {}]", ratio(r.ci_low), ratio(r.ci_high)),
             format!("{}/{}", r.blocks_a, r.blocks_b),
-            r.direction.words().to_owned(),
+            verdict(r),
         ]);
         let _ = writeln!(out, "{row}");
+    }
+    let reasons = not_counted(c);
+    if !reasons.is_empty() {
+        let _ = writeln!(out);
+        for line in reasons {
+            let _ = writeln!(out, "- {}", md(&line));
+        }
     }
     let _ = writeln!(out, "\n## Plan differences\n");
     if c.plan_differences.is_empty() {

@@ -305,14 +305,14 @@ fn environment(report: &Report, s: &mut String) -> fmt::Result {
 /// The design: seed, blocks, measure, intervals, overrides.
 fn design(report: &Report, s: &mut String) -> fmt::Result {
     let spec = &report.plan.spec;
-    let m = spec.describe_measure();
+    let m = &report.design.measure;
     writeln!(
         s,
         "\n## Design\n\n- seed {}, {} blocks per workload, {} arms, every arm once per block: {}\n- {m}, {} worker(s) per run, one fresh process per run\n- before each run, its worker hashed every input it loads (the blocklab binary, plugins, adapters, a process arm's files) again and would have refused one that differed from the sealed sha256 above\n- intervals: {} (`method = \"{}\"`)",
         spec.seed,
         spec.blocks,
         spec.arms.len(),
-        crate::plan::design::describe(spec.arms.len(), spec.blocks),
+        report.design.orders,
         spec.workers,
         report.intervals.description,
         spec.bootstrap.method.key(),

@@ -1323,7 +1323,14 @@ async fn a_settled_comparison_is_built_once_and_gzipped() {
             .contains("rows changed"),
         "{first}"
     );
-    assert!(lock(&s.0.bodies).contains_key(&(b, format!("compare?a={a}"))));
+    let kept = |s: &AppState| -> Vec<String> {
+        lock(&s.0.bodies)
+            .keys()
+            .filter(|(id, what)| *id == b && what.starts_with(&format!("compare?a={a}&")))
+            .map(|(_, what)| what.clone())
+            .collect()
+    };
+    assert_eq!(kept(&s).len(), 1);
     let request = Request::get(&uri)
         .header(header::ACCEPT_ENCODING, "gzip")
         .body(Body::empty())
@@ -1335,6 +1342,14 @@ async fn a_settled_comparison_is_built_once_and_gzipped() {
     let mut plain = String::new();
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
     assert_eq!(serde_json::from_str::<Value>(&plain).unwrap(), first);
+    // Another campaign finishing may join the drift's reference: the
+    // comparison is built again, not served from before.
+    let before = kept(&s);
+    finished_campaign(&s, 200);
+    let (status, _) = call(&s, get(&uri)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(kept(&s).len(), 2, "{:?}", kept(&s));
+    assert!(kept(&s).iter().any(|k| !before.contains(k)));
     // A running A: the cached comparison is not served, and none is kept.
     lock(&s.0.bodies).clear();
     s.store()

@@ -6,6 +6,9 @@
 //! unpaired counterpart of the paired effects' Student-t: at 6 blocks a
 //! side the percentile bootstrap this replaced covered about 87% of A/A
 //! pairs for its 95% (docs/benchmarks.md, "Campaign against campaign").
+//! Neither holds the drift between campaigns, which [`drift_between`]
+//! estimates from other campaigns as a random campaign effect and
+//! [`unpaired_change`] adds to the interval (docs/method.md).
 
 use super::effect::StatsError;
 use super::student;
@@ -22,11 +25,74 @@ pub struct Change {
     pub blocks_b: usize,
 }
 
+/// How much a log figure moves between campaigns of one plan on one
+/// testbed beyond what their blocks' spread explains: the variance τ² of a
+/// random campaign effect, estimated from other campaigns by
+/// [`drift_between`], with the degrees of freedom of that estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// τ² on the natural-log scale; 0 when the campaigns' means spread no
+    /// more than their blocks do.
+    pub variance: f64,
+    /// Campaigns − 1: how much the estimate itself is to be trusted.
+    pub df: f64,
+    /// The campaigns it was estimated from.
+    pub campaigns: usize,
+}
+
+/// The fewest campaigns [`drift_between`] estimates a drift from: with two,
+/// one difference is the whole sample of the variance.
+pub const MIN_DRIFT_CAMPAIGNS: usize = 3;
+
+/// The drift between `campaigns` (each one campaign's values per block of
+/// one figure): the method-of-moments estimate of a random campaign
+/// effect's variance (DerSimonian & Laird 1986), the spread of the
+/// campaigns' mean logs less the mean of their squared standard errors,
+/// floored at 0. Campaigns with fewer than two positive, finite values are
+/// left out; `None` with fewer than [`MIN_DRIFT_CAMPAIGNS`] left.
+pub fn drift_between(campaigns: &[Vec<f64>]) -> Option<Drift> {
+    let sides: Vec<(f64, f64, f64)> = campaigns
+        .iter()
+        .filter(|xs| xs.len() >= 2 && xs.iter().all(|x| x.is_finite() && *x > 0.0))
+        .map(|xs| side(xs))
+        .collect();
+    let k = sides.len();
+    if k < MIN_DRIFT_CAMPAIGNS {
+        return None;
+    }
+    let kf = k as f64;
+    let mean = sides.iter().map(|s| s.0).sum::<f64>() / kf;
+    let spread = sides.iter().map(|s| (s.0 - mean).powi(2)).sum::<f64>() / (kf - 1.0);
+    let within = sides.iter().map(|s| s.1).sum::<f64>() / kf;
+    Some(Drift {
+        variance: (spread - within).max(0.0),
+        df: kf - 1.0,
+        campaigns: k,
+    })
+}
+
+/// One campaign's side: the mean of its logs, the squared standard error
+/// of that mean, and its number of blocks.
+fn side(xs: &[f64]) -> (f64, f64, f64) {
+    let n = xs.len() as f64;
+    let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+    let mean = logs.iter().sum::<f64>() / n;
+    let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, var / n, n)
+}
+
 /// The change from `a` (one value per block of campaign A) to `b` (per
 /// block of campaign B): the ratio of geometric means and its Welch
 /// interval at coverage `level` on the logs. Each side needs two blocks:
-/// one block has no spread.
-pub fn unpaired_change(a: &[f64], b: &[f64], level: f64) -> Result<Change, StatsError> {
+/// one block has no spread. With a `drift`, each campaign also carries a
+/// random campaign effect of that variance, so the difference's variance
+/// gains 2τ² and Satterthwaite's degrees of freedom count the drift's own.
+pub fn unpaired_change(
+    a: &[f64],
+    b: &[f64],
+    level: f64,
+    drift: Option<Drift>,
+) -> Result<Change, StatsError> {
     if !(level > 0.0 && level < 1.0) {
         return Err(StatsError::Level(level));
     }
@@ -49,18 +115,15 @@ pub fn unpaired_change(a: &[f64], b: &[f64], level: f64) -> Result<Change, Stats
             });
         }
     }
-    // Per side: mean of the logs and the squared standard error of it.
-    let side = |xs: &[f64]| {
-        let n = xs.len() as f64;
-        let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
-        let mean = logs.iter().sum::<f64>() / n;
-        let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        (mean, var / n, n)
-    };
     let ((ma, sa, na), (mb, sb, nb)) = (side(a), side(b));
-    let se2 = sa + sb;
+    // Each variance term with its degrees of freedom.
+    let mut terms = vec![(sa, na - 1.0), (sb, nb - 1.0)];
+    if let Some(d) = drift {
+        terms.push((2.0 * d.variance, d.df));
+    }
+    let se2: f64 = terms.iter().map(|t| t.0).sum();
     let half = if se2 > 0.0 {
-        let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+        let df = se2 * se2 / terms.iter().map(|(v, df)| v * v / df).sum::<f64>();
         student::quantile((1.0 + level) / 2.0, df) * se2.sqrt()
     } else {
         // Every block identical on both sides: nothing to be unsure of.
@@ -84,11 +147,11 @@ mod tests {
     fn a_known_shift_is_estimated_and_covered() {
         let a = [100.0, 104.0, 98.0, 102.0, 101.0, 99.0];
         let b: Vec<f64> = a.iter().map(|x| x * 1.2).collect();
-        let c = unpaired_change(&a, &b, 0.95).unwrap();
+        let c = unpaired_change(&a, &b, 0.95, None).unwrap();
         assert!((c.ratio - 1.2).abs() < 1e-12, "{c:?}");
         assert!(c.ci_low < 1.2 && 1.2 < c.ci_high, "{c:?}");
         assert!(c.ci_low > 1.1 && c.ci_high < 1.3, "{c:?}");
-        let same = unpaired_change(&a, &a, 0.95).unwrap();
+        let same = unpaired_change(&a, &a, 0.95, None).unwrap();
         assert!(same.ci_low < 1.0 && 1.0 < same.ci_high, "{same:?}");
     }
 
@@ -101,7 +164,7 @@ mod tests {
         // beta), half-width 5.176 23 · 0.115 47 = 0.597 70.
         let a = [0.0f64, 0.1, 0.2].map(f64::exp);
         let b = [0.3f64, 0.5].map(f64::exp);
-        let c = unpaired_change(&a, &b, 0.95).unwrap();
+        let c = unpaired_change(&a, &b, 0.95, None).unwrap();
         let se = (0.01f64 / 3.0 + 0.01).sqrt();
         let df = se.powi(4) / ((0.01f64 / 3.0).powi(2) / 2.0 + 0.01f64.powi(2));
         assert!((df - 1.684_210_526).abs() < 1e-8, "{df}");
@@ -113,13 +176,61 @@ mod tests {
     }
 
     #[test]
+    fn drift_by_hand() {
+        // Three campaigns of two blocks: logs (0, 0.2), (0.4, 0.6),
+        // (0.2, 0.4): means 0.1, 0.5, 0.3, spread of the means 0.04; each
+        // block pair has s² 0.02, so se² 0.01; τ² = 0.04 − 0.01 = 0.03.
+        let c = |l: [f64; 2]| l.map(f64::exp).to_vec();
+        let d = drift_between(&[c([0.0, 0.2]), c([0.4, 0.6]), c([0.2, 0.4])]).unwrap();
+        assert!((d.variance - 0.03).abs() < 1e-12, "{d:?}");
+        assert_eq!((d.df, d.campaigns), (2.0, 3));
+        // Means that spread less than their blocks do: no drift.
+        let d = drift_between(&[c([0.0, 0.2]), c([0.0, 0.2]), c([0.1, 0.1])]).unwrap();
+        assert_eq!(d.variance, 0.0);
+        // Two usable campaigns (one has a single block) are too few.
+        assert_eq!(
+            drift_between(&[c([0.0, 0.2]), vec![1.0], c([0.1, 0.3])]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_drift_widens_the_interval_by_twice_its_variance() {
+        // The Welch case by hand above, plus τ² = 0.03 on 2 df: se² =
+        // 0.013 333 + 0.06 = 0.073 333; df = se⁴ / ((0.01/3)²/2 +
+        // 0.01²/1 + 0.06²/2).
+        let a = [0.0f64, 0.1, 0.2].map(f64::exp);
+        let b = [0.3f64, 0.5].map(f64::exp);
+        let drift = Drift {
+            variance: 0.03,
+            df: 2.0,
+            campaigns: 3,
+        };
+        let c = unpaired_change(&a, &b, 0.95, Some(drift)).unwrap();
+        let se2 = 0.01f64 / 3.0 + 0.01 + 0.06;
+        let df =
+            se2 * se2 / ((0.01f64 / 3.0).powi(2) / 2.0 + 0.01f64.powi(2) + 0.06f64.powi(2) / 2.0);
+        let half = student::quantile(0.975, df) * se2.sqrt();
+        assert!((c.ratio.ln() - 0.3).abs() < 1e-12, "{c:?}");
+        assert!((c.ci_high.ln() - (0.3 + half)).abs() < 1e-9, "{c:?}");
+        let without = unpaired_change(&a, &b, 0.95, None).unwrap();
+        assert!(c.ci_high > without.ci_high && c.ci_low < without.ci_low);
+        // A zero drift is no drift.
+        let zero = Drift {
+            variance: 0.0,
+            ..drift
+        };
+        assert_eq!(unpaired_change(&a, &b, 0.95, Some(zero)).unwrap(), without);
+    }
+
+    #[test]
     fn one_block_or_a_non_positive_value_is_refused() {
         assert_eq!(
-            unpaired_change(&[1.0], &[1.0, 2.0], 0.95),
+            unpaired_change(&[1.0], &[1.0, 2.0], 0.95, None),
             Err(StatsError::TooFewBlocksToCompare { a: 1, b: 2 })
         );
         assert!(matches!(
-            unpaired_change(&[1.0, 0.0], &[1.0, 2.0], 0.95),
+            unpaired_change(&[1.0, 0.0], &[1.0, 2.0], 0.95, None),
             Err(StatsError::NotPositive {
                 which: "a",
                 block: 1,

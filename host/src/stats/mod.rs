@@ -9,7 +9,8 @@
 //!   Student-t (default), percentile or BCa bootstrap interval over blocks
 //!   and the blocks won.
 //! - [`unpaired_change`]: one arm's change from campaign A to campaign B,
-//!   with a bootstrap interval over the blocks of each (unpaired).
+//!   with a Welch interval over the blocks of each (unpaired), widened by
+//!   the [`drift_between`] other campaigns of the same plan show.
 //! - [`position_effects`]: the order/carry-over diagnostic, pooled over arms.
 //! - [`heterogeneity`]: whether the hosts that ran a campaign's blocks
 //!   agree on an effect (an F test on per-host mean log ratios).
@@ -37,7 +38,7 @@ mod student;
 mod summary;
 
 pub use bootstrap::{DEFAULT_LEVEL, DEFAULT_RESAMPLES, Method, median_interval};
-pub use change::{Change, unpaired_change};
+pub use change::{Change, Drift, MIN_DRIFT_CAMPAIGNS, drift_between, unpaired_change};
 pub use effect::{Effect, StatsError, paired_effect, position_effects, student_t_interval};
 pub use family::Simultaneous;
 pub use hosts::{Heterogeneity, HeterogeneityError, heterogeneity};

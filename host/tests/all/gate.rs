@@ -230,6 +230,56 @@ fn compare_shows_each_arms_change_the_plan_differences_and_warns_on_other_baseli
         md.stdout
     );
 
+    // No other campaign of the plan is stored (3 has another baseline, so
+    // another family): the arms' own figures have no drift allowance, are
+    // shown, and are not counted; the paired effects keep their level.
+    assert_eq!(b["supported"], false, "{b}");
+    assert!(
+        b["reason"]
+            .as_str()
+            .unwrap()
+            .contains("at least 3 are needed"),
+        "{b}"
+    );
+    let absolute = |c: &Value| {
+        let rows = c["changes"].as_array().unwrap();
+        rows.iter().filter(|r| r["basis"] == "absolute").count() as u64
+    };
+    assert_eq!(c["summary"]["not_counted"].as_u64(), Some(absolute(&c)));
+    assert_eq!(c["reference"]["campaigns"], serde_json::json!([]));
+    assert!(
+        c["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| (r["basis"] == "effect") == (r["supported"] == true)),
+        "{}",
+        c["changes"]
+    );
+    let text = run(blocklab().args(["compare", "1", "2", "--data"]).arg(&data));
+    assert!(
+        text.stdout.contains("worse (not counted)")
+            && text
+                .stdout
+                .contains("not counted: no allowance for the drift"),
+        "{}",
+        text.stdout
+    );
+    // Three more campaigns of the plan on the testbed are the reference.
+    for _ in 0..3 {
+        assert!(campaign(&data, &before, &["--testbed", "t"]).ok);
+    }
+    let c = json("1", "2");
+    assert_eq!(c["reference"]["campaigns"], serde_json::json!([6, 5, 4]));
+    assert_eq!(c["summary"]["not_counted"], 0, "{}", c["summary"]);
+    let drifted = row(&c, "b");
+    assert_eq!(drifted["supported"], true, "{drifted}");
+    assert!(drifted["drift_sd"].as_f64().unwrap() >= 0.0, "{drifted}");
+    // Wider by the drift, and the 30 µs wait still shows through it.
+    let f = |r: &Value, k: &str| r[k].as_f64().unwrap();
+    assert!(f(&drifted, "ci_low") <= f(&b, "ci_low") && f(&drifted, "ci_high") >= f(&b, "ci_high"));
+    assert_eq!(drifted["direction"], "worse", "{drifted}");
+
     // The daemon answers the same comparison.
     let d = Daemon::start(&data);
     let (status, api) = d.get("/api/compare?a=1&b=2");

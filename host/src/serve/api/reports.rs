@@ -137,7 +137,8 @@ pub(super) struct CompareQuery {
 /// Campaign B against campaign A
 ///
 /// For each (workload, arm, statistic) both measured: the ratio of B to A
-/// with an unpaired Welch interval over the blocks of each; the
+/// with an unpaired Welch interval over the blocks of each, widened by the
+/// drift the other stored campaigns of the plan show; the
 /// differences between the sealed plans; whether the baselines agree
 /// (docs/reports.md, "Comparing campaigns"). What `blocklab compare A B
 /// --format json` prints.
@@ -158,10 +159,18 @@ pub(super) async fn compare(
     request: HeaderMap,
 ) -> Result<Response, AppError> {
     let (a, b) = (parse_id(&q.a)?, parse_id(&q.b)?);
-    // Built once while both campaigns are settled, like a report.
-    let body = cached_or_blocking(state, [b, a], format!("compare?a={a}"), move |state| {
+    // Built once while both campaigns are settled, like a report, and
+    // again when a campaign finishes (the drift's reference may change).
+    let finished = state
+        .store()
+        .campaigns()?
+        .iter()
+        .filter(|m| m.status == blocklab_store::CampaignStatus::Finished)
+        .fold((0u64, 0u64), |(n, sum), m| (n + 1, sum.wrapping_add(m.id)));
+    let what = format!("compare?a={a}&finished={}:{}", finished.0, finished.1);
+    let body = cached_or_blocking(state, [b, a], what, move |state| {
         let (ra, rb) = (report_of(state, a, None)?, report_of(state, b, None)?);
-        json_bytes(&analysis::compare::compare(&ra, &rb))
+        json_bytes(&analysis::compare::compare(state.store(), &ra, &rb)?)
     })
     .await?;
     Ok(json_answer(&request, body))
