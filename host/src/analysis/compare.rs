@@ -8,7 +8,7 @@
 //! JSON is the serde form.
 
 use super::Report;
-use super::drift::{Reference, ReferenceSummary};
+use super::drift::{BlockValues, Reference, ReferenceSummary};
 use super::statistics::statistics;
 use crate::plan::identity::PlanFamily;
 use crate::plan::seal::SealedPlan;
@@ -322,9 +322,6 @@ fn side(report: &Report) -> Side {
         baseline,
     }
 }
-
-/// Per (workload, arm): each block's value of every statistic.
-pub(super) type BlockValues = BTreeMap<(String, String), BTreeMap<u32, BTreeMap<String, f64>>>;
 
 /// Compares campaign `b` against campaign `a` of `store`, with the drift
 /// between campaigns estimated from the other campaigns stored there

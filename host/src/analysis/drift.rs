@@ -8,7 +8,6 @@
 //! what they show, and says where there were too few to know.
 
 use super::Report;
-use super::compare::BlockValues;
 use super::model::RunRow;
 use crate::plan::identity::PlanFamily;
 use crate::plan::seal::SealedPlan;
@@ -17,6 +16,10 @@ use crate::record::{RunRecord, RunStatus};
 use crate::stats::MIN_DRIFT_CAMPAIGNS;
 use blocklab_store::{CampaignId, CampaignStatus, Store};
 use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Per (workload, arm): each block's value of every statistic.
+pub(super) type BlockValues = BTreeMap<(String, String), BTreeMap<u32, BTreeMap<String, f64>>>;
 
 /// The most campaigns a drift is estimated from, newest first: enough for
 /// the estimate's own degrees of freedom, recent enough to be the
