@@ -357,15 +357,25 @@ fn scaffold(dir: &Path, name: &str, kind: &str) -> PathBuf {
         .arg(&sdk));
     assert!(r.ok, "{}", r.stderr);
     let crate_dir = dir.join(name);
+    // One target dir for the three scaffolds, so their shared dependencies
+    // build once per target, not once per crate (under `make test` it is
+    // the build's own).
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("target"));
     // The pure-logic test the template ships with passes natively.
     let status = std::process::Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
         .args(["test", "--quiet", "--manifest-path"])
         .arg(crate_dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
         .stdout(std::process::Stdio::null())
         .status()
         .unwrap();
     assert!(status.success(), "cargo test of the {kind} template failed");
-    let r = run(blocklab().args(["plugin", "build"]).arg(&crate_dir));
+    let r = run(blocklab()
+        .args(["plugin", "build"])
+        .arg(&crate_dir)
+        .env("CARGO_TARGET_DIR", &target));
     assert!(r.ok, "{}", r.stderr);
     let wasm = PathBuf::from(r.stdout.trim());
     assert!(wasm.is_file(), "{}", wasm.display());
