@@ -325,7 +325,8 @@ fn sizes_are_reported(h: &dyn Harness, prefix: &[u8]) -> Outcome {
 
 /// retry_limit: `on_error` hands a retryable error back once the limit's
 /// retries are used, and the limit survives the retry; size_limit: a
-/// commit past it is transaction_too_large.
+/// commit past it is transaction_too_large, and a retry resets it (it is
+/// not one of fdb.options' persistent options).
 fn option_retry_limit_and_size_limit(h: &dyn Harness, prefix: &[u8]) -> Outcome {
     let mut t = h.begin();
     t.set_option(TransactionOption::RetryLimit(1));
@@ -347,7 +348,15 @@ fn option_retry_limit_and_size_limit(h: &dyn Harness, prefix: &[u8]) -> Outcome 
         t.commit(),
         TRANSACTION_TOO_LARGE,
         "2000 bytes past a 1000-byte size limit",
-    )
+    )?;
+    let mut t = h.begin();
+    t.set_option(TransactionOption::SizeLimit(1000));
+    t.on_error(Error::new(NOT_COMMITTED))
+        .step("retry after setting a size limit")?;
+    t.set(&key(prefix, "a"), &[1; 2000]);
+    t.commit()
+        .step("2000 bytes after a retry, which reset the size limit")
+        .map(drop)
 }
 
 /// read_your_writes_disable: reads see storage only, and the option must

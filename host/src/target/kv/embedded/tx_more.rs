@@ -18,10 +18,14 @@ use crate::target::kv::{ConflictKind, MutationType, TransactionOption};
 /// A key and a value, or a range's begin and end.
 type KeyPair = (Vec<u8>, Vec<u8>);
 
-/// Options as set on one transaction. The first four are FoundationDB's
-/// persistent options: they survive a retryable `on_error`
-/// (`resetRyow` re-applies `persistentOptions`), and only `reset` clears
-/// them.
+/// Options as set on one transaction. The first three are FoundationDB's
+/// persistent options (`persistent="true"` in release-7.3's
+/// `fdbclient/vexillographer/fdb.options`): they survive a retryable
+/// `on_error` (`resetRyow` re-applies `persistentOptions`), and only `reset`
+/// clears them. The size limit is not: `Transaction::onError` resets the
+/// native transaction, whose `TransactionState::cloneAndReset` starts from
+/// fresh options (NativeAPI.actor.cpp l. 3721), so a retry is back at
+/// 10,000,000 bytes.
 #[derive(Debug, Clone, Copy)]
 struct Options {
     timeout: Option<Duration>,
@@ -91,6 +95,7 @@ impl Extra {
     /// A retryable `on_error`: persistent options, creation time and the
     /// retry count stay; everything else goes (`resetRyow`).
     pub(super) fn reset_for_retry(&mut self) {
+        self.options.size_limit = limits::TRANSACTION_BYTES;
         self.options.ryw_disabled = false;
         self.options.snapshot_ryw = 1;
         self.stamped_keys.clear();
