@@ -95,9 +95,13 @@ impl Extra {
     /// A retryable `on_error`: persistent options, creation time and the
     /// retry count stay; everything else goes (`resetRyow`).
     pub(super) fn reset_for_retry(&mut self) {
-        self.options.size_limit = limits::TRANSACTION_BYTES;
-        self.options.ryw_disabled = false;
-        self.options.snapshot_ryw = 1;
+        let kept = self.options;
+        self.options = Options {
+            timeout: kept.timeout,
+            retry_limit: kept.retry_limit,
+            max_retry_delay_ms: kept.max_retry_delay_ms,
+            ..Options::default()
+        };
         self.stamped_keys.clear();
         self.unreadable.clear();
         self.write_conflicts.clear();
