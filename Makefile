@@ -35,7 +35,7 @@ JS_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(JS_PLUGIN_NAMES)))
 COMPONENTIZE_JS := plugins/js/node_modules/@bytecodealliance/componentize-js/package.json
 
 # mk/peers.mk: `make peers`, the native client peers into $(CARGO_TARGET_DIR)/peers.
-.PHONY: all demo demo-plugins test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net deps-valgrind vendor-web lint bench-boundary bench-precision bench-compare
+.PHONY: all demo demo-plugins test build host plugins plugins-py plugins-js deps deps-wasm deps-python deps-js deps-browser deps-net deps-valgrind vendor-web lint fmt lint-wasm bench-boundary bench-precision bench-compare
 
 all: build
 
@@ -144,11 +144,13 @@ vendor-web:
 	cp $(CARGO_TARGET_DIR)/uplot/package/dist/uPlot.iife.min.js $(CARGO_TARGET_DIR)/uplot/package/dist/uPlot.min.css web/vendor/
 	cp $(CARGO_TARGET_DIR)/uplot/package/LICENSE web/vendor/uPlot.LICENSE
 
-## test: the whole suite (formatting and clippy first, then unit, integration,
-## browser, the fdb feature's type-check, the native peers, counted runs
-## under valgrind, network namespaces as root, the Slurm executor on a two-node cluster).
-test: lint plugins check-fdb deps-browser deps-python deps-net deps-valgrind peers deps-slurm
-	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_REQUIRE_SLURM=1 BLOCKLAB_REQUIRE_VALGRIND=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(CARGO) test --workspace --exclude blocklab-sdk $(addprefix --exclude ,$(PLUGIN_NAMES)) --no-fail-fast
+## test: the whole suite (formatting and the plugins' clippy first, the host's
+## clippy inside its test build, then unit, integration, browser, the fdb
+## feature's type-check, the native peers, counted runs under valgrind,
+## network namespaces as root, the Slurm executor on a two-node cluster).
+test: fmt lint-wasm plugins check-fdb deps-browser deps-python deps-net deps-valgrind peers deps-slurm
+	$(LINTED) $(CARGO) test $(HOST_CRATES) --benches --no-run  # the bench: linted and built, not run
+	BLOCKLAB_BROWSER_TESTS=1 BLOCKLAB_REQUIRE_GRPCIO=1 BLOCKLAB_REQUIRE_PEERS=1 BLOCKLAB_REQUIRE_NETNS=1 BLOCKLAB_REQUIRE_SLURM=1 BLOCKLAB_REQUIRE_VALGRIND=1 BLOCKLAB_PEERS=$(PEERS_OUT) PYTHON=$(PYTHON) BLOCKLAB_PLUGINS=$(PLUGIN_OUT) $(LINTED) $(CARGO) test $(HOST_CRATES) --no-fail-fast
 	$(CARGO) test $(addprefix -p ,$(notdir $(wildcard plugins/adapters/*))) --no-fail-fast  # adapters' pure logic, natively
 	$(CARGO) test -p blocklab-sdk --lib --no-fail-fast  # the SDK's pure logic (the env.random pool), natively
 
@@ -176,11 +178,24 @@ bench-compare: host
 	mk/bench-compare.sh $(BLOCKLAB) $(PAIRS)
 
 ## lint: formatting and clippy -D warnings (host, store, SDK and every plugin
-## crate); `make test` runs it first, so CI fails on either.
-lint: deps-wasm
+## crate). `make test` lints the same crates, the host's inside its test build.
+HOST_CRATES := -p blocklab -p blocklab-store -p blocklab-kv-contract -p blocklab-catalog -p blocklab-ingest
+lint: fmt lint-wasm
+	$(CARGO) clippy $(HOST_CRATES) --all-targets -- -D warnings
+	$(CARGO) clippy -p blocklab --features fdb --all-targets -- -D warnings
+
+fmt:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy -p blocklab -p blocklab-store -p blocklab-kv-contract -p blocklab-catalog -p blocklab-ingest --all-targets -- -D warnings
+
+lint-wasm: deps-wasm
 	$(CARGO) clippy --target $(WASM_TARGET) -p blocklab-sdk $(addprefix -p ,$(PLUGIN_NAMES)) -- -D warnings
+
+# clippy-driver as the workspace members' compiler, which is how `cargo
+# clippy` itself runs it (CLIPPY_ARGS is its argument list), but inside a
+# real build: `make test` then compiles the dependencies once, instead of
+# once to check and once to build (docs/benchmarks.md, "Where `make test`
+# spends its time"). mk/fdb.mk's check uses it too.
+LINTED := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 
 include mk/fdb.mk
 include mk/peers.mk

@@ -9,6 +9,7 @@ pub mod builtin;
 pub mod builtin_grpc;
 mod cache;
 pub mod compose;
+pub mod conformance;
 pub mod env;
 pub mod grants;
 pub mod inspect;

@@ -17,7 +17,6 @@ mod history;
 mod hostile;
 mod intervals;
 mod kv_conformance;
-#[path = "../common/kv_conformance_plugin.rs"]
 mod kv_plugin;
 mod languages;
 mod network;
