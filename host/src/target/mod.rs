@@ -57,6 +57,16 @@ impl TargetSpec {
         }
     }
 
+    /// The settings' own checks (bounds, pairs of knobs, options the
+    /// target can honour), before anything runs.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        match self {
+            TargetSpec::Embedded(settings) => settings.validate(),
+            TargetSpec::Fdb(settings) => settings.validate(),
+            TargetSpec::Grpc(settings) => settings.validate(),
+        }
+    }
+
     /// Connects to the target; an embedded one's versions follow `clock`.
     pub fn open_kv(&self, clock: kv::embedded::VersionClock) -> anyhow::Result<kv::SharedDatabase> {
         match self {

@@ -504,3 +504,27 @@ fn a_measure_reads_as_words() {
         "1 s measured windows at 200/s (Poisson arrivals) after 0.5 s of warmup"
     );
 }
+
+/// Two arms on one embedded engine that differ in a transaction option
+/// are two arms of the plan; an option the engine cannot honour is refused
+/// naming the arm, before anything runs.
+#[test]
+fn arms_may_differ_in_transaction_options_the_target_honours() {
+    let text = "name = \"p\"\nseed = 1\nblocks = 2\nplugin = \"builtin\"\n[measure]\nmeasured = 10\n[[workloads]]\nname = \"ryw\"\n[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\ntarget = { kind = \"embedded\", snapshot_ryw_disable = true }\n";
+    let spec = PlanSpec::parse(text, &[]).unwrap();
+    assert_ne!(spec.arms[0].target, spec.arms[1].target);
+    assert_eq!(
+        spec.arms[1].target.label(),
+        "embedded (snapshot_ryw_disable)"
+    );
+    let err = PlanSpec::parse(
+        &text.replace("snapshot_ryw_disable", "causal_read_risky"),
+        &[],
+    )
+    .unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("in arm `b`") && err.contains("`causal_read_risky` on an embedded target"),
+        "{err}"
+    );
+}

@@ -182,16 +182,9 @@ impl PlanSpec {
                     arm.name
                 );
             }
-            if let TargetSpec::Grpc(settings) = &arm.target {
-                settings
-                    .validate()
-                    .with_context(|| format!("in arm `{}`", arm.name))?;
-            }
-            if let TargetSpec::Embedded(settings) = &arm.target {
-                settings
-                    .validate()
-                    .with_context(|| format!("in arm `{}`", arm.name))?;
-            }
+            arm.target
+                .validate()
+                .with_context(|| format!("in arm `{}`", arm.name))?;
         }
         for arm in &self.arms {
             if let Some(other) = &arm.compare_to {

@@ -145,6 +145,9 @@ pub fn shutdown() {
 pub struct Fdb {
     db: Arc<foundationdb::Database>,
     description: String,
+    /// The arm's options that no database option sets
+    /// ([`TransactionDefaults::per_transaction`](super::defaults::TransactionDefaults::per_transaction)).
+    per_transaction: Arc<[KvOption]>,
 }
 
 impl Fdb {
@@ -174,6 +177,7 @@ impl Fdb {
         Ok(Fdb {
             db: Arc::new(db),
             description: settings.describe(&cluster_file),
+            per_transaction: settings.options.per_transaction().into(),
         })
     }
 }
@@ -184,14 +188,17 @@ impl Database for Fdb {
             Ok(tr) => State::Open(tr),
             Err(e) => State::Failed(kv_error(e)),
         };
-        Box::new(FdbTransaction {
+        let mut tx = FdbTransaction {
             db: Arc::clone(&self.db),
+            per_transaction: Arc::clone(&self.per_transaction),
             state,
             used_during_commit: false,
             stamp_request: None,
             stamp: None,
             committed_version: None,
-        })
+        };
+        tx.set_per_transaction_options();
+        Box::new(tx)
     }
 
     fn describe(&self) -> String {
@@ -218,6 +225,7 @@ pub fn cluster_health(db: &Fdb) -> Result<ClusterHealth, FdbTargetError> {
 struct FdbTransaction {
     /// Kept to start a fresh transaction when creating one failed.
     db: Arc<foundationdb::Database>,
+    per_transaction: Arc<[KvOption]>,
     state: State,
     /// A call was made after `commit`. libfdb_c then keeps
     /// `used_during_commit` as the transaction's error and `on_error`
@@ -409,6 +417,9 @@ impl Transaction for FdbTransaction {
         match retried {
             Ok(tr) => {
                 self.state = State::Open(tr);
+                // A retried transaction has lost its non-persistent options;
+                // the arm's are set again, as at the top of an attempt.
+                self.set_per_transaction_options();
                 Ok(())
             }
             Err(refused) => {
@@ -522,6 +533,16 @@ impl Transaction for FdbTransaction {
     }
 }
 
+impl FdbTransaction {
+    /// The arm's per-transaction options, set when the transaction begins
+    /// and again after each retry.
+    fn set_per_transaction_options(&mut self) {
+        for option in Arc::clone(&self.per_transaction).iter() {
+            Transaction::set_option(self, *option);
+        }
+    }
+}
+
 /// A FoundationDB error as the WIT error variant.
 fn kv_error(error: FdbError) -> KvError {
     KvError::from_fdb_code(error.code(), error.message())
@@ -539,34 +560,34 @@ fn database_options(
         i32::try_from(value).map_err(|_| FdbTargetError::SettingRange { name, value })
     };
     let mut options = Vec::new();
-    if let Some(ms) = settings.timeout_ms {
+    if let Some(ms) = settings.options.timeout_ms {
         options.push((
             "timeout_ms",
             DatabaseOption::TransactionTimeout(int("timeout_ms", ms)?),
         ));
     }
-    if let Some(limit) = settings.retry_limit {
+    if let Some(limit) = settings.options.retry_limit {
         let limit = int("retry_limit", limit)?;
         options.push(("retry_limit", DatabaseOption::TransactionRetryLimit(limit)));
     }
-    if let Some(ms) = settings.max_retry_delay_ms {
+    if let Some(ms) = settings.options.max_retry_delay_ms {
         let ms = int("max_retry_delay_ms", ms)?;
         options.push((
             "max_retry_delay_ms",
             DatabaseOption::TransactionMaxRetryDelay(ms),
         ));
     }
-    if let Some(bytes) = settings.size_limit {
+    if let Some(bytes) = settings.options.size_limit {
         let bytes = int("size_limit", bytes)?;
         options.push(("size_limit", DatabaseOption::TransactionSizeLimit(bytes)));
     }
-    if settings.causal_read_risky {
+    if settings.options.causal_read_risky {
         options.push((
             "causal_read_risky",
             DatabaseOption::TransactionCausalReadRisky,
         ));
     }
-    if settings.snapshot_ryw_disable {
+    if settings.options.snapshot_ryw_disable {
         options.push(("snapshot_ryw_disable", DatabaseOption::SnapshotRywDisable));
     }
     if let Some(entries) = settings.location_cache_size {

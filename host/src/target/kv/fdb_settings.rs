@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::defaults::TransactionDefaults;
+
 /// The cluster file libfdb_c uses when neither the settings nor
 /// `FDB_CLUSTER_FILE` name one.
 #[cfg(target_os = "linux")]
@@ -17,28 +19,18 @@ pub const DEFAULT_CLUSTER_FILE: &str = "/usr/local/etc/foundationdb/fdb.cluster"
 pub const DEFAULT_CLUSTER_FILE: &str = "C:/ProgramData/foundationdb/fdb.cluster";
 
 /// An `fdb` arm's target settings: the plan's `target = { kind = "fdb", ... }`
-/// table without `kind`. The transaction options become database defaults,
-/// so they hold for every transaction and survive `on_error`. Unknown keys
-/// are refused: a misspelt option must not silently leave an arm unchanged.
+/// table without `kind`. The transaction options are [`TransactionDefaults`]
+/// (database defaults where FoundationDB has one). Unknown keys are
+/// refused: a misspelt option must not silently leave an arm unchanged.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FdbSettings {
     /// Cluster file; else `FDB_CLUSTER_FILE`; else [`DEFAULT_CLUSTER_FILE`].
     pub cluster_file: Option<PathBuf>,
-    /// Cancels a transaction this long after it starts (`transaction_timeout`).
-    pub timeout_ms: Option<u32>,
-    /// Retries after which `on_error` returns the error (`transaction_retry_limit`).
-    pub retry_limit: Option<u32>,
-    /// Cap on `on_error`'s backoff (`transaction_max_retry_delay`).
-    pub max_retry_delay_ms: Option<u32>,
-    /// Largest transaction, bytes (`transaction_size_limit`; 10,000,000 by default).
-    pub size_limit: Option<u32>,
-    /// Read versions are served without the GRV proxy first confirming with
-    /// the transaction logs that its generation is current
-    /// (`transaction_causal_read_risky`).
-    pub causal_read_risky: bool,
-    /// Snapshot reads do not see this transaction's writes (`snapshot_ryw_disable`).
-    pub snapshot_ryw_disable: bool,
+    /// The transaction options every transaction of the arm starts with
+    /// (the database defaults) or is given (the per-transaction ones).
+    #[serde(flatten)]
+    pub options: TransactionDefaults,
     /// Client location cache entries (`location_cache_size`; 100,000 by default).
     pub location_cache_size: Option<u32>,
 }
@@ -56,30 +48,20 @@ impl FdbSettings {
     /// `fdb <cluster file>` plus the options that differ from FoundationDB's
     /// defaults, so that two arms on one cluster read apart in reports.
     pub fn describe(&self, cluster_file: &Path) -> String {
-        let mut set = Vec::new();
-        let numbers = [
-            ("timeout_ms", self.timeout_ms),
-            ("retry_limit", self.retry_limit),
-            ("max_retry_delay_ms", self.max_retry_delay_ms),
-            ("size_limit", self.size_limit),
-            ("location_cache_size", self.location_cache_size),
-        ];
-        for (name, value) in numbers {
-            if let Some(value) = value {
-                set.push(format!("{name}={value}"));
-            }
-        }
-        if self.causal_read_risky {
-            set.push("causal_read_risky".to_owned());
-        }
-        if self.snapshot_ryw_disable {
-            set.push("snapshot_ryw_disable".to_owned());
+        let mut set = self.options.describe();
+        if let Some(entries) = self.location_cache_size {
+            set.push(format!("location_cache_size={entries}"));
         }
         let mut text = format!("fdb {}", cluster_file.display());
         if !set.is_empty() {
             text.push_str(&format!(" ({})", set.join(", ")));
         }
         text
+    }
+
+    /// The options' bounds ([`TransactionDefaults::validate`]).
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.options.validate()
     }
 }
 
@@ -125,8 +107,11 @@ mod tests {
             settings,
             FdbSettings {
                 cluster_file: Some(PathBuf::from("/etc/foundationdb/fdb.cluster")),
-                timeout_ms: Some(5000),
-                causal_read_risky: true,
+                options: TransactionDefaults {
+                    timeout_ms: Some(5000),
+                    causal_read_risky: true,
+                    ..TransactionDefaults::default()
+                },
                 ..FdbSettings::default()
             }
         );
@@ -167,8 +152,11 @@ mod tests {
     #[test]
     fn description_names_the_changed_options() {
         let settings = FdbSettings {
-            retry_limit: Some(3),
-            causal_read_risky: true,
+            options: TransactionDefaults {
+                retry_limit: Some(3),
+                causal_read_risky: true,
+                ..TransactionDefaults::default()
+            },
             ..FdbSettings::default()
         };
         assert_eq!(

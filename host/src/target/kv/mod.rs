@@ -6,6 +6,7 @@
 //! plugin run and a builtin run is the component boundary.
 
 pub mod conformance;
+pub mod defaults;
 pub mod embedded;
 #[cfg(feature = "fdb")]
 pub mod fdb;

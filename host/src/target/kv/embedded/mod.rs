@@ -47,6 +47,7 @@ use std::sync::atomic::{self, AtomicU64};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use super::defaults::TransactionDefaults;
 use super::{
     Database, KeyValue, KvError, MutationType, RangeOptions, Transaction, Versionstamp, limits,
 };
@@ -69,6 +70,9 @@ pub const KIND: &str = "embedded";
 /// they would have against a cluster. Every report says the target is
 /// simulated ([`EmbeddedSettings::label`]); builtin workloads, which call
 /// the engine without the plugin host, do not wait.
+///
+/// The arm's transaction options ([`TransactionDefaults`]), with the rules
+/// FoundationDB applies to a database's defaults.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EmbeddedSettings {
@@ -87,6 +91,10 @@ pub struct EmbeddedSettings {
     /// Simulated round trip of a commit, microseconds.
     #[serde(skip_serializing_if = "is_zero")]
     pub commit_us: u64,
+    /// The arm's transaction options, with FoundationDB's rules for when
+    /// they apply (those a cluster alone can honour are refused).
+    #[serde(flatten)]
+    pub options: TransactionDefaults,
 }
 
 /// The longest simulated round trip a plan may ask for: one second, far
@@ -109,21 +117,42 @@ impl EmbeddedSettings {
         (sim != super::SimulatedLatency::default()).then_some(sim)
     }
 
-    /// How reports name this target: `embedded`, or with what it simulates
-    /// so that no report passes a simulation off as a measurement.
+    /// How reports name this target: `embedded`, with what it simulates
+    /// (so that no report passes a simulation off as a measurement) and the
+    /// transaction options it sets.
     pub fn label(&self) -> String {
-        match self.simulated_latency() {
-            None => KIND.to_owned(),
-            Some(s) => format!(
-                "{KIND} (simulated network: grv {} µs, read {} µs, commit {} µs, ±10% jitter)",
+        let mut notes = Vec::new();
+        if let Some(s) = self.simulated_latency() {
+            notes.push(format!(
+                "simulated network: grv {} µs, read {} µs, commit {} µs, ±10% jitter",
                 s.grv_us, s.read_us, s.commit_us
-            ),
+            ));
+        }
+        notes.extend(self.options.describe());
+        if notes.is_empty() {
+            KIND.to_owned()
+        } else {
+            format!("{KIND} ({})", notes.join(", "))
         }
     }
 
     /// Both stall knobs or neither; a stall shorter than its period;
-    /// simulated round trips of at most [`MAX_SIMULATED_US`].
+    /// simulated round trips of at most [`MAX_SIMULATED_US`]; options the
+    /// engine honours, within FoundationDB's bounds.
     pub fn validate(&self) -> anyhow::Result<()> {
+        let cluster_only = self.options.cluster_only();
+        if !cluster_only.is_empty() {
+            let them = if cluster_only.len() == 1 {
+                "it"
+            } else {
+                "them"
+            };
+            anyhow::bail!(
+                "`{}` on an embedded target: only a cluster's client honours {them} (the embedded engine has no proxy, queue, recovery or lock, and its `on_error` does not back off), so the arm would measure the same engine under another name; set {them} on an `fdb` target (docs/fdb.md), or remove {them} from this arm",
+                cluster_only.join("`, `"),
+            );
+        }
+        self.options.validate()?;
         for (name, us) in [
             ("grv_us", self.grv_us),
             ("read_us", self.read_us),
@@ -264,18 +293,19 @@ impl Embedded {
 
     /// An empty database whose versions follow `clock`.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
-        Self::with_parts(clock, None)
+        Self::with_parts(clock, None, EmbeddedSettings::default())
     }
 
-    fn with_parts(clock: Arc<dyn Clock>, stall: Option<Stall>) -> Self {
+    fn with_parts(clock: Arc<dyn Clock>, stall: Option<Stall>, settings: EmbeddedSettings) -> Self {
         Self {
             shared: Arc::new(Shared {
                 clock,
                 last_version: AtomicU64::new(0),
                 store: RwLock::new(Store::default()),
                 stall,
+                defaults: tx_more::Options::with(&settings.options),
             }),
-            settings: EmbeddedSettings::default(),
+            settings,
         }
     }
 
@@ -293,9 +323,7 @@ impl Embedded {
             VersionClock::Wall => Arc::new(MonotonicClock { start: origin }),
             VersionClock::Counted => Arc::new(ManualClock::new()),
         };
-        let mut db = Self::with_parts(clock, stall);
-        db.settings = *settings;
-        Ok(db)
+        Ok(Self::with_parts(clock, stall, *settings))
     }
 }
 
@@ -326,6 +354,9 @@ struct Shared {
     store: RwLock<Store>,
     /// The test knob's periodic stall, if set.
     stall: Option<Stall>,
+    /// The options every transaction starts with, and returns to on a
+    /// retry or a reset: FoundationDB's with the arm's applied.
+    defaults: tx_more::Options,
 }
 
 impl Shared {

@@ -4,7 +4,7 @@
 use super::*;
 use crate::target::TargetSpec;
 use crate::target::kv::conformance::{self, Harness};
-use crate::target::kv::transact;
+use crate::target::kv::{TransactionOption, transact};
 
 /// A plain embedded target serializes as before the stall knob existed
 /// (sealed plans' hashes stay the same); the knob parses and is checked.
@@ -357,4 +357,128 @@ fn concurrent_increments_are_serializable() {
     let mut tr = db.begin();
     let v = tr.get(b"counter", true).unwrap().unwrap();
     assert_eq!(u32::from_le_bytes(v.try_into().unwrap()), 200);
+}
+
+/// An arm's options as a plan writes them: parsed beside the engine's
+/// knobs, serialised (so the sealed plan's hash covers them), named in the
+/// label, and refused where the engine could not honour them.
+#[test]
+fn arm_options_parse_are_hashed_labelled_and_refused_where_the_engine_cannot_honour_them() {
+    let t: TargetSpec =
+        toml::from_str("kind = \"embedded\"\nretry_limit = 3\nsnapshot_ryw_disable = true")
+            .unwrap();
+    assert_eq!(
+        serde_json::to_string(&t).unwrap(),
+        r#"{"kind":"embedded","retry_limit":3,"snapshot_ryw_disable":true}"#
+    );
+    assert_eq!(t.label(), "embedded (retry_limit=3, snapshot_ryw_disable)");
+    t.validate().unwrap();
+    let misspelt = toml::from_str::<TargetSpec>("kind = \"embedded\"\nretry_limt = 3");
+    assert!(misspelt.unwrap_err().to_string().contains("retry_limt"));
+    for (line, named) in [
+        ("causal_read_risky = true", "`causal_read_risky`"),
+        ("priority = \"batch\"", "`priority`"),
+        (
+            "lock_aware = true\nmax_retry_delay_ms = 5",
+            "`max_retry_delay_ms`, `lock_aware`",
+        ),
+    ] {
+        let t: TargetSpec = toml::from_str(&format!("kind = \"embedded\"\n{line}")).unwrap();
+        let e = t.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with(named) && e.contains("on an `fdb` target"),
+            "{e}"
+        );
+        assert!(t.open_kv(VersionClock::Wall).is_err(), "{line} opened");
+    }
+    let tiny: TargetSpec = toml::from_str("kind = \"embedded\"\nsize_limit = 8").unwrap();
+    assert!(
+        tiny.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("`size_limit = 8`")
+    );
+}
+
+fn with_options(line: &str) -> Embedded {
+    let Ok(TargetSpec::Embedded(settings)) =
+        toml::from_str(&format!("kind = \"embedded\"\n{line}"))
+    else {
+        panic!("`{line}` is not an embedded target");
+    };
+    Embedded::with_settings(&settings, VersionClock::Wall).unwrap()
+}
+
+/// The arm's retry limit is every transaction's, survives retries, and a
+/// reset (a fresh transaction) starts from it again rather than from
+/// FoundationDB's unlimited default.
+#[test]
+fn an_arm_retry_limit_holds_for_every_transaction_and_its_retries() {
+    let db = with_options("retry_limit = 1");
+    for _ in 0..2 {
+        let mut tr = db.begin();
+        assert_eq!(tr.on_error(KvError::NotCommitted), Ok(()));
+        assert_eq!(
+            tr.on_error(KvError::NotCommitted),
+            Err(KvError::NotCommitted)
+        );
+    }
+    // The transaction's own setting overrides the arm's, as a later entry
+    // of FoundationDB's persistent options does.
+    let mut tr = db.begin();
+    tr.set_option(TransactionOption::RetryLimit(2));
+    assert_eq!(tr.on_error(KvError::NotCommitted), Ok(()));
+    assert_eq!(tr.on_error(KvError::NotCommitted), Ok(()));
+    assert_eq!(
+        tr.on_error(KvError::NotCommitted),
+        Err(KvError::NotCommitted)
+    );
+}
+
+/// A database size limit survives `on_error` (it is among the persistent
+/// options re-applied), where the transaction's own does not.
+#[test]
+fn an_arm_size_limit_survives_retries_where_a_transactions_own_does_not() {
+    let big = vec![b'v'; 2_000];
+    let db = with_options("size_limit = 1000");
+    let mut tr = db.begin();
+    assert_eq!(tr.on_error(KvError::NotCommitted), Ok(()));
+    tr.set(b"k", &big);
+    assert_eq!(tr.commit().map_err(|e| e.code()), Err(2101));
+
+    let plain = Embedded::new();
+    let mut tr = plain.begin();
+    tr.set_option(TransactionOption::SizeLimit(1000));
+    assert_eq!(tr.on_error(KvError::NotCommitted), Ok(()));
+    tr.set(b"k", &big);
+    assert!(tr.commit().is_ok());
+}
+
+/// `snapshot_ryw_disable` is the counter's starting value, so one
+/// `snapshot-ryw-enable` brings own writes back into snapshot reads;
+/// `read_your_writes_disable` holds on every attempt.
+#[test]
+fn arm_read_your_writes_switches_apply_to_every_attempt() {
+    let db = with_options("snapshot_ryw_disable = true");
+    let mut tr = db.begin();
+    tr.set(b"k", b"mine");
+    assert_eq!(tr.get(b"k", true), Ok(None));
+    assert_eq!(tr.get(b"k", false), Ok(Some(b"mine".to_vec())));
+    tr.set_option(TransactionOption::SnapshotRywEnable);
+    assert_eq!(tr.get(b"k", true), Ok(Some(b"mine".to_vec())));
+    assert_eq!(tr.on_error(KvError::NotCommitted), Ok(()));
+    tr.set(b"k", b"mine");
+    assert_eq!(
+        tr.get(b"k", true),
+        Ok(None),
+        "a retry starts from the arm's counter"
+    );
+
+    let db = with_options("read_your_writes_disable = true");
+    let mut tr = db.begin();
+    for _ in 0..2 {
+        tr.set(b"k", b"mine");
+        assert_eq!(tr.get(b"k", false), Ok(None));
+        assert_eq!(tr.on_error(KvError::NotCommitted), Ok(()));
+    }
 }

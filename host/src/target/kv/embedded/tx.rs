@@ -192,6 +192,7 @@ pub(super) fn merge_range<'a>(
 
 impl Tx {
     pub(super) fn new(shared: Arc<Shared>) -> Self {
+        let defaults = shared.defaults;
         Self {
             shared,
             read_version: None,
@@ -201,7 +202,7 @@ impl Tx {
             commit_started: false,
             ended: None,
             deferred: None,
-            extra: Extra::new(),
+            extra: Extra::new(defaults),
         }
     }
 
@@ -289,7 +290,7 @@ impl Tx {
         self.commit_started = false;
         self.ended = None;
         self.deferred = None;
-        self.extra.reset_for_retry();
+        self.extra.reset_for_retry(self.shared.defaults);
     }
 
     /// Adds [begin, end) minus what this transaction wrote as read conflict

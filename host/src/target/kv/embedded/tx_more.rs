@@ -13,6 +13,7 @@ use blocklab_kv_contract::atomic;
 
 use super::tx::{Tx, check_bound, clamp_bound, client_invalid_operation, in_cleared, key_after};
 use super::{Conflict, KvError, MUTATION_OVERHEAD, Pending, RANGE_OVERHEAD, Versionstamp, limits};
+use crate::target::kv::defaults::TransactionDefaults;
 use crate::target::kv::{ConflictKind, MutationType, TransactionOption};
 
 /// A key and a value, or a range's begin and end.
@@ -24,10 +25,13 @@ type KeyPair = (Vec<u8>, Vec<u8>);
 /// `on_error` (`resetRyow` re-applies `persistentOptions`), and only `reset`
 /// clears them. The size limit is not: `Transaction::onError` resets the
 /// native transaction, whose `TransactionState::cloneAndReset` starts from
-/// fresh options (NativeAPI.actor.cpp l. 3721), so a retry is back at
-/// 10,000,000 bytes.
+/// fresh options (NativeAPI.actor.cpp l. 3721), so a retry is back at the
+/// database's size limit (10,000,000 bytes unless the arm sets one).
+///
+/// "Fresh" means the database's defaults ([`Options::with`]): FoundationDB's
+/// own, with the arm's [`TransactionDefaults`] applied.
 #[derive(Debug, Clone, Copy)]
-struct Options {
+pub(super) struct Options {
     timeout: Option<Duration>,
     /// -1: unlimited (FoundationDB's default).
     retry_limit: i64,
@@ -50,6 +54,34 @@ impl Default for Options {
             ryw_disabled: false,
             snapshot_ryw: 1,
         }
+    }
+}
+
+impl Options {
+    /// A new transaction's options on a database with the arm's `defaults`:
+    /// the database defaults (persistent options copied from
+    /// `getTransactionDefaults()`, RYW l. 1555), the snapshot-RYW counter's
+    /// database starting value (`options.reset`, RYW l. 2082), and the
+    /// per-transaction options the host sets on each attempt.
+    pub(super) fn with(defaults: &TransactionDefaults) -> Options {
+        let mut o = Options::default();
+        if let Some(ms) = defaults.timeout_ms {
+            o.timeout = (ms > 0).then(|| Duration::from_millis(u64::from(ms)));
+        }
+        if let Some(limit) = defaults.retry_limit {
+            o.retry_limit = i64::from(limit);
+        }
+        if let Some(ms) = defaults.max_retry_delay_ms {
+            o.max_retry_delay_ms = u64::from(ms);
+        }
+        if let Some(bytes) = defaults.size_limit {
+            o.size_limit = bytes as usize;
+        }
+        if defaults.snapshot_ryw_disable {
+            o.snapshot_ryw = 0;
+        }
+        o.ryw_disabled = defaults.read_your_writes_disable;
+        o
     }
 }
 
@@ -80,9 +112,9 @@ pub(in crate::target::kv::embedded) struct Extra {
 }
 
 impl Extra {
-    pub(super) fn new() -> Extra {
+    pub(super) fn new(defaults: Options) -> Extra {
         Extra {
-            options: Options::default(),
+            options: defaults,
             created: Instant::now(),
             retries: 0,
             stamped_keys: Vec::new(),
@@ -93,14 +125,15 @@ impl Extra {
     }
 
     /// A retryable `on_error`: persistent options, creation time and the
-    /// retry count stay; everything else goes (`resetRyow`).
-    pub(super) fn reset_for_retry(&mut self) {
+    /// retry count stay; every other option returns to the database's
+    /// `defaults` and everything else goes (`resetRyow`).
+    pub(super) fn reset_for_retry(&mut self, defaults: Options) {
         let kept = self.options;
         self.options = Options {
             timeout: kept.timeout,
             retry_limit: kept.retry_limit,
             max_retry_delay_ms: kept.max_retry_delay_ms,
-            ..Options::default()
+            ..defaults
         };
         self.stamped_keys.clear();
         self.unreadable.clear();
