@@ -21,6 +21,7 @@ mod kv_plugin;
 mod languages;
 mod network;
 mod openloop;
+mod patterns;
 mod peers;
 mod plugins;
 mod process_arms;

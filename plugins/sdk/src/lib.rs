@@ -41,6 +41,7 @@ pub mod adapter;
 pub mod env;
 mod future;
 pub mod grpc;
+pub mod keys;
 pub mod kv;
 mod kv_more;
 pub use blocklab_catalog::Params;

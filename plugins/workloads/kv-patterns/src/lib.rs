@@ -12,9 +12,15 @@
 //! - `queue`: pushes an item under a versionstamped key, then pops the
 //!   oldest item (a range read of one row and a clear). Poppers of several
 //!   workers conflict on the head, and retry.
+//! - `scan`: a range read in a chosen streaming mode (scan.rs).
+//! - `ycsb-a` to `ycsb-f`: YCSB's core workloads with a zipfian key
+//!   chooser (ycsb.rs).
 //!
 //! Every run checks what it read, so a wrong answer fails the run instead
 //! of going unnoticed.
+
+mod scan;
+mod ycsb;
 
 use blocklab_sdk::kv::{self, KeySelector, RangeLimits, StreamingMode};
 use blocklab_sdk::{Info, Params, Plugin, Workload, export_plugin};
@@ -29,7 +35,7 @@ struct Patterns;
 
 impl Plugin for Patterns {
     fn workloads() -> Vec<Info> {
-        vec![
+        let mut infos = vec![
             Info::new("get1", "one point read per transaction").uses("kv"),
             Info::new(
                 "fanout-futures",
@@ -53,7 +59,19 @@ impl Plugin for Patterns {
                 "pushes under a versionstamped key, then pops the oldest item",
             )
             .uses("kv"),
-        ]
+            Info::new(
+                "scan",
+                "one range read of `rows` rows in streaming mode `mode`",
+            )
+            .params(scan::PARAMS)
+            .uses("kv"),
+        ];
+        infos.extend(
+            ycsb::WORKLOADS
+                .iter()
+                .map(|(name, what)| Info::new(*name, *what).params(ycsb::PARAMS).uses("kv")),
+        );
+        infos
     }
 
     fn setup(name: &str, params: &Params) -> Result<Box<dyn Workload>, String> {
@@ -63,6 +81,11 @@ impl Plugin for Patterns {
             "fanout-sequential" => Box::new(Fanout::setup(keys(params)?, Style::Sequential)?),
             "counter" => Box::new(Counter),
             "queue" => Box::new(Queue::setup()?),
+            "scan" => Box::new(scan::Scan::setup(params)?),
+            name if name.starts_with("ycsb-") && name.len() == 6 => Box::new(ycsb::Ycsb::setup(
+                name.chars().last().unwrap_or('?'),
+                params,
+            )?),
             other => return Err(format!("kv-patterns has no workload `{other}`")),
         })
     }
