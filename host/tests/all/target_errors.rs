@@ -93,22 +93,36 @@ fn a_grpc_workload_without_an_endpoint_is_refused_before_setup_naming_the_flag()
     }
 }
 
+/// Also when nothing listens at the endpoint: the workload would never
+/// call it, so "cannot connect" would send the user to the wrong fix.
 #[test]
 fn a_kv_workload_with_an_endpoint_is_refused_naming_the_flag() {
     let server = IngestServer::start(&[]);
+    // A port just released: nothing listens there (were something to bind
+    // it meanwhile, the run would connect and be refused the same way).
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
     let kv_basic = plugin("kv-basic").display().to_string();
     for source in [kv_basic.as_str(), "builtin"] {
-        let r = run(blocklab()
-            .args(["run", "--plugin", source, "--workload", "get100"])
-            .args(["--endpoint", &server.url]));
-        assert_error(
-            &r,
-            &[&format!(
-                "workload `get100` uses kv, and this run's target is the grpc endpoint `{}`, which serves no kv transactions; leave out `--endpoint`",
-                server.url
-            )],
-        );
-        assert!(!r.stderr.contains("backtrace"), "{source}: {}", r.stderr);
+        for endpoint in [&server.url, &closed] {
+            let r = run(blocklab()
+                .args(["run", "--plugin", source, "--workload", "get100"])
+                .args(["--endpoint", endpoint]));
+            assert_error(
+                &r,
+                &[&format!(
+                    "workload `get100` uses kv, and this run's target is the grpc endpoint `{endpoint}`, which serves no kv transactions; leave out `--endpoint`"
+                )],
+            );
+            assert!(!r.stderr.contains("backtrace"), "{source}: {}", r.stderr);
+            assert!(
+                !r.stderr.contains("cannot connect"),
+                "{source}: {}",
+                r.stderr
+            );
+        }
     }
 }
 

@@ -10,17 +10,12 @@ use crate::limits;
 use crate::machine::alloc::AllocCount;
 use crate::machine::cpu::{self, Usage};
 use crate::machine::pmu::{PmuCounts, SchedCounts, WindowCounters};
-use crate::plan::inputs::{self, HashedFile, input_files};
+use crate::plan::inputs::HashedFile;
 use crate::plan::spec::{CounterSource, Counters, Measure};
 use crate::plugin::Instance;
-use crate::plugin::builtin::Builtin;
-use crate::plugin::builtin_grpc::BuiltinGrpc;
-use crate::plugin::env::Env;
 use crate::plugin::grants::Grants;
-use crate::plugin::source::{
-    PluginSource, builtin_infos, check_adapters, check_target, check_workload,
-};
-use crate::plugin::wasm::{Limits, Runtime};
+use crate::plugin::source::PluginSource;
+use crate::plugin::wasm::Limits;
 use crate::record::batches::Batches;
 use crate::record::result::{
     Alloc, ClientRuntime, Cpu, Latency, OpenLoop, OpenLoopCounts, RunResult, WindowStats,
@@ -28,19 +23,19 @@ use crate::record::result::{
 };
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
-use crate::target::kv::embedded::VersionClock;
 use crate::target::kv::ops;
 use anyhow::bail;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod driver;
+mod load;
 use driver::*;
+use load::{check_source, hash_inputs, instances};
 
 /// Everything one run needs; the supervisor sends it to the child as JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,95 +108,6 @@ impl RunSpec {
             memory_bytes: self.memory_bytes,
         }
     }
-}
-
-/// Hashes the run's inputs and checks them against the sealed ones.
-fn hash_inputs(spec: &RunSpec) -> anyhow::Result<BTreeMap<String, String>> {
-    check_adapters(&spec.plugin, &spec.adapters)?;
-    let files = input_files(&spec.plugin, &spec.adapters)?;
-    let inputs = inputs::check(&spec.expected_inputs, files, spec.binary.as_ref())?;
-    inputs::check_all_used(&spec.expected_inputs, &inputs)?;
-    Ok(inputs)
-}
-
-/// A run's workload source, loaded: one instance per worker, and the run's
-/// gRPC client if its target is grpc.
-struct Loaded {
-    instances: Vec<Box<dyn Instance>>,
-    grpc: Option<Arc<GrpcClient>>,
-    /// Whether the compiled component came from the cache.
-    from_cache: bool,
-    /// A composed component's input name and hash, checked against the
-    /// sealed one; it joins the run's inputs.
-    composed: Option<(String, String)>,
-}
-
-/// Loads the workload source (composed with its adapters): one instance per
-/// worker, all sharing the arm's target (a kv database or a gRPC client).
-fn instances(spec: &RunSpec) -> anyhow::Result<Loaded> {
-    let (db, grpc) = match &spec.target {
-        TargetSpec::Grpc(settings) => (None, Some(GrpcClient::connect(settings)?)),
-        other => {
-            let clock = match under_callgrind(spec.counters) {
-                true => VersionClock::Counted,
-                false => VersionClock::Wall,
-            };
-            let db = other.open_kv(clock)?;
-            // Where the plan asks, every kv call is timed through this one
-            // wrapper (target::kv::ops); the executor never asks it of a
-            // counted run.
-            let db: crate::target::kv::SharedDatabase = match spec.operations {
-                true => Arc::new(ops::TimedDatabase(db)),
-                false => db,
-            };
-            (Some(db), None)
-        }
-    };
-    let label = spec.plugin.label();
-    let env = |worker: u32| Env::new(label.clone(), spec.seed, u64::from(worker));
-    let mut loaded = Loaded {
-        instances: Vec::new(),
-        grpc: grpc.clone(),
-        from_cache: false,
-        composed: None,
-    };
-    match &spec.plugin {
-        PluginSource::Builtin => {
-            for worker in 0..spec.workers {
-                let instance: Box<dyn Instance> = match (&db, &grpc) {
-                    (Some(db), _) => Box::new(Builtin::new(db.clone(), env(worker))),
-                    (None, Some(client)) => Box::new(BuiltinGrpc::new(client.clone(), env(worker))),
-                    (None, None) => bail!("the run has no target"),
-                };
-                loaded.instances.push(instance);
-            }
-        }
-        PluginSource::Wasm(path) => {
-            let (limits, cache, grants) =
-                (spec.limits(), spec.cache_dir.clone(), spec.grants.clone());
-            let runtime = match spec.profile_hz {
-                Some(_) => Runtime::profiled(limits, cache, grants)?,
-                None => Runtime::with_grants(limits, cache, grants)?,
-            };
-            let plugin = runtime.load_composed(path, &spec.adapters)?;
-            if !spec.adapters.is_empty() {
-                let name = crate::plugin::compose::input_name(path, &spec.adapters);
-                inputs::check_input(&spec.expected_inputs, &name, plugin.sha256())?;
-                loaded.composed = Some((name, plugin.sha256().to_owned()));
-            }
-            loaded.from_cache = plugin.from_cache();
-            for worker in 0..spec.workers {
-                let wasi_seed = spec.seed ^ (u64::from(worker) << 32);
-                loaded.instances.push(Box::new(plugin.instantiate(
-                    db.clone(),
-                    grpc.clone(),
-                    env(worker),
-                    wasi_seed,
-                )?));
-            }
-        }
-    }
-    Ok(loaded)
 }
 
 /// Splits `total` transactions over `workers`, the remainder to the first.
@@ -547,19 +453,6 @@ impl InstanceFigures {
     }
 }
 
-/// Checks the run's workload and params against what its source lists,
-/// and its declared `uses` against the target, before any setup.
-fn check_source(spec: &RunSpec, loaded: &mut Loaded) -> anyhow::Result<()> {
-    let infos = match spec.plugin {
-        PluginSource::Builtin => builtin_infos(),
-        PluginSource::Wasm(_) => loaded.instances[0].list()?,
-    };
-    let info = check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
-    // Sealing refuses a plan's arm this way with its plan keys, so the
-    // spec that gets here mismatched is `blocklab run`'s: name its flags.
-    check_target(info, &spec.target).map_err(|m| anyhow::anyhow!(m.on_command_line()))
-}
-
 /// Sets every instance up; returns what they counted doing it.
 fn setup_all(
     spec: &RunSpec,
@@ -808,6 +701,7 @@ fn ms(d: Duration) -> f64 {
 mod tests {
     use super::*;
     use crate::plugin::WorkloadInfo;
+    use crate::plugin::env::Env;
     use std::sync::Barrier;
 
     /// Fault injection: an instance whose transactions panic, standing in

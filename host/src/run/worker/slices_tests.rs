@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::plugin::WorkloadInfo;
+use crate::plugin::env::Env;
 
 /// An ingest stand-in: each transaction counts 0–6 records as acknowledged
 /// (and 100 bytes each), the way the ingest workload counts acks inside its
