@@ -26,6 +26,7 @@ use core::time::Duration;
 use crate::atomic::MutationType;
 use crate::codes::{self, *};
 use crate::limits;
+pub(crate) use crate::options::prefix_end;
 use crate::options::{ConflictKind, KeySelector, RangeLimits, TransactionOption};
 
 /// A kv error as the cases see it: FoundationDB's code and a description.
@@ -365,18 +366,6 @@ pub(crate) fn check_rows(got: &[Row], want: &[(&[u8], &[u8])], what: &str) -> Ou
 
 pub(crate) fn key(prefix: &[u8], suffix: &str) -> Vec<u8> {
     [prefix, suffix.as_bytes()].concat()
-}
-
-/// The first key after every key starting with `prefix`.
-pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    b"\xff".to_vec()
 }
 
 pub(crate) fn options(limit: u32, reverse: bool, snapshot: bool) -> RangeOptions {

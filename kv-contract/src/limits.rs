@@ -13,6 +13,11 @@ pub const VALUE_BYTES: usize = 100_000;
 /// Mutations plus conflict ranges of one transaction, bytes
 /// (`TRANSACTION_SIZE_LIMIT`, checked in `tryCommit`).
 pub const TRANSACTION_BYTES: usize = 10_000_000;
+/// The bounds of the `size_limit` option, bytes: at least 32, at most
+/// [`TRANSACTION_BYTES`] (`Transaction::setOption`'s `SIZE_LIMIT` case,
+/// `extractIntOption(value, 32, TRANSACTION_SIZE_LIMIT)`, NativeAPI.actor.cpp
+/// l. 7275); outside them the option is `invalid_option_value`.
+pub const SIZE_LIMIT_BYTES: core::ops::RangeInclusive<u32> = 32..=TRANSACTION_BYTES as u32;
 /// Read versions advance by this many per second (`VERSIONS_PER_SECOND`).
 pub const VERSIONS_PER_SECOND: u64 = 1_000_000;
 /// A read version older than this many versions is `transaction_too_old`

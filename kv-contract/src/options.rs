@@ -219,6 +219,20 @@ impl TransactionOption {
     }
 }
 
+/// The first key after every key starting with `prefix`, as FoundationDB's
+/// `strinc` computes it: the prefix without its trailing `0xff` bytes, its
+/// last byte plus one. Where nothing is left (strinc refuses), `\xff`.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    b"\xff".to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ pub use crate::future::{
 /// transaction options, as in wit/v0.3.0/kv.wit (shared with the host).
 pub use blocklab_kv_contract::atomic::MutationType;
 pub use blocklab_kv_contract::options::{
-    ConflictKind, KeySelector, Priority, RangeLimits, StreamingMode, TransactionOption,
+    ConflictKind, KeySelector, Priority, RangeLimits, StreamingMode, TransactionOption, prefix_end,
 };
 
 /// One row of a range read, owned.

@@ -10,7 +10,6 @@ use anyhow::bail;
 
 use super::{RunSpec, under_callgrind};
 use crate::plan::inputs::{self, input_files};
-use crate::plugin::Instance;
 use crate::plugin::builtin::Builtin;
 use crate::plugin::builtin_grpc::BuiltinGrpc;
 use crate::plugin::env::Env;
@@ -18,6 +17,7 @@ use crate::plugin::source::{
     PluginSource, builtin_infos, check_adapters, check_target, check_workload, workload_infos,
 };
 use crate::plugin::wasm::Runtime;
+use crate::plugin::{Instance, WorkloadInfo};
 use crate::target::TargetSpec;
 use crate::target::grpc::GrpcClient;
 use crate::target::kv::embedded::VersionClock;
@@ -127,9 +127,14 @@ pub(super) fn check_source(spec: &RunSpec, loaded: &mut Loaded) -> anyhow::Resul
         PluginSource::Wasm(_) => loaded.instances[0].list()?,
     };
     let info = check_workload(&infos, &spec.plugin.label(), &spec.workload, &spec.params)?;
-    // Sealing refuses a plan's arm this way with its plan keys, so the
-    // spec that gets here mismatched is `blocklab run`'s: name its flags.
-    check_target(info, &spec.target).map_err(|m| anyhow::anyhow!(m.on_command_line()))
+    check_uses(info, &spec.target)
+}
+
+/// Refuses a workload whose `uses` the target cannot serve. Sealing refuses
+/// a plan's arm this way with its plan keys, so the spec that gets here
+/// mismatched is `blocklab run`'s: the words name its flags.
+fn check_uses(info: &WorkloadInfo, target: &TargetSpec) -> anyhow::Result<()> {
+    check_target(info, target).map_err(|m| anyhow::anyhow!(m.on_command_line()))
 }
 
 /// Why the run's workload cannot use its target, found without the target
@@ -146,7 +151,5 @@ fn target_mismatch(spec: &RunSpec) -> Option<anyhow::Error> {
     )
     .ok()?;
     let info = infos.iter().find(|i| i.name == spec.workload)?;
-    check_target(info, &spec.target)
-        .err()
-        .map(|m| anyhow::anyhow!(m.on_command_line()))
+    check_uses(info, &spec.target).err()
 }

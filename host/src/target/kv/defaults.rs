@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Priority, TransactionOption};
+use super::{Priority, TransactionOption, limits};
 
 /// An arm's transaction options (the keys of its `target` table besides
 /// the target's own). Each is `None`/`false` unless the plan sets it, and
@@ -155,14 +155,18 @@ impl TransactionDefaults {
         set
     }
 
-    /// FoundationDB's bounds: a size limit of 32 to 10,000,000 bytes
+    /// FoundationDB's bounds: a size limit within [`limits::SIZE_LIMIT_BYTES`]
     /// (`invalid_option_value` otherwise).
     pub fn validate(&self) -> anyhow::Result<()> {
+        let bounds = limits::SIZE_LIMIT_BYTES;
         if let Some(bytes) = self.size_limit
-            && !(32..=10_000_000).contains(&bytes)
+            && !bounds.contains(&bytes)
         {
             anyhow::bail!(
-                "`size_limit = {bytes}` is outside FoundationDB's bounds; give 32 to 10000000 (bytes), or remove it for the default of 10000000"
+                "`size_limit = {bytes}` is outside FoundationDB's bounds; give {} to {} (bytes), or remove it for the default of {}",
+                bounds.start(),
+                bounds.end(),
+                bounds.end()
             );
         }
         Ok(())

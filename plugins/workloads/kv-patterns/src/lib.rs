@@ -167,7 +167,7 @@ struct Queue {
 impl Queue {
     /// Starts from an empty queue.
     fn setup() -> Result<Queue, String> {
-        let end = queue_end();
+        let end = kv::prefix_end(QUEUE);
         kv::transact(|tr| {
             tr.clear_range(QUEUE, &end);
             Ok(())
@@ -178,14 +178,6 @@ impl Queue {
     }
 }
 
-fn queue_end() -> Vec<u8> {
-    let mut end = QUEUE.to_vec();
-    if let Some(last) = end.last_mut() {
-        *last += 1;
-    }
-    end
-}
-
 impl Workload for Queue {
     fn run(&mut self, iteration: u64) -> Result<u32, String> {
         let offset = QUEUE.len() as u32;
@@ -194,7 +186,7 @@ impl Workload for Queue {
             tr.set_versionstamped_key(&self.template, offset, &item);
             Ok(())
         })?;
-        let end = queue_end();
+        let end = kv::prefix_end(QUEUE);
         let limits = RangeLimits {
             limit: 1,
             mode: StreamingMode::Exact,

@@ -61,10 +61,7 @@ impl Scan {
                 Ok(())
             })?;
         }
-        let mut end = PREFIX.to_vec();
-        if let Some(last) = end.last_mut() {
-            *last += 1;
-        }
+        let end = kv::prefix_end(PREFIX);
         // Exact mode needs the row limit; the others are given it too, so
         // every mode reads the same rows.
         let limits = RangeLimits {

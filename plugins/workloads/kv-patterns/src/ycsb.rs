@@ -71,6 +71,8 @@ pub struct Ycsb {
     records: u64,
     value_bytes: usize,
     scan_max: u64,
+    /// The end of the records' key range, where scans stop.
+    end: Vec<u8>,
 }
 
 fn key(record: u64) -> Vec<u8> {
@@ -120,6 +122,7 @@ impl Ycsb {
             records,
             value_bytes,
             scan_max,
+            end: kv::prefix_end(PREFIX.as_bytes()),
         })
     }
 
@@ -144,14 +147,6 @@ impl Ycsb {
             None => Err(format!("record {record} is missing")),
         }
     }
-}
-
-fn key_after_prefix() -> Vec<u8> {
-    let mut end = PREFIX.as_bytes().to_vec();
-    if let Some(last) = end.last_mut() {
-        *last += 1;
-    }
-    end
 }
 
 /// The value an operation writes: the iteration in its first bytes, so
@@ -211,9 +206,8 @@ impl Workload for Ycsb {
             Op::Scan => {
                 let start = scramble(self.chooser.rank(draw()), self.records);
                 let rows = 1 + (draw() * self.scan_max as f64) as u64;
-                let (found, retries) = kv::read_transact(|tr| {
-                    tr.get_range(&key(start), &key_after_prefix(), rows as u32)
-                })?;
+                let (found, retries) =
+                    kv::read_transact(|tr| tr.get_range(&key(start), &self.end, rows as u32))?;
                 if found.is_empty() || found.len() as u64 > rows {
                     return Err(format!(
                         "a scan of {rows} rows from record {start} returned {}",

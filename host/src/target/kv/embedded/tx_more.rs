@@ -360,7 +360,7 @@ impl Tx {
             }
             TransactionOption::RetryLimit(n) if n >= -1 => o.retry_limit = n,
             TransactionOption::MaxRetryDelay(ms) => o.max_retry_delay_ms = ms,
-            TransactionOption::SizeLimit(n) if (32..=10_000_000).contains(&n) => {
+            TransactionOption::SizeLimit(n) if limits::SIZE_LIMIT_BYTES.contains(&n) => {
                 o.size_limit = n as usize;
             }
             TransactionOption::ReadYourWritesDisable => {
