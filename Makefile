@@ -75,8 +75,8 @@ $(COMPONENTIZE_JS): plugins/js/package-lock.json
 ## the SDK or wit/ change).
 plugins-js: $(JS_PLUGINS)
 
-$(PLUGIN_OUT)/%.wasm: plugins/js/%/app.js plugins/js/sdk/blocklab.js plugins/js/build.mjs $(wildcard wit/*.wit) $(COMPONENTIZE_JS)
-	node plugins/js/build.mjs $< wit $@
+$(PLUGIN_OUT)/%.wasm: plugins/js/%/app.js plugins/js/sdk/blocklab.js plugins/js/build.mjs $(wildcard wit/v0.3.0/*.wit) $(COMPONENTIZE_JS)
+	node plugins/js/build.mjs $< wit/v0.3.0 $@
 
 # $(call rust-plugins,NAMES): those plugin crates built as components into
 # target/plugins/NAME.wasm.

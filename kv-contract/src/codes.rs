@@ -9,6 +9,8 @@ pub const NOT_COMMITTED: i32 = 1020;
 pub const COMMIT_UNKNOWN_RESULT: i32 = 1021;
 pub const TRANSACTION_CANCELLED: i32 = 1025;
 pub const TRANSACTION_TIMED_OUT: i32 = 1031;
+pub const TOO_MANY_WATCHES: i32 = 1032;
+pub const WATCHES_DISABLED: i32 = 1034;
 pub const PROCESS_BEHIND: i32 = 1037;
 pub const DATABASE_LOCKED: i32 = 1038;
 pub const COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED: i32 = 1042;
@@ -64,6 +66,8 @@ pub fn name(code: i32) -> Option<&'static str> {
         COMMIT_UNKNOWN_RESULT => "commit_unknown_result",
         TRANSACTION_CANCELLED => "transaction_cancelled",
         TRANSACTION_TIMED_OUT => "transaction_timed_out",
+        TOO_MANY_WATCHES => "too_many_watches",
+        WATCHES_DISABLED => "watches_disabled",
         PROCESS_BEHIND => "process_behind",
         DATABASE_LOCKED => "database_locked",
         COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED => "commit_proxy_memory_limit_exceeded",

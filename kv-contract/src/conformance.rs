@@ -127,6 +127,16 @@ pub trait Transaction {
     fn wait(&mut self, _id: usize) -> Result<Answer, Error> {
         Err(older_api())
     }
+    /// Sets a watch on `key` (`watch`); its id for [`Transaction::watch_wait`].
+    /// The transaction keeps it until it is dropped itself.
+    fn watch(&mut self, _key: &[u8]) -> usize {
+        0
+    }
+    /// Waits at most `timeout` for watch `id` (`wait-for`): `Ok(true)` once
+    /// it fired, `Ok(false)` while it waits, or its error.
+    fn watch_wait(&mut self, _id: usize, _timeout: Duration) -> Result<bool, Error> {
+        Err(older_api())
+    }
 }
 
 /// What a future of the harness resolves to.
@@ -141,7 +151,8 @@ pub enum Answer {
 pub enum Api {
     /// wit/v0.2.0 (and 0.1.0): the blocking calls.
     V2,
-    /// wit/v0.3.0: futures, atomics, versionstamps, selectors, options.
+    /// wit/v0.3.0: futures, atomics, versionstamps, selectors, options,
+    /// watches.
     V3,
 }
 

@@ -3,6 +3,7 @@
 //! by selectors with row and byte limits and streaming modes, their read
 //! conflict ranges, conflict ranges added by hand, read versions given by
 //! the caller, committed versions, size estimates, and transaction options.
+//! Watches are [`crate::conformance_watch`]'s.
 
 use alloc::format;
 use alloc::vec;
@@ -18,7 +19,7 @@ use crate::options::{ConflictKind, KeySelector, RangeLimits, StreamingMode, Tran
 use crate::conformance_v3::v3_cases;
 
 pub(crate) fn cases() -> Vec<Case> {
-    v3_cases![
+    let mut all = v3_cases![
         selectors_resolve_at_range_edges,
         selectors_see_own_writes,
         selector_ranges_apply_limits_and_modes,
@@ -30,7 +31,9 @@ pub(crate) fn cases() -> Vec<Case> {
         option_read_your_writes_switches,
         option_timeout_fires,
         options_without_visible_effect_are_accepted,
-    ]
+    ];
+    all.extend(crate::conformance_watch::cases());
+    all
 }
 
 fn seed_abcde(h: &dyn Harness, prefix: &[u8]) -> Result<[Vec<u8>; 5], alloc::string::String> {

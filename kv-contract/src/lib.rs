@@ -22,5 +22,6 @@ pub mod codes;
 pub mod conformance;
 mod conformance_v3;
 mod conformance_v3b;
+mod conformance_watch;
 pub mod limits;
 pub mod options;

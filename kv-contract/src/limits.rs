@@ -2,7 +2,7 @@
 //!
 //! Values from apple/foundationdb 7.3 (tag 7.3.79): `fdbclient/ClientKnobs.cpp`
 //! (`KEY_SIZE_LIMIT`, `VALUE_SIZE_LIMIT`, `TRANSACTION_SIZE_LIMIT`,
-//! `VERSIONS_PER_SECOND`) and `fdbclient/ServerKnobs.cpp`
+//! `VERSIONS_PER_SECOND`, `DEFAULT_MAX_OUTSTANDING_WATCHES`) and `fdbclient/ServerKnobs.cpp`
 //! (`MAX_READ_TRANSACTION_LIFE_VERSIONS`).
 
 /// Longest key a client may write, bytes (`KEY_SIZE_LIMIT`). No stored key
@@ -23,3 +23,10 @@ pub const VERSIONS_PER_SECOND: u64 = 1_000_000;
 /// A read version older than this many versions is `transaction_too_old`
 /// (`MAX_READ_TRANSACTION_LIFE_VERSIONS`, 5 s).
 pub const MVCC_WINDOW_VERSIONS: u64 = 5 * VERSIONS_PER_SECOND;
+/// Watches one database handle may have outstanding before a new one fails
+/// with `too_many_watches` (1032): `DEFAULT_MAX_OUTSTANDING_WATCHES`
+/// (ClientKnobs.cpp l. 127), checked in `DatabaseContext::
+/// increaseWatchCounter` (NativeAPI.actor.cpp l. 2382) when a watch is set,
+/// before its transaction commits. A watch stops counting once it fires,
+/// fails or is dropped.
+pub const MAX_WATCHES: usize = 10_000;

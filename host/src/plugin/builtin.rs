@@ -403,6 +403,9 @@ mod tests {
             Err(unsupported())
         }
         fn set_option(&mut self, _: TransactionOption) {}
+        fn watch(&mut self, _: &[u8]) -> Box<dyn crate::target::kv::Watch> {
+            Box::new(crate::target::kv::FailedWatch(unsupported()))
+        }
     }
 
     fn unsupported() -> KvError {

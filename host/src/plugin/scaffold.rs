@@ -136,6 +136,9 @@ pub fn new_js_plugin(name: &str, kind: Kind, dir: &Path) -> anyhow::Result<PathB
 
 /// The module a JavaScript plugin directory is built from.
 const JS_ENTRY: &str = "app.js";
+/// The WIT a JavaScript plugin is built against, from plugins/js: the
+/// current version, which the SDK (plugins/js/sdk/blocklab.js) imports.
+const JS_WIT: &str = "../../wit/v0.3.0";
 
 /// Builds the plugin in `dir` and returns the component's path: a crate
 /// (`Cargo.toml`) for wasm32-wasip2 in release mode, or a JavaScript module
@@ -194,10 +197,10 @@ fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
         ),
     };
     let script = toolchain.join("build.mjs");
-    let wit = toolchain.join("../../wit");
+    let wit = toolchain.join(JS_WIT);
     if !script.is_file() || !wit.is_dir() {
         bail!(
-            "`{}` is not blocklab's plugins/js (no build.mjs beside ../../wit); pass `--toolchain PATH` pointing at it",
+            "`{}` is not blocklab's plugins/js (no build.mjs beside {JS_WIT}); pass `--toolchain PATH` pointing at it",
             toolchain.display()
         );
     }
@@ -351,16 +354,18 @@ mod tests {
 }
 "#;
 
-const WORKLOAD_JS: &str = r#"// A blocklab workload plugin in JavaScript. Build it with
+const WORKLOAD_JS: &str = r#"// A blocklab workload plugin in JavaScript, on WIT 0.3.0. Build it with
 // `blocklab plugin build .`, run it with
-// `blocklab run --plugin target/NAME.wasm --workload get`.
+// `blocklab run --plugin target/NAME.wasm --workload get`, or its gRPC
+// workload against your server with
+// `blocklab run --plugin target/NAME.wasm --workload unary --endpoint http://HOST:PORT`.
 //
 // `./blocklab.js` is blocklab's JavaScript SDK (plugins/js/sdk/blocklab.js),
 // put beside this file by the build. Importing it makes Math.random, crypto
 // and Date draw from the run's seeded generator and clock, sends console.*
 // to the run's log, and returns an exception thrown by setup or run to the
 // host with its message and stack.
-import { env, int, randomU64, transact, workloads } from './blocklab.js';
+import { env, grpc, int, randomU64, transact, workloads } from './blocklab.js';
 
 const encoder = new TextEncoder();
 
@@ -383,8 +388,7 @@ export const workload = workloads({
       const valueBytes = int(params, 'value-bytes');
       const value = new Uint8Array(valueBytes).fill(120);
       // The fixture, in transactions well under FoundationDB's 10 MB.
-      // transact() retries and always disposes the transaction (a resource
-      // is dropped only on [Symbol.dispose]()).
+      // transact() retries, and keeps the transaction for the next call.
       for (let start = 0; start < keys; start += 1000) {
         const stop = Math.min(keys, start + 1000);
         transact((tr) => {
@@ -404,6 +408,29 @@ export const workload = workloads({
           throw new Error(`key holds ${found.length} bytes, expected ${valueBytes}`);
         }
         return retries;
+      };
+    },
+  },
+  unary: {
+    description: 'one unary call of your service: `method` with `request` (hex of the encoded protobuf message)',
+    params: [
+      // blocklab's own test server (`blocklab target grpc-ingest`) answers
+      // this one; name your service's method and message instead.
+      ['method', '/ingest.v1.Echo/Echo', 'the full method name, /package.Service/Method'],
+      ['request', '0a0568656c6c6f', 'the encoded request, as hex (here EchoRequest { payload: "hello" })'],
+    ],
+    uses: ['grpc'],
+    setup(params) {
+      const hex = String(params.request);
+      if (!/^([0-9a-fA-F]{2})*$/.test(hex)) {
+        throw `param \`request\` = \`${hex}\` is not hex bytes (give pairs of hex digits, e.g. \`0a0568656c6c6f\`)`;
+      }
+      const request = new Uint8Array(hex.match(/../g)?.map((b) => parseInt(b, 16)) ?? []);
+      // A failed call throws a GrpcError that reads, e.g.,
+      // `UNIMPLEMENTED (12) on /package.Service/Method: the server's message`.
+      return () => {
+        grpc.unary(params.method, request);
+        return 0;
       };
     },
   },

@@ -823,5 +823,9 @@ pub struct TransactionHandle {
     grv_ready: Option<std::time::Instant>,
 }
 
+/// The host side of a `kv.watch` resource (WIT 0.3.0): the target's watch.
+/// It waits on the target's own change, not on a simulated round trip.
+pub struct WatchHandle(Box<dyn crate::target::kv::Watch>);
+
 pub use futures::FutureHandle;
 pub use grpc_host::StreamHandle;

@@ -2,7 +2,7 @@
 //! built with ComponentizeJS beside the Python one, errors in the plugin's
 //! own words, seeded randomness in every language, and leaked resources.
 
-use crate::support::{assert_error, blocklab, plugin, run, run_json};
+use crate::support::{IngestServer, assert_error, blocklab, plugin, run, run_json};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -24,7 +24,9 @@ fn js() -> PathBuf {
 #[test]
 fn the_javascript_plugin_runs_the_kv_basic_workloads_and_drops_its_transactions() {
     let js = js();
-    for workload in ["ryw", "get100", "set100", "grv"] {
+    // `calls` checks WIT 0.3.0's futures, atomics, selectors, versionstamps
+    // and watches through the SDK, and throws on any wrong answer.
+    for workload in ["ryw", "get100", "set100", "grv", "calls"] {
         let result = run_json(&js, workload, &[]);
         assert_eq!(result["errors"], 0, "{workload}: {result}");
         assert_eq!(result["measured"], 100);
@@ -183,7 +185,7 @@ fn a_javascript_plugin_is_scaffolded_and_a_missing_toolchain_names_its_make_targ
     let tree = tempfile::tempdir().unwrap();
     let toolchain = tree.path().join("plugins/js");
     std::fs::create_dir_all(&toolchain).unwrap();
-    std::fs::create_dir_all(tree.path().join("wit")).unwrap();
+    std::fs::create_dir_all(tree.path().join("wit/v0.3.0")).unwrap();
     std::fs::write(toolchain.join("build.mjs"), "").unwrap();
     let r = run(blocklab()
         .args(["plugin", "build"])
@@ -191,4 +193,56 @@ fn a_javascript_plugin_is_scaffolded_and_a_missing_toolchain_names_its_make_targ
         .arg("--toolchain")
         .arg(&toolchain));
     assert_error(&r, &["ComponentizeJS is not installed in", "make deps-js"]);
+}
+
+/// The JavaScript SDK's gRPC client against blocklab's own server: a unary
+/// call answers, and a method the server lacks fails with the status's name,
+/// the method and what the server said.
+#[test]
+fn a_javascript_plugin_calls_grpc_and_a_failed_call_names_its_method() {
+    let js = js();
+    let server = IngestServer::start(&[]);
+    let result = run_json(&js, "echo", &["--endpoint", &server.url]);
+    assert_eq!(result["errors"], 0, "{result}");
+    assert_eq!(result["measured"], 100);
+    assert_eq!(result["leaked_resources"], 0, "{result}");
+    let r = run(blocklab()
+        .args(["run", "--workload", "echo", "--measured", "5"])
+        .args(["--param", "method=/ingest.v1.Echo/Missing"])
+        .args(["--endpoint", &server.url, "--plugin"])
+        .arg(&js));
+    assert_error(
+        &r,
+        &["GrpcError: UNIMPLEMENTED (12) on /ingest.v1.Echo/Missing"],
+    );
+}
+
+/// `plugin new --lang js` writes a plugin on the current WIT that builds
+/// with the tree's toolchain and runs both its workloads: kv on embedded,
+/// and gRPC against a server.
+#[test]
+fn a_scaffolded_javascript_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(blocklab()
+        .args(["plugin", "new", "my-js", "--lang", "js", "--dir"])
+        .arg(dir.path()));
+    assert!(r.ok, "{}", r.stderr);
+    let r = run(blocklab()
+        .args(["plugin", "build"])
+        .arg(dir.path().join("my-js")));
+    assert!(r.ok, "{}", r.stderr);
+    let wasm = dir.path().join("my-js/target/my-js.wasm");
+    let r = run(blocklab().args(["plugin", "inspect"]).arg(&wasm));
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("blocklab:bench@0.3.0"),
+        "the scaffold is on the current WIT:\n{}",
+        r.stdout
+    );
+    let result = run_json(&wasm, "get", &[]);
+    assert_eq!(result["errors"], 0, "{result}");
+    let server = IngestServer::start(&[]);
+    let result = run_json(&wasm, "unary", &["--endpoint", &server.url]);
+    assert_eq!(result["errors"], 0, "{result}");
+    assert_eq!(result["measured"], 100);
 }

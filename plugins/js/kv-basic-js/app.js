@@ -4,9 +4,19 @@
 // The key layout, values, params and random draws are kv-basic's
 // (plugins/workloads/kv-basic/src/catalog.rs), so the same seed touches the
 // same keys in the Rust, Python and JavaScript plugins and a campaign can
-// compare them arm against arm. Three more workloads (`draws`, `throws`,
-// `leaks`) check the SDK's promises; blocklab's own tests run them.
-import { env, int, randomU64, transact, Transaction, workloads } from './blocklab.js';
+// compare them arm against arm. More workloads (`draws`, `throws`, `leaks`,
+// `calls`, `echo`) check the SDK's promises; blocklab's own tests run them.
+import {
+  env,
+  firstGreaterOrEqual,
+  grpc,
+  int,
+  joinAll,
+  randomU64,
+  transact,
+  Transaction,
+  workloads,
+} from './blocklab.js';
 
 const KEYS_HELP = 'fixture keys; each transaction picks one with env random_u64 % keys';
 const VALUE_HELP = 'bytes per value';
@@ -188,6 +198,62 @@ export const workload = workloads({
       return function throwingRun(iteration) {
         console.error(`kv-basic-js/throws: about to throw at iteration ${iteration}`);
         throw new TypeError(`kv-basic-js/throws: run throws on purpose at iteration ${iteration}`);
+      };
+    },
+  },
+  calls: {
+    description: `${TEST_ONLY}one transaction through WIT 0.3.0's calls: futures joined, an atomic add, a key selector, a versionstamp and a watch, each checked`,
+    uses: ['kv'],
+    setup() {
+      const p = prefix('calls');
+      clearFixture('calls');
+      transact((tr) => {
+        for (let i = 0; i < 3; i++) tr.set(key(p, i), value(4));
+      });
+      const counter = encoder.encode('kv-basic/calls/counter');
+      return () => {
+        const before = transact((tr) => tr.get(counter, false)).value;
+        const { value: got } = transact((tr) => {
+          const reads = [0, 1, 2].map((i) => tr.startGet(key(p, i)));
+          const values = joinAll(reads);
+          const watch = tr.watch(counter);
+          tr.add(counter, 1);
+          const first = tr.getKey(firstGreaterOrEqual(p));
+          const stamp = tr.getVersionstamp();
+          return { values, first, stamp, watch };
+        });
+        if (got.values.some((v) => v === undefined || v.length !== 4)) {
+          throw `joined reads answered ${JSON.stringify(got.values)}, expected three 4-byte values`;
+        }
+        if (decoder.decode(got.first) !== decoder.decode(key(p, 0))) {
+          throw `firstGreaterOrEqual(prefix) resolved to \`${decoder.decode(got.first)}\``;
+        }
+        if (got.stamp.wait().length !== 10) throw 'a versionstamp is not 10 bytes';
+        const after = transact((tr) => tr.get(counter, false)).value;
+        const count = (v) => (v === undefined ? 0n : new DataView(v.buffer, v.byteOffset, 8).getBigInt64(0, true));
+        if (count(after) !== count(before) + 1n) {
+          throw `the atomic add went from ${count(before)} to ${count(after)}`;
+        }
+        // The add in the watch's own transaction fired it before commit.
+        if (!got.watch.waitFor(1000)) throw 'a watch did not fire on its own atomic add';
+        got.watch[Symbol.dispose]();
+        return 0;
+      };
+    },
+  },
+  echo: {
+    description: `${TEST_ONLY}one unary call of ingest.v1.Echo with a 16-byte payload (param \`method\` names another to see its error)`,
+    params: [['method', '/ingest.v1.Echo/Echo', 'the unary method to call']],
+    uses: ['grpc'],
+    setup(params) {
+      // EchoRequest { payload = 1 }: tag 0x0a, the length, the bytes.
+      const request = new Uint8Array([0x0a, 16, ...value(16)]);
+      return () => {
+        const response = grpc.unary(params.method, request);
+        if (response.length !== request.length) {
+          throw `the echo answered ${response.length} bytes, expected ${request.length}`;
+        }
+        return 0;
       };
     },
   },

@@ -184,6 +184,10 @@ pub trait KvAdapter: Sized + 'static {
     fn set_option(&self, option: TransactionOption) {
         self.next().set_option(option);
     }
+
+    fn watch(&self, key: Vec<u8>) -> kv::Watch {
+        self.next().watch(&key)
+    }
 }
 
 /// Exports a [`KvAdapter`] as the component's `kv` interface. Use it once,
@@ -222,6 +226,7 @@ pub mod __private {
     impl<A: KvAdapter> wit::Guest for Export<A> {
         type Transaction = Adapted<A>;
         type Future = AdaptedFuture;
+        type Watch = AdaptedWatch;
 
         fn wait_all(futures: Vec<wit::FutureBorrow<'_>>) {
             let held: Vec<&AdaptedFuture> = futures.iter().map(|f| f.get()).collect();
@@ -252,6 +257,24 @@ pub mod __private {
 
         fn wait(&self) -> Result<wit::Answer, wit::Error> {
             self.0.wait_raw().map(answer).map_err(to_wit)
+        }
+    }
+
+    /// One exported watch: the next hop's.
+    pub struct AdaptedWatch(kv::Watch);
+
+    impl wit::GuestWatch for AdaptedWatch {
+        fn is_ready(&self) -> bool {
+            self.0.is_ready()
+        }
+
+        fn wait(&self) -> Result<(), wit::Error> {
+            self.0.wait().map_err(to_wit)
+        }
+
+        fn wait_for(&self, timeout_ms: u32) -> Result<bool, wit::Error> {
+            let timeout = std::time::Duration::from_millis(timeout_ms.into());
+            self.0.wait_for(timeout).map_err(to_wit)
         }
     }
 
@@ -434,6 +457,10 @@ pub mod __private {
 
         fn set_option(&self, opt: wit::TransactionOption) {
             self.0.set_option(wit_convert::option(opt));
+        }
+
+        fn watch(&self, key: Vec<u8>) -> wit::Watch {
+            wit::Watch::new(AdaptedWatch(self.0.watch(key)))
         }
     }
 

@@ -12,6 +12,7 @@ use std::mem::ManuallyDrop;
 pub use crate::future::{
     AnyFuture, FromAnswer, Future, RangeBatch, Versionstamp, join_all, wait_all, wait_any,
 };
+pub use crate::kv_more::Watch;
 /// FoundationDB 7.3's atomic operations, selectors, streaming modes and
 /// transaction options, as in wit/v0.3.0/kv.wit (shared with the host).
 pub use blocklab_kv_contract::atomic::MutationType;

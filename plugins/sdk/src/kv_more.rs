@@ -2,7 +2,7 @@
 //! versions and commits; key selectors and range reads by selectors (one
 //! batch, or every batch as FoundationDB's bindings iterate); atomic
 //! operations and versionstamps; conflict ranges; read versions; sizes;
-//! options. docs/plugins.md shows them in use.
+//! options; watches. docs/plugins.md shows them in use.
 
 use crate::bindings::blocklab::bench::kv as raw;
 use crate::future::{Future, RangeBatch, Versionstamp};
@@ -235,5 +235,46 @@ impl Transaction {
 
     pub fn set_option(&self, option: TransactionOption) {
         self.raw.set_option(self::option(option));
+    }
+
+    /// Watches `key`: fires once its value differs from the one this
+    /// transaction sees now. Only this transaction's own writes can fire it
+    /// before it commits; after a successful commit, any commit that
+    /// changes the key. It outlives the transaction; a failed, retried or
+    /// cancelled transaction fails it (wit/v0.3.0/kv.wit has every rule).
+    ///
+    /// ```ignore
+    /// let watch = kv::transact(|tr| Ok(tr.watch(b"config")))?;
+    /// if watch.wait_for(Duration::from_secs(1))? { /* it changed */ }
+    /// ```
+    pub fn watch(&self, key: &[u8]) -> Watch {
+        Watch {
+            raw: self.raw.watch(key),
+        }
+    }
+}
+
+/// A watch set by [`Transaction::watch`]; dropping it cancels it.
+pub struct Watch {
+    raw: raw::Watch,
+}
+
+impl Watch {
+    /// Whether it has fired or failed.
+    pub fn is_ready(&self) -> bool {
+        self.raw.is_ready()
+    }
+
+    /// Blocks until it fires, or returns its error. Waits as long as the
+    /// key stays the same, as a cluster's watch does.
+    pub fn wait(&self) -> Result<(), Error> {
+        Ok(self.raw.wait()?)
+    }
+
+    /// Blocks at most `timeout` (whole milliseconds, at most u32::MAX):
+    /// true if it fired, false if it still waits.
+    pub fn wait_for(&self, timeout: std::time::Duration) -> Result<bool, Error> {
+        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+        Ok(self.raw.wait_for(ms)?)
     }
 }

@@ -7,7 +7,7 @@
 //! under the new package name and forwards to them.
 
 use super::bindings_v3::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
-use super::{FutureHandle, HostState, KvError, StreamHandle, TransactionHandle};
+use super::{FutureHandle, HostState, KvError, StreamHandle, TransactionHandle, WatchHandle};
 use crate::target::kv::{
     ConflictKind, KeySelector, KeyValue, MutationType, OpKind, Priority, RangeLimits, RangeOptions,
     StreamingMode, Transaction, TransactionOption,
@@ -97,6 +97,7 @@ fn option(o: wit_kv::TransactionOption) -> TransactionOption {
 
 type Tr = Resource<TransactionHandle>;
 type Future = Resource<FutureHandle>;
+type Watch = Resource<WatchHandle>;
 
 impl wit_kv::Host for HostState {
     fn wait_all(&mut self, futures: Vec<Future>) -> anyhow::Result<()> {
@@ -335,9 +336,43 @@ impl wit_kv::HostTransaction for HostState {
         Ok(())
     }
 
+    fn watch(&mut self, tr: Tr, key: Vec<u8>) -> anyhow::Result<Watch> {
+        let watch = self.transaction(&tr)?.watch(&key);
+        let handle = self.table.push(WatchHandle(watch))?;
+        self.live_resources += 1;
+        Ok(handle)
+    }
+
     fn drop(&mut self, tr: Tr) -> anyhow::Result<()> {
         self.settle_stamps(&tr, true)?;
         self.drop_transaction(tr)
+    }
+}
+
+impl wit_kv::HostWatch for HostState {
+    fn is_ready(&mut self, w: Watch) -> anyhow::Result<bool> {
+        Ok(self.table.get_mut(&w)?.0.is_ready())
+    }
+
+    fn wait(&mut self, w: Watch) -> KvResult<()> {
+        let fired = self.table.get_mut(&w)?.0.wait(None);
+        Ok(fired.map(drop).map_err(to_wit))
+    }
+
+    fn wait_for(&mut self, w: Watch, timeout_ms: u32) -> KvResult<bool> {
+        let timeout = std::time::Duration::from_millis(timeout_ms.into());
+        Ok(self
+            .table
+            .get_mut(&w)?
+            .0
+            .wait(Some(timeout))
+            .map_err(to_wit))
+    }
+
+    fn drop(&mut self, w: Watch) -> anyhow::Result<()> {
+        self.table.delete(w)?;
+        self.live_resources = self.live_resources.saturating_sub(1);
+        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::{HostState, PluginError};
 // Public so that the bindings can name them (bindgen's `with` re-exports).
-pub use super::{FutureHandle, StreamHandle, TransactionHandle};
+pub use super::{FutureHandle, StreamHandle, TransactionHandle, WatchHandle};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -53,6 +53,7 @@ pub(super) mod bindings_v3 {
     bench_bindings!("../wit/v0.3.0", {
         "blocklab:bench/kv.transaction": super::TransactionHandle,
         "blocklab:bench/kv.future": super::FutureHandle,
+        "blocklab:bench/kv.watch": super::WatchHandle,
         "blocklab:bench/grpc.stream": super::StreamHandle,
     });
 }

@@ -103,6 +103,7 @@ impl contract::Harness for Native<'_> {
 struct NativeTx<T> {
     tr: T,
     futures: Vec<Pending>,
+    watches: Vec<Box<dyn super::Watch>>,
 }
 
 enum Pending {
@@ -115,6 +116,7 @@ impl<T> NativeTx<T> {
         NativeTx {
             tr,
             futures: Vec::new(),
+            watches: Vec::new(),
         }
     }
 
@@ -286,6 +288,19 @@ impl<'t, T: BorrowMut<dyn Transaction + 't>> contract::Transaction for NativeTx<
                 .versionstamp()
                 .map(contract::Answer::Versionstamp)
                 .map_err(to_contract),
+            None => Err(contract::Error::new(2000)),
+        }
+    }
+
+    fn watch(&mut self, key: &[u8]) -> usize {
+        let watch = self.tr.borrow_mut().watch(key);
+        self.watches.push(watch);
+        self.watches.len() - 1
+    }
+
+    fn watch_wait(&mut self, id: usize, timeout: Duration) -> Result<bool, contract::Error> {
+        match self.watches.get_mut(id) {
+            Some(watch) => watch.wait(Some(timeout)).map_err(to_contract),
             None => Err(contract::Error::new(2000)),
         }
     }

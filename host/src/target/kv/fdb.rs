@@ -531,6 +531,13 @@ impl Transaction for FdbTransaction {
             self.state = State::Failed(kv_error(e));
         }
     }
+
+    fn watch(&mut self, key: &[u8]) -> Box<dyn super::Watch> {
+        match self.live() {
+            Ok(tr) => Box::new(fdb_more::FdbWatch::new(Box::new(tr.watch(key)))),
+            Err(error) => Box::new(super::FailedWatch(error)),
+        }
+    }
 }
 
 impl FdbTransaction {
@@ -544,7 +551,7 @@ impl FdbTransaction {
 }
 
 /// A FoundationDB error as the WIT error variant.
-fn kv_error(error: FdbError) -> KvError {
+pub(super) fn kv_error(error: FdbError) -> KvError {
     KvError::from_fdb_code(error.code(), error.message())
 }
 

@@ -13,6 +13,8 @@ use foundationdb::options::{self, ConflictRangeType};
 use foundationdb::{KeySelector as FdbSelector, RangeOption};
 use futures::executor::block_on;
 
+use super::fdb::kv_error;
+
 use super::{
     ConflictKind, KeySelector, KeyValue, KvError, MutationType, Priority, RangeLimits, RangeResult,
     StreamingMode, TransactionOption, Versionstamp,
@@ -88,10 +90,6 @@ pub(super) fn with_offset(bytes: &[u8], offset: u32) -> Vec<u8> {
     [bytes, &offset.to_le_bytes()].concat()
 }
 
-fn kv_error(error: foundationdb::FdbError) -> KvError {
-    KvError::from_fdb_code(error.code(), error.message())
-}
-
 pub(super) fn get_key(
     tr: &foundationdb::Transaction,
     s: &KeySelector,
@@ -153,4 +151,71 @@ pub(super) fn stamp(bytes: &[u8]) -> Result<Versionstamp, KvError> {
             bytes.len()
         ),
     })
+}
+
+/// A cluster's watch: libfdb_c's future, polled once for `is_ready`, and
+/// raced against a sleeping thread for a bounded `wait` (the C API has no
+/// timed wait; its users cancel the future instead).
+pub(super) struct FdbWatch {
+    future: Option<WatchFuture>,
+    outcome: Option<Result<(), KvError>>,
+}
+
+type WatchFuture =
+    Box<dyn std::future::Future<Output = foundationdb::FdbResult<()>> + Send + Unpin>;
+
+impl FdbWatch {
+    pub(super) fn new(future: WatchFuture) -> FdbWatch {
+        FdbWatch {
+            future: Some(future),
+            outcome: None,
+        }
+    }
+
+    fn settle(&mut self, result: foundationdb::FdbResult<()>) -> Result<bool, KvError> {
+        self.future = None;
+        let outcome = result.map_err(kv_error);
+        self.outcome = Some(outcome.clone());
+        outcome.map(|()| true)
+    }
+}
+
+impl super::Watch for FdbWatch {
+    fn is_ready(&mut self) -> bool {
+        if let Some(future) = &mut self.future
+            && let Some(result) = futures::FutureExt::now_or_never(future)
+        {
+            let _ = self.settle(result);
+        }
+        self.outcome.is_some()
+    }
+
+    fn wait(&mut self, timeout: Option<std::time::Duration>) -> Result<bool, KvError> {
+        if let Some(outcome) = &self.outcome {
+            return outcome.clone().map(|()| true);
+        }
+        // A poll, without a sleeping thread.
+        if timeout.is_some_and(|t| t.is_zero()) {
+            return match self.is_ready() {
+                true => self.wait(None),
+                false => Ok(false),
+            };
+        }
+        let Some(future) = &mut self.future else {
+            return Err(KvError::Cancelled);
+        };
+        let Some(timeout) = timeout else {
+            let result = block_on(future);
+            return self.settle(result);
+        };
+        let (wake, woken) = futures::channel::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            std::thread::sleep(timeout);
+            let _ = wake.send(());
+        });
+        match block_on(futures::future::select(future, woken)) {
+            futures::future::Either::Left((result, _)) => self.settle(result),
+            futures::future::Either::Right(_) => Ok(false),
+        }
+    }
 }

@@ -254,6 +254,34 @@ pub trait Transaction: Send {
     /// Sets a transaction option; an invalid one is deferred like a write
     /// error.
     fn set_option(&mut self, option: TransactionOption);
+    /// Watches `key` (FoundationDB's `watch`): the watch fires once the
+    /// key's value differs from the one this transaction sees now. It
+    /// starts watching the database when the transaction commits, and
+    /// outlives the transaction; docs/kv-semantics.md has the rules.
+    fn watch(&mut self, key: &[u8]) -> Box<dyn Watch>;
+}
+
+/// A watch set by [`Transaction::watch`].
+pub trait Watch: Send {
+    /// Whether the watch has fired or failed (`wait` would return at once).
+    fn is_ready(&mut self) -> bool;
+    /// Waits until the watch fires (`Ok(true)`), fails (its error) or
+    /// `timeout` passes (`Ok(false)`); `None` waits without a bound, as
+    /// FoundationDB's future does.
+    fn wait(&mut self, timeout: Option<std::time::Duration>) -> Result<bool, KvError>;
+}
+
+/// A watch that failed when it was set (a bad key, watches disabled, too
+/// many watches, a transaction already ended): it is ready, with its error.
+pub struct FailedWatch(pub KvError);
+
+impl Watch for FailedWatch {
+    fn is_ready(&mut self) -> bool {
+        true
+    }
+    fn wait(&mut self, _timeout: Option<std::time::Duration>) -> Result<bool, KvError> {
+        Err(self.0.clone())
+    }
 }
 
 /// Shared handle to a kv target.

@@ -376,6 +376,9 @@ impl Transaction for TimedTransaction {
     fn set_option(&mut self, option: TransactionOption) {
         self.0.set_option(option)
     }
+    fn watch(&mut self, key: &[u8]) -> Box<dyn super::Watch> {
+        self.0.watch(key)
+    }
 }
 
 #[cfg(test)]

@@ -169,6 +169,10 @@ impl KvAdapter for SubspaceTransaction {
             ConflictKind::Write => self.next.add_write_conflict_range(&begin, &end),
         }
     }
+
+    fn watch(&self, key: Vec<u8>) -> kv::Watch {
+        self.next.watch(&self.subspace.pack(&key))
+    }
 }
 
 fn selectors_refused() -> Error {

@@ -143,6 +143,7 @@ fn from_contract(error: Error) -> kv::Error {
 struct GuestTx<T> {
     tr: T,
     futures: Vec<Pending>,
+    watches: Vec<kv::Watch>,
 }
 
 enum Pending {
@@ -155,6 +156,7 @@ impl<T> GuestTx<T> {
         GuestTx {
             tr,
             futures: Vec::new(),
+            watches: Vec::new(),
         }
     }
 
@@ -330,6 +332,18 @@ impl<T: Borrow<kv::Transaction>> contract::Transaction for GuestTx<T> {
         match self.futures.get(id) {
             Some(Pending::Value(f)) => f.wait().map(Answer::Value).map_err(to_contract),
             Some(Pending::Stamp(f)) => f.wait().map(Answer::Versionstamp).map_err(to_contract),
+            None => Err(Error::new(2000)),
+        }
+    }
+
+    fn watch(&mut self, key: &[u8]) -> usize {
+        self.watches.push(self.tr.borrow().watch(key));
+        self.watches.len() - 1
+    }
+
+    fn watch_wait(&mut self, id: usize, timeout: core::time::Duration) -> Result<bool, Error> {
+        match self.watches.get(id) {
+            Some(w) => w.wait_for(timeout).map_err(to_contract),
             None => Err(Error::new(2000)),
         }
     }

@@ -36,6 +36,7 @@ mod select;
 mod tests;
 mod tx;
 mod tx_more;
+mod watch;
 
 use pending::Pending;
 use tx::Tx;
@@ -43,7 +44,7 @@ use tx::Tx;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{self, Excluded, Included};
-use std::sync::atomic::{self, AtomicU64};
+use std::sync::atomic::{self, AtomicU64, AtomicUsize};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
@@ -304,6 +305,7 @@ impl Embedded {
                 store: RwLock::new(Store::default()),
                 stall,
                 defaults: tx_more::Options::with(&settings.options),
+                watches: AtomicUsize::new(0),
             }),
             settings,
         }
@@ -357,6 +359,8 @@ struct Shared {
     /// The options every transaction starts with, and returns to on a
     /// retry or a reset: FoundationDB's with the arm's applied.
     defaults: tx_more::Options,
+    /// Watches set and not yet fired, failed or dropped (watch.rs).
+    watches: AtomicUsize,
 }
 
 impl Shared {
@@ -423,6 +427,8 @@ struct Store {
     keys: BTreeMap<Vec<u8>, History>,
     /// Recent commits, oldest first, for conflict checks and pruning.
     log: VecDeque<CommitRecord>,
+    /// Watches whose transactions committed, waiting for a change.
+    watches: watch::Registry,
 }
 
 /// What one commit wrote: its write conflict ranges.

@@ -482,3 +482,38 @@ fn arm_read_your_writes_switches_apply_to_every_attempt() {
         assert_eq!(tr.on_error(KvError::NotCommitted), Ok(()));
     }
 }
+
+/// A watch waited for on one thread fires when another thread commits a
+/// change to its key, whichever of the two gets there first.
+#[test]
+fn a_waiting_thread_wakes_when_another_commits_a_change() {
+    let db = Arc::new(Embedded::new());
+    let (mut watch, _) = transact(db.as_ref(), |tr| Ok(tr.watch(b"k"))).unwrap();
+    let waiter = std::thread::spawn(move || watch.wait(Some(Duration::from_secs(60))));
+    transact(db.as_ref(), |tr| {
+        tr.set(b"k", b"changed");
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(waiter.join().unwrap(), Ok(true));
+}
+
+/// Dropping a watch cancels it: it stops counting toward the limit and
+/// leaves the registry, so setting and dropping watches never reaches
+/// too_many_watches.
+#[test]
+fn dropped_watches_stop_counting_and_leave_the_registry() {
+    let db = Embedded::new();
+    let outstanding = || db.shared.watches.load(atomic::Ordering::SeqCst);
+    for _ in 0..2 {
+        let mut tr = db.begin();
+        let watches: Vec<_> = (0..limits::MAX_WATCHES).map(|_| tr.watch(b"k")).collect();
+        tr.commit().unwrap();
+        assert_eq!(outstanding(), limits::MAX_WATCHES);
+        let registered = db.shared.read().watches.get(&b"k"[..]).map_or(0, Vec::len);
+        assert_eq!(registered, limits::MAX_WATCHES);
+        drop(watches);
+        assert_eq!(outstanding(), 0);
+        assert!(db.shared.read().watches.is_empty());
+    }
+}

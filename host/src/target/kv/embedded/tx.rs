@@ -7,6 +7,7 @@ use std::ops::Bound::{self, Excluded, Included, Unbounded};
 use std::sync::Arc;
 
 use super::tx_more::Extra;
+use super::watch::Written;
 use super::{KeyValue, KvError, RangeOptions, Transaction, limits};
 
 use super::*;
@@ -38,6 +39,8 @@ pub(super) struct Tx {
     /// WIT 0.3.0's state: options, versionstamps, conflict ranges added by
     /// hand, the commit's outcome (tx_more.rs).
     pub(super) extra: Extra,
+    /// Watches set by this transaction and not yet committed (watch.rs).
+    pub(super) watches: Vec<Arc<super::watch::Cell>>,
 }
 
 pub(super) fn used_during_commit() -> KvError {
@@ -203,6 +206,7 @@ impl Tx {
             ended: None,
             deferred: None,
             extra: Extra::new(defaults),
+            watches: Vec::new(),
         }
     }
 
@@ -281,8 +285,52 @@ impl Tx {
         true
     }
 
+    /// The commit once started: a read-only one returns its read version;
+    /// otherwise the size limit, the conflict check and the writes applied
+    /// under the store's write lock, which also fires others' watches.
+    fn commit_started_now(&mut self) -> Result<u64, KvError> {
+        if self.writes.is_empty() && self.cleared.is_empty() && self.extra.writes_nothing() {
+            return Ok(self.read_version());
+        }
+        if self.size() > self.extra.size_limit() {
+            return Err(KvError::TransactionTooLarge);
+        }
+        let shared = Arc::clone(&self.shared);
+        let mut store = shared.write();
+        let version = shared.next_version();
+        // Like FoundationDB's resolver: a transaction without read conflict
+        // ranges (write-only, or snapshot reads only) is never too old and
+        // never conflicts.
+        if let Some(read_version) = self.read_version
+            && !self.read_conflicts.is_empty()
+        {
+            if read_version.saturating_add(limits::MVCC_WINDOW_VERSIONS) < version {
+                return Err(KvError::TransactionTooOld);
+            }
+            if store.conflicts(read_version, &self.read_conflicts) {
+                return Err(KvError::NotCommitted);
+            }
+        }
+        // One transaction per version here, so it is first in its batch.
+        let stamp = blocklab_kv_contract::atomic::versionstamp(version, 0);
+        let (extra, conflicts) = self.extra.take_for_commit(&stamp);
+        let commit = Commit {
+            writes: std::mem::take(&mut self.writes),
+            cleared: std::mem::take(&mut self.cleared),
+            extra,
+            conflicts,
+            stamp,
+        };
+        store.apply(version, commit);
+        store.fire_watches(&shared.watches);
+        store.expire(version.saturating_sub(limits::MVCC_WINDOW_VERSIONS));
+        self.extra.committed(version, stamp);
+        Ok(version)
+    }
+
     /// Forgets everything for a retry (FoundationDB's `resetRyow`).
     fn reset(&mut self) {
+        self.cancel_watches();
         self.read_version = None;
         self.writes.clear();
         self.cleared.clear();
@@ -521,6 +569,7 @@ impl Transaction for Tx {
                     .insert(key.to_vec(), Pending::Value(Some(value.to_vec())));
             }
         }
+        self.wrote(key, Written::Value(Some(value)));
     }
 
     fn clear(&mut self, key: &[u8]) {
@@ -541,6 +590,7 @@ impl Transaction for Tx {
                 self.writes.insert(key.to_vec(), Pending::Value(None));
             }
         }
+        self.wrote(key, Written::Value(None));
     }
 
     fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
@@ -563,49 +613,17 @@ impl Transaction for Tx {
         let mut after = tail.split_off(end);
         self.writes.append(&mut after);
         self.insert_cleared(begin, end);
+        self.cleared_range(begin, end);
     }
 
     fn commit(&mut self) -> Result<u64, KvError> {
         // A deferred error fails the commit before it starts, so it stays
-        // the answer to every later call.
+        // the answer to every later call (and the watches wait on).
         self.usable()?;
         self.commit_started = true;
-        if self.writes.is_empty() && self.cleared.is_empty() && self.extra.writes_nothing() {
-            return Ok(self.read_version());
-        }
-        if self.size() > self.extra.size_limit() {
-            return Err(KvError::TransactionTooLarge);
-        }
-        let shared = Arc::clone(&self.shared);
-        let mut store = shared.write();
-        let version = shared.next_version();
-        // Like FoundationDB's resolver: a transaction without read conflict
-        // ranges (write-only, or snapshot reads only) is never too old and
-        // never conflicts.
-        if let Some(read_version) = self.read_version
-            && !self.read_conflicts.is_empty()
-        {
-            if read_version.saturating_add(limits::MVCC_WINDOW_VERSIONS) < version {
-                return Err(KvError::TransactionTooOld);
-            }
-            if store.conflicts(read_version, &self.read_conflicts) {
-                return Err(KvError::NotCommitted);
-            }
-        }
-        // One transaction per version here, so it is first in its batch.
-        let stamp = blocklab_kv_contract::atomic::versionstamp(version, 0);
-        let (extra, conflicts) = self.extra.take_for_commit(&stamp);
-        let commit = Commit {
-            writes: std::mem::take(&mut self.writes),
-            cleared: std::mem::take(&mut self.cleared),
-            extra,
-            conflicts,
-            stamp,
-        };
-        store.apply(version, commit);
-        store.expire(version.saturating_sub(limits::MVCC_WINDOW_VERSIONS));
-        self.extra.committed(version, stamp);
-        Ok(version)
+        let result = self.commit_started_now();
+        self.commit_watches(&result);
+        result
     }
 
     /// FoundationDB's `on_error`, minus its backoff: a retryable error resets
@@ -628,6 +646,7 @@ impl Transaction for Tx {
             return Ok(());
         }
         self.ended = Some(KvError::Cancelled);
+        self.cancel_watches();
         // `Transaction::onError` refuses to retry "success" as an error.
         if error.code() == 0 {
             return Err(client_invalid_operation());
@@ -637,6 +656,7 @@ impl Transaction for Tx {
 
     fn cancel(&mut self) {
         self.ended.get_or_insert(KvError::Cancelled);
+        self.cancel_watches();
     }
 
     // WIT 0.3.0's calls: select.rs (selectors, limited ranges) and
@@ -699,5 +719,16 @@ impl Transaction for Tx {
 
     fn set_option(&mut self, option: TransactionOption) {
         self.option(option);
+    }
+
+    fn watch(&mut self, key: &[u8]) -> Box<dyn crate::target::kv::Watch> {
+        self.set_watch(key)
+    }
+}
+
+impl Drop for Tx {
+    /// `~Transaction` cancels the watches its commit did not set up.
+    fn drop(&mut self) {
+        self.cancel_watches();
     }
 }

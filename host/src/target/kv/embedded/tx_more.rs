@@ -259,6 +259,7 @@ impl Tx {
             None => Pending::Ops(Vec::new()),
         };
         self.writes.insert(key.to_vec(), before.then(op, operand));
+        self.wrote(key, super::watch::Written::Unknown);
     }
 
     /// `SetVersionstampedKey`: the offset must leave room for 10 bytes
@@ -299,6 +300,7 @@ impl Tx {
             offset,
         };
         self.writes.insert(key.to_vec(), stamped);
+        self.wrote(key, super::watch::Written::Unknown);
     }
 
     /// `addReadConflictRange`/`addWriteConflictRange`: bounds up to `\xff`,
