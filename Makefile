@@ -21,9 +21,6 @@ PYTHON ?= python3
 COMPONENTIZE_PY_VERSION := 0.25.1
 # The stock gRPC server the interop tests run against (host/tests/peers).
 GRPCIO_VERSION := 1.85.3
-# Through the interpreter, not the console script: a freshly pip-installed
-# script is not on PATH until pyenv rehashes its shims.
-COMPONENTIZE_PY := $(PYTHON) -c 'import sys, componentize_py; sys.argv[0] = "componentize-py"; componentize_py.script()'
 PY_PLUGIN_NAMES := $(notdir $(patsubst %/app.py,%,$(wildcard plugins/python/*/app.py)))
 PY_PLUGINS := $(addprefix $(PLUGIN_OUT)/,$(addsuffix .wasm,$(PY_PLUGIN_NAMES)))
 
@@ -52,15 +49,13 @@ deps-python:
 	@$(PYTHON) -m pip show grpcio 2>/dev/null | grep -qx "Version: $(GRPCIO_VERSION)" \
 		|| $(PYTHON) -m pip install --quiet grpcio==$(GRPCIO_VERSION)
 
-## plugins-py: every Python plugin as a component into target/plugins/NAME.wasm.
-## --stub-wasi replaces CPython's WASI imports (files, sockets) with traps, so
-## the component imports blocklab:bench only and needs no grant.
+## plugins-py: every Python plugin (plugins/python/NAME/app.py) as a component
+## into target/plugins/NAME.wasm, built by plugins/python/build.py (the SDK
+## plugins/python/sdk on its path, WASI stubbed out).
 plugins-py: deps-python $(PY_PLUGINS)
 
-$(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py $(wildcard wit/*.wit) | deps-python
-	@mkdir -p $(PLUGIN_OUT)
-	cd plugins/python/$* && $(COMPONENTIZE_PY) -d $(CURDIR)/wit -w workload-plugin \
-		componentize --stub-wasi app -o $@
+$(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py plugins/python/sdk/blocklab.py plugins/python/build.py $(wildcard wit/v0.3.0/*.wit) | deps-python
+	$(PYTHON) plugins/python/build.py plugins/python/$* wit/v0.3.0 $@
 
 ## deps-js: node and npm (Debian's), then ComponentizeJS at the version
 ## pinned in plugins/js/package-lock.json, once.

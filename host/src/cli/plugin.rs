@@ -25,8 +25,8 @@ pub(super) struct PluginNewArgs {
     /// What the plugin is.
     #[arg(long, value_enum, default_value = "workload")]
     kind: crate::plugin::scaffold::Kind,
-    /// `rust` (a crate against plugins/sdk) or `js` (a JavaScript module,
-    /// workloads only).
+    /// `rust` (a crate against plugins/sdk), `js` (a JavaScript module) or
+    /// `python` (a Python module); the last two are workloads only.
     #[arg(long, value_enum, default_value = "rust")]
     lang: crate::plugin::scaffold::Lang,
     /// Where to create the crate directory.
@@ -39,11 +39,12 @@ pub(super) struct PluginNewArgs {
 
 #[derive(Debug, Args)]
 pub(super) struct PluginBuildArgs {
-    /// The plugin's directory (a crate, or a JavaScript plugin's `app.js`).
+    /// The plugin's directory (a crate, a JavaScript plugin's `app.js` or a
+    /// Python plugin's `app.py`).
     #[arg(default_value = ".")]
     dir: PathBuf,
-    /// blocklab's plugins/js, for JavaScript plugins [default: the tree
-    /// blocklab was built from].
+    /// blocklab's plugins/js or plugins/python, for JavaScript or Python
+    /// plugins [default: the tree blocklab was built from].
     #[arg(long, value_name = "PATH")]
     toolchain: Option<PathBuf>,
 }
@@ -65,9 +66,11 @@ pub(super) fn main(command: PluginCommand) -> anyhow::Result<ExitCode> {
     match command {
         PluginCommand::New(args) => {
             let kind = args.kind;
-            if args.lang == scaffold::Lang::JavaScript {
-                let root = scaffold::new_js_plugin(&args.name, kind, &args.dir)?;
-                writeln!(out, "created {} (JavaScript workload)", root.display())?;
+            if args.lang != scaffold::Lang::Rust {
+                let root = scaffold::new_script_plugin(&args.name, kind, args.lang, &args.dir)?;
+                let lang = clap::ValueEnum::to_possible_value(&args.lang)
+                    .map_or_else(String::new, |v| v.get_name().to_owned());
+                writeln!(out, "created {} ({lang} workload)", root.display())?;
                 writeln!(out, "build it:  blocklab plugin build {}", root.display())?;
                 return Ok(ExitCode::SUCCESS);
             }

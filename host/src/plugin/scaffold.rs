@@ -30,6 +30,18 @@ pub enum Lang {
     Rust,
     #[value(name = "js", alias = "javascript")]
     JavaScript,
+    #[value(name = "python", alias = "py")]
+    Python,
+}
+
+impl Lang {
+    fn name(self) -> &'static str {
+        match self {
+            Lang::Rust => "Rust",
+            Lang::JavaScript => "JavaScript",
+            Lang::Python => "Python",
+        }
+    }
 }
 
 /// The SDK of the blocklab tree this binary was built from, when it is
@@ -43,6 +55,12 @@ pub fn find_sdk() -> Option<PathBuf> {
 /// there; else the first `plugins/js` above the current directory.
 pub fn find_js_toolchain() -> Option<PathBuf> {
     find_in_tree("plugins/js", "build.mjs")
+}
+
+/// The Python toolchain (plugins/python: build.py and the SDK), found as
+/// [`find_js_toolchain`] finds JavaScript's.
+pub fn find_py_toolchain() -> Option<PathBuf> {
+    find_in_tree("plugins/python", "build.py")
 }
 
 /// The directory `dir` (relative to a blocklab tree's root) holding
@@ -118,41 +136,59 @@ pub fn new_plugin(name: &str, kind: Kind, dir: &Path, sdk: &Path) -> anyhow::Res
     Ok(root)
 }
 
-/// Writes JavaScript workload plugin `name` (`app.js`) into `dir/name` and
-/// returns its path. It imports the SDK as `./blocklab.js`, which the build
-/// puts beside it.
-pub fn new_js_plugin(name: &str, kind: Kind, dir: &Path) -> anyhow::Result<PathBuf> {
+/// Writes a workload plugin `name` in JavaScript (`app.js`) or Python
+/// (`app.py`) into `dir/name` and returns its path. It imports the
+/// language's SDK (`./blocklab.js`, `blocklab`), which the build puts
+/// beside it or on its path.
+pub fn new_script_plugin(
+    name: &str,
+    kind: Kind,
+    lang: Lang,
+    dir: &Path,
+) -> anyhow::Result<PathBuf> {
     check_name(name)?;
+    let (entry, source) = match lang {
+        Lang::JavaScript => (JS_ENTRY, WORKLOAD_JS),
+        Lang::Python => (PY_ENTRY, WORKLOAD_PY),
+        Lang::Rust => bail!("a Rust plugin is a crate: scaffold it without `--lang`"),
+    };
     if kind != Kind::Workload {
         bail!(
-            "a JavaScript plugin can only be a workload; use `--kind workload`, or `--lang rust` for an adapter"
+            "a {} plugin can only be a workload; use `--kind workload`, or `--lang rust` for an adapter",
+            lang.name()
         );
     }
     let root = create_root(name, dir)?;
-    std::fs::write(root.join(JS_ENTRY), WORKLOAD_JS)?;
+    std::fs::write(root.join(entry), source)?;
     std::fs::write(root.join(".gitignore"), "/target\n")?;
     Ok(root)
 }
 
 /// The module a JavaScript plugin directory is built from.
 const JS_ENTRY: &str = "app.js";
-/// The WIT a JavaScript plugin is built against, from plugins/js: the
-/// current version, which the SDK (plugins/js/sdk/blocklab.js) imports.
-const JS_WIT: &str = "../../wit/v0.3.0";
+/// The module a Python plugin directory is built from.
+const PY_ENTRY: &str = "app.py";
+/// The WIT a JavaScript or Python plugin is built against, from plugins/js
+/// or plugins/python: the current version, which both SDKs import.
+const SCRIPT_WIT: &str = "../../wit/v0.3.0";
 
 /// Builds the plugin in `dir` and returns the component's path: a crate
 /// (`Cargo.toml`) for wasm32-wasip2 in release mode, or a JavaScript module
-/// (`app.js`) with the toolchain in `js_toolchain` (blocklab's plugins/js).
-pub fn build(dir: &Path, js_toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
+/// (`app.js`) or Python module (`app.py`) with the toolchain in `toolchain`
+/// (blocklab's plugins/js or plugins/python).
+pub fn build(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
     if !dir.join("Cargo.toml").is_file() && dir.join(JS_ENTRY).is_file() {
-        return build_js(dir, js_toolchain);
+        return build_js(dir, toolchain);
+    }
+    if !dir.join("Cargo.toml").is_file() && dir.join(PY_ENTRY).is_file() {
+        return build_py(dir, toolchain);
     }
     let manifest = dir.join("Cargo.toml");
     // A manifest is a few KiB: the plan cap bounds a device named as one.
     let bytes = crate::limits::read_file(&manifest, crate::limits::PLAN_BYTES, "manifests")
         .with_context(|| {
             format!(
-                "`{}` is not a plugin (no Cargo.toml, no app.js); scaffold one with `blocklab plugin new`",
+                "`{}` is not a plugin (no Cargo.toml, app.js or app.py); scaffold one with `blocklab plugin new`",
                 dir.display()
             )
         })?;
@@ -197,10 +233,10 @@ fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
         ),
     };
     let script = toolchain.join("build.mjs");
-    let wit = toolchain.join(JS_WIT);
+    let wit = toolchain.join(SCRIPT_WIT);
     if !script.is_file() || !wit.is_dir() {
         bail!(
-            "`{}` is not blocklab's plugins/js (no build.mjs beside {JS_WIT}); pass `--toolchain PATH` pointing at it",
+            "`{}` is not blocklab's plugins/js (no build.mjs beside {SCRIPT_WIT}); pass `--toolchain PATH` pointing at it",
             toolchain.display()
         );
     }
@@ -222,13 +258,7 @@ fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
             toolchain.join("node_modules").display()
         );
     }
-    let dir = std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot read the plugin directory `{}`", dir.display()))?;
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "plugin".to_owned());
-    let wasm = dir.join("target").join(format!("{name}.wasm"));
+    let (dir, wasm) = script_output(dir)?;
     let status = Command::new(&node)
         .arg(&script)
         .arg(dir.join(JS_ENTRY))
@@ -244,6 +274,65 @@ fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
         );
     }
     Ok(wasm)
+}
+
+/// Componentizes `dir/app.py` into `dir/target/NAME.wasm` (NAME: the
+/// directory's name) with plugins/python/build.py.
+fn build_py(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let toolchain = match toolchain.map(Path::to_owned).or_else(find_py_toolchain) {
+        Some(t) => t,
+        None => bail!(
+            "cannot find blocklab's plugins/python (the Python toolchain); pass `--toolchain PATH` pointing at it"
+        ),
+    };
+    let script = toolchain.join("build.py");
+    let wit = toolchain.join(SCRIPT_WIT);
+    if !script.is_file() || !wit.is_dir() {
+        bail!(
+            "`{}` is not blocklab's plugins/python (no build.py beside {SCRIPT_WIT}); pass `--toolchain PATH` pointing at it",
+            toolchain.display()
+        );
+    }
+    let python = std::env::var_os("BLOCKLAB_PYTHON").unwrap_or_else(|| "python3".into());
+    let found = Command::new(&python)
+        .args(["-c", "import componentize_py"])
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !found.is_ok_and(|s| s.success()) {
+        bail!(
+            "componentize-py is not installed for `{}`; run `make deps-python` in the blocklab tree (pip install of the pinned componentize-py)",
+            python.to_string_lossy()
+        );
+    }
+    let (dir, wasm) = script_output(dir)?;
+    let status = Command::new(&python)
+        .arg(&script)
+        .arg(&dir)
+        .arg(&wit)
+        .arg(&wasm)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run `{}`", python.to_string_lossy()))?;
+    if !status.success() || !wasm.is_file() {
+        bail!(
+            "componentize-py failed to build `{}` (see its output above: a syntax error, or an import the component cannot hold)",
+            dir.join(PY_ENTRY).display()
+        );
+    }
+    Ok(wasm)
+}
+
+/// A script plugin's directory, canonical, and where its component goes:
+/// `dir/target/NAME.wasm`, NAME the directory's name.
+fn script_output(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let dir = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot read the plugin directory `{}`", dir.display()))?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plugin".to_owned());
+    let wasm = dir.join("target").join(format!("{name}.wasm"));
+    Ok((dir, wasm))
 }
 
 /// The `name` of `[package]` in a Cargo.toml.
@@ -435,6 +524,90 @@ export const workload = workloads({
     },
   },
 });
+"#;
+
+const WORKLOAD_PY: &str = r#""""A blocklab workload plugin in Python, on WIT 0.3.0. Build it with
+`blocklab plugin build .`, run it with
+`blocklab run --plugin target/NAME.wasm --workload get`, or its gRPC
+workload against your server with
+`blocklab run --plugin target/NAME.wasm --workload unary --endpoint http://HOST:PORT`.
+
+`blocklab` is blocklab's Python SDK (plugins/python/sdk/blocklab.py), put
+on the plugin's path by the build. Randomness comes from `random_u64()`
+(the run's seeded generator); an exception raised by setup or run reaches
+the host with its type, message and traceback.
+"""
+
+from blocklab import Err, env, param_int, random_u64, transact, unary, workloads
+
+
+def key(i):
+    # 8 digits keep key order equal to row order.
+    return b"example/get/%08d" % i
+
+
+def setup_get(params):
+    keys, value_bytes = param_int(params, "keys"), param_int(params, "value-bytes")
+    if keys == 0:
+        raise Err("param `keys` must be at least 1")
+    value = b"x" * value_bytes
+    # The fixture, in transactions well under FoundationDB's 10 MB.
+    # transact() retries, and keeps the transaction for the next call.
+    for start in range(0, keys, 1000):
+        transact(lambda tr, start=start: [tr.set(key(i), value) for i in range(start, min(keys, start + 1000))])
+    env.count("fixture-rows", keys)
+
+    # The run function: one transaction, returns its retries.
+    def run(_iteration):
+        k = key(random_u64() % keys)
+        found, retries = transact(lambda tr: tr.get(k))
+        if found is None:
+            raise Err(f"key `{k.decode()}` is missing")
+        if len(found) != value_bytes:
+            raise Err(f"key holds {len(found)} bytes, expected {value_bytes}")
+        return retries
+
+    return run
+
+
+def setup_unary(params):
+    text = params["request"]
+    try:
+        request = bytes.fromhex(text)
+    except ValueError:
+        raise Err(f"param `request` = `{text}` is not hex bytes (give pairs of hex digits, e.g. `0a0568656c6c6f`)")
+    method = params["method"]
+
+    # A failed call raises a GrpcError that reads, e.g.,
+    # `UNIMPLEMENTED (12) on /package.Service/Method: the server's message`.
+    def run(_iteration):
+        unary(method, request)
+        return 0
+
+    return run
+
+
+Workload = workloads(
+    {
+        "get": {
+            "description": "one point read of a fixture row, committed",
+            "params": [("keys", "1000", "fixture rows"), ("value-bytes", "100", "bytes per value")],
+            "uses": ["kv"],
+            "setup": setup_get,
+        },
+        "unary": {
+            "description": "one unary call of your service: `method` with `request` (hex of the encoded protobuf message)",
+            "params": [
+                # blocklab's own test server (`blocklab target grpc-ingest`)
+                # answers this one; name your service's method and message.
+                ("method", "/ingest.v1.Echo/Echo", "the full method name, /package.Service/Method"),
+                ("request", "0a0568656c6c6f", 'the encoded request, as hex (here EchoRequest { payload: "hello" })'),
+            ],
+            "uses": ["grpc"],
+            "setup": setup_unary,
+        },
+    }
+)
 "#;
 
 const KV_ADAPTER_RS: &str = r#"//! A blocklab kv adapter: composed between a workload and the target with

@@ -97,7 +97,7 @@ fn an_uncaught_python_exception_reaches_the_user_with_its_traceback() {
         &[
             "ValueError: kv-basic-py/throws: run raises on purpose (at ",
             "app.py:",
-            "in guarded",
+            "in run",
         ],
     );
     assert!(!r.stderr.contains("unreachable"), "{}", r.stderr);
@@ -195,14 +195,12 @@ fn a_javascript_plugin_is_scaffolded_and_a_missing_toolchain_names_its_make_targ
     assert_error(&r, &["ComponentizeJS is not installed in", "make deps-js"]);
 }
 
-/// The JavaScript SDK's gRPC client against blocklab's own server: a unary
+/// A script plugin's gRPC client against blocklab's own server: a unary
 /// call answers, and a method the server lacks fails with the status's name,
 /// the method and what the server said.
-#[test]
-fn a_javascript_plugin_calls_grpc_and_a_failed_call_names_its_method() {
-    let js = js();
+fn grpc_calls_answer_and_a_failed_call_names_its_method(plugin: &std::path::Path) {
     let server = IngestServer::start(&[]);
-    let result = run_json(&js, "echo", &["--endpoint", &server.url]);
+    let result = run_json(plugin, "echo", &["--endpoint", &server.url]);
     assert_eq!(result["errors"], 0, "{result}");
     assert_eq!(result["measured"], 100);
     assert_eq!(result["leaked_resources"], 0, "{result}");
@@ -210,33 +208,42 @@ fn a_javascript_plugin_calls_grpc_and_a_failed_call_names_its_method() {
         .args(["run", "--workload", "echo", "--measured", "5"])
         .args(["--param", "method=/ingest.v1.Echo/Missing"])
         .args(["--endpoint", &server.url, "--plugin"])
-        .arg(&js));
+        .arg(plugin));
     assert_error(
         &r,
         &["GrpcError: UNIMPLEMENTED (12) on /ingest.v1.Echo/Missing"],
     );
 }
 
-/// `plugin new --lang js` writes a plugin on the current WIT that builds
+#[test]
+fn a_javascript_plugin_calls_grpc_and_a_failed_call_names_its_method() {
+    grpc_calls_answer_and_a_failed_call_names_its_method(&js());
+}
+
+#[test]
+fn a_python_plugin_calls_grpc_and_a_failed_call_names_its_method() {
+    grpc_calls_answer_and_a_failed_call_names_its_method(&plugin("kv-basic-py"));
+}
+
+/// `plugin new --lang LANG` writes a plugin on the current WIT that builds
 /// with the tree's toolchain and runs both its workloads: kv on embedded,
 /// and gRPC against a server.
-#[test]
-fn a_scaffolded_javascript_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit() {
+fn a_scaffolded_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit(lang: &str) {
     let dir = tempfile::tempdir().unwrap();
     let r = run(blocklab()
-        .args(["plugin", "new", "my-js", "--lang", "js", "--dir"])
+        .args(["plugin", "new", "my-plugin", "--lang", lang, "--dir"])
         .arg(dir.path()));
     assert!(r.ok, "{}", r.stderr);
     let r = run(blocklab()
         .args(["plugin", "build"])
-        .arg(dir.path().join("my-js")));
+        .arg(dir.path().join("my-plugin")));
     assert!(r.ok, "{}", r.stderr);
-    let wasm = dir.path().join("my-js/target/my-js.wasm");
+    let wasm = dir.path().join("my-plugin/target/my-plugin.wasm");
     let r = run(blocklab().args(["plugin", "inspect"]).arg(&wasm));
     assert!(r.ok, "{}", r.stderr);
     assert!(
         r.stdout.contains("blocklab:bench@0.3.0"),
-        "the scaffold is on the current WIT:\n{}",
+        "the {lang} scaffold is on the current WIT:\n{}",
         r.stdout
     );
     let result = run_json(&wasm, "get", &[]);
@@ -245,4 +252,41 @@ fn a_scaffolded_javascript_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit
     let result = run_json(&wasm, "unary", &["--endpoint", &server.url]);
     assert_eq!(result["errors"], 0, "{result}");
     assert_eq!(result["measured"], 100);
+}
+
+#[test]
+fn a_scaffolded_javascript_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit() {
+    a_scaffolded_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit("js");
+}
+
+#[test]
+fn a_scaffolded_python_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit() {
+    a_scaffolded_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit("python");
+}
+
+/// A Python plugin cannot be an adapter, and a machine without
+/// componentize-py is told which make target installs it.
+#[test]
+fn a_python_adapter_is_refused_and_a_missing_toolchain_names_its_make_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(blocklab()
+        .args(["plugin", "new", "my-adapter", "--lang", "python"])
+        .args(["--kind", "kv-adapter", "--dir"])
+        .arg(dir.path()));
+    assert_error(
+        &r,
+        &["a Python plugin can only be a workload", "--kind workload"],
+    );
+    let r = run(blocklab()
+        .args(["plugin", "new", "my-py", "--lang", "python", "--dir"])
+        .arg(dir.path()));
+    assert!(r.ok, "{}", r.stderr);
+    let r = run(blocklab()
+        .env("BLOCKLAB_PYTHON", "/bin/false")
+        .args(["plugin", "build"])
+        .arg(dir.path().join("my-py")));
+    assert_error(
+        &r,
+        &["componentize-py is not installed", "make deps-python"],
+    );
 }

@@ -318,7 +318,9 @@ fn inspect_names_the_world_the_workloads_and_the_grants_a_plugin_needs() {
 #[test]
 fn the_python_plugin_runs_the_kv_basic_workloads() {
     let py = plugin("kv-basic-py");
-    for workload in ["ryw", "get100", "set100", "grv"] {
+    // `calls` checks WIT 0.3.0's futures, atomics, selectors, versionstamps
+    // and watches through the Python SDK, and fails on any wrong answer.
+    for workload in ["ryw", "get100", "set100", "grv", "calls"] {
         let result = run_json(&[
             os("--plugin"),
             py.as_os_str(),
