@@ -361,9 +361,11 @@ strip = "debuginfo" # keep function names: wasm backtraces show them
 "#;
 
 const WORKLOAD_RS: &str = r#"//! A blocklab workload plugin. Build it with `blocklab plugin build .`, run
-//! it with `blocklab run --plugin PATH.wasm --workload get`.
+//! it with `blocklab run --plugin PATH.wasm --workload get`, or its gRPC
+//! workload against your server with
+//! `blocklab run --plugin PATH.wasm --workload unary --endpoint http://HOST:PORT`.
 
-use blocklab_sdk::{Info, Params, Plugin, Workload, env, kv};
+use blocklab_sdk::{Info, Params, Plugin, Workload, env, grpc, kv, proto};
 
 struct Workloads;
 
@@ -374,10 +376,26 @@ impl Plugin for Workloads {
                 .param("keys", "1000", "fixture rows")
                 .param("value-bytes", "100", "bytes per value")
                 .uses("kv"),
+            // blocklab's own test server (`blocklab target grpc-ingest`)
+            // answers this method; name your service's and encode its
+            // request message with `proto::Message`.
+            Info::new("unary", "one unary call of your service, its response checked")
+                .param("method", "/ingest.v1.Echo/Echo", "the full method name, /package.Service/Method")
+                .param("payload", "hello", "field 1 of the request (EchoRequest.payload)")
+                .uses("grpc"),
         ]
     }
 
-    fn setup(_name: &str, params: &Params) -> Result<Box<dyn Workload>, String> {
+    fn setup(name: &str, params: &Params) -> Result<Box<dyn Workload>, String> {
+        if name == "unary" {
+            let request = proto::Message::new()
+                .string(1, params.str("payload")?)
+                .finish();
+            return Ok(Box::new(Unary {
+                method: params.str("method")?.to_owned(),
+                request,
+            }));
+        }
         let keys = params.u64("keys")?;
         if keys == 0 {
             return Err("param `keys` must be at least 1".into());
@@ -421,6 +439,26 @@ impl Workload for Get {
             )),
             None => Err(format!("key `{}` is missing", String::from_utf8_lossy(&key))),
         }
+    }
+}
+
+struct Unary {
+    method: String,
+    request: Vec<u8>,
+}
+
+impl Workload for Unary {
+    fn run(&mut self, _iteration: u64) -> Result<u32, String> {
+        // A failed call's error reads, e.g.,
+        // `UNIMPLEMENTED (12) on /package.Service/Method: the server's message`.
+        let response = grpc::unary(&self.method, &self.request)?;
+        // EchoResponse { payload = 1 }: the payload comes back.
+        let sent = proto::field(&self.request, 1)?.and_then(proto::Value::as_bytes);
+        let got = proto::field(&response, 1)?.and_then(proto::Value::as_bytes);
+        if got != sent {
+            return Err(format!("the response's field 1 is {got:?}, expected {sent:?}"));
+        }
+        Ok(0)
     }
 }
 

@@ -419,9 +419,26 @@ fn a_scaffolded_plugin_of_each_kind_builds_and_runs() {
     assert_eq!(result["errors"], 0, "{result}");
     assert_eq!(result["setup_counters"]["fixture-rows"], 1000);
 
+    // The template's gRPC workload against the real server: its request
+    // written with the SDK's protobuf writer, the echo read back with it.
+    let server = IngestServer::start(&[]);
+    let result = run_json(&[
+        os("--plugin"),
+        workload.as_os_str(),
+        os("--workload"),
+        os("unary"),
+        os("--endpoint"),
+        os(&server.url),
+        os("--warmup"),
+        os("0"),
+        os("--measured"),
+        os("50"),
+    ]);
+    assert_eq!(result["errors"], 0, "{result}");
+    assert_eq!(result["measured"], 50);
+
     // The grpc adapter, in front of grpc-ingest's `ingest` against the real
     // server: it counts every batch the workload sends.
-    let server = IngestServer::start(&[]);
     let result = run_json(&[
         os("--plugin"),
         plugin("grpc-ingest").as_os_str(),

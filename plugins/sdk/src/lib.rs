@@ -44,6 +44,7 @@ pub mod grpc;
 pub mod keys;
 pub mod kv;
 mod kv_more;
+pub mod proto;
 pub use blocklab_catalog::Params;
 
 #[doc(hidden)]
