@@ -103,7 +103,7 @@ fn warnings(world_name: &str, wit_version: Option<&str>, imports: &[String]) -> 
     let mut warnings = Vec::new();
     if world_name == "unknown" {
         warnings.push(
-            "exports no blocklab:bench interface: not a workload plugin or adapter (build it against a world of wit/v0.3.0/worlds.wit)"
+            "exports no blocklab:bench interface: not a workload plugin or adapter (build a workload against wit/v0.4.0/worlds.wit, an adapter against wit/v0.3.0/worlds.wit)"
                 .to_owned(),
         );
     }
@@ -111,7 +111,7 @@ fn warnings(world_name: &str, wit_version: Option<&str>, imports: &[String]) -> 
         && !wit_version_supported(v)
     {
         warnings.push(format!(
-            "built against blocklab:bench@{v}, this host speaks {} (rebuild it against wit/v0.3.0/ of this release)",
+            "built against blocklab:bench@{v}, this host speaks {} (rebuild it against wit/v0.4.0/ of this release)",
             SUPPORTED_WIT_VERSIONS.join(", ")
         ));
     }

@@ -71,6 +71,11 @@ pub trait Instance: Send {
     fn setup(&mut self, name: &str, params: &[(String, String)]) -> anyhow::Result<()>;
     /// One transaction; returns its retries.
     fn run(&mut self, iteration: u64) -> anyhow::Result<u32>;
+    /// After the measured window, untimed: the workload releases what it
+    /// holds and may check its final state (WIT 0.4.0's `teardown`).
+    fn teardown(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Host-side per-run state: the counters the workload kept.
     fn env(&self) -> &env::Env;
     /// The largest linear memory the plugin grew to, bytes (0 for builtin).

@@ -170,7 +170,7 @@ const JS_ENTRY: &str = "app.js";
 const PY_ENTRY: &str = "app.py";
 /// The WIT a JavaScript or Python plugin is built against, from plugins/js
 /// or plugins/python: the current version, which both SDKs import.
-const SCRIPT_WIT: &str = "../../wit/v0.3.0";
+const SCRIPT_WIT: &str = "../../wit/v0.4.0";
 
 /// Builds the plugin in `dir` and returns the component's path: a crate
 /// (`Cargo.toml`) for wasm32-wasip2 in release mode, or a JavaScript module
@@ -481,7 +481,7 @@ mod tests {
 }
 "#;
 
-const WORKLOAD_JS: &str = r#"// A blocklab workload plugin in JavaScript, on WIT 0.3.0. Build it with
+const WORKLOAD_JS: &str = r#"// A blocklab workload plugin in JavaScript, on WIT 0.4.0. Build it with
 // `blocklab plugin build .`, run it with
 // `blocklab run --plugin target/NAME.wasm --workload get`, or its gRPC
 // workload against your server with
@@ -564,7 +564,7 @@ export const workload = workloads({
 });
 "#;
 
-const WORKLOAD_PY: &str = r#""""A blocklab workload plugin in Python, on WIT 0.3.0. Build it with
+const WORKLOAD_PY: &str = r#""""A blocklab workload plugin in Python, on WIT 0.4.0. Build it with
 `blocklab plugin build .`, run it with
 `blocklab run --plugin target/NAME.wasm --workload get`, or its gRPC
 workload against your server with

@@ -76,9 +76,12 @@ mod v3;
 mod versions;
 
 use versions::{
-    Bindings, Pre, WORKLOAD_EXPORT, WitVersion, bindings, bindings_v2, bindings_v3, check_world,
+    Bindings, Pre, WORKLOAD_EXPORT, WitVersion, bindings, bindings_v2, bindings_v3, bindings_v4,
+    check_world,
 };
-pub use versions::{SUPPORTED_WIT_VERSIONS, WIT_VERSION, wit_version_supported};
+pub use versions::{
+    CLIENT_WIT_VERSION, SUPPORTED_WIT_VERSIONS, WIT_VERSION, wit_version_supported,
+};
 
 /// How often the epoch advances; deadlines are whole ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -121,15 +124,15 @@ pub enum PluginError {
     )]
     CoreModule(String),
     #[error(
-        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/v0.3.0/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
+        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/v0.4.0/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
     )]
     WitVersion { name: String, found: String },
     #[error(
-        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/v0.3.0/worlds.wit"
+        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/v0.4.0/worlds.wit"
     )]
     NotWorkload { name: String, exports: String },
     #[error(
-        "plugin `{name}` imports `{import}`, which this host does not provide (plugins may import blocklab:bench/{{kv,grpc,env}}@{WIT_VERSION} and WASI 0.2)"
+        "plugin `{name}` imports `{import}`, which this host does not provide (plugins may import blocklab:bench/{{kv,grpc,env}}@{CLIENT_WIT_VERSION} and WASI 0.2)"
     )]
     UnknownImport { name: String, import: String },
     #[error("plugin `{name}` failed to compile: {message}")]
@@ -367,6 +370,9 @@ impl Runtime {
             WitVersion::V3 => {
                 Pre::V3(bindings_v3::WorkloadPluginPre::new(pre).map_err(compile_error)?)
             }
+            WitVersion::V4 => {
+                Pre::V4(bindings_v4::WorkloadPluginPre::new(pre).map_err(compile_error)?)
+            }
         };
         Ok(Plugin {
             name: name.to_owned(),
@@ -543,6 +549,7 @@ impl Plugin {
             Pre::V1(pre) => pre.engine(),
             Pre::V2(pre) => pre.engine(),
             Pre::V3(pre) => pre.engine(),
+            Pre::V4(pre) => pre.engine(),
         };
         let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
@@ -553,6 +560,7 @@ impl Plugin {
             Pre::V1(pre) => pre.instantiate(&mut store).map(Bindings::V1),
             Pre::V2(pre) => pre.instantiate(&mut store).map(Bindings::V2),
             Pre::V3(pre) => pre.instantiate(&mut store).map(Bindings::V3),
+            Pre::V4(pre) => pre.instantiate(&mut store).map(Bindings::V4),
         }
         .map_err(|e| self.call_error(&store, "instantiate", None, e.into()))?;
         Ok(WasmInstance {
@@ -678,6 +686,7 @@ impl Instance for WasmInstance {
             Bindings::V1(b) => infos!(b.blocklab_bench_workload()),
             Bindings::V2(b) => infos!(b.blocklab_bench_workload()),
             Bindings::V3(b) => infos!(b.blocklab_bench_workload()),
+            Bindings::V4(b) => infos!(b.blocklab_bench0_4_0_workload()),
         };
         infos.map_err(|e| self.fail("list", e.into()))
     }
@@ -696,6 +705,10 @@ impl Instance for WasmInstance {
             }
             Bindings::V3(b) => {
                 b.blocklab_bench_workload()
+                    .call_setup(&mut self.store, name, params)
+            }
+            Bindings::V4(b) => {
+                b.blocklab_bench0_4_0_workload()
                     .call_setup(&mut self.store, name, params)
             }
         }
@@ -720,12 +733,37 @@ impl Instance for WasmInstance {
             Bindings::V3(b) => b
                 .blocklab_bench_workload()
                 .call_run(&mut self.store, iteration),
+            Bindings::V4(b) => b
+                .blocklab_bench0_4_0_workload()
+                .call_run(&mut self.store, iteration),
         };
         match result {
             Ok(Ok(retries)) => Ok(retries),
             Ok(Err(message)) => Err(anyhow!(WorkloadFailed(message))),
             Err(e) => Err(self.fail("run", e.into())),
         }
+    }
+
+    /// 0.4.0's `teardown`; plugins of older versions have none to call.
+    fn teardown(&mut self) -> anyhow::Result<()> {
+        if !matches!(self.bindings, Bindings::V4(_)) {
+            return Ok(());
+        }
+        self.begin_call();
+        let Bindings::V4(b) = &self.bindings else {
+            return Ok(());
+        };
+        let result = b
+            .blocklab_bench0_4_0_workload()
+            .call_teardown(&mut self.store)
+            .map_err(|e| self.fail("teardown", e.into()))?;
+        result.map_err(|message| {
+            anyhow!(
+                "plugin `{}` failed the teardown of workload `{}`: {message}",
+                self.plugin,
+                self.workload.as_deref().unwrap_or("?")
+            )
+        })
     }
 
     fn env(&self) -> &Env {

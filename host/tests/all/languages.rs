@@ -150,6 +150,71 @@ fn resources_a_plugin_never_drops_are_reported_as_leaked() {
     assert_eq!(result["leaked_resources"], 110, "{result}");
 }
 
+/// WIT 0.4.0's teardown: a workload that holds a resource for the whole
+/// run (a transaction here, a stream in grpc-ingest's `ingest`) releases it
+/// after the window, so it is not reported as leaked; a teardown whose
+/// final check fails fails the run with its words. The SDK refuses a
+/// second teardown, so a run that passes was torn down exactly once.
+#[test]
+fn a_held_resource_is_released_by_teardown_and_a_failed_teardown_fails_the_run() {
+    let result = run_json(&plugin("misbehave"), "holds", &[]);
+    assert_eq!(result["errors"], 0, "{result}");
+    assert_eq!(result["leaked_resources"], 0, "{result}");
+    let r = run(blocklab()
+        .args(["run", "--workload", "holds", "--measured", "5"])
+        .args(["--param", "fail=yes", "--plugin"])
+        .arg(plugin("misbehave")));
+    assert_error(
+        &r,
+        &[
+            "failed the teardown of workload `holds`",
+            "3 of 4 updates lost",
+        ],
+    );
+    let server = IngestServer::start(&[]);
+    let r = run(blocklab()
+        .args(["run", "--json", "--workload", "ingest", "--plugin"])
+        .arg(plugin("grpc-ingest"))
+        .args([
+            "--endpoint",
+            &server.url,
+            "--warmup-s",
+            "0",
+            "--measured-s",
+            "0.3",
+        ]));
+    assert!(r.ok, "{}", r.stderr);
+    let result: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(result["errors"], 0, "{result}");
+    assert_eq!(
+        result["leaked_resources"], 0,
+        "the stream it held: {result}"
+    );
+}
+
+/// The same in the script SDKs: setup returns `{ run, teardown }` (an
+/// object with both in Python), the teardown releases the held transaction
+/// and its thrown error fails the run.
+#[test]
+fn script_sdks_call_the_workloads_teardown() {
+    for (plugin, words) in [
+        (js(), "kv-basic-js/holds: the final check fails on purpose"),
+        (
+            plugin("kv-basic-py"),
+            "kv-basic-py/holds: the final check fails on purpose",
+        ),
+    ] {
+        let result = run_json(&plugin, "holds", &[]);
+        assert_eq!(result["errors"], 0, "{result}");
+        assert_eq!(result["leaked_resources"], 0, "{result}");
+        let r = run(blocklab()
+            .args(["run", "--workload", "holds", "--measured", "5"])
+            .args(["--param", "fail=yes", "--plugin"])
+            .arg(&plugin));
+        assert_error(&r, &["failed the teardown of workload `holds`", words]);
+    }
+}
+
 #[test]
 fn a_javascript_plugin_is_scaffolded_and_a_missing_toolchain_names_its_make_target() {
     let dir = tempfile::tempdir().unwrap();
@@ -185,7 +250,7 @@ fn a_javascript_plugin_is_scaffolded_and_a_missing_toolchain_names_its_make_targ
     let tree = tempfile::tempdir().unwrap();
     let toolchain = tree.path().join("plugins/js");
     std::fs::create_dir_all(&toolchain).unwrap();
-    std::fs::create_dir_all(tree.path().join("wit/v0.3.0")).unwrap();
+    std::fs::create_dir_all(tree.path().join("wit/v0.4.0")).unwrap();
     std::fs::write(toolchain.join("build.mjs"), "").unwrap();
     let r = run(blocklab()
         .args(["plugin", "build"])
@@ -242,7 +307,7 @@ fn a_scaffolded_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit(lang: &str
     let r = run(blocklab().args(["plugin", "inspect"]).arg(&wasm));
     assert!(r.ok, "{}", r.stderr);
     assert!(
-        r.stdout.contains("blocklab:bench@0.3.0"),
+        r.stdout.contains("blocklab:bench@0.4.0"),
         "the {lang} scaffold is on the current WIT:\n{}",
         r.stdout
     );

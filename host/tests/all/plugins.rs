@@ -279,12 +279,12 @@ fn inspect_names_the_world_the_workloads_and_the_grants_a_plugin_needs() {
     assert!(r.ok, "{}", r.stderr);
     assert!(
         r.stdout
-            .contains("world:    workload-plugin (blocklab:bench@0.3.0)"),
+            .contains("world:    workload-plugin (blocklab:bench@0.4.0)"),
         "{}",
         r.stdout
     );
     assert!(
-        r.stdout.contains("  blocklab:bench/workload@0.3.0"),
+        r.stdout.contains("  blocklab:bench/workload@0.4.0"),
         "{}",
         r.stdout
     );
@@ -383,14 +383,16 @@ fn scaffold(dir: &Path, name: &str, kind: &str) -> PathBuf {
     assert!(wasm.is_file(), "{}", wasm.display());
     let r = run(blocklab().args(["plugin", "inspect"]).arg(&wasm));
     assert!(r.ok, "{}", r.stderr);
-    let world = if kind == "workload" {
-        "workload-plugin"
+    // Workloads are on 0.4.0 (its teardown); adapters on 0.3.0's worlds,
+    // whose client interfaces 0.4.0 imports unchanged.
+    let (world, version) = if kind == "workload" {
+        ("workload-plugin", "0.4.0")
     } else {
-        kind
+        (kind, "0.3.0")
     };
     assert!(
         r.stdout
-            .contains(&format!("world:    {world} (blocklab:bench@0.3.0)")),
+            .contains(&format!("world:    {world} (blocklab:bench@{version})")),
         "{}",
         r.stdout
     );

@@ -1,9 +1,10 @@
-//! The three versions of the plugin interface: plugins of
-//! `blocklab:bench@0.3.0` (the Rust SDK: futures, atomics, selectors,
-//! versionstamps, options), of 0.2.0 (packed range rows, transactions reset
-//! and reused) and of 0.1.0 (wit/: Python, JavaScript, and Rust plugins
-//! built before) all load and run in one host; 0.1.0 forwards onto 0.2.0 and
-//! 0.2.0 onto 0.3.0 (issue 21 point 1, issue 30 point 1).
+//! The four versions of the plugin interface: plugins of
+//! `blocklab:bench@0.4.0` (the SDKs: 0.3.0's client interfaces and a
+//! workload teardown), of 0.3.0 (futures, atomics, selectors,
+//! versionstamps, options, watches), of 0.2.0 (packed range rows,
+//! transactions reset and reused) and of 0.1.0 (wit/: plugins built before)
+//! all load and run in one host; 0.1.0 forwards onto 0.2.0 and 0.2.0 onto
+//! 0.3.0 (issue 21 point 1, issue 30 point 1, issue 33 point 1).
 
 use crate::support::{blocklab, plugin, run, run_json};
 use std::path::Path;
@@ -37,7 +38,7 @@ fn sdk_plugins_reuse_reset_transactions_without_reporting_them_as_leaked() {
     let kv_basic = plugin("kv-basic");
     assert_eq!(
         world_of(&kv_basic),
-        "workload-plugin (blocklab:bench@0.3.0)"
+        "workload-plugin (blocklab:bench@0.4.0)"
     );
     // The SDK keeps each dropped transaction, reset, for the next one: the
     // host sees it live but idle at the end, which is not a leak.
@@ -53,6 +54,20 @@ fn sdk_plugins_reuse_reset_transactions_without_reporting_them_as_leaked() {
         &["--adapter", plugin("kv-passthrough").to_str().unwrap()],
     );
     assert_eq!(result["errors"], 0, "{result}");
+    assert_eq!(result["leaked_resources"], 0, "{result}");
+}
+
+/// A 0.3.0 workload export has no teardown: the host runs it and skips the
+/// call (its futures and its reset transaction, kept for the whole run,
+/// are not leaks).
+#[test]
+fn a_plugin_built_against_wit_0_3_0_still_loads_and_runs() {
+    let v3 = plugin("kv-v3");
+    assert_eq!(world_of(&v3), "workload-plugin (blocklab:bench@0.3.0)");
+    let result = run_json(&v3, "fan-out", &[]);
+    assert_eq!(result["errors"], 0, "{result}");
+    assert_eq!(result["measured"], 100, "{result}");
+    assert_eq!(result["setup_counters"]["fixture-rows"], 3, "{result}");
     assert_eq!(result["leaked_resources"], 0, "{result}");
 }
 

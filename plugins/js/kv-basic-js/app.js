@@ -5,7 +5,7 @@
 // (plugins/workloads/kv-basic/src/catalog.rs), so the same seed touches the
 // same keys in the Rust, Python and JavaScript plugins and a campaign can
 // compare them arm against arm. More workloads (`draws`, `throws`, `leaks`,
-// `calls`, `echo`) check the SDK's promises; blocklab's own tests run them.
+// `holds`, `calls`, `echo`) check the SDK's promises; blocklab's own tests run them.
 import {
   env,
   firstGreaterOrEqual,
@@ -254,6 +254,24 @@ export const workload = workloads({
           throw `the echo answered ${response.length} bytes, expected ${request.length}`;
         }
         return 0;
+      };
+    },
+  },
+  holds: {
+    description: `${TEST_ONLY}holds one transaction from setup to teardown, which disposes it (param \`fail\` = \`yes\`: the teardown's final check throws)`,
+    params: [['fail', 'no', '`yes` to fail the teardown']],
+    uses: ['kv'],
+    setup(params) {
+      const tr = new Transaction();
+      return {
+        run() {
+          tr.getReadVersion();
+          return 0;
+        },
+        teardown() {
+          tr[Symbol.dispose]();
+          if (params.fail === 'yes') throw new Error('kv-basic-js/holds: the final check fails on purpose');
+        },
       };
     },
   },

@@ -1,5 +1,6 @@
 // blocklab's JavaScript SDK: the glue between a workload module and the WIT
-// world `workload-plugin` of wit/v0.3.0, for plugins built with
+// world `workload-plugin` of wit/v0.4.0 (0.3.0's client interfaces and a
+// workload teardown), for plugins built with
 // ComponentizeJS (plugins/js/build.mjs). Import it first: it makes the
 // language's own sources of randomness, time and output go through the host.
 //
@@ -532,7 +533,10 @@ export const grpc = {
  *
  * `params` given to setup maps every declared name to its text (defaults
  * filled in; unknown names were refused); `int(params, name)` and `float(params, name)` parse one.
- * setup returns the run function; errors thrown by either reach the user.
+ * setup returns the run function, or `{ run, teardown }`: teardown is
+ * called once after the measured window, untimed, to release what the
+ * workload holds (dispose a stream) and check its final state (throw to
+ * fail the run). Errors thrown by any of them reach the user.
  */
 export function workloads(table) {
   let current = null;
@@ -560,7 +564,8 @@ export function workloads(table) {
           }
           values[n] = text;
         }
-        current = w.setup(values);
+        const made = w.setup(values);
+        current = typeof made === 'function' ? { run: made } : made;
       } catch (e) {
         throw describe(e);
       }
@@ -570,7 +575,19 @@ export function workloads(table) {
         throw '`run` was called before a successful `setup` (set a workload up first)';
       }
       try {
-        return current(iteration) || 0;
+        return current.run(iteration) || 0;
+      } catch (e) {
+        throw describe(e);
+      }
+    },
+    teardown() {
+      if (current === null) {
+        throw '`teardown` was called without a set-up workload (the host calls it once per setup)';
+      }
+      const done = current;
+      current = null;
+      try {
+        if (typeof done.teardown === 'function') done.teardown();
       } catch (e) {
         throw describe(e);
       }

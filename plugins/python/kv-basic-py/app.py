@@ -2,7 +2,7 @@
 Python workload plugin on WIT 0.3.0, built with componentize-py and
 blocklab's Python SDK (plugins/python/sdk/blocklab.py), plus test-only
 workloads for blocklab's tests of the SDK: `throws` (an uncaught
-exception), `calls` (futures, an atomic add, a selector, a versionstamp and
+exception), `holds` (a transaction released by teardown), `calls` (futures, an atomic add, a selector, a versionstamp and
 a watch, each checked) and `echo` (a gRPC unary call).
 
 The key layout, values, params and random draws are kv-basic's
@@ -12,6 +12,7 @@ same keys in both plugins and a campaign can compare them arm against arm.
 
 from blocklab import (
     Err,
+    Transaction,
     env,
     first_greater_or_equal,
     join_all,
@@ -188,6 +189,22 @@ def setup_echo(params):
     return run
 
 
+class Holds:
+    """One transaction held from setup to teardown, which closes it."""
+
+    def __init__(self, params):
+        self.tr, self.fail = Transaction(), params["fail"] == "yes"
+
+    def run(self, _iteration):
+        self.tr.get_read_version()
+        return 0
+
+    def teardown(self):
+        self.tr.close()
+        if self.fail:
+            raise Err("kv-basic-py/holds: the final check fails on purpose")
+
+
 Workload = workloads(
     {
         "grv": {
@@ -223,6 +240,12 @@ Workload = workloads(
             + "one transaction through WIT 0.3.0's calls: futures joined, an atomic add, a key selector, a versionstamp and a watch, each checked",
             "uses": ["kv"],
             "setup": setup_calls,
+        },
+        "holds": {
+            "description": TEST_ONLY + "holds one transaction from setup to teardown, which closes it (param `fail` = `yes`: the teardown's final check fails)",
+            "params": [("fail", "no", "`yes` to fail the teardown")],
+            "uses": ["kv"],
+            "setup": Holds,
         },
         "echo": {
             "description": TEST_ONLY + "one unary call of ingest.v1.Echo with a 16-byte payload (param `method` names another to see its error)",

@@ -1,5 +1,6 @@
 """blocklab's Python SDK: the glue between a workload module (`app.py`) and
-the WIT world `workload-plugin` of wit/v0.3.0, for plugins built with
+the WIT world `workload-plugin` of wit/v0.4.0 (0.3.0's client interfaces
+and a workload teardown), for plugins built with
 componentize-py (`blocklab plugin build`, or the Makefile's plugins-py,
 which put this module on the plugin's Python path).
 
@@ -473,7 +474,11 @@ def workloads(table):
         })
 
     `setup` gets every declared param as text, defaults filled in and
-    unknown names refused (`param_int`, `param_float` parse one).
+    unknown names refused (`param_int`, `param_float` parse one), and
+    returns the run function, or an object with `run` and `teardown`:
+    teardown is called once after the measured window, untimed, to release
+    what the workload holds (close a stream) and check its final state
+    (raise to fail the run).
     """
     current = {}
 
@@ -500,12 +505,22 @@ def workloads(table):
                     known = ", ".join(values) if values else "it takes none"
                     raise Err(f"workload `{name}` has no param `{given}` (known: {known})")
                 values[given] = text
-            current["run"] = _guarded(lambda: w["setup"](values))
+            made = _guarded(lambda: w["setup"](values))
+            current["run"] = made if callable(made) else made.run
+            current["teardown"] = getattr(made, "teardown", None)
 
         def run(self, iteration):
             run = current.get("run")
             if run is None:
                 raise Err("`run` was called before a successful `setup` (set a workload up first)")
             return _guarded(lambda: run(iteration)) or 0
+
+        def teardown(self):
+            if "run" not in current:
+                raise Err("`teardown` was called without a set-up workload (the host calls it once per setup)")
+            teardown = current.get("teardown")
+            current.clear()
+            if teardown is not None:
+                _guarded(teardown)
 
     return Workload

@@ -43,8 +43,8 @@ pub mod bindings {
         // The imported kv and env are the workload world's: one set of
         // import glue, and `kv::Transaction` is the adapter's next hop.
         with: {
-            "blocklab:bench/kv@0.3.0": crate::bindings::blocklab::bench::kv,
-            "blocklab:bench/env@0.3.0": crate::bindings::blocklab::bench::env,
+            "blocklab:bench/kv@0.3.0": crate::bindings::blocklab::bench0_3_0::kv,
+            "blocklab:bench/env@0.3.0": crate::bindings::blocklab::bench0_3_0::env,
         },
     });
 }
@@ -214,7 +214,7 @@ pub mod __private {
 
     pub use super::bindings::export;
     use super::bindings::exports::blocklab::bench::kv as wit;
-    use crate::bindings::blocklab::bench::kv as raw;
+    use crate::bindings::blocklab::bench0_3_0::kv as raw;
     use crate::kv::{Future, KeySelector, RangeLimits};
 
     /// The `kv` export of adapter `A`.
@@ -558,8 +558,8 @@ pub mod grpc {
             pub_export_macro: true,
             default_bindings_module: "blocklab_sdk::adapter::grpc::bindings",
             with: {
-                "blocklab:bench/grpc@0.3.0": crate::bindings::blocklab::bench::grpc,
-                "blocklab:bench/env@0.3.0": crate::bindings::blocklab::bench::env,
+                "blocklab:bench/grpc@0.3.0": crate::bindings::blocklab::bench0_3_0::grpc,
+                "blocklab:bench/env@0.3.0": crate::bindings::blocklab::bench0_3_0::env,
             },
         });
     }

@@ -2,7 +2,7 @@
 //! counters and the log. Plugins have no other view of the world: no
 //! filesystem, no sockets, no wall clock.
 
-use crate::bindings::blocklab::bench::env as raw;
+use crate::bindings::blocklab::bench0_3_0::env as raw;
 
 /// Monotonic nanoseconds since an origin fixed for the run.
 pub fn now_ns() -> u64 {

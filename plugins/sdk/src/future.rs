@@ -8,7 +8,7 @@
 //! let values = kv::join_all(futures)?; // one round trip, not ten
 //! ```
 
-use crate::bindings::blocklab::bench::kv as raw;
+use crate::bindings::blocklab::bench0_3_0::kv as raw;
 use crate::kv::{Error, Rows};
 use std::marker::PhantomData;
 

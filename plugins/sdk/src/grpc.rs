@@ -2,7 +2,7 @@
 //! plugin encodes itself. The arm decides the endpoint and how streams are
 //! spread over connections; the plugin only names methods.
 
-use crate::bindings::blocklab::bench::grpc as raw;
+use crate::bindings::blocklab::bench0_3_0::grpc as raw;
 
 /// A gRPC status other than OK: its numeric code, the server's message and
 /// the method of the call it ended. It displays as `UNIMPLEMENTED (12) on

@@ -5,7 +5,7 @@
 //! Mirrors the host's `target::kv` surface, so a workload reads the same
 //! whether it is a plugin or a builtin.
 
-use crate::bindings::blocklab::bench::kv as raw;
+use crate::bindings::blocklab::bench0_3_0::kv as raw;
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 

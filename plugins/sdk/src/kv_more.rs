@@ -4,7 +4,7 @@
 //! operations and versionstamps; conflict ranges; read versions; sizes;
 //! options; watches. docs/plugins.md shows them in use.
 
-use crate::bindings::blocklab::bench::kv as raw;
+use crate::bindings::blocklab::bench0_3_0::kv as raw;
 use crate::future::{Future, RangeBatch, Versionstamp};
 use crate::kv::{
     ConflictKind, Error, KeySelector, MutationType, Priority, RangeLimits, Rows, StreamingMode,

@@ -51,7 +51,9 @@ pub use blocklab_catalog::Params;
 pub mod bindings {
     wit_bindgen::generate!({
         world: "workload-plugin",
-        path: "../../wit/v0.3.0",
+        path: "../../wit/v0.4.0",
+        // 0.4.0's world imports 0.3.0's client interfaces (wit/v0.4.0/deps).
+        generate_all,
         pub_export_macro: true,
         default_bindings_module: "blocklab_sdk::bindings",
     });
@@ -134,6 +136,14 @@ pub trait Workload {
     /// unexpected (a missing key, a short value): a panic traps the plugin
     /// and loses the run's remaining work.
     fn run(&mut self, iteration: u64) -> Result<u32, String>;
+
+    /// Called once after the measured window, untimed (WIT 0.4.0): check
+    /// the final state here (a contended counter lost no update) and return
+    /// `Err` to fail the run. The workload is dropped right after, so what
+    /// it holds (a stream, a transaction) is released, not leaked.
+    fn teardown(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Exports a [`Plugin`] as the component's `workload` interface. Use it once,
@@ -159,6 +169,10 @@ macro_rules! export_plugin {
                 fn run(iteration: u64) -> ::std::result::Result<u32, ::std::string::String> {
                     $crate::__private::run(iteration)
                 }
+
+                fn teardown() -> ::std::result::Result<(), ::std::string::String> {
+                    $crate::__private::teardown()
+                }
             }
 
     $crate::__private::export!(BlocklabGuest with_types_in $crate::bindings);
@@ -175,7 +189,7 @@ pub mod __private {
     use std::sync::Once;
 
     pub use crate::bindings::export;
-    pub use crate::bindings::exports::blocklab::bench::workload::{
+    pub use crate::bindings::exports::blocklab::bench0_4_0::workload::{
         Guest, Info as WitInfo, ParamSpec as WitParamSpec,
     };
 
@@ -243,6 +257,17 @@ pub mod __private {
         let workload = P::setup(name, &params)?;
         CURRENT.with_borrow_mut(|current| *current = Some(workload));
         Ok(())
+    }
+
+    /// The workload's teardown, then the workload dropped with all it holds.
+    pub fn teardown() -> Result<(), String> {
+        match CURRENT.with_borrow_mut(Option::take) {
+            Some(mut workload) => workload.teardown(),
+            None => Err(
+                "`teardown` was called without a set-up workload (the host calls it once per setup)"
+                    .to_owned(),
+            ),
+        }
     }
 
     pub fn run(iteration: u64) -> Result<u32, String> {

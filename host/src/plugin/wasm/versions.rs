@@ -1,8 +1,9 @@
 //! The versions of `blocklab:bench` this host speaks: one set of wasmtime
 //! bindings per WIT package version, which version a component was built
 //! against (`check_world`), and its pre-instantiated form and exports.
-//! 0.3.0 is the host's own (v3.rs); 0.2.0 forwards to it (v2.rs) and 0.1.0
-//! to 0.2.0 (v1.rs).
+//! 0.3.0's client interfaces are the host's own (v3.rs), which 0.4.0
+//! imports unchanged; 0.2.0 forwards to them (v2.rs) and 0.1.0 to 0.2.0
+//! (v1.rs).
 
 use super::{HostState, PluginError};
 // Public so that the bindings can name them (bindgen's `with` re-exports).
@@ -58,22 +59,45 @@ pub(super) mod bindings_v3 {
     });
 }
 
+/// `blocklab:bench@0.4.0` (wit/v0.4.0/): 0.3.0's client interfaces,
+/// imported as they are, and a `workload` export with `teardown`. The
+/// imports are 0.3.0's own bindings (`with`), so a 0.4.0 plugin's kv, grpc
+/// and env calls are exactly a 0.3.0 plugin's, already on the linker; only
+/// the export is new.
+pub(super) mod bindings_v4 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.4.0",
+        world: "workload-plugin",
+        imports: { default: trappable },
+        with: {
+            "blocklab:bench/kv@0.3.0": super::bindings_v3::blocklab::bench::kv,
+            "blocklab:bench/grpc@0.3.0": super::bindings_v3::blocklab::bench::grpc,
+            "blocklab:bench/env@0.3.0": super::bindings_v3::blocklab::bench::env,
+        },
+        anyhow: true,
+    });
+}
+
 /// The WIT package version this host's bindings are generated from: the
 /// newest it speaks, and the one new plugins should be built against.
-pub const WIT_VERSION: &str = "0.3.0";
+pub const WIT_VERSION: &str = "0.4.0";
+/// The version of the client interfaces (kv, grpc, env) the newest world
+/// imports: 0.4.0 changed only the workload export.
+pub const CLIENT_WIT_VERSION: &str = "0.3.0";
 /// Every version of `blocklab:bench` this host loads plugins of. The
 /// promise (docs/plugins.md): a 0.x.y host loads every 0.x.z plugin, since
 /// patch releases only add docs; minor and major releases may break and are
 /// listed here only once the host carries bindings for them.
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION, "0.2.0", "0.1.0"];
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION, "0.3.0", "0.2.0", "0.1.0"];
 
 /// Whether plugins built against `blocklab:bench@version` load here.
 pub fn wit_version_supported(version: &str) -> bool {
     SUPPORTED_WIT_VERSIONS.contains(&version)
 }
-/// The interface a workload plugin must export (or its 0.2.0 or 0.1.0
-/// twin).
-pub(super) const WORKLOAD_EXPORT: &str = "blocklab:bench/workload@0.3.0";
+/// The interface a workload plugin must export (or its 0.3.0, 0.2.0 or
+/// 0.1.0 twin).
+pub(super) const WORKLOAD_EXPORT: &str = "blocklab:bench/workload@0.4.0";
+const WORKLOAD_EXPORT_V3: &str = "blocklab:bench/workload@0.3.0";
 const WORKLOAD_EXPORT_V2: &str = "blocklab:bench/workload@0.2.0";
 const WORKLOAD_EXPORT_V1: &str = "blocklab:bench/workload@0.1.0";
 
@@ -83,6 +107,7 @@ pub(super) enum WitVersion {
     V1,
     V2,
     V3,
+    V4,
 }
 
 pub(super) fn check_world(
@@ -93,6 +118,9 @@ pub(super) fn check_world(
     let ty = component.component_type();
     let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
     if exports.iter().any(|e| e == WORKLOAD_EXPORT) {
+        return Ok(WitVersion::V4);
+    }
+    if exports.iter().any(|e| e == WORKLOAD_EXPORT_V3) {
         return Ok(WitVersion::V3);
     }
     if exports.iter().any(|e| e == WORKLOAD_EXPORT_V2) {
@@ -131,6 +159,7 @@ pub(super) enum Pre {
     V1(bindings::WorkloadPluginPre<HostState>),
     V2(bindings_v2::WorkloadPluginPre<HostState>),
     V3(bindings_v3::WorkloadPluginPre<HostState>),
+    V4(bindings_v4::WorkloadPluginPre<HostState>),
 }
 
 /// An instance's exports, of the version its component was built against.
@@ -138,4 +167,5 @@ pub(super) enum Bindings {
     V1(bindings::WorkloadPlugin),
     V2(bindings_v2::WorkloadPlugin),
     V3(bindings_v3::WorkloadPlugin),
+    V4(bindings_v4::WorkloadPlugin),
 }

@@ -501,6 +501,11 @@ pub fn execute(spec: &RunSpec) -> anyhow::Result<RunResult> {
     phases.insert("warmup".to_owned(), ms(window.warm));
     phases.insert("measure".to_owned(), ms(window.wall));
     let totals = Totals::of(std::mem::take(&mut window.outcomes), &loaded.instances)?;
+    // Untimed, after the window and before leaks are counted: what a
+    // workload holds for the whole run is released here, not leaked.
+    for instance in &mut loaded.instances {
+        instance.teardown()?;
+    }
     let figures = InstanceFigures::of(&loaded.instances);
     let cpus = cpu::affinity();
 

@@ -1,8 +1,9 @@
 //! misbehave: a test-only plugin whose workloads fail on purpose, one way
 //! each, so the host's bad-input tests can check that a trap, a runaway
 //! loop, unbounded memory growth and an error return each fail the run with
-//! a clear message, that a leaked transaction is counted and that a gRPC
-//! status reads as what happened. Never use it
+//! a clear message, that a leaked transaction is counted (and a held one
+//! released by teardown is not) and that a gRPC status reads as what
+//! happened. Never use it
 //! in a benchmark.
 
 use blocklab_sdk::{Info, Params, Plugin, Workload, env, grpc, kv};
@@ -51,6 +52,14 @@ impl Plugin for Misbehave {
             )
             .uses("grpc"),
             Info::new(
+                "holds",
+                format!(
+                    "{TEST_ONLY}holds one kv transaction from setup to teardown, which releases it (param `fail` = `yes`: the teardown's final check fails)"
+                ),
+            )
+            .param("fail", "no", "`yes` to fail the teardown's check")
+            .uses("kv"),
+            Info::new(
                 "kv-and-grpc",
                 format!(
                     "{TEST_ONLY}declares both client interfaces, which no one target serves"
@@ -61,7 +70,7 @@ impl Plugin for Misbehave {
         ]
     }
 
-    fn setup(name: &str, _params: &Params) -> Result<Box<dyn Workload>, String> {
+    fn setup(name: &str, params: &Params) -> Result<Box<dyn Workload>, String> {
         let workload: Box<dyn Workload> = match name {
             "trap" => Box::new(Trap),
             "spin" => Box::new(Spin),
@@ -69,6 +78,10 @@ impl Plugin for Misbehave {
             "bad-read" => Box::new(BadRead),
             "leak" => Box::new(Leak),
             "missing-method" => Box::new(MissingMethod),
+            "holds" => Box::new(Holds {
+                tr: kv::Transaction::new(),
+                fail: params.str("fail")? == "yes",
+            }),
             "kv-and-grpc" => {
                 return Err(
                     "misbehave/kv-and-grpc was set up: the host should refuse it first, since no target serves both".into(),
@@ -85,6 +98,29 @@ blocklab_sdk::export_plugin!(Misbehave);
 struct Trap;
 
 struct Leak;
+
+/// A workload that keeps a resource for the whole run, as a stream-holding
+/// gRPC workload does; dropping it in teardown releases it.
+struct Holds {
+    tr: kv::Transaction,
+    fail: bool,
+}
+
+impl Workload for Holds {
+    fn run(&mut self, _iteration: u64) -> Result<u32, String> {
+        self.tr.read_version().map_err(|e| e.to_string())?;
+        Ok(0)
+    }
+
+    fn teardown(&mut self) -> Result<(), String> {
+        if self.fail {
+            return Err(
+                "misbehave/holds: the final check fails on purpose (3 of 4 updates lost)".into(),
+            );
+        }
+        Ok(())
+    }
+}
 
 /// A method of grpc-interop's test service, which no ingest server serves.
 const MISSING_METHOD: &str = "/grpc.testing.TestService/UnaryCall";
