@@ -226,20 +226,7 @@ pub fn build(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// Componentizes `dir/app.js` into `dir/target/NAME.wasm` (NAME: the
 /// directory's name) with plugins/js/build.mjs.
 fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let toolchain = match toolchain.map(Path::to_owned).or_else(find_js_toolchain) {
-        Some(t) => t,
-        None => bail!(
-            "cannot find blocklab's plugins/js (the JavaScript toolchain); pass `--toolchain PATH` pointing at it"
-        ),
-    };
-    let script = toolchain.join("build.mjs");
-    let wit = toolchain.join(SCRIPT_WIT);
-    if !script.is_file() || !wit.is_dir() {
-        bail!(
-            "`{}` is not blocklab's plugins/js (no build.mjs beside {SCRIPT_WIT}); pass `--toolchain PATH` pointing at it",
-            toolchain.display()
-        );
-    }
+    let (toolchain, script, wit) = script_toolchain(toolchain, Lang::JavaScript)?;
     let node = std::env::var_os("BLOCKLAB_NODE").unwrap_or_else(|| "node".into());
     let found = Command::new(&node)
         .arg("--version")
@@ -259,40 +246,19 @@ fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
         );
     }
     let (dir, wasm) = script_output(dir)?;
-    let status = Command::new(&node)
-        .arg(&script)
-        .arg(dir.join(JS_ENTRY))
-        .arg(&wit)
-        .arg(&wasm)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .with_context(|| format!("cannot run `{}`", node.to_string_lossy()))?;
-    if !status.success() || !wasm.is_file() {
-        bail!(
+    let entry = dir.join(JS_ENTRY);
+    run_build(&node, &script, &entry, &wit, &wasm).with_context(|| {
+        format!(
             "ComponentizeJS failed to build `{}` (see its output above: a syntax error, or an import other than `./blocklab.js` and blocklab:bench)",
-            dir.join(JS_ENTRY).display()
-        );
-    }
-    Ok(wasm)
+            entry.display()
+        )
+    })
 }
 
 /// Componentizes `dir/app.py` into `dir/target/NAME.wasm` (NAME: the
 /// directory's name) with plugins/python/build.py.
 fn build_py(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let toolchain = match toolchain.map(Path::to_owned).or_else(find_py_toolchain) {
-        Some(t) => t,
-        None => bail!(
-            "cannot find blocklab's plugins/python (the Python toolchain); pass `--toolchain PATH` pointing at it"
-        ),
-    };
-    let script = toolchain.join("build.py");
-    let wit = toolchain.join(SCRIPT_WIT);
-    if !script.is_file() || !wit.is_dir() {
-        bail!(
-            "`{}` is not blocklab's plugins/python (no build.py beside {SCRIPT_WIT}); pass `--toolchain PATH` pointing at it",
-            toolchain.display()
-        );
-    }
+    let (_, script, wit) = script_toolchain(toolchain, Lang::Python)?;
     let python = std::env::var_os("BLOCKLAB_PYTHON").unwrap_or_else(|| "python3".into());
     let found = Command::new(&python)
         .args(["-c", "import componentize_py"])
@@ -305,21 +271,63 @@ fn build_py(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
         );
     }
     let (dir, wasm) = script_output(dir)?;
-    let status = Command::new(&python)
-        .arg(&script)
-        .arg(&dir)
-        .arg(&wit)
-        .arg(&wasm)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .with_context(|| format!("cannot run `{}`", python.to_string_lossy()))?;
-    if !status.success() || !wasm.is_file() {
-        bail!(
+    run_build(&python, &script, &dir, &wit, &wasm).with_context(|| {
+        format!(
             "componentize-py failed to build `{}` (see its output above: a syntax error, or an import the component cannot hold)",
             dir.join(PY_ENTRY).display()
+        )
+    })
+}
+
+/// A script language's toolchain directory (blocklab's plugins/js or
+/// plugins/python: `toolchain` if given, else the tree's), its build script
+/// and the WIT it builds against.
+fn script_toolchain(
+    toolchain: Option<&Path>,
+    lang: Lang,
+) -> anyhow::Result<(PathBuf, PathBuf, PathBuf)> {
+    let (dir, script, found) = match lang {
+        Lang::JavaScript => ("plugins/js", "build.mjs", find_js_toolchain()),
+        Lang::Python => ("plugins/python", "build.py", find_py_toolchain()),
+        Lang::Rust => bail!("a Rust plugin is built with cargo, not a script"),
+    };
+    let Some(toolchain) = toolchain.map(Path::to_owned).or(found) else {
+        bail!(
+            "cannot find blocklab's {dir} (the {} toolchain); pass `--toolchain PATH` pointing at it",
+            lang.name()
+        );
+    };
+    let (script_path, wit) = (toolchain.join(script), toolchain.join(SCRIPT_WIT));
+    if !script_path.is_file() || !wit.is_dir() {
+        bail!(
+            "`{}` is not blocklab's {dir} (no {script} beside {SCRIPT_WIT}); pass `--toolchain PATH` pointing at it",
+            toolchain.display()
         );
     }
-    Ok(wasm)
+    Ok((toolchain, script_path, wit))
+}
+
+/// Runs `program SCRIPT INPUT WIT OUT` (both build scripts' arguments) and
+/// returns OUT once it exists.
+fn run_build(
+    program: &std::ffi::OsStr,
+    script: &Path,
+    input: &Path,
+    wit: &Path,
+    wasm: &Path,
+) -> anyhow::Result<PathBuf> {
+    let status = Command::new(program)
+        .arg(script)
+        .arg(input)
+        .arg(wit)
+        .arg(wasm)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run `{}`", program.to_string_lossy()))?;
+    if !status.success() || !wasm.is_file() {
+        bail!("the build exited with {status}");
+    }
+    Ok(wasm.to_owned())
 }
 
 /// A script plugin's directory, canonical, and where its component goes:

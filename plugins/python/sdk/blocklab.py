@@ -95,6 +95,20 @@ def _answer(a):
     return a.value
 
 
+class _Held:
+    """A host resource the guest must release: `close()`, or a `with`
+    block (componentize-py drops a resource on `__exit__`)."""
+
+    def close(self):
+        _release(self.raw)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class Future:
     """A kv call issued now and waited for later: issue several, then wait;
     their round trips overlap. `wait()` returns the answer and releases the
@@ -134,7 +148,7 @@ def wait_any(futures):
     return _kv.wait_any([f.raw for f in futures])
 
 
-class Watch:
+class Watch(_Held):
     """A watch: fires once the key's value differs from the one its
     transaction saw (only its own writes fire it before commit, any changing
     commit after). Close it (or use `with`) when done."""
@@ -152,15 +166,6 @@ class Watch:
     def wait_for(self, timeout_ms):
         """Blocks at most `timeout_ms`: True if it fired."""
         return self.raw.wait_for(timeout_ms)
-
-    def close(self):
-        _release(self.raw)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def first_greater_or_equal(key):
@@ -198,7 +203,7 @@ class TransactionOption:
     lock_aware = _kv.TransactionOption_LockAware()
 
 
-class Transaction:
+class Transaction(_Held):
     """One kv transaction, as wit/v0.3.0/kv.wit specifies each call. Failed
     reads raise `Err` with the WIT error (transact() retries it). Close it
     (or use `with`), or use transact(), which keeps it."""
@@ -316,15 +321,6 @@ class Transaction:
     def watch(self, key):
         return Watch(self.raw.watch(key))
 
-    def close(self):
-        _release(self.raw)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 _kept = []
 _KEEP = 4
@@ -397,7 +393,7 @@ def unary(method, request):
     return _grpc_call(method, lambda: _grpc.unary(method, request))
 
 
-class Stream:
+class Stream(_Held):
     """One bidirectional stream, bound to one connection when opened. Close
     it (or use `with`) when done."""
 
@@ -413,15 +409,6 @@ class Stream:
 
     def close_send(self):
         self.raw.close_send()
-
-    def close(self):
-        _release(self.raw)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def open_stream(method):
