@@ -1,6 +1,7 @@
 //! `blocklab plugin new` and `plugin build`: a plugin that builds out of the
-//! box (a crate against the Rust SDK, or a JavaScript module against
-//! plugins/js/sdk), and the cargo or ComponentizeJS call that builds one.
+//! box (a crate against the Rust SDK, or a JavaScript or Python module
+//! against plugins/js/sdk or plugins/python/sdk), and the cargo,
+//! ComponentizeJS or componentize-py call that builds one.
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
