@@ -305,8 +305,16 @@ fn sleepers() -> Vec<String> {
         .collect()
 }
 
+/// The two tests below leave `sleep 300`s and then check that none runs
+/// anywhere on the machine: run at once, one would see the other's sleeper
+/// before its campaign killed it.
+static SLEEPERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_child_left_in_the_process_group_is_killed_and_fails_the_run() {
+    let _alone = SLEEPERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let reasons = contained("child", 60.0);
     assert_all(&reasons, &["left 1 process(es) running after it exited"]);
     assert_eq!(sleepers(), Vec::<String>::new());
@@ -314,6 +322,9 @@ fn a_child_left_in_the_process_group_is_killed_and_fails_the_run() {
 
 #[test]
 fn a_child_in_a_session_of_its_own_is_found_and_killed() {
+    let _alone = SLEEPERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let reasons = contained("setsid-child", 60.0);
     assert_all(&reasons, &["left 1 process(es) running after it exited"]);
     assert_eq!(sleepers(), Vec::<String>::new());
