@@ -828,8 +828,10 @@ struct HostState {
     kv: Option<SharedDatabase>,
     grpc: Option<Arc<GrpcClient>>,
     limiter: MemoryCap,
-    /// Transactions and streams the guest holds: made minus dropped. What
-    /// is still live when the run ends is reported as leaked.
+    /// Client resources the guest holds (transactions, futures, watches,
+    /// streams): made minus dropped, through [`HostState::hold`] and
+    /// [`HostState::release`]. What is still live when the run ends is
+    /// reported as leaked.
     live_resources: u64,
     /// Of those, transactions reset and not used since (0.2.0's `reset`).
     idle_transactions: u64,
@@ -837,6 +839,28 @@ struct HostState {
     sim: Option<crate::target::kv::SimulatedLatency>,
     /// The jitter's xorshift state.
     sim_rng: u64,
+}
+
+impl HostState {
+    /// Puts a client resource in the table, counted as live until released.
+    fn hold<T: Send + 'static>(
+        &mut self,
+        value: T,
+    ) -> anyhow::Result<wasmtime::component::Resource<T>> {
+        let handle = self.table.push(value)?;
+        self.live_resources += 1;
+        Ok(handle)
+    }
+
+    /// Takes a client resource out of the table; it no longer counts.
+    fn release<T: 'static>(
+        &mut self,
+        handle: wasmtime::component::Resource<T>,
+    ) -> anyhow::Result<T> {
+        let value = self.table.delete(handle)?;
+        self.live_resources = self.live_resources.saturating_sub(1);
+        Ok(value)
+    }
 }
 
 impl WasiView for HostState {

@@ -62,16 +62,10 @@ impl HostState {
             // The call was timed when issued; its time runs to readiness.
             ops::ready_at(t);
         }
-        self.push_future(FutureHandle {
+        self.hold(FutureHandle {
             state: State::Ready(answer),
             ready_at,
         })
-    }
-
-    fn push_future(&mut self, future: FutureHandle) -> anyhow::Result<Resource<FutureHandle>> {
-        let handle = self.table.push(future)?;
-        self.live_resources += 1;
-        Ok(handle)
     }
 
     /// When an operation of `kind` on `tr` issued now is ready: `None`
@@ -127,12 +121,12 @@ impl HostState {
     ) -> anyhow::Result<Resource<FutureHandle>> {
         let handle = self.table.get_mut(&tr)?;
         if let Err(e) = handle.tr.request_versionstamp() {
-            return self.push_future(FutureHandle {
+            return self.hold(FutureHandle {
                 state: State::Ready(Err(e)),
                 ready_at: None,
             });
         }
-        let future = self.push_future(FutureHandle {
+        let future = self.hold(FutureHandle {
             state: State::AwaitingCommit,
             ready_at: None,
         })?;
@@ -234,9 +228,7 @@ impl HostState {
     }
 
     pub(super) fn drop_future(&mut self, f: Resource<FutureHandle>) -> anyhow::Result<()> {
-        self.table.delete(f)?;
-        self.live_resources = self.live_resources.saturating_sub(1);
-        Ok(())
+        self.release(f).map(drop)
     }
 }
 

@@ -49,11 +49,7 @@ impl wit_grpc::Host for HostState {
     fn open_stream(&mut self, method: String) -> GrpcResult<Resource<StreamHandle>> {
         let client = self.grpc_client()?;
         match client.open_stream(&method) {
-            Ok(stream) => {
-                let handle = self.table.push(StreamHandle(stream))?;
-                self.live_resources += 1;
-                Ok(Ok(handle))
-            }
+            Ok(stream) => Ok(Ok(self.hold(StreamHandle(stream))?)),
             Err(status) => Ok(Err(to_wit(status))),
         }
     }
@@ -81,8 +77,6 @@ impl wit_grpc::HostStream for HostState {
     }
 
     fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
-        self.table.delete(stream)?;
-        self.live_resources = self.live_resources.saturating_sub(1);
-        Ok(())
+        self.release(stream).map(drop)
     }
 }

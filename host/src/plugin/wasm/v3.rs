@@ -338,9 +338,7 @@ impl wit_kv::HostTransaction for HostState {
 
     fn watch(&mut self, tr: Tr, key: Vec<u8>) -> anyhow::Result<Watch> {
         let watch = self.transaction(&tr)?.watch(&key);
-        let handle = self.table.push(WatchHandle(watch))?;
-        self.live_resources += 1;
-        Ok(handle)
+        self.hold(WatchHandle(watch))
     }
 
     fn drop(&mut self, tr: Tr) -> anyhow::Result<()> {
@@ -370,9 +368,7 @@ impl wit_kv::HostWatch for HostState {
     }
 
     fn drop(&mut self, w: Watch) -> anyhow::Result<()> {
-        self.table.delete(w)?;
-        self.live_resources = self.live_resources.saturating_sub(1);
-        Ok(())
+        self.release(w).map(drop)
     }
 }
 
@@ -396,24 +392,21 @@ impl HostState {
             );
         };
         let tr = db.begin();
-        let handle = self.table.push(TransactionHandle {
+        self.hold(TransactionHandle {
             tr,
             idle: false,
             stamp_waiters: Vec::new(),
             grv_ready: None,
-        })?;
-        self.live_resources += 1;
-        Ok(handle)
+        })
     }
 
     pub(super) fn drop_transaction(
         &mut self,
         handle: Resource<TransactionHandle>,
     ) -> anyhow::Result<()> {
-        if self.table.delete(handle)?.idle {
+        if self.release(handle)?.idle {
             self.idle_transactions -= 1;
         }
-        self.live_resources = self.live_resources.saturating_sub(1);
         Ok(())
     }
 
