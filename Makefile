@@ -54,8 +54,8 @@ deps-python:
 ## plugins/python/sdk on its path, WASI stubbed out).
 plugins-py: deps-python $(PY_PLUGINS)
 
-$(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py plugins/python/sdk/blocklab.py plugins/python/build.py $(wildcard wit/v0.4.0/*.wit wit/v0.3.0/*.wit) | deps-python
-	$(PYTHON) plugins/python/build.py plugins/python/$* wit/v0.4.0 $@
+$(PLUGIN_OUT)/%.wasm: plugins/python/%/app.py plugins/python/sdk/blocklab.py plugins/python/build.py $(wildcard wit/v0.5.0/*.wit wit/v0.4.0/*.wit wit/v0.3.0/*.wit) | deps-python
+	$(PYTHON) plugins/python/build.py plugins/python/$* wit/v0.5.0 $@
 
 ## deps-js: node and npm (Debian's), then ComponentizeJS at the version
 ## pinned in plugins/js/package-lock.json, once.
@@ -70,8 +70,8 @@ $(COMPONENTIZE_JS): plugins/js/package-lock.json
 ## the SDK or wit/ change).
 plugins-js: $(JS_PLUGINS)
 
-$(PLUGIN_OUT)/%.wasm: plugins/js/%/app.js plugins/js/sdk/blocklab.js plugins/js/build.mjs $(wildcard wit/v0.4.0/*.wit wit/v0.3.0/*.wit) $(COMPONENTIZE_JS)
-	node plugins/js/build.mjs $< wit/v0.4.0 $@
+$(PLUGIN_OUT)/%.wasm: plugins/js/%/app.js plugins/js/sdk/blocklab.js plugins/js/build.mjs $(wildcard wit/v0.5.0/*.wit wit/v0.4.0/*.wit wit/v0.3.0/*.wit) $(COMPONENTIZE_JS)
+	node plugins/js/build.mjs $< wit/v0.5.0 $@
 
 # $(call rust-plugins,NAMES): those plugin crates built as components into
 # target/plugins/NAME.wasm.

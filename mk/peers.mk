@@ -5,6 +5,8 @@
 # Outputs, outside the source tree:
 #   $(PEERS_OUT)/go-ingest    peers/go-ingest (grpc-go ingest and unary/echo)
 #   $(PEERS_OUT)/minimal-go   peers/examples/minimal.go (workload noop)
+#   $(PEERS_OUT)/go-testservice  peers/go-testservice (a grpc-go server of
+#                             grpc.testing.TestService, for plugins' own services)
 # With the default CARGO_TARGET_DIR a plan names them `target/peers/go-ingest`
 # (relative to the plan's directory); the Python peers run as
 # `["python3", "peers/py-ingest/ingest.py"]` and need grpcio (deps-python).
@@ -12,6 +14,7 @@
 PEERS_OUT := $(CARGO_TARGET_DIR)/peers
 GO_INGEST := $(PEERS_OUT)/go-ingest
 MINIMAL_GO := $(PEERS_OUT)/minimal-go
+GO_TESTSERVICE := $(PEERS_OUT)/go-testservice
 # Debian's packages: the toolchain, grpc-go and the protobuf runtime it imports.
 PEERS_APT_PACKAGES := golang-go golang-google-grpc-dev golang-google-protobuf-dev
 PEERS_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -22,7 +25,7 @@ PEERS_GO := GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS= GOCACH
 .PHONY: peers deps-peers
 
 ## peers: the Go peers into $(PEERS_OUT); grpcio for the Python ones.
-peers: deps-peers deps-python $(GO_INGEST) $(MINIMAL_GO)
+peers: deps-peers deps-python $(GO_INGEST) $(MINIMAL_GO) $(GO_TESTSERVICE)
 
 # Installs only when `go` or grpc-go's sources are missing.
 deps-peers:
@@ -36,6 +39,10 @@ deps-peers:
 $(GO_INGEST): $(wildcard peers/go-ingest/*.go peers/go-ingest/*.s) | deps-peers
 	@mkdir -p $(PEERS_OUT)
 	cd peers/go-ingest && $(PEERS_GO) build -o $(abspath $@) .
+
+$(GO_TESTSERVICE): $(wildcard peers/go-testservice/*.go) | deps-peers
+	@mkdir -p $(PEERS_OUT)
+	cd peers/go-testservice && $(PEERS_GO) build -o $(abspath $@) .
 
 $(MINIMAL_GO): peers/examples/minimal.go | deps-peers
 	@mkdir -p $(PEERS_OUT)

@@ -8,7 +8,7 @@
 use super::env::Env;
 use super::{Instance, WorkloadInfo};
 use crate::target::Interface;
-use crate::target::grpc::{GrpcClient, GrpcStream};
+use crate::target::grpc::{CallOptions, GrpcClient, GrpcStream};
 use anyhow::anyhow;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -65,7 +65,7 @@ impl ingest::Client for Host<'_> {
 
     fn open_stream(&mut self, method: &str) -> Result<HostStream, String> {
         self.client
-            .open_stream(method)
+            .open_stream(method, CallOptions::default())
             .map(|stream| HostStream {
                 stream,
                 method: method.to_owned(),
@@ -75,8 +75,12 @@ impl ingest::Client for Host<'_> {
 
     fn unary(&mut self, method: &str, request: &[u8]) -> Result<Vec<u8>, String> {
         self.client
-            .unary(method, Bytes::copy_from_slice(request))
-            .map(Vec::from)
+            .unary(
+                method,
+                Bytes::copy_from_slice(request),
+                CallOptions::default(),
+            )
+            .map(|reply| Vec::from(reply.message))
             .map_err(describe(method))
     }
 

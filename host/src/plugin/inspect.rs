@@ -51,12 +51,18 @@ pub fn inspect(
     let imports: Vec<String> = world.imports.keys().cloned().collect();
 
     let world_name = world_of(&exports);
+    // The newest of its interfaces' versions: a 0.5.0 workload exports
+    // 0.4.0's `workload` and imports 0.5.0's `grpc` (docs/adr/0007).
     let wit_version = exports
         .iter()
         .chain(&imports)
         .filter_map(|n| n.strip_prefix("blocklab:bench/")?.split_once('@'))
         .map(|(_, v)| v.to_owned())
-        .next();
+        .max_by_key(|v| {
+            v.split('.')
+                .map(|part| part.parse::<u64>().unwrap_or(u64::MAX))
+                .collect::<Vec<_>>()
+        });
     let warnings = warnings(world_name, wit_version.as_deref(), &imports);
     let mut workloads = Vec::new();
     if world_name == "workload-plugin" && warnings.is_empty() {

@@ -77,11 +77,9 @@ mod versions;
 
 use versions::{
     Bindings, Pre, WORKLOAD_EXPORT, WitVersion, bindings, bindings_v2, bindings_v3, bindings_v4,
-    check_world,
+    bindings_v5, check_world,
 };
-pub use versions::{
-    CLIENT_WIT_VERSION, SUPPORTED_WIT_VERSIONS, WIT_VERSION, wit_version_supported,
-};
+pub use versions::{CLIENT_INTERFACES, SUPPORTED_WIT_VERSIONS, WIT_VERSION, wit_version_supported};
 
 /// How often the epoch advances; deadlines are whole ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -124,15 +122,15 @@ pub enum PluginError {
     )]
     CoreModule(String),
     #[error(
-        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/v0.4.0/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
+        "plugin `{name}` targets blocklab:bench@{found} but this host speaks {supported} (rebuild it against wit/v{WIT_VERSION}/ of this release)", supported = SUPPORTED_WIT_VERSIONS.join(", ")
     )]
     WitVersion { name: String, found: String },
     #[error(
-        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/v0.4.0/worlds.wit"
+        "plugin `{name}` does not export `{WORKLOAD_EXPORT}`, so it is not a workload plugin (it exports: {exports}); build it against the `workload-plugin` world of wit/v{WIT_VERSION}/worlds.wit"
     )]
     NotWorkload { name: String, exports: String },
     #[error(
-        "plugin `{name}` imports `{import}`, which this host does not provide (plugins may import blocklab:bench/{{kv,grpc,env}}@{CLIENT_WIT_VERSION} and WASI 0.2)"
+        "plugin `{name}` imports `{import}`, which this host does not provide (plugins may import {CLIENT_INTERFACES} and WASI 0.2)"
     )]
     UnknownImport { name: String, import: String },
     #[error("plugin `{name}` failed to compile: {message}")]
@@ -271,6 +269,13 @@ impl Runtime {
         )
         .map_err(anyhow::Error::from)?;
         bindings_v3::WorkloadPlugin::add_to_linker::<HostState, HasSelf<HostState>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(anyhow::Error::from)?;
+        // 0.4.0 and 0.5.0 import 0.3.0's kv and env (on the linker now);
+        // 0.5.0's grpc is the one interface of its own.
+        bindings_v5::blocklab::bench0_5_0::grpc::add_to_linker::<HostState, HasSelf<HostState>>(
             &mut linker,
             |state| state,
         )

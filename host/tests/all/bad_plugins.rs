@@ -39,7 +39,7 @@ fn a_component_of_another_wit_version_is_refused() {
     assert_error(
         &r,
         &[
-            "targets blocklab:bench@0.9.0 but this host speaks 0.4.0, 0.3.0, 0.2.0, 0.1.0",
+            "targets blocklab:bench@0.9.0 but this host speaks 0.5.0, 0.4.0, 0.3.0, 0.2.0, 0.1.0",
             "rebuild it against wit/",
         ],
     );

@@ -7,7 +7,7 @@ use crate::support::{
     GrpcioServer, IngestServer, assert_error, blocklab, campaign, effect, plugin, report, run,
 };
 use blocklab::target::grpc::proto::{Ack, Batch, Record};
-use blocklab::target::grpc::{Connections, GrpcClient, GrpcSettings};
+use blocklab::target::grpc::{CallOptions, Connections, GrpcClient, GrpcSettings};
 use prost::Message;
 
 /// `blocklab run` of grpc-ingest's `workload` against `url` in window mode
@@ -163,7 +163,9 @@ fn a_status_error_from_the_server_reaches_the_run_with_its_code() {
 fn out_of_order_offsets_are_refused_naming_expected_and_got() {
     let server = IngestServer::start(&[]);
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
-    let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
+    let mut stream = client
+        .open_stream("/ingest.v1.Ingest/Stream", CallOptions::default())
+        .unwrap();
     let batch = |offsets: &[u64]| {
         Batch {
             records: offsets
@@ -198,7 +200,9 @@ fn acks_are_cumulative_and_a_half_closed_stream_is_acknowledged_in_full() {
     let mut settings = GrpcSettings::new(server.url.clone());
     settings.connections = Connections::Pool(2);
     let client = GrpcClient::connect(&settings).unwrap();
-    let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
+    let mut stream = client
+        .open_stream("/ingest.v1.Ingest/Stream", CallOptions::default())
+        .unwrap();
     for first in (0..10).step_by(2) {
         let batch = Batch {
             records: (first..first + 2)
@@ -610,7 +614,9 @@ fn a_dead_endpoint_is_retried_with_backoff_and_the_reconnect_is_counted() {
     let server = IngestServer::start(&["--ack-every", "1"]);
     let listen = server.url.trim_start_matches("http://").to_owned();
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
-    let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
+    let mut stream = client
+        .open_stream("/ingest.v1.Ingest/Stream", CallOptions::default())
+        .unwrap();
     stream.send(batch(1, 10)).unwrap();
     assert_eq!(
         Ack::decode(stream.recv().unwrap().unwrap())
@@ -630,7 +636,9 @@ fn a_dead_endpoint_is_retried_with_backoff_and_the_reconnect_is_counted() {
     // the next one waits twice as long as the last.
     let mut waits = Vec::new();
     for _ in 0..4 {
-        let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
+        let mut stream = client
+            .open_stream("/ingest.v1.Ingest/Stream", CallOptions::default())
+            .unwrap();
         let status = final_status(&mut stream);
         assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
         assert!(status.message().contains("refused"), "{status:?}");
@@ -642,13 +650,19 @@ fn a_dead_endpoint_is_retried_with_backoff_and_the_reconnect_is_counted() {
     );
     // A unary call says why, too.
     let e = client
-        .unary("/ingest.v1.Echo/Echo", bytes::Bytes::new())
+        .unary(
+            "/ingest.v1.Echo/Echo",
+            bytes::Bytes::new(),
+            CallOptions::default(),
+        )
         .unwrap_err();
     assert!(e.message().contains("refused"), "{e:?}");
 
     // Back on the same port: the channel reconnects, which is counted.
     let _server = IngestServer::start_on(&listen, &["--ack-every", "1"]);
-    let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
+    let mut stream = client
+        .open_stream("/ingest.v1.Ingest/Stream", CallOptions::default())
+        .unwrap();
     stream.send(batch(1, 10)).unwrap();
     assert_eq!(
         Ack::decode(stream.recv().unwrap().unwrap())
@@ -689,7 +703,11 @@ fn a_connection_cut_under_a_unary_call_says_why() {
         payload: b"die".to_vec(),
     };
     let e = client
-        .unary("/ingest.v1.Echo/Echo", die.encode_to_vec().into())
+        .unary(
+            "/ingest.v1.Echo/Echo",
+            die.encode_to_vec().into(),
+            CallOptions::default(),
+        )
         .unwrap_err();
     // UNAVAILABLE, as gRPC's status-code table has it for a connection
     // that breaks after data was sent (tonic alone says UNKNOWN).
@@ -722,7 +740,9 @@ fn a_message_the_ingest_server_cannot_take_ends_the_stream_with_an_error_status(
         ),
     ];
     for (what, message, code, needles) in cases {
-        let mut stream = client.open_stream("/ingest.v1.Ingest/Stream").unwrap();
+        let mut stream = client
+            .open_stream("/ingest.v1.Ingest/Stream", CallOptions::default())
+            .unwrap();
         // The send may or may not see the end first; recv has the status.
         let sent = stream.send(message);
         let status = match sent {
@@ -751,7 +771,7 @@ fn an_oversized_unary_message_is_resource_exhausted_as_in_grpc_core() {
     let server = IngestServer::start(&[]);
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
     let e = client
-        .unary("/ingest.v1.Echo/Echo", big.clone())
+        .unary("/ingest.v1.Echo/Echo", big.clone(), CallOptions::default())
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
     assert!(e.message().contains("`--max-message-bytes`"), "{e:?}");
@@ -760,14 +780,16 @@ fn an_oversized_unary_message_is_resource_exhausted_as_in_grpc_core() {
     let server = IngestServer::start(&["--max-message-bytes", "8388608"]);
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
     let e = client
-        .unary("/ingest.v1.Echo/Echo", big.clone())
+        .unary("/ingest.v1.Echo/Echo", big.clone(), CallOptions::default())
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
 
     // grpcio, the reference, says the same.
     let Some(server) = grpcio(&[]) else { return };
     let client = GrpcClient::connect(&GrpcSettings::new(server.url.clone())).unwrap();
-    let e = client.unary("/ingest.v1.Echo/Echo", big).unwrap_err();
+    let e = client
+        .unary("/ingest.v1.Echo/Echo", big, CallOptions::default())
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
 }
 

@@ -250,7 +250,7 @@ fn a_javascript_plugin_is_scaffolded_and_a_missing_toolchain_names_its_make_targ
     let tree = tempfile::tempdir().unwrap();
     let toolchain = tree.path().join("plugins/js");
     std::fs::create_dir_all(&toolchain).unwrap();
-    std::fs::create_dir_all(tree.path().join("wit/v0.4.0")).unwrap();
+    std::fs::create_dir_all(tree.path().join("wit/v0.5.0")).unwrap();
     std::fs::write(toolchain.join("build.mjs"), "").unwrap();
     let r = run(blocklab()
         .args(["plugin", "build"])
@@ -280,6 +280,50 @@ fn grpc_calls_answer_and_a_failed_call_names_its_method(plugin: &std::path::Path
     );
 }
 
+/// WIT 0.5.0's call options from a script SDK: `metadata` makes a unary
+/// call (gzip) and a stream with echoed metadata and a deadline against
+/// both stock test services and checks every header and trailer itself;
+/// with a delay past the deadline every call ends DEADLINE_EXCEEDED.
+fn call_options_reach_the_server_and_its_metadata_comes_back(plugin: &std::path::Path) {
+    for service in crate::support::TestService::start_all() {
+        let peer = service.peer;
+        let result = run_json(plugin, "metadata", &["--endpoint", &service.url]);
+        assert_eq!(result["errors"], 0, "{peer}: {result}");
+        assert_eq!(result["leaked_resources"], 0, "{peer}: {result}");
+        let r = run(blocklab()
+            .args([
+                "run",
+                "--workload",
+                "metadata",
+                "--measured",
+                "3",
+                "--warmup",
+                "0",
+            ])
+            .args(["--param", "deadline_ms=100", "--param", "delay_ms=2000"])
+            .args(["--endpoint", &service.url, "--plugin"])
+            .arg(plugin));
+        assert_eq!(r.code, Some(3), "{peer}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "GrpcError: DEADLINE_EXCEEDED (4) on /grpc.testing.TestService/UnaryCall"
+            ),
+            "{peer}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_javascript_plugin_sends_metadata_a_deadline_and_gzip_and_reads_headers_and_trailers() {
+    call_options_reach_the_server_and_its_metadata_comes_back(&js());
+}
+
+#[test]
+fn a_python_plugin_sends_metadata_a_deadline_and_gzip_and_reads_headers_and_trailers() {
+    call_options_reach_the_server_and_its_metadata_comes_back(&plugin("kv-basic-py"));
+}
+
 #[test]
 fn a_javascript_plugin_calls_grpc_and_a_failed_call_names_its_method() {
     grpc_calls_answer_and_a_failed_call_names_its_method(&js());
@@ -307,7 +351,7 @@ fn a_scaffolded_plugin_builds_and_runs_kv_and_grpc_on_the_current_wit(lang: &str
     let r = run(blocklab().args(["plugin", "inspect"]).arg(&wasm));
     assert!(r.ok, "{}", r.stderr);
     assert!(
-        r.stdout.contains("blocklab:bench@0.4.0"),
+        r.stdout.contains("blocklab:bench@0.5.0"),
         "the {lang} scaffold is on the current WIT:\n{}",
         r.stdout
     );

@@ -21,7 +21,8 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The built Go peers: `go-ingest` and `minimal-go`.
+/// The built Go peers: `go-ingest`, `minimal-go` and the `go-testservice`
+/// server.
 pub(crate) struct GoPeers {
     pub(crate) dir: PathBuf,
     // Holds a directory the peers were built into, removed at exit.
@@ -34,7 +35,7 @@ pub(crate) fn go_peers() -> Result<&'static GoPeers, String> {
     static PEERS: OnceLock<Result<GoPeers, String>> = OnceLock::new();
     let peers = PEERS.get_or_init(|| {
         if let Some(dir) = std::env::var_os("BLOCKLAB_PEERS").map(PathBuf::from) {
-            for name in ["go-ingest", "minimal-go"] {
+            for name in ["go-ingest", "minimal-go", "go-testservice"] {
                 assert!(
                     dir.join(name).is_file(),
                     "BLOCKLAB_PEERS is {}, but it has no `{name}`: run `make peers` (make test does)",
@@ -57,6 +58,7 @@ pub(crate) fn go_peers() -> Result<&'static GoPeers, String> {
         for (dir, out, what) in [
             ("peers/go-ingest", "go-ingest", "."),
             ("peers/examples", "minimal-go", "minimal.go"),
+            ("peers/go-testservice", "go-testservice", "."),
         ] {
             // GOPATH mode against Debian's packages, offline, as mk/peers.mk.
             let status = Command::new("go")

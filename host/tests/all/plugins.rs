@@ -277,6 +277,8 @@ fn inspect_names_the_world_the_workloads_and_the_grants_a_plugin_needs() {
         .args(["plugin", "inspect"])
         .arg(plugin("kv-basic")));
     assert!(r.ok, "{}", r.stderr);
+    // The newest version among its interfaces: kv-basic calls no grpc, so
+    // nothing of 0.5.0 is in it (a gRPC workload shows 0.5.0).
     assert!(
         r.stdout
             .contains("world:    workload-plugin (blocklab:bench@0.4.0)"),
@@ -383,12 +385,12 @@ fn scaffold(dir: &Path, name: &str, kind: &str) -> PathBuf {
     assert!(wasm.is_file(), "{}", wasm.display());
     let r = run(blocklab().args(["plugin", "inspect"]).arg(&wasm));
     assert!(r.ok, "{}", r.stderr);
-    // Workloads are on 0.4.0 (its teardown); adapters on 0.3.0's worlds,
-    // whose client interfaces 0.4.0 imports unchanged.
-    let (world, version) = if kind == "workload" {
-        ("workload-plugin", "0.4.0")
-    } else {
-        (kind, "0.3.0")
+    // Workloads and grpc adapters are on 0.5.0 (its grpc call options);
+    // kv adapters on 0.3.0's world, whose kv 0.5.0 imports unchanged.
+    let (world, version) = match kind {
+        "workload" => ("workload-plugin", "0.5.0"),
+        "grpc-adapter" => (kind, "0.5.0"),
+        _ => (kind, "0.3.0"),
     };
     assert!(
         r.stdout
@@ -466,6 +468,8 @@ fn a_scaffolded_plugin_of_each_kind_builds_and_runs() {
         "{result}"
     );
 
+    own_service(&workload);
+
     let again = run(blocklab()
         .args(["plugin", "new", "scaffold-workload", "--dir"])
         .arg(dir.path()));
@@ -517,4 +521,106 @@ fn the_plugin_and_its_builtin_twin_write_the_same_keys_for_a_seed() {
     let from_builtin = keys_written(&mut builtin, &db);
     assert!(from_plugin.len() > 150, "{}", from_plugin.len());
     assert_eq!(from_plugin, from_builtin);
+}
+
+/// The template's gRPC workloads against a service of one's own: a stock
+/// grpc-go and a stock grpcio server of grpc.testing.TestService
+/// (peers/go-testservice, tests/peers/grpcio_testservice.py), unary and a
+/// stream held for the run, with request metadata the servers echo back as
+/// a header and a trailer, a deadline they see, and one that passes.
+fn own_service(workload: &Path) {
+    let servers = crate::support::TestService::start_all();
+    let metadata = "metadata=authorization=Bearer blocklab,x-grpc-test-echo-initial=hi,x-grpc-test-echo-trailing-bin=yo";
+    let expect =
+        "expect=x-grpc-test-echo-initial=hi,x-grpc-test-echo-trailing-bin=yo,x-deadline-ms";
+    for crate::support::TestService { peer, url, .. } in &servers {
+        let call = |workload_name: &str, extra: &[&str]| {
+            let mut args = vec![
+                "--workload",
+                workload_name,
+                "--endpoint",
+                url,
+                "--warmup",
+                "0",
+                "--measured",
+                "20",
+            ];
+            // The echoing metadata and its check, unless `extra` gives others.
+            for default in [metadata, expect] {
+                let key = default.split_once('=').unwrap().0;
+                if !extra.iter().any(|e| e.split_once('=').unwrap().0 == key) {
+                    args.extend(["--param", default]);
+                }
+            }
+            for e in extra {
+                args.extend(["--param", e]);
+            }
+            run(blocklab()
+                .arg("run")
+                .arg("--plugin")
+                .arg(workload)
+                .args(args)
+                .arg("--json"))
+        };
+        // UnaryCall of SimpleRequest { response_size: 100 }: a Payload of
+        // 100 bytes, 104 with its tags and lengths.
+        let r = call(
+            "unary",
+            &[
+                "method=/grpc.testing.TestService/UnaryCall",
+                "request=1064",
+                "deadline_ms=5000",
+            ],
+        );
+        assert!(r.ok, "{peer}: unary failed:\n{}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(v["errors"], 0, "{peer}: {v}");
+        assert_eq!(v["counters"]["response-bytes"], 20 * 104, "{peer}: {v}");
+
+        // The template's stream (FullDuplexCall, 100-byte answers): held
+        // for the run and ended by the teardown, which checks the trailer.
+        let r = call("stream", &["deadline_ms=60000"]);
+        assert!(r.ok, "{peer}: stream failed:\n{}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(v["errors"], 0, "{peer}: {v}");
+        assert_eq!(v["counters"]["response-bytes"], 20 * 104, "{peer}: {v}");
+        assert!(!r.stderr.contains("leaked"), "{peer}: {}", r.stderr);
+
+        // A deadline shorter than the server's delay ends every call.
+        let r = call(
+            "unary",
+            &[
+                "method=/grpc.testing.TestService/UnaryCall",
+                "request=1064",
+                "deadline_ms=100",
+                "metadata=x-delay-ms=2000",
+                "expect=",
+            ],
+        );
+        assert_eq!(r.code, Some(3), "{peer}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("DEADLINE_EXCEEDED (4) on /grpc.testing.TestService/UnaryCall"),
+            "{peer}: {}",
+            r.stderr
+        );
+        // The server checks what the metadata carried.
+        let r = call(
+            "unary",
+            &[
+                "method=/grpc.testing.TestService/UnaryCall",
+                "request=1064",
+                "metadata=authorization=Bearer nope",
+                "expect=",
+            ],
+        );
+        assert_eq!(r.code, Some(3), "{peer}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "UNAUTHENTICATED (16) on /grpc.testing.TestService/UnaryCall: authorization"
+            ),
+            "{peer}: {}",
+            r.stderr
+        );
+    }
 }

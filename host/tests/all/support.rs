@@ -198,6 +198,12 @@ impl GrpcioServer {
     /// importable and `BLOCKLAB_REQUIRE_GRPCIO` is unset (`make test` sets it
     /// and installs grpcio). Any other failure panics.
     pub fn start(args: &[&str]) -> Result<GrpcioServer, String> {
+        GrpcioServer::start_script("grpcio_ingest.py", args)
+    }
+
+    /// Starts `script` of host/tests/peers (a server that prints `listening
+    /// on ADDR`) with `args`, as [`GrpcioServer::start`] does its own.
+    pub fn start_script(script: &str, args: &[&str]) -> Result<GrpcioServer, String> {
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         let importable = Command::new(&python)
             .args(["-c", "import grpc"])
@@ -214,7 +220,9 @@ impl GrpcioServer {
             }
             return Err(why);
         }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/grpcio_ingest.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/peers")
+            .join(script);
         let (child, addr) = spawn_listening(
             Command::new(&python)
                 .arg(script)
@@ -269,4 +277,59 @@ pub fn running(pid: i32) -> bool {
         let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
         !state.is_some_and(|s| s.starts_with('Z') || s.starts_with('X'))
     })
+}
+
+/// A stock server of grpc.testing.TestService that echoes metadata
+/// (peers/go-testservice, tests/peers/grpcio_testservice.py), killed on
+/// drop.
+pub struct TestService {
+    pub peer: &'static str,
+    pub url: String,
+    child: Option<Child>,
+    _grpcio: Option<GrpcioServer>,
+}
+
+impl TestService {
+    /// The grpc-go and the grpcio one, each on a free loopback port; one
+    /// whose toolchain is missing is left out, saying so (unless `make
+    /// test`'s `BLOCKLAB_REQUIRE_*` makes that a failure).
+    pub fn start_all() -> Vec<TestService> {
+        let mut servers = Vec::new();
+        match crate::peers::go_peers() {
+            Ok(peers) => {
+                let (child, addr) = spawn_listening(
+                    Command::new(peers.dir.join("go-testservice"))
+                        .args(["--listen", "127.0.0.1:0"]),
+                    "listening on ",
+                );
+                let addr = addr.unwrap_or_else(|line| panic!("go-testservice said `{line}`"));
+                servers.push(TestService {
+                    peer: "grpc-go",
+                    url: format!("http://{addr}"),
+                    child: Some(child),
+                    _grpcio: None,
+                });
+            }
+            Err(why) => eprintln!("skipped grpc-go: {why}"),
+        }
+        match GrpcioServer::start_script("grpcio_testservice.py", &[]) {
+            Ok(server) => servers.push(TestService {
+                peer: "grpcio",
+                url: server.url.clone(),
+                child: None,
+                _grpcio: Some(server),
+            }),
+            Err(why) => eprintln!("skipped grpcio: {why}"),
+        }
+        servers
+    }
+}
+
+impl Drop for TestService {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

@@ -5,7 +5,7 @@
 // (plugins/workloads/kv-basic/src/catalog.rs), so the same seed touches the
 // same keys in the Rust, Python and JavaScript plugins and a campaign can
 // compare them arm against arm. More workloads (`draws`, `throws`, `leaks`,
-// `holds`, `calls`, `echo`) check the SDK's promises; blocklab's own tests run them.
+// `holds`, `calls`, `echo`, `metadata`) check the SDK's promises; blocklab's own tests run them.
 import {
   env,
   firstGreaterOrEqual,
@@ -252,6 +252,53 @@ export const workload = workloads({
         const response = grpc.unary(params.method, request);
         if (response.length !== request.length) {
           throw `the echo answered ${response.length} bytes, expected ${request.length}`;
+        }
+        return 0;
+      };
+    },
+  },
+  metadata: {
+    description: `${TEST_ONLY}a unary call and a stream of grpc.testing.TestService with echoed metadata, a deadline and gzip, each checked`,
+    params: [
+      ['deadline_ms', '5000', "each call's deadline"],
+      ['delay_ms', '0', 'asks the server to wait this long first (x-delay-ms)'],
+    ],
+    uses: ['grpc'],
+    setup(params) {
+      // SimpleRequest { response_size: 100 }, StreamingOutputCallRequest {
+      // response_parameters: [{ size: 100 }] } of grpc.testing.TestService.
+      const unaryCall = new Uint8Array([0x10, 0x64]);
+      const duplexCall = new Uint8Array([0x12, 0x02, 0x08, 0x64]);
+      const metadata = [
+        ['x-grpc-test-echo-initial', 'hi'],
+        ['x-grpc-test-echo-trailing-bin', new Uint8Array([0, 255])],
+      ];
+      const delay = int(params, 'delay_ms');
+      if (delay) metadata.push(['x-delay-ms', String(delay)]);
+      const options = { metadata, deadlineMs: int(params, 'deadline_ms'), gzip: true };
+      const expect = (what, got, want) => {
+        if (got !== want) throw new Error(`${what} is ${got}, expected ${want}`);
+      };
+      const bytes = (pairs, key) => {
+        const found = (pairs || []).find(([k]) => k === key);
+        return found ? Array.from(found[1]).join(',') : undefined;
+      };
+      return () => {
+        const reply = grpc.call('/grpc.testing.TestService/UnaryCall', unaryCall, options);
+        expect("the reply's size", reply.message.length, 104);
+        expect('header x-grpc-test-echo-initial', reply.get('x-grpc-test-echo-initial'), 'hi');
+        expect('trailer x-grpc-test-echo-trailing-bin', bytes(reply.trailers, 'x-grpc-test-echo-trailing-bin'), '0,255');
+        if (reply.get('x-deadline-ms') === undefined) throw new Error('the server saw no deadline');
+        const stream = grpc.openStream('/grpc.testing.TestService/FullDuplexCall', options);
+        try {
+          expect("the stream's header", bytes(stream.headers(), 'x-grpc-test-echo-initial'), '104,105');
+          stream.send(duplexCall);
+          expect("the stream's answer size", stream.recv().length, 104);
+          stream.closeSend();
+          expect("the stream's end", stream.recv(), undefined);
+          expect("the stream's trailer", bytes(stream.trailers(), 'x-grpc-test-echo-trailing-bin'), '0,255');
+        } finally {
+          stream[Symbol.dispose]();
         }
         return 0;
       };

@@ -1,6 +1,6 @@
 // blocklab's JavaScript SDK: the glue between a workload module and the WIT
-// world `workload-plugin` of wit/v0.4.0 (0.3.0's client interfaces and a
-// workload teardown), for plugins built with
+// world `workload-plugin` of wit/v0.5.0 (0.5.0's grpc client, 0.3.0's kv
+// and env, and 0.4.0's workload with its teardown), for plugins built with
 // ComponentizeJS (plugins/js/build.mjs). Import it first: it makes the
 // language's own sources of randomness, time and output go through the host.
 //
@@ -17,11 +17,12 @@
 //   futures answer plain values, and transact() is FoundationDB's retry
 //   loop, which keeps up to four transactions (reset, not dropped) for the
 //   next call. ComponentizeJS drops a resource only on [Symbol.dispose]().
-// - grpc.unary and grpc.openStream throw a GrpcError that names the status
-//   and the method, in the host's words.
+// - grpc.unary, grpc.call and grpc.openStream take call options (metadata,
+//   deadlineMs, gzip) and throw a GrpcError that names the status and the
+//   method, in the host's words; grpc.call returns headers and trailers too.
 import * as env from 'blocklab:bench/env@0.3.0';
 import * as kv from 'blocklab:bench/kv@0.3.0';
-import * as rawGrpc from 'blocklab:bench/grpc@0.3.0';
+import * as rawGrpc from 'blocklab:bench/grpc@0.5.0';
 
 export { env };
 
@@ -469,6 +470,8 @@ export class GrpcError extends Error {
     this.code = status.code;
     this.method = method;
     this.serverMessage = status.message;
+    /** The [key, Uint8Array] pairs that came with the status. */
+    this.metadata = pairs(status.metadata || []);
   }
 }
 
@@ -481,6 +484,45 @@ function grpcCall(method, call) {
       throw new GrpcError(status, method);
     }
     throw e;
+  }
+}
+
+const textEncoder = new TextEncoder();
+const textDecoder = new TextDecoder();
+
+function pairs(entries) {
+  return entries.map((e) => [e.key, e.value]);
+}
+
+/**
+ * The WIT call options from `{ metadata, deadlineMs, gzip }`: metadata an
+ * object or [key, value] pairs, values strings (ASCII) or Uint8Arrays
+ * (under keys ending in `-bin`).
+ */
+function callOptions(options = {}) {
+  const given = options.metadata || [];
+  const items = Array.isArray(given) ? given : Object.entries(given);
+  return {
+    metadata: items.map(([key, value]) => ({
+      key,
+      value: typeof value === 'string' ? textEncoder.encode(value) : value,
+    })),
+    deadlineMs: options.deadlineMs,
+    compression: options.gzip ? 'gzip' : 'identity',
+  };
+}
+
+/** A unary call's answer: `message`, and `headers` and `trailers` as [key, Uint8Array] pairs. */
+export class Reply {
+  constructor(raw) {
+    this.message = raw.message;
+    this.headers = pairs(raw.headers);
+    this.trailers = pairs(raw.trailers);
+  }
+  /** The first value under `key`, headers then trailers, as text; undefined if absent. */
+  get(key) {
+    const found = this.headers.concat(this.trailers).find(([k]) => k === key);
+    return found ? textDecoder.decode(found[1]) : undefined;
   }
 }
 
@@ -500,20 +542,38 @@ export class Stream {
   closeSend() {
     this.raw.closeSend();
   }
+  /** The response headers as [key, Uint8Array] pairs; waits for them. */
+  headers() {
+    return pairs(grpcCall(this.method, () => this.raw.headers()));
+  }
+  /** The trailers once recv() returned undefined, else undefined. */
+  trailers() {
+    const t = this.raw.trailers();
+    return t === undefined ? undefined : pairs(t);
+  }
   [Symbol.dispose]() {
     this.raw[Symbol.dispose]();
   }
 }
 
-/** The byte-level gRPC client: the plugin encodes its messages, the arm picks the endpoint. */
+/**
+ * The byte-level gRPC client: the plugin encodes its messages, the arm
+ * picks the endpoint. `options`: `{ metadata, deadlineMs, gzip }`.
+ */
 export const grpc = {
   /** Calls unary `method` (e.g. '/ingest.v1.Echo/Echo') with an encoded request; the encoded response. */
-  unary(method, request) {
-    return grpcCall(method, () => rawGrpc.unary(method, request));
+  unary(method, request, options) {
+    return grpc.call(method, request, options).message;
   },
-  /** Opens a bidirectional stream on `method`. */
-  openStream(method) {
-    return new Stream(grpcCall(method, () => rawGrpc.openStream(method)), method);
+  /** Calls unary `method`; a Reply with the response's headers and trailers. */
+  call(method, request, options) {
+    const o = callOptions(options);
+    return new Reply(grpcCall(method, () => rawGrpc.unary(method, request, o)));
+  },
+  /** Opens a bidirectional stream on `method`; the options hold for the whole stream. */
+  openStream(method, options) {
+    const o = callOptions(options);
+    return new Stream(grpcCall(method, () => rawGrpc.openStream(method, o)), method);
   },
 };
 

@@ -18,6 +18,8 @@ from blocklab import (
     join_all,
     param_int,
     random_u64,
+    call,
+    open_stream,
     transact,
     unary,
     workloads,
@@ -189,6 +191,45 @@ def setup_echo(params):
     return run
 
 
+# SimpleRequest { response_size: 100 } and StreamingOutputCallRequest {
+# response_parameters: [{ size: 100 }] } of grpc.testing.TestService.
+UNARY_CALL = b"\x10\x64"
+DUPLEX_CALL = b"\x12\x02\x08\x64"
+
+
+def setup_metadata(params):
+    """A unary call and a stream to a grpc.testing.TestService that echoes
+    metadata (peers/go-testservice's conventions), every option checked."""
+    deadline_ms, delay_ms = param_int(params, "deadline_ms"), param_int(params, "delay_ms")
+    metadata = {"x-grpc-test-echo-initial": "hi", "x-grpc-test-echo-trailing-bin": b"\x00\xff"}
+    if delay_ms:
+        metadata["x-delay-ms"] = str(delay_ms)
+
+    def expect(what, got, want):
+        if got != want:
+            raise Err(f"{what} is {got!r}, expected {want!r}")
+
+    def run(_iteration):
+        reply = call("/grpc.testing.TestService/UnaryCall", UNARY_CALL, metadata=metadata,
+                     deadline_ms=deadline_ms, gzip=True)
+        expect("the reply's size", len(reply.message), 104)
+        expect("header x-grpc-test-echo-initial", reply.get("x-grpc-test-echo-initial"), b"hi")
+        expect("trailer x-grpc-test-echo-trailing-bin", reply.get("x-grpc-test-echo-trailing-bin"), b"\x00\xff")
+        if reply.get("x-deadline-ms") is None:
+            raise Err("the server saw no deadline")
+        with open_stream("/grpc.testing.TestService/FullDuplexCall", metadata=metadata,
+                         deadline_ms=deadline_ms) as stream:
+            expect("the stream's header", dict(stream.headers()).get("x-grpc-test-echo-initial"), b"hi")
+            stream.send(DUPLEX_CALL)
+            expect("the stream's answer size", len(stream.recv()), 104)
+            stream.close_send()
+            expect("the stream's end", stream.recv(), None)
+            expect("the stream's trailer", dict(stream.trailers()).get("x-grpc-test-echo-trailing-bin"), b"\x00\xff")
+        return 0
+
+    return run
+
+
 class Holds:
     """One transaction held from setup to teardown, which closes it."""
 
@@ -252,6 +293,15 @@ Workload = workloads(
             "params": [("method", "/ingest.v1.Echo/Echo", "the unary method to call")],
             "uses": ["grpc"],
             "setup": setup_echo,
+        },
+        "metadata": {
+            "description": TEST_ONLY + "a unary call and a stream of grpc.testing.TestService with echoed metadata, a deadline and gzip, each checked",
+            "params": [
+                ("deadline_ms", "5000", "each call's deadline"),
+                ("delay_ms", "0", "asks the server to wait this long first (x-delay-ms)"),
+            ],
+            "uses": ["grpc"],
+            "setup": setup_metadata,
         },
     }
 )

@@ -1,6 +1,6 @@
 """blocklab's Python SDK: the glue between a workload module (`app.py`) and
-the WIT world `workload-plugin` of wit/v0.4.0 (0.3.0's client interfaces
-and a workload teardown), for plugins built with
+the WIT world `workload-plugin` of wit/v0.5.0 (0.5.0's grpc client, 0.3.0's
+kv and env, and 0.4.0's workload with its teardown), for plugins built with
 componentize-py (`blocklab plugin build`, or the Makefile's plugins-py,
 which put this module on the plugin's Python path).
 
@@ -13,8 +13,10 @@ which put this module on the plugin's Python path).
   `(key, value)` rows, futures answer plain values, and `transact()` is
   FoundationDB's retry loop, which keeps up to four transactions (reset, not
   dropped) for the next call.
-- `unary` and `open_stream` raise a `GrpcError` that names the status and
-  the method, in the host's words.
+- `unary`, `call` and `open_stream` take request metadata, a deadline and
+  gzip as keywords, and raise a `GrpcError` that names the status and the
+  method, in the host's words; `call` returns the response's headers and
+  trailers too.
 - Randomness and time come from `env.random` and `env.now_ns`, the run's
   seeded generator and clock (`random_u64()`).
 """
@@ -367,7 +369,8 @@ _STATUS_NAMES = [
 
 class GrpcError(Exception):
     """A gRPC status other than OK, with the call's method; reads
-    `UNIMPLEMENTED (12) on /pkg.Service/Method: the server's message`."""
+    `UNIMPLEMENTED (12) on /pkg.Service/Method: the server's message`.
+    `metadata` holds the (key, bytes) pairs that came with it."""
 
     def __init__(self, status, method):
         name = _STATUS_NAMES[status.code] if status.code < len(_STATUS_NAMES) else "UNKNOWN_CODE"
@@ -376,6 +379,7 @@ class GrpcError(Exception):
         self.code = status.code
         self.method = method
         self.server_message = status.message
+        self.metadata = _pairs(status.metadata)
 
 
 def _grpc_call(method, call):
@@ -387,10 +391,45 @@ def _grpc_call(method, call):
         raise
 
 
-def unary(method, request):
+def _pairs(entries):
+    return [(e.key, bytes(e.value)) for e in entries]
+
+
+def _options(metadata, deadline_ms, gzip):
+    """The WIT call options: `metadata` a dict or (key, value) pairs, values
+    str (ASCII) or bytes (under keys ending in `-bin`); `deadline_ms` None
+    or milliseconds; `gzip` compresses the requests."""
+    items = metadata.items() if isinstance(metadata, dict) else (metadata or [])
+    entries = [_grpc.Entry(key=k, value=v.encode() if isinstance(v, str) else bytes(v)) for k, v in items]
+    compression = _grpc.Compression.GZIP if gzip else _grpc.Compression.IDENTITY
+    return _grpc.CallOptions(metadata=entries, deadline_ms=deadline_ms, compression=compression)
+
+
+class Reply:
+    """A unary call's answer: `message` (bytes), and the response's
+    `headers` and `trailers` as (key, bytes) pairs."""
+
+    def __init__(self, raw):
+        self.message = bytes(raw.message)
+        self.headers = _pairs(raw.headers)
+        self.trailers = _pairs(raw.trailers)
+
+    def get(self, key):
+        """The first value under `key` in the headers, then the trailers."""
+        return next((v for k, v in self.headers + self.trailers if k == key), None)
+
+
+def call(method, request, metadata=None, deadline_ms=None, gzip=False):
+    """Calls unary `method` with an encoded request and call options; a
+    `Reply`."""
+    options = _options(metadata, deadline_ms, gzip)
+    return Reply(_grpc_call(method, lambda: _grpc.unary(method, request, options)))
+
+
+def unary(method, request, metadata=None, deadline_ms=None, gzip=False):
     """Calls unary `method` (e.g. '/ingest.v1.Echo/Echo') with an encoded
     request; the encoded response."""
-    return _grpc_call(method, lambda: _grpc.unary(method, request))
+    return call(method, request, metadata, deadline_ms, gzip).message
 
 
 class Stream(_Held):
@@ -410,10 +449,21 @@ class Stream(_Held):
     def close_send(self):
         self.raw.close_send()
 
+    def headers(self):
+        """The response headers as (key, bytes) pairs; waits for them."""
+        return _pairs(_grpc_call(self.method, self.raw.headers))
 
-def open_stream(method):
-    """Opens a bidirectional stream on `method`."""
-    return Stream(_grpc_call(method, lambda: _grpc.open_stream(method)), method)
+    def trailers(self):
+        """The trailers once `recv` returned None, else None."""
+        t = self.raw.trailers()
+        return None if t is None else _pairs(t)
+
+
+def open_stream(method, metadata=None, deadline_ms=None, gzip=False):
+    """Opens a bidirectional stream on `method`; the options hold for the
+    whole stream."""
+    options = _options(metadata, deadline_ms, gzip)
+    return Stream(_grpc_call(method, lambda: _grpc.open_stream(method, options)), method)
 
 
 # ---- the workload export -------------------------------------------------

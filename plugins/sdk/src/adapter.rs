@@ -541,24 +541,26 @@ mod wit_convert {
     }
 }
 
-/// gRPC adapters: components of world `grpc-adapter`, which export the grpc
-/// client and call the next one down the chain.
+/// gRPC adapters: components of world `grpc-adapter` (wit/v0.5.0, the
+/// grpc client the SDK's workloads import), which export the grpc client
+/// and call the next one down the chain.
 ///
 /// An adapter implements [`GrpcAdapter`] (calls without a stream) and names
 /// its stream type, a struct holding the next stream that implements
-/// [`GrpcStreamAdapter`]; every method forwards by default.
+/// [`GrpcStreamAdapter`]; every method forwards by default, a call's
+/// options ([`grpc::Call`]) included.
 pub mod grpc {
-    use crate::grpc::{self, Status};
+    use crate::grpc::{self, Call, Metadata, Reply, Status};
 
     #[doc(hidden)]
     pub mod bindings {
         wit_bindgen::generate!({
             world: "grpc-adapter",
-            path: "../../wit/v0.3.0",
+            path: "../../wit/v0.5.0",
             pub_export_macro: true,
             default_bindings_module: "blocklab_sdk::adapter::grpc::bindings",
             with: {
-                "blocklab:bench/grpc@0.3.0": crate::bindings::blocklab::bench0_3_0::grpc,
+                "blocklab:bench/grpc@0.5.0": crate::bindings::blocklab::bench0_5_0::grpc,
                 "blocklab:bench/env@0.3.0": crate::bindings::blocklab::bench0_3_0::env,
             },
         });
@@ -569,12 +571,12 @@ pub mod grpc {
         /// This adapter's streams.
         type Stream: GrpcStreamAdapter;
 
-        fn unary(method: String, request: Vec<u8>) -> Result<Vec<u8>, Status> {
-            grpc::unary(&method, &request)
+        fn unary(method: String, request: Vec<u8>, call: Call) -> Result<Reply, Status> {
+            call.unary(&method, &request)
         }
 
-        /// Opens a stream; usually wraps `grpc::open_stream(&method)?`.
-        fn open_stream(method: String) -> Result<Self::Stream, Status>;
+        /// Opens a stream; usually wraps `call.open_stream(&method)?`.
+        fn open_stream(method: String, call: Call) -> Result<Self::Stream, Status>;
     }
 
     /// One stream of a grpc adapter.
@@ -593,6 +595,14 @@ pub mod grpc {
         fn close_send(&self) {
             self.next().close_send();
         }
+
+        fn headers(&self) -> Result<Metadata, Status> {
+            self.next().headers()
+        }
+
+        fn trailers(&self) -> Option<Metadata> {
+            self.next().trailers()
+        }
     }
 
     #[doc(hidden)]
@@ -600,11 +610,11 @@ pub mod grpc {
         //! What `export_grpc_adapter!` expands to; not part of the SDK's API.
 
         use super::{GrpcAdapter, GrpcStreamAdapter};
-        use crate::grpc::Status;
+        use crate::grpc::{Call, Metadata, Status};
         use std::marker::PhantomData;
 
         pub use super::bindings::export;
-        use super::bindings::exports::blocklab::bench::grpc as wit;
+        use super::bindings::exports::blocklab::bench0_5_0::grpc as wit;
 
         /// The `grpc` export of adapter `A`.
         pub struct Export<A>(PhantomData<A>);
@@ -612,22 +622,59 @@ pub mod grpc {
         /// One exported stream.
         pub struct Adapted<S>(S);
 
+        fn entries(metadata: Metadata) -> Vec<wit::Entry> {
+            metadata
+                .0
+                .into_iter()
+                .map(|(key, value)| wit::Entry { key, value })
+                .collect()
+        }
+
         fn to_wit(status: Status) -> wit::Status {
             wit::Status {
                 code: status.code,
                 message: status.message,
+                metadata: entries(status.metadata),
             }
+        }
+
+        /// The options a workload gave, as the SDK's [`Call`].
+        fn call(options: wit::CallOptions) -> Call {
+            let mut call = options
+                .metadata
+                .into_iter()
+                .fold(Call::new(), |c, e| c.metadata(e.key, e.value));
+            if let Some(ms) = options.deadline_ms {
+                call = call.deadline_ms(ms);
+            }
+            if matches!(options.compression, wit::Compression::Gzip) {
+                call = call.gzip();
+            }
+            call
         }
 
         impl<A: GrpcAdapter> wit::Guest for Export<A> {
             type Stream = Adapted<A::Stream>;
 
-            fn unary(method: String, request: Vec<u8>) -> Result<Vec<u8>, wit::Status> {
-                A::unary(method, request).map_err(to_wit)
+            fn unary(
+                method: String,
+                request: Vec<u8>,
+                options: wit::CallOptions,
+            ) -> Result<wit::Reply, wit::Status> {
+                A::unary(method, request, call(options))
+                    .map(|r| wit::Reply {
+                        message: r.message,
+                        headers: entries(r.headers),
+                        trailers: entries(r.trailers),
+                    })
+                    .map_err(to_wit)
             }
 
-            fn open_stream(method: String) -> Result<wit::Stream, wit::Status> {
-                A::open_stream(method)
+            fn open_stream(
+                method: String,
+                options: wit::CallOptions,
+            ) -> Result<wit::Stream, wit::Status> {
+                A::open_stream(method, call(options))
                     .map(|s| wit::Stream::new(Adapted(s)))
                     .map_err(to_wit)
             }
@@ -644,6 +691,14 @@ pub mod grpc {
 
             fn close_send(&self) {
                 self.0.close_send();
+            }
+
+            fn headers(&self) -> Result<Vec<wit::Entry>, wit::Status> {
+                self.0.headers().map(entries).map_err(to_wit)
+            }
+
+            fn trailers(&self) -> Option<Vec<wit::Entry>> {
+                self.0.trailers().map(entries)
             }
         }
     }

@@ -30,8 +30,8 @@
 //! blocklab_sdk::export_plugin!(Hello);
 //! ```
 //!
-//! The WIT bindings (world `workload-plugin` of `wit/v0.3.0/`, package
-//! `blocklab:bench@0.3.0`) are generated here
+//! The WIT bindings (world `workload-plugin` of `wit/v0.5.0/`, package
+//! `blocklab:bench@0.5.0`) are generated here
 //! and stay private; [`kv`], [`grpc`] and [`env`] wrap the imports and
 //! [`export_plugin!`] the export.
 
@@ -51,8 +51,9 @@ pub use blocklab_catalog::Params;
 pub mod bindings {
     wit_bindgen::generate!({
         world: "workload-plugin",
-        path: "../../wit/v0.4.0",
-        // 0.4.0's world imports 0.3.0's client interfaces (wit/v0.4.0/deps).
+        path: "../../wit/v0.5.0",
+        // 0.5.0's world imports its own grpc beside 0.3.0's kv and env and
+        // exports 0.4.0's workload (wit/v0.5.0/deps).
         generate_all,
         pub_export_macro: true,
         default_bindings_module: "blocklab_sdk::bindings",

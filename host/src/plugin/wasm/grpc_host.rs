@@ -2,12 +2,20 @@
 //! plugin instance go to the run's [`GrpcClient`]. Each call blocks the
 //! plugin's worker thread on the client's runtime (`Handle::block_on`); the
 //! guest stays synchronous.
+//!
+//! Two shapes share one client: 0.1.0's (which 0.2.0 and 0.3.0 forward to,
+//! forwarding.rs) sends no metadata and returns messages only; 0.5.0's
+//! (`grpc5`) adds the call options (metadata, deadline, compression) and
+//! returns headers and trailers. Both hold streams as [`StreamHandle`].
 
+use super::versions::bindings_v5::blocklab::bench0_5_0::grpc as grpc5;
 use super::{HostState, wit_grpc};
-use crate::target::grpc::{GrpcClient, GrpcStream};
+use crate::target::grpc::{CallOptions, GrpcClient, GrpcStream};
 use anyhow::bail;
 use bytes::Bytes;
 use std::sync::Arc;
+use std::time::Duration;
+use tonic::metadata::{KeyAndValueRef, MetadataKey, MetadataMap, MetadataValue};
 use wasmtime::component::Resource;
 
 /// The host side of a `grpc.stream` resource.
@@ -33,6 +41,18 @@ impl HostState {
     fn stream(&mut self, handle: &Resource<StreamHandle>) -> anyhow::Result<&mut GrpcStream> {
         Ok(&mut self.table.get_mut(handle)?.0)
     }
+
+    fn open(
+        &mut self,
+        method: &str,
+        options: CallOptions,
+    ) -> anyhow::Result<Result<Resource<StreamHandle>, tonic::Status>> {
+        let client = self.grpc_client()?;
+        Ok(match client.open_stream(method, options) {
+            Ok(stream) => Ok(self.hold(StreamHandle(stream))?),
+            Err(status) => Err(status),
+        })
+    }
 }
 
 type GrpcResult<T> = anyhow::Result<Result<T, wit_grpc::Status>>;
@@ -41,17 +61,13 @@ impl wit_grpc::Host for HostState {
     fn unary(&mut self, method: String, request: Vec<u8>) -> GrpcResult<Vec<u8>> {
         let client = self.grpc_client()?;
         Ok(client
-            .unary(&method, Bytes::from(request))
-            .map(Vec::from)
+            .unary(&method, Bytes::from(request), CallOptions::default())
+            .map(|reply| Vec::from(reply.message))
             .map_err(to_wit))
     }
 
     fn open_stream(&mut self, method: String) -> GrpcResult<Resource<StreamHandle>> {
-        let client = self.grpc_client()?;
-        match client.open_stream(&method) {
-            Ok(stream) => Ok(Ok(self.hold(StreamHandle(stream))?)),
-            Err(status) => Ok(Err(to_wit(status))),
-        }
+        Ok(self.open(&method, CallOptions::default())?.map_err(to_wit))
     }
 }
 
@@ -74,6 +90,166 @@ impl wit_grpc::HostStream for HostState {
     fn close_send(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
         self.stream(&stream)?.close_send();
         Ok(())
+    }
+
+    fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
+        self.release(stream).map(drop)
+    }
+}
+
+/// Headers tonic sets itself and drops from a request's metadata without a
+/// word; a plugin that sets one is told instead.
+const RESERVED: [&str; 4] = ["te", "content-type", "user-agent", "content-length"];
+
+/// A plugin's metadata as tonic's, or INVALID_ARGUMENT naming the entry
+/// that gRPC cannot carry and why.
+fn metadata(entries: Vec<grpc5::Entry>) -> Result<MetadataMap, tonic::Status> {
+    let bad = |key: &str, why: &str| {
+        tonic::Status::invalid_argument(format!("request metadata `{key}`: {why}"))
+    };
+    let mut map = MetadataMap::with_capacity(entries.len());
+    for grpc5::Entry { key, value } in entries {
+        if key.starts_with("grpc-") || RESERVED.contains(&key.as_str()) {
+            return Err(bad(
+                &key,
+                "the key is reserved for gRPC itself, which sets it; use a key of your own (e.g. `x-...`)",
+            ));
+        }
+        if key.ends_with("-bin") {
+            let name = MetadataKey::from_bytes(key.as_bytes()).map_err(|_| {
+                bad(
+                    &key,
+                    "not a valid key (lowercase letters, digits, `-`, `_` and `.`)",
+                )
+            })?;
+            map.append_bin(name, MetadataValue::from_bytes(&value));
+        } else {
+            let name = MetadataKey::from_bytes(key.as_bytes()).map_err(|_| {
+                bad(
+                    &key,
+                    "not a valid key (lowercase letters, digits, `-`, `_` and `.`)",
+                )
+            })?;
+            let value = MetadataValue::try_from(value.as_slice()).map_err(|_| {
+                bad(
+                    &key,
+                    "the value is not printable ASCII; binary values need a key ending in `-bin`",
+                )
+            })?;
+            map.append(name, value);
+        }
+    }
+    Ok(map)
+}
+
+/// tonic's metadata as the plugin's entries, in order, less the status
+/// that the result already carries (`grpc-status`, `grpc-message`).
+fn entries(map: &MetadataMap) -> Vec<grpc5::Entry> {
+    map.iter()
+        .filter_map(|kv| match kv {
+            KeyAndValueRef::Ascii(k, v) => {
+                let key = k.as_str();
+                (key != "grpc-status" && key != "grpc-message").then(|| grpc5::Entry {
+                    key: key.to_owned(),
+                    value: v.as_bytes().to_vec(),
+                })
+            }
+            KeyAndValueRef::Binary(k, v) => Some(grpc5::Entry {
+                key: k.as_str().to_owned(),
+                // A value that is not base64 is passed on as sent.
+                value: v
+                    .to_bytes()
+                    .map_or_else(|_| v.as_encoded_bytes().to_vec(), |b| b.to_vec()),
+            }),
+        })
+        .collect()
+}
+
+fn to_wit5(status: tonic::Status) -> grpc5::Status {
+    grpc5::Status {
+        code: status.code() as u32,
+        message: status.message().to_owned(),
+        metadata: entries(status.metadata()),
+    }
+}
+
+fn options(options: grpc5::CallOptions) -> Result<CallOptions, tonic::Status> {
+    Ok(CallOptions {
+        metadata: metadata(options.metadata)?,
+        deadline: options
+            .deadline_ms
+            .map(|ms| Duration::from_millis(ms.into())),
+        gzip: matches!(options.compression, grpc5::Compression::Gzip),
+    })
+}
+
+type Grpc5Result<T> = anyhow::Result<Result<T, grpc5::Status>>;
+
+impl grpc5::Host for HostState {
+    fn unary(
+        &mut self,
+        method: String,
+        request: Vec<u8>,
+        call: grpc5::CallOptions,
+    ) -> Grpc5Result<grpc5::Reply> {
+        let client = self.grpc_client()?;
+        let reply = options(call).and_then(|o| client.unary(&method, Bytes::from(request), o));
+        Ok(reply
+            .map(|r| grpc5::Reply {
+                headers: entries(&r.headers),
+                trailers: entries(&r.trailers),
+                message: Vec::from(r.message),
+            })
+            .map_err(to_wit5))
+    }
+
+    fn open_stream(
+        &mut self,
+        method: String,
+        call: grpc5::CallOptions,
+    ) -> Grpc5Result<Resource<StreamHandle>> {
+        let options = match options(call) {
+            Ok(o) => o,
+            Err(status) => return Ok(Err(to_wit5(status))),
+        };
+        Ok(self.open(&method, options)?.map_err(to_wit5))
+    }
+}
+
+impl grpc5::HostStream for HostState {
+    fn send(&mut self, stream: Resource<StreamHandle>, message: Vec<u8>) -> Grpc5Result<()> {
+        Ok(self
+            .stream(&stream)?
+            .send(Bytes::from(message))
+            .map_err(to_wit5))
+    }
+
+    fn recv(&mut self, stream: Resource<StreamHandle>) -> Grpc5Result<Option<Vec<u8>>> {
+        Ok(self
+            .stream(&stream)?
+            .recv()
+            .map(|m| m.map(Vec::from))
+            .map_err(to_wit5))
+    }
+
+    fn close_send(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
+        self.stream(&stream)?.close_send();
+        Ok(())
+    }
+
+    fn headers(&mut self, stream: Resource<StreamHandle>) -> Grpc5Result<Vec<grpc5::Entry>> {
+        Ok(self
+            .stream(&stream)?
+            .headers()
+            .map(entries)
+            .map_err(to_wit5))
+    }
+
+    fn trailers(
+        &mut self,
+        stream: Resource<StreamHandle>,
+    ) -> anyhow::Result<Option<Vec<grpc5::Entry>>> {
+        Ok(self.stream(&stream)?.trailers().map(entries))
     }
 
     fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {

@@ -78,17 +78,36 @@ pub(super) mod bindings_v4 {
     });
 }
 
+/// `blocklab:bench@0.5.0` (wit/v0.5.0/): only the grpc client moved
+/// (request metadata, response headers and trailers, deadlines,
+/// compression). Its world exports 0.4.0's workload, so a 0.5.0 plugin
+/// instantiates as a 0.4.0 one ([`WitVersion::V4`]); these bindings only
+/// put `grpc@0.5.0` on the linker, beside 0.3.0's.
+pub(super) mod bindings_v5 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.5.0",
+        world: "workload-plugin",
+        imports: { default: trappable },
+        with: {
+            "blocklab:bench/kv@0.3.0": super::bindings_v3::blocklab::bench::kv,
+            "blocklab:bench/env@0.3.0": super::bindings_v3::blocklab::bench::env,
+            "blocklab:bench/grpc.stream": super::StreamHandle,
+        },
+        anyhow: true,
+    });
+}
+
 /// The WIT package version this host's bindings are generated from: the
 /// newest it speaks, and the one new plugins should be built against.
-pub const WIT_VERSION: &str = "0.4.0";
-/// The version of the client interfaces (kv, grpc, env) the newest world
-/// imports: 0.4.0 changed only the workload export.
-pub const CLIENT_WIT_VERSION: &str = "0.3.0";
+pub const WIT_VERSION: &str = "0.5.0";
+/// The client interfaces the newest world imports, each at its version:
+/// 0.4.0 changed only the workload export, 0.5.0 only `grpc`.
+pub const CLIENT_INTERFACES: &str = "blocklab:bench/kv@0.3.0, blocklab:bench/env@0.3.0 and blocklab:bench/grpc@0.5.0 (or grpc@0.3.0)";
 /// Every version of `blocklab:bench` this host loads plugins of. The
 /// promise (docs/plugins.md): a 0.x.y host loads every 0.x.z plugin, since
 /// patch releases only add docs; minor and major releases may break and are
 /// listed here only once the host carries bindings for them.
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION, "0.3.0", "0.2.0", "0.1.0"];
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &[WIT_VERSION, "0.4.0", "0.3.0", "0.2.0", "0.1.0"];
 
 /// Whether plugins built against `blocklab:bench@version` load here.
 pub fn wit_version_supported(version: &str) -> bool {

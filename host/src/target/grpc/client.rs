@@ -26,8 +26,10 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
+use tonic::codec::CompressionEncoding;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
+use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
@@ -94,6 +96,89 @@ impl Decoder for RawCodec {
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
         Ok(Some(src.copy_to_bytes(src.remaining())))
     }
+}
+
+/// What a call sends beside its messages: WIT 0.5.0's `call-options`. The
+/// default (no metadata, no deadline of its own, uncompressed) is what
+/// 0.3.0 calls and the builtin workloads send.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Request metadata, sent as HTTP/2 headers.
+    pub metadata: MetadataMap,
+    /// The call's deadline from its start: sent as `grpc-timeout` and
+    /// enforced here. The arm's `call_timeout_ms` caps it.
+    pub deadline: Option<Duration>,
+    /// Requests in gzip, and gzip responses accepted.
+    pub gzip: bool,
+}
+
+/// A unary call's answer and the metadata around it.
+#[derive(Debug)]
+pub struct Reply {
+    pub message: Bytes,
+    /// The response headers (initial metadata).
+    pub headers: MetadataMap,
+    /// The trailers, `grpc-status` and `grpc-message` included (callers
+    /// that show them leave those out).
+    pub trailers: MetadataMap,
+}
+
+/// How long a call may take, and what its status says when it took
+/// longer: the call's own deadline or the arm's `call_timeout_ms`,
+/// whichever is shorter.
+#[derive(Debug, Clone, Copy)]
+struct Limit {
+    after: Duration,
+    own: bool,
+}
+
+impl Limit {
+    fn of(call_timeout: Duration, deadline: Option<Duration>) -> Limit {
+        match deadline {
+            Some(d) if d < call_timeout => Limit {
+                after: d,
+                own: true,
+            },
+            _ => Limit {
+                after: call_timeout,
+                own: false,
+            },
+        }
+    }
+
+    /// DEADLINE_EXCEEDED, as grpc-core and grpc-go end a call whose
+    /// deadline passed on the client, naming which limit it was.
+    fn exceeded(&self, what: &str) -> Status {
+        if self.own {
+            Status::deadline_exceeded(format!(
+                "{what}: the call's deadline of {} ms passed",
+                self.after.as_millis()
+            ))
+        } else {
+            deadline(what, self.after)
+        }
+    }
+}
+
+/// The request of a call with `options`' metadata and deadline.
+fn outgoing<T>(message: T, options: &mut CallOptions) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    *request.metadata_mut() = std::mem::take(&mut options.metadata);
+    if let Some(deadline) = options.deadline {
+        request.set_timeout(deadline);
+    }
+    request
+}
+
+/// A client on a ready connection, compressing as `gzip` says.
+async fn client(channel: Channel, gzip: bool) -> Result<tonic::client::Grpc<Channel>, Status> {
+    let grpc = ready(channel).await?;
+    Ok(if gzip {
+        grpc.send_compressed(CompressionEncoding::Gzip)
+            .accept_compressed(CompressionEncoding::Gzip)
+    } else {
+        grpc
+    })
 }
 
 /// The client's figures: its tokio runtime (the stable `RuntimeMetrics`;
@@ -174,6 +259,10 @@ fn explained(status: Status) -> Status {
             Code::ResourceExhausted
         }
         Code::Unknown if transport => Code::Unavailable,
+        // tonic's channel enforces `grpc-timeout` up to the response
+        // headers itself and calls the expiry CANCELLED; the call's
+        // deadline passed, which gRPC's clients call DEADLINE_EXCEEDED.
+        Code::Cancelled if status.message().contains("Timeout expired") => Code::DeadlineExceeded,
         code => code,
     };
     let mut message = status.message().to_owned();
@@ -370,22 +459,39 @@ impl GrpcClient {
         self.backoff.delay()
     }
 
-    /// Calls a unary method with an encoded request.
-    pub fn unary(&self, method: &str, request: Bytes) -> Result<Bytes, Status> {
+    /// Calls a unary method with an encoded request. The response's
+    /// headers and trailers are kept apart (tonic's own `unary` merges
+    /// them), through the same steps: a one-message request stream, the
+    /// response message, then the trailers.
+    pub fn unary(
+        &self,
+        method: &str,
+        request: Bytes,
+        mut options: CallOptions,
+    ) -> Result<Reply, Status> {
         let path = path(method)?;
         let channel = self.channels[0].clone();
-        let timeout = self.timeout;
+        let limit = Limit::of(self.timeout, options.deadline);
         self.backoff.wait();
         let result = self.runtime.block_on(async move {
             let call = async {
-                let mut grpc = ready(channel).await?;
-                grpc.unary(tonic::Request::new(request), path, RawCodec)
-                    .await
-                    .map(tonic::Response::into_inner)
+                let mut grpc = client(channel, options.gzip).await?;
+                let request = outgoing(tokio_stream::once(request), &mut options);
+                let (headers, mut body, _) =
+                    grpc.streaming(request, path, RawCodec).await?.into_parts();
+                let message = body.message().await?.ok_or_else(|| {
+                    Status::internal("the server ended the unary call without a response message")
+                })?;
+                let trailers = body.trailers().await?.unwrap_or_default();
+                Ok(Reply {
+                    message,
+                    headers,
+                    trailers,
+                })
             };
-            tokio::time::timeout(timeout, call)
+            tokio::time::timeout(limit.after, call)
                 .await
-                .map_err(|_| deadline("the unary call", timeout))?
+                .map_err(|_| limit.exceeded("the unary call"))?
         });
         let result = result.map_err(explained);
         self.backoff.record(result.as_ref().err());
@@ -397,9 +503,14 @@ impl GrpcClient {
     /// connection for `per-stream`. Returns once the request is under way,
     /// without waiting for the server's response headers; the first `recv`
     /// reports a refusal.
-    pub fn open_stream(&self, method: &str) -> Result<GrpcStream, Status> {
+    pub fn open_stream(
+        &self,
+        method: &str,
+        mut options: CallOptions,
+    ) -> Result<GrpcStream, Status> {
         let path = path(method)?;
         let timeout = self.timeout;
+        let deadline = options.deadline.map(|d| (Instant::now() + d, d));
         let runtime = self.runtime.clone();
         self.backoff.wait();
         let (tx, rx) = mpsc::channel::<Bytes>(SEND_QUEUE);
@@ -428,17 +539,21 @@ impl GrpcClient {
         // The response future resolves with the server's headers; hyper
         // sends the request's messages meanwhile, from its own task.
         let opening = runtime.spawn(async move {
-            let mut grpc = ready(channel).await?;
+            let mut grpc = client(channel, options.gzip).await?;
             let outbound = tokio_stream::wrappers::ReceiverStream::new(rx);
-            grpc.streaming(tonic::Request::new(outbound), path, RawCodec)
-                .await
-                .map(tonic::Response::into_inner)
+            let request = outgoing(outbound, &mut options);
+            let (headers, streaming, _) =
+                grpc.streaming(request, path, RawCodec).await?.into_parts();
+            Ok((headers, streaming))
         });
         Ok(GrpcStream {
             runtime,
             tx: Some(tx),
             inbound: Inbound::Opening(opening),
             timeout,
+            deadline,
+            headers: None,
+            trailers: None,
             finished: false,
             backoff: self.backoff.clone(),
             _connection: own,
@@ -483,10 +598,13 @@ fn deadline(what: &str, timeout: Duration) -> Status {
     ))
 }
 
+/// What opening a stream yields: the response headers and the messages.
+type Opened = Result<(MetadataMap, tonic::Streaming<Bytes>), Status>;
+
 /// The receiving side of a stream.
 enum Inbound {
     /// Until the server's response headers arrive.
-    Opening(tokio::task::JoinHandle<Result<tonic::Streaming<Bytes>, Status>>),
+    Opening(tokio::task::JoinHandle<Opened>),
     Open(Box<tonic::Streaming<Bytes>>),
     /// The opening failed; its status was returned.
     Failed,
@@ -500,7 +618,14 @@ pub struct GrpcStream {
     /// `None` after `close_send`.
     tx: Option<mpsc::Sender<Bytes>>,
     inbound: Inbound,
+    /// The arm's `call_timeout_ms`: the longest one send or receive waits.
     timeout: Duration,
+    /// The stream's own deadline (WIT 0.5.0), when and how long it was.
+    deadline: Option<(Instant, Duration)>,
+    /// The response headers, once they came.
+    headers: Option<MetadataMap>,
+    /// The trailers, once the server ended the stream with OK.
+    trailers: Option<MetadataMap>,
     /// The server ended the stream (status OK or an error already returned).
     finished: bool,
     /// The client's: a stream that breaks its connection counts.
@@ -510,6 +635,22 @@ pub struct GrpcStream {
 }
 
 impl GrpcStream {
+    /// When a wait that starts now must end, and its status if it does not:
+    /// `call_timeout_ms` from now, or the stream's deadline if sooner.
+    fn until(&self, what: &str) -> (Instant, Status) {
+        let own = Instant::now() + self.timeout;
+        match self.deadline {
+            Some((at, of)) if at < own => (
+                at,
+                Status::deadline_exceeded(format!(
+                    "{what}: the stream's deadline of {} ms passed",
+                    of.as_millis()
+                )),
+            ),
+            _ => (own, deadline(what, self.timeout)),
+        }
+    }
+
     /// Sends one encoded message; waits while the stream's queue is full
     /// (HTTP/2 flow control holds it back).
     pub fn send(&mut self, message: Bytes) -> Result<(), Status> {
@@ -518,11 +659,11 @@ impl GrpcStream {
                 "send after close-send: the stream's sending side is closed",
             ));
         };
-        let timeout = self.timeout;
+        let (until, late) = self.until("sending (flow control held the message back)");
         let sent = self.runtime.block_on(async {
-            tokio::time::timeout(timeout, tx.send(message))
+            tokio::time::timeout_at(until.into(), tx.send(message))
                 .await
-                .map_err(|_| deadline("sending (flow control held the message back)", timeout))
+                .map_err(|_| late)
         })?;
         if sent.is_ok() {
             return Ok(());
@@ -530,9 +671,8 @@ impl GrpcStream {
         // The request side is gone because the call ended: its status, after
         // any messages still queued, says why.
         self.tx = None;
-        let until = Instant::now() + timeout;
         loop {
-            match self.recv_deadline(until) {
+            match self.recv() {
                 Ok(Some(_)) => continue,
                 Ok(None) => {
                     return Err(Status::unavailable(
@@ -546,40 +686,27 @@ impl GrpcStream {
 
     /// The next message, or `None` once the server ended the stream with OK.
     pub fn recv(&mut self) -> Result<Option<Bytes>, Status> {
-        self.recv_deadline(Instant::now() + self.timeout)
-    }
-
-    fn recv_deadline(&mut self, until: Instant) -> Result<Option<Bytes>, Status> {
         if self.finished {
             return Ok(None);
         }
-        let timeout = self.timeout;
-        let inbound = &mut self.inbound;
+        let (until, late) = self.until("waiting for a message");
+        let (inbound, headers, trailers) =
+            (&mut self.inbound, &mut self.headers, &mut self.trailers);
         let result = self.runtime.block_on(async {
             let next = async {
-                if let Inbound::Opening(task) = inbound {
-                    let opened = match task.await {
-                        Ok(opened) => opened,
-                        Err(e) => Err(Status::internal(format!(
-                            "the task opening the stream failed: {e}"
-                        ))),
-                    };
-                    match opened {
-                        Ok(streaming) => *inbound = Inbound::Open(Box::new(streaming)),
-                        Err(status) => {
-                            *inbound = Inbound::Failed;
-                            return Err(status);
-                        }
-                    }
+                opened(inbound, headers).await?;
+                let Inbound::Open(streaming) = inbound else {
+                    return Ok(None);
+                };
+                let message = streaming.message().await?;
+                if message.is_none() {
+                    *trailers = Some(streaming.trailers().await?.unwrap_or_default());
                 }
-                match inbound {
-                    Inbound::Open(streaming) => streaming.message().await,
-                    _ => Ok(None),
-                }
+                Ok(message)
             };
             tokio::time::timeout_at(until.into(), next)
                 .await
-                .map_err(|_| deadline("waiting for a message", timeout))?
+                .map_err(|_| late)?
         });
         let result = result.map_err(explained);
         match &result {
@@ -594,9 +721,63 @@ impl GrpcStream {
         result
     }
 
+    /// The response headers; waits for them (within the usual limits) if
+    /// the server has sent none yet.
+    pub fn headers(&mut self) -> Result<&MetadataMap, Status> {
+        if self.headers.is_none() {
+            let (until, late) = self.until("waiting for the response headers");
+            let (inbound, headers) = (&mut self.inbound, &mut self.headers);
+            let result = self.runtime.block_on(async {
+                tokio::time::timeout_at(until.into(), opened(inbound, headers))
+                    .await
+                    .map_err(|_| late)?
+            });
+            if let Err(status) = result.map_err(explained) {
+                self.finished = true;
+                self.backoff.record(Some(&status));
+                return Err(status);
+            }
+        }
+        match &self.headers {
+            Some(headers) => Ok(headers),
+            None => Err(Status::failed_precondition(
+                "the stream failed before its response headers came; its status was returned by an earlier call",
+            )),
+        }
+    }
+
+    /// The trailers, once [`GrpcStream::recv`] has returned `None`.
+    pub fn trailers(&self) -> Option<&MetadataMap> {
+        self.trailers.as_ref()
+    }
+
     /// Half-closes the stream: the server sees the end of the messages.
     pub fn close_send(&mut self) {
         self.tx = None;
+    }
+}
+
+/// Waits for a stream's opening to finish, keeping its headers.
+async fn opened(inbound: &mut Inbound, headers: &mut Option<MetadataMap>) -> Result<(), Status> {
+    let Inbound::Opening(task) = inbound else {
+        return Ok(());
+    };
+    let opened = match task.await {
+        Ok(opened) => opened,
+        Err(e) => Err(Status::internal(format!(
+            "the task opening the stream failed: {e}"
+        ))),
+    };
+    match opened {
+        Ok((h, streaming)) => {
+            *headers = Some(h);
+            *inbound = Inbound::Open(Box::new(streaming));
+            Ok(())
+        }
+        Err(status) => {
+            *inbound = Inbound::Failed;
+            Err(status)
+        }
     }
 }
 

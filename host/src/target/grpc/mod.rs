@@ -12,7 +12,7 @@ pub mod counted;
 pub mod local;
 pub mod server;
 
-pub use client::{GrpcClient, GrpcError, GrpcStream, RuntimeStats};
+pub use client::{CallOptions, GrpcClient, GrpcError, GrpcStream, Reply, RuntimeStats};
 pub use server::IngestSettings;
 
 use serde::{Deserialize, Serialize};

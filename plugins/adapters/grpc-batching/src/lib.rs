@@ -36,10 +36,10 @@ struct Batching;
 impl GrpcAdapter for Batching {
     type Stream = BatchingStream;
 
-    fn open_stream(method: String) -> Result<BatchingStream, Status> {
+    fn open_stream(method: String, call: grpc::Call) -> Result<BatchingStream, Status> {
         Ok(BatchingStream {
             coalesce: method == INGEST_STREAM,
-            next: grpc::open_stream(&method)?,
+            next: call.open_stream(&method)?,
             pending: RefCell::default(),
         })
     }
