@@ -101,6 +101,9 @@ impl wit_grpc::HostStream for HostState {
 /// word; a plugin that sets one is told instead.
 const RESERVED: [&str; 4] = ["te", "content-type", "user-agent", "content-length"];
 
+const NOT_PRINTABLE: &str =
+    "the value is not printable ASCII; binary values need a key ending in `-bin`";
+
 /// A plugin's metadata as tonic's, or INVALID_ARGUMENT naming the entry
 /// that gRPC cannot carry and why.
 fn metadata(entries: Vec<grpc5::Entry>) -> Result<MetadataMap, tonic::Status> {
@@ -115,27 +118,24 @@ fn metadata(entries: Vec<grpc5::Entry>) -> Result<MetadataMap, tonic::Status> {
                 "the key is reserved for gRPC itself, which sets it; use a key of your own (e.g. `x-...`)",
             ));
         }
+        let invalid = || {
+            bad(
+                &key,
+                "not a valid key (lowercase letters, digits, `-`, `_` and `.`)",
+            )
+        };
         if key.ends_with("-bin") {
-            let name = MetadataKey::from_bytes(key.as_bytes()).map_err(|_| {
-                bad(
-                    &key,
-                    "not a valid key (lowercase letters, digits, `-`, `_` and `.`)",
-                )
-            })?;
+            let name = MetadataKey::from_bytes(key.as_bytes()).map_err(|_| invalid())?;
             map.append_bin(name, MetadataValue::from_bytes(&value));
         } else {
-            let name = MetadataKey::from_bytes(key.as_bytes()).map_err(|_| {
-                bad(
-                    &key,
-                    "not a valid key (lowercase letters, digits, `-`, `_` and `.`)",
-                )
-            })?;
-            let value = MetadataValue::try_from(value.as_slice()).map_err(|_| {
-                bad(
-                    &key,
-                    "the value is not printable ASCII; binary values need a key ending in `-bin`",
-                )
-            })?;
+            let name = MetadataKey::from_bytes(key.as_bytes()).map_err(|_| invalid())?;
+            // gRPC allows printable ASCII only (HTTP would pass bytes
+            // above 0x7f, which other gRPC servers refuse).
+            let printable = value.iter().all(|b| (0x20..=0x7e).contains(b));
+            let value = MetadataValue::try_from(value.as_slice())
+                .ok()
+                .filter(|_| printable)
+                .ok_or_else(|| bad(&key, NOT_PRINTABLE))?;
             map.append(name, value);
         }
     }
@@ -254,5 +254,58 @@ impl grpc5::HostStream for HostState {
 
     fn drop(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
         self.release(stream).map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{entries, grpc5, metadata};
+
+    fn entry(key: &str, value: &[u8]) -> grpc5::Entry {
+        grpc5::Entry {
+            key: key.into(),
+            value: value.to_vec(),
+        }
+    }
+
+    #[test]
+    fn metadata_round_trips_in_order_and_bad_entries_are_refused_by_name() {
+        let map = metadata(vec![
+            entry("authorization", b"Bearer x"),
+            entry("x-trace-bin", &[0, 255, 7]),
+            entry("authorization", b"second"),
+        ])
+        .unwrap();
+        let back: Vec<(String, Vec<u8>)> = entries(&map)
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect();
+        assert_eq!(
+            back,
+            vec![
+                ("authorization".into(), b"Bearer x".to_vec()),
+                ("authorization".into(), b"second".to_vec()),
+                ("x-trace-bin".into(), vec![0, 255, 7]),
+            ]
+        );
+        for (bad, words) in [
+            (
+                entry("grpc-timeout", b"1S"),
+                "`grpc-timeout`: the key is reserved",
+            ),
+            (
+                entry("content-type", b"x"),
+                "`content-type`: the key is reserved",
+            ),
+            (entry("x name", b"x"), "`x name`: not a valid key"),
+            (
+                entry("x-name", "é".as_bytes()),
+                "`x-name`: the value is not printable ASCII",
+            ),
+        ] {
+            let status = metadata(vec![bad]).unwrap_err();
+            assert_eq!(status.code(), tonic::Code::InvalidArgument);
+            assert!(status.message().contains(words), "{status:?}");
+        }
     }
 }

@@ -64,6 +64,17 @@ pub enum GrpcError {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RawCodec;
 
+/// The encode and decode buffers a call starts with. tonic's default is
+/// 8 KiB each, which was most of the 23.7 KB a unary call of 100 bytes
+/// allocated (docs/benchmarks.md, "What one unary call costs each
+/// client"); a larger message grows the buffer to its size in one step.
+const CODEC_BUFFER: usize = 1024;
+
+fn buffer_settings() -> tonic::codec::BufferSettings {
+    // tonic's own yield threshold (32 KiB): how much a stream batches.
+    tonic::codec::BufferSettings::new(CODEC_BUFFER, 32 << 10)
+}
+
 impl Codec for RawCodec {
     type Encode = Bytes;
     type Decode = Bytes;
@@ -87,6 +98,10 @@ impl Encoder for RawCodec {
         dst.put(item);
         Ok(())
     }
+
+    fn buffer_settings(&self) -> tonic::codec::BufferSettings {
+        buffer_settings()
+    }
 }
 
 impl Decoder for RawCodec {
@@ -95,6 +110,10 @@ impl Decoder for RawCodec {
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
         Ok(Some(src.copy_to_bytes(src.remaining())))
+    }
+
+    fn buffer_settings(&self) -> tonic::codec::BufferSettings {
+        buffer_settings()
     }
 }
 

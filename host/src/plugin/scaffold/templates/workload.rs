@@ -53,7 +53,7 @@ impl Plugin for Workloads {
 
     fn setup(name: &str, params: &Params) -> Result<Box<dyn Workload>, String> {
         if name == "unary" || name == "stream" {
-            let call = Call::of(params)?;
+            let call = Spec::of(params)?;
             if name == "unary" {
                 return Ok(Box::new(call));
             }
@@ -116,15 +116,15 @@ impl Workload for Get {
 }
 
 /// A gRPC workload's method, request, call options and expected metadata.
-struct Call {
+struct Spec {
     method: String,
     request: Vec<u8>,
     options: grpc::Call,
     expect: Vec<(String, Option<String>)>,
 }
 
-impl Call {
-    fn of(params: &Params) -> Result<Call, String> {
+impl Spec {
+    fn of(params: &Params) -> Result<Spec, String> {
         let request = hex(params.str("request")?)?;
         let mut options = grpc::Call::new();
         for (key, value) in pairs(params.str("metadata")?)? {
@@ -138,7 +138,7 @@ impl Call {
                 )
             }
         }
-        Ok(Call {
+        Ok(Spec {
             method: params.str("method")?.to_owned(),
             request,
             options,
@@ -169,7 +169,7 @@ impl Call {
     }
 }
 
-impl Workload for Call {
+impl Workload for Spec {
     fn run(&mut self, _iteration: u64) -> Result<u32, String> {
         // A failed call's error reads, e.g.,
         // `UNIMPLEMENTED (12) on /package.Service/Method: the server's message`.
@@ -186,7 +186,7 @@ impl Workload for Call {
 /// A stream opened in setup and held for the run: each transaction sends
 /// the request and waits for its answer.
 struct PingPong {
-    call: Call,
+    call: Spec,
     stream: Option<grpc::Stream>,
 }
 
