@@ -279,6 +279,13 @@ pub fn running(pid: i32) -> bool {
     })
 }
 
+/// `r` is a `blocklab run` whose every measured transaction failed (exit
+/// 3), with `words` in the error it names; `what` says which run.
+pub fn assert_every_transaction_failed(r: &Run, what: &str, words: &str) {
+    assert_eq!(r.code, Some(3), "{what}: {}", r.stderr);
+    assert!(r.stderr.contains(words), "{what}: {}", r.stderr);
+}
+
 /// A stock server of grpc.testing.TestService that echoes metadata
 /// (peers/go-testservice, tests/peers/grpcio_testservice.py), killed on
 /// drop.

@@ -62,16 +62,18 @@ def offsets(batch):
             yield offset
 
 
+def encode_varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
 def ack(next_offset):
     """Ack { next_offset }: field 1, varint; left out when 0 (proto3)."""
-    out = bytearray()
-    if next_offset:
-        out.append(0x08)
-        while next_offset >= 0x80:
-            out.append((next_offset & 0x7F) | 0x80)
-            next_offset >>= 7
-        out.append(next_offset)
-    return bytes(out)
+    return b"\x08" + encode_varint(next_offset) if next_offset else b""
 
 
 def make_stream(ack_every, ack_ahead):

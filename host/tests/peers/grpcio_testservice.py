@@ -7,7 +7,7 @@ Usage: python3 host/tests/peers/grpcio_testservice.py --listen 127.0.0.1:PORT;
 prints `listening on ADDR` once it accepts calls and serves until killed.
 
 Messages are read and written by hand (grpcio ships no grpc.testing
-modules): SimpleRequest.response_size is field 2, StreamingOutputCallRequest
+modules), with grpcio_ingest.py's helpers: SimpleRequest.response_size is field 2, StreamingOutputCallRequest
 .response_parameters field 2 with `size` field 1; each response is a
 Payload (field 1) whose body (field 2) is that many zero bytes.
 """
@@ -20,44 +20,9 @@ from concurrent import futures
 
 import grpc
 
-
-def varint(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def fields(b):
-    """(number, value) of each field: an int for varints, bytes for
-    length-delimited ones; other wire types are refused."""
-    i = 0
-    while i < len(b):
-        key, i = read_varint(b, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = read_varint(b, i)
-        elif wire == 2:
-            n, i = read_varint(b, i)
-            value, i = b[i:i + n], i + n
-        else:
-            raise ValueError(f"wire type {wire} of field {number} is not read here")
-        yield number, value
-
-
-def read_varint(b, i):
-    shift = value = 0
-    while True:
-        if i >= len(b):
-            raise ValueError("truncated varint")
-        byte = b[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, i
-        shift += 7
+# The protobuf helpers of the ingest fixture beside this file.
+from grpcio_ingest import encode_varint as varint
+from grpcio_ingest import fields
 
 
 def payload(size):
@@ -103,7 +68,7 @@ def checked_size(size, context):
 def unary_call(request, context):
     answer(context)
     size = 0
-    for number, value in fields(request):
+    for number, _, value in fields(request):
         if number == 2:
             size = value
     return payload(checked_size(size, context))
@@ -117,9 +82,9 @@ def empty_call(request, context):
 def full_duplex_call(requests, context):
     answer(context)
     for request in requests:
-        for number, value in fields(request):
+        for number, _, value in fields(request):
             if number == 2:
-                size = dict(fields(value)).get(1, 0)
+                size = next((v for n, _, v in fields(value) if n == 1), 0)
                 yield payload(checked_size(size, context))
 
 
