@@ -61,6 +61,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 const (
@@ -614,7 +615,7 @@ func (w *ingest) awaitAck(t *tally) error {
 	if err == io.EOF {
 		return fmt.Errorf("the server ended the ingest stream with records unacknowledged\n%d sent, %d acknowledged", w.next, w.acked)
 	} else if err != nil {
-		return fmt.Errorf("ingest stream failed: %v", err)
+		return fmt.Errorf("ingest stream failed: %s", describe(streamMethod, err))
 	}
 	next, err := decodeAck(msg)
 	if err != nil {
@@ -659,7 +660,7 @@ func (w *ingest) run(t *tally, measured bool, a *at) error {
 				err = w.awaitAck(t)
 			}
 		} else {
-			err = fmt.Errorf("ingest stream failed on send: %v", err)
+			err = fmt.Errorf("ingest stream failed on send: %s", describe(streamMethod, err))
 		}
 		w.broken(t, err)
 		return err
@@ -681,7 +682,7 @@ func (w *ingest) drain(t *tally) {
 		return
 	}
 	if err := w.stream.CloseSend(); err != nil {
-		w.broken(t, fmt.Errorf("ingest stream failed on close: %v", err))
+		w.broken(t, fmt.Errorf("ingest stream failed on close: %s", describe(streamMethod, err)))
 		return
 	}
 	for w.stream != nil && len(w.inFlight) > 0 {
@@ -707,7 +708,7 @@ func (w *echo) run(t *tally, measured bool, a *at) error {
 	t0 := time.Now()
 	var resp []byte
 	if err := w.conn.Invoke(ctx, echoMethod, &w.request, &resp, grpc.ForceCodec(rawCodec{})); err != nil {
-		return fmt.Errorf("echo failed: %v", err)
+		return fmt.Errorf("echo failed: %s", describe(echoMethod, err))
 	}
 	now := time.Now()
 	n, err := decodeEchoLen(resp)
@@ -721,6 +722,31 @@ func (w *echo) run(t *tally, measured bool, a *at) error {
 		t.done(now, t0, a)
 	}
 	return nil
+}
+
+// codeNames are gRPC's status names as blocklab writes them (grpc-go's
+// codes.Code.String() says "Unimplemented").
+var codeNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// describe writes a grpc error in blocklab's words, `UNIMPLEMENTED (12) on
+// METHOD: message` (crates/catalog/src/status.rs), so each client's errors
+// group alike in errors_by_kind; any other error as its text.
+func describe(method string, err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err.Error()
+	}
+	name := "UNKNOWN_CODE"
+	if int(st.Code()) < len(codeNames) {
+		name = codeNames[st.Code()]
+	}
+	said := " (the server sent no message)"
+	if st.Message() != "" {
+		said = ": " + st.Message()
+	}
+	return fmt.Sprintf("%s (%d) on %s%s", name, st.Code(), method, said)
 }
 
 func (w *echo) counters() map[string]uint64 { return map[string]uint64{} }

@@ -342,11 +342,15 @@ def round3(v):
     return (v + m // 2) // m * m
 
 
-def describe(e):
-    """A grpc error as `CODE: details`, or the exception's text."""
+def describe(e, method):
+    """A grpc error in blocklab's words, `UNIMPLEMENTED (12) on METHOD:
+    details` (crates/catalog/src/status.rs), so each client's errors group
+    alike in `errors_by_kind`; any other exception as its text."""
     import grpc
     if isinstance(e, grpc.RpcError) and hasattr(e, "code"):
-        return f"{e.code().name}: {e.details()}"
+        code, details = e.code(), e.details()
+        said = f": {details}" if details else " (the server sent no message)"
+        return f"{code.name} ({code.value[0]}) on {method}{said}"
     return str(e)
 
 
@@ -486,7 +490,7 @@ class Ingest:
             raise Failed(f"the server ended the ingest stream with records unacknowledged\n"
                          f"{self.next} sent, {self.acked} acknowledged") from None
         except Exception as e:  # grpc.RpcError
-            raise Failed(f"ingest stream failed: {describe(e)}") from None
+            raise Failed(f"ingest stream failed: {describe(e, STREAM_METHOD)}") from None
         try:
             ack = decode_ack(message)
         except ValueError as e:
@@ -561,7 +565,7 @@ class Echo:
         try:
             response = self.call(self.request, timeout=self.deadline_s)
         except Exception as e:  # grpc.RpcError
-            raise Failed(f"echo failed: {describe(e)}") from None
+            raise Failed(f"echo failed: {describe(e, ECHO_METHOD)}") from None
         now = time.perf_counter_ns()
         n = decode_echo_len(response)
         if n != self.size:
