@@ -19,7 +19,7 @@ use wac_graph::{CompositionGraph, EncodeOptions, PlugError};
 #[derive(Debug, thiserror::Error)]
 pub enum ComposeError {
     #[error(
-        "adapter `{adapter}` exports nothing that `{socket}` imports (an adapter exports the client interface it wraps, e.g. `blocklab:bench/kv@0.3.0` for world `kv-adapter`; check that it was built against the `kv-adapter` world of the same WIT version as the workload, and that the workload uses kv; a 0.3.0 adapter built before `transaction.watch` was added cannot wrap a workload that calls it: rebuild the adapter with this release's SDK)"
+        "adapter `{adapter}` exports nothing that `{socket}` imports (an adapter exports the client interface it wraps: `blocklab:bench/kv@0.3.0` for world `kv-adapter`, `blocklab:bench/grpc@0.5.0` for `grpc-adapter`; `blocklab plugin inspect` shows both sides' interfaces. Check that the workload uses the interface the adapter wraps, at the same version: a grpc adapter built before 0.5.0 exports grpc@0.3.0, and a kv adapter built before `transaction.watch` was added cannot wrap a workload that calls it; rebuild the adapter with this release's SDK)"
     )]
     NothingPlugged { adapter: String, socket: String },
     #[error("cannot compose adapter `{adapter}` with `{socket}`: {message}")]
