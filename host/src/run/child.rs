@@ -177,21 +177,31 @@ fn become_subreaper() -> std::io::Result<()> {
     }
 }
 
-/// This process's children, from every thread's `children` list.
+/// This process's children: every process whose parent is this one.
+///
+/// Read from each process's `stat`, whose ppid is the parent's process
+/// id, not from the threads' `children` lists: an orphan is adopted by
+/// one of our threads, and when that thread ends (a pipe reader, say) it
+/// moves to another, so a walk over the threads can miss it, and a stray
+/// seen by neither list would be left running.
 fn children() -> BTreeSet<i32> {
-    let mut out = BTreeSet::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
+    let me = std::process::id() as i32;
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return BTreeSet::new();
     };
-    for task in tasks.flatten() {
-        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(
-                text.split_whitespace()
-                    .filter_map(|p| p.parse::<i32>().ok()),
-            );
-        }
-    }
-    out
+    procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| parent_of(*pid) == Some(me))
+        .collect()
+}
+
+/// The parent of `pid` from `/proc/PID/stat` (the field after the state,
+/// which follows the command's closing parenthesis).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// SIGKILL to every process of group `pgid`.

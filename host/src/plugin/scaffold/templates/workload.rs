@@ -237,7 +237,7 @@ fn pairs(text: &str) -> Result<Vec<(String, Option<String>)>, String> {
 /// Bytes from hex text (`0a05...`).
 fn hex(text: &str) -> Result<Vec<u8>, String> {
     let text = text.trim();
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(format!(
             "param `request` `{text}` has an odd number of hex digits"
         ));
