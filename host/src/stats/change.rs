@@ -71,6 +71,13 @@ pub fn drift_between(campaigns: &[Vec<f64>]) -> Option<Drift> {
     })
 }
 
+/// Welch–Satterthwaite's degrees of freedom of a sum of variance `terms`,
+/// each with its own degrees of freedom; `None` when the sum is zero.
+fn satterthwaite(terms: &[(f64, f64)]) -> Option<f64> {
+    let se2: f64 = terms.iter().map(|t| t.0).sum();
+    (se2 > 0.0).then(|| se2 * se2 / terms.iter().map(|(v, df)| v * v / df).sum::<f64>())
+}
+
 /// One campaign's side: the mean of its logs, the squared standard error
 /// of that mean, and its number of blocks.
 fn side(xs: &[f64]) -> (f64, f64, f64) {
@@ -118,12 +125,18 @@ pub fn unpaired_change(
     let ((ma, sa, na), (mb, sb, nb)) = (side(a), side(b));
     // Each variance term with its degrees of freedom.
     let mut terms = vec![(sa, na - 1.0), (sb, nb - 1.0)];
+    let without = satterthwaite(&terms);
     if let Some(d) = drift {
         terms.push((2.0 * d.variance, d.df));
     }
     let se2: f64 = terms.iter().map(|t| t.0).sum();
     let half = if se2 > 0.0 {
-        let df = se2 * se2 / terms.iter().map(|(v, df)| v * v / df).sum::<f64>();
+        // A small drift term on few degrees of freedom can raise
+        // Satterthwaite's df (a small term evens out a lopsided pair) and so
+        // shrink t by more than the term adds to se: the allowance would
+        // narrow the interval it exists to widen. It may only lower them.
+        let with = satterthwaite(&terms).unwrap_or(f64::INFINITY);
+        let df = with.min(without.unwrap_or(f64::INFINITY));
         student::quantile((1.0 + level) / 2.0, df) * se2.sqrt()
     } else {
         // Every block identical on both sides: nothing to be unsure of.
@@ -198,7 +211,7 @@ mod tests {
     fn a_drift_widens_the_interval_by_twice_its_variance() {
         // The Welch case by hand above, plus τ² = 0.03 on 2 df: se² =
         // 0.013 333 + 0.06 = 0.073 333; df = se⁴ / ((0.01/3)²/2 +
-        // 0.01²/1 + 0.06²/2).
+        // 0.01²/1 + 0.06²/2), but never more than without the drift.
         let a = [0.0f64, 0.1, 0.2].map(f64::exp);
         let b = [0.3f64, 0.5].map(f64::exp);
         let drift = Drift {
@@ -210,11 +223,27 @@ mod tests {
         let se2 = 0.01f64 / 3.0 + 0.01 + 0.06;
         let df =
             se2 * se2 / ((0.01f64 / 3.0).powi(2) / 2.0 + 0.01f64.powi(2) + 0.06f64.powi(2) / 2.0);
+        // 2.82 df with the drift, more than the pair's own 1.684 2: those
+        // are kept (below).
+        assert!((df - 2.822).abs() < 1e-3, "{df}");
+        let df = 1.684_210_526;
         let half = student::quantile(0.975, df) * se2.sqrt();
         assert!((c.ratio.ln() - 0.3).abs() < 1e-12, "{c:?}");
         assert!((c.ci_high.ln() - (0.3 + half)).abs() < 1e-9, "{c:?}");
         let without = unpaired_change(&a, &b, 0.95, None).unwrap();
         assert!(c.ci_high > without.ci_high && c.ci_low < without.ci_low);
+        // Any drift widens, however small: a term on few degrees of
+        // freedom must not buy more of them. Here the pair is lopsided
+        // (a's variance 0.01/3 on 2 df, b's 0.01 on 1 df), so a tiny term
+        // would raise Satterthwaite's df above the pair's 1.68.
+        for variance in [1e-6, 1e-4, 1e-3, 3e-3, 0.01, 0.1] {
+            let d = Drift { variance, ..drift };
+            let c = unpaired_change(&a, &b, 0.95, Some(d)).unwrap();
+            assert!(
+                c.ci_low < without.ci_low && c.ci_high > without.ci_high,
+                "τ² {variance}: {c:?} against {without:?}"
+            );
+        }
         // A zero drift is no drift.
         let zero = Drift {
             variance: 0.0,
