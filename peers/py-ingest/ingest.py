@@ -630,7 +630,16 @@ def channels(req, grpc):
     return out
 
 
+def crashed(args):
+    """A worker or reader thread that dies of an unexpected exception ends
+    the run with it: the others would wait for it at a barrier forever."""
+    import traceback
+    trace = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+    fatal(f"thread {args.thread.name if args.thread else '?'} failed:\n{trace}")
+
+
 def main():
+    threading.excepthook = crashed
     try:
         req = json.load(sys.stdin)
     except ValueError as e:

@@ -244,7 +244,7 @@ fn check_time(bounds: &Bounds, latency: &Recorded, service_ns: Option<u128>) -> 
     let total_s = total_ns as f64 / 1e9;
     if total_s > allowed_s {
         bail!(
-            "its {what} add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows",
+            "its {what} add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows (a pipelined workload such as `ingest` may have ceil(max_in_flight / batch_records) per worker in flight when the plan's params give both: set them in the workload's `params`)",
             bounds.in_flight
         );
     }
