@@ -71,11 +71,15 @@ pub fn drift_between(campaigns: &[Vec<f64>]) -> Option<Drift> {
     })
 }
 
-/// Welch–Satterthwaite's degrees of freedom of a sum of variance `terms`,
-/// each with its own degrees of freedom; `None` when the sum is zero.
-fn satterthwaite(terms: &[(f64, f64)]) -> Option<f64> {
+/// The sum of variance `terms` (each with its own degrees of freedom) and
+/// Welch–Satterthwaite's degrees of freedom for it; `None` when the sum is
+/// zero.
+fn satterthwaite(terms: &[(f64, f64)]) -> Option<(f64, f64)> {
     let se2: f64 = terms.iter().map(|t| t.0).sum();
-    (se2 > 0.0).then(|| se2 * se2 / terms.iter().map(|(v, df)| v * v / df).sum::<f64>())
+    (se2 > 0.0).then(|| {
+        let df = se2 * se2 / terms.iter().map(|(v, df)| v * v / df).sum::<f64>();
+        (se2, df)
+    })
 }
 
 /// One campaign's side: the mean of its logs, the squared standard error
@@ -125,22 +129,21 @@ pub fn unpaired_change(
     let ((ma, sa, na), (mb, sb, nb)) = (side(a), side(b));
     // Each variance term with its degrees of freedom.
     let mut terms = vec![(sa, na - 1.0), (sb, nb - 1.0)];
-    let without = satterthwaite(&terms);
+    let without = satterthwaite(&terms).map(|(_, df)| df);
     if let Some(d) = drift {
         terms.push((2.0 * d.variance, d.df));
     }
-    let se2: f64 = terms.iter().map(|t| t.0).sum();
-    let half = if se2 > 0.0 {
+    let half = match satterthwaite(&terms) {
         // A small drift term on few degrees of freedom can raise
         // Satterthwaite's df (a small term evens out a lopsided pair) and so
         // shrink t by more than the term adds to se: the allowance would
         // narrow the interval it exists to widen. It may only lower them.
-        let with = satterthwaite(&terms).unwrap_or(f64::INFINITY);
-        let df = with.min(without.unwrap_or(f64::INFINITY));
-        student::quantile((1.0 + level) / 2.0, df) * se2.sqrt()
-    } else {
+        Some((se2, with)) => {
+            let df = with.min(without.unwrap_or(f64::INFINITY));
+            student::quantile((1.0 + level) / 2.0, df) * se2.sqrt()
+        }
         // Every block identical on both sides: nothing to be unsure of.
-        0.0
+        None => 0.0,
     };
     let d = mb - ma;
     Ok(Change {
