@@ -196,12 +196,18 @@ fn children() -> BTreeSet<i32> {
         .collect()
 }
 
-/// The parent of `pid` from `/proc/PID/stat` (the field after the state,
-/// which follows the command's closing parenthesis).
+/// The parent of `pid` (the field after the state).
 fn parent_of(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+/// The fields of `/proc/PID/stat` after the command name, from the state
+/// (field 3, counting from 1) on. The name may hold spaces and
+/// parentheses, so the fields follow its last `)`.
+pub(super) fn stat_fields(pid: i32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(1)?.parse().ok()
+    Some(after.split_whitespace().map(str::to_owned).collect())
 }
 
 /// SIGKILL to every process of group `pgid`.

@@ -4,7 +4,7 @@
 
 use super::PROTOCOL;
 use super::check::Reported;
-use super::child::kill_group;
+use super::child::{kill_group, stat_fields};
 use crate::limits;
 use serde::Deserialize;
 use std::io::{BufRead, BufReader, Read};
@@ -117,11 +117,8 @@ pub(super) struct Events {
 /// User plus system CPU time of every thread of `pid`, microseconds, from
 /// /proc/PID/stat (clock-tick resolution).
 pub(super) fn cpu_us(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields follow the
-    // last `)`; utime and stime are fields 14 and 15 (from 1).
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 (from 1).
+    let fields = stat_fields(pid)?;
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
     // SAFETY: sysconf takes an integer name.
