@@ -42,6 +42,23 @@ impl HostState {
         Ok(&mut self.table.get_mut(handle)?.0)
     }
 
+    /// `stream.send` of either version, its status still tonic's.
+    fn send_on(
+        &mut self,
+        handle: &Resource<StreamHandle>,
+        message: Vec<u8>,
+    ) -> anyhow::Result<Result<(), tonic::Status>> {
+        Ok(self.stream(handle)?.send(Bytes::from(message)))
+    }
+
+    /// `stream.recv` of either version, its status still tonic's.
+    fn recv_on(
+        &mut self,
+        handle: &Resource<StreamHandle>,
+    ) -> anyhow::Result<Result<Option<Vec<u8>>, tonic::Status>> {
+        Ok(self.stream(handle)?.recv().map(|m| m.map(Vec::from)))
+    }
+
     fn open(
         &mut self,
         method: &str,
@@ -73,18 +90,11 @@ impl wit_grpc::Host for HostState {
 
 impl wit_grpc::HostStream for HostState {
     fn send(&mut self, stream: Resource<StreamHandle>, message: Vec<u8>) -> GrpcResult<()> {
-        Ok(self
-            .stream(&stream)?
-            .send(Bytes::from(message))
-            .map_err(to_wit))
+        Ok(self.send_on(&stream, message)?.map_err(to_wit))
     }
 
     fn recv(&mut self, stream: Resource<StreamHandle>) -> GrpcResult<Option<Vec<u8>>> {
-        Ok(self
-            .stream(&stream)?
-            .recv()
-            .map(|m| m.map(Vec::from))
-            .map_err(to_wit))
+        Ok(self.recv_on(&stream)?.map_err(to_wit))
     }
 
     fn close_send(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
@@ -218,18 +228,11 @@ impl grpc5::Host for HostState {
 
 impl grpc5::HostStream for HostState {
     fn send(&mut self, stream: Resource<StreamHandle>, message: Vec<u8>) -> Grpc5Result<()> {
-        Ok(self
-            .stream(&stream)?
-            .send(Bytes::from(message))
-            .map_err(to_wit5))
+        Ok(self.send_on(&stream, message)?.map_err(to_wit5))
     }
 
     fn recv(&mut self, stream: Resource<StreamHandle>) -> Grpc5Result<Option<Vec<u8>>> {
-        Ok(self
-            .stream(&stream)?
-            .recv()
-            .map(|m| m.map(Vec::from))
-            .map_err(to_wit5))
+        Ok(self.recv_on(&stream)?.map_err(to_wit5))
     }
 
     fn close_send(&mut self, stream: Resource<StreamHandle>) -> anyhow::Result<()> {
