@@ -730,14 +730,21 @@ impl GrpcStream {
         let result = result.map_err(explained);
         match &result {
             Ok(None) => self.finished = true,
-            Err(status) if status.code() != Code::DeadlineExceeded => {
-                self.finished = true;
-                self.backoff.record(Some(status));
-            }
             Ok(Some(_)) => self.backoff.record(None),
-            Err(_) => {}
+            Err(status) => self.failed(status),
         }
         result
+    }
+
+    /// A wait on the stream failed with `status`. Its own limit passing
+    /// leaves the stream as it was (a later wait may succeed, or says the
+    /// deadline passed again); any other status ended it, and counts
+    /// against the connection.
+    fn failed(&mut self, status: &Status) {
+        if status.code() != Code::DeadlineExceeded {
+            self.finished = true;
+            self.backoff.record(Some(status));
+        }
     }
 
     /// The response headers; waits for them (within the usual limits) if
@@ -752,8 +759,7 @@ impl GrpcStream {
                     .map_err(|_| late)?
             });
             if let Err(status) = result.map_err(explained) {
-                self.finished = true;
-                self.backoff.record(Some(&status));
+                self.failed(&status);
                 return Err(status);
             }
         }
