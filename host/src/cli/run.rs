@@ -226,6 +226,7 @@ pub(super) fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(super) fn worker() -> anyhow::Result<ExitCode> {
+    crate::machine::placement::die_with_parent()?;
     let spec: RunSpec = serde_json::from_reader(std::io::stdin().lock())
         .context("the worker expects a RunSpec as JSON on stdin")?;
     let result = worker::execute(&spec)?;

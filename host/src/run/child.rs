@@ -53,6 +53,17 @@ pub struct Finished<O> {
     pub exited_at: Instant,
 }
 
+/// How a child is started on its CPUs and tied to this process's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    /// Forked, then pinned and given its death signal before it executes
+    /// anything: for a program that is not blocklab.
+    Forked,
+    /// Spawned without a fork ([`placement::spawn_pinned`]): for a
+    /// `blocklab worker`, which ties itself to this process first thing.
+    Spawned,
+}
+
 /// One child to run: its command, where it runs and how long it may.
 pub struct Job<'a> {
     pub command: Command,
@@ -63,6 +74,7 @@ pub struct Job<'a> {
     /// Written to its stdin from a thread of its own, then closed.
     pub stdin: Vec<u8>,
     pub containment: Containment,
+    pub launch: Launch,
 }
 
 impl Job<'_> {
@@ -82,15 +94,26 @@ impl Job<'_> {
             // the program would go to init, out of reach: no run without it.
             become_subreaper().context("cannot become the subreaper of the program's children")?;
         }
-        let before = children();
+        // Only a subreaper needs to tell a stray from an earlier child, and
+        // reading every process's stat costs a run about a millisecond.
+        let before = match self.containment {
+            Containment::Subreaper => children(),
+            Containment::Group => BTreeSet::new(),
+        };
         self.command
             .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        placement::pin_child(&mut self.command, self.cpus);
         let spawned = Instant::now();
-        let mut child = self.command.spawn().with_context(spawn_error)?;
+        let mut child = match self.launch {
+            Launch::Forked => {
+                placement::pin_child(&mut self.command, self.cpus);
+                self.command.spawn()
+            }
+            Launch::Spawned => placement::spawn_pinned(&mut self.command, self.cpus),
+        }
+        .with_context(spawn_error)?;
         let pid = child.id() as i32;
         let mut pipe_in = child.stdin.take().context("the child's stdin")?;
         let request = self.stdin;

@@ -1,7 +1,7 @@
 //! Campaigns end to end (issue 3): real worker processes, a real sled store,
 //! the report's JSON.
 
-use crate::support::{blocklab, campaign, effect, plugin, report, resume, run};
+use crate::support::{assert_error, blocklab, campaign, effect, plugin, report, resume, run};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
@@ -321,6 +321,19 @@ fn a_killed_supervisors_worker_dies_with_it_and_the_resume_runs_alone() {
     let after = report(&data);
     assert_eq!(after["gates"]["unfinished_slots"], 0);
     assert_eq!(after["campaign"]["status"]["state"], "finished");
+}
+
+/// The other half of issue 32 with workers spawned without a fork: one
+/// whose supervisor is gone before it could tie itself to it does not run
+/// (its death signal would never come).
+#[test]
+fn a_worker_whose_supervisor_is_gone_refuses_to_run() {
+    // Pid 1 is never this test's worker's parent.
+    let r = run(blocklab().arg("worker").env("BLOCKLAB_PARENT_PID", "1"));
+    assert_error(
+        &r,
+        &["the blocklab that started this worker (pid 1) is gone"],
+    );
 }
 
 fn plan_error(text: &str) -> String {

@@ -6,7 +6,7 @@
 //! interrupt, a protocol violation or children left behind. The outcome is
 //! a [`RunResult`] like a worker's.
 
-use super::child::{self, Containment, Ended, Finished};
+use super::child::{self, Containment, Ended, Finished, Launch};
 use super::counters::Callgrind;
 use super::executor::Halt;
 use super::interrupt::Interrupt;
@@ -231,6 +231,7 @@ fn run_checked(
         interrupt,
         stdin: serde_json::to_vec(&job.request())?,
         containment: Containment::Subreaper,
+        launch: Launch::Forked,
     }
     .run(
         || {

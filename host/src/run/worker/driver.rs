@@ -88,8 +88,10 @@ pub(super) struct WorkerOutcome {
     pub(super) warmup: u64,
     pub(super) retries: u64,
     pub(super) errors: BTreeMap<String, u64>,
-    /// Rate mode: how the measured window kept its schedule.
-    pub(super) open: OpenTally,
+    /// Rate mode: how the measured window kept its schedule. Absent in
+    /// the other modes, which would only allocate and zero its two
+    /// histograms (about half a megabyte) in every run's fixed cost.
+    pub(super) open: Option<OpenTally>,
     /// The measured window in batches.
     pub(super) batches: Batches,
     /// The measured window's kv calls per kind (target::kv::ops).
@@ -229,8 +231,7 @@ impl Driver<'_> {
         let result = self.instance.run(self.iteration);
         let end = Instant::now();
         let elapsed = end.duration_since(intended.unwrap_or(t0)).as_nanos() as u64;
-        if let (true, Some(at)) = (measured, intended) {
-            let open = &mut self.outcome.open;
+        if let (true, Some(at), Some(open)) = (measured, intended, &mut self.outcome.open) {
             let lag = t0.saturating_duration_since(at);
             open.late += u64::from(lag.as_secs_f64() * 1e6 > OpenLoop::LATE_US);
             open.start_lag.saturating_record(lag.as_nanos() as u64);
@@ -306,7 +307,9 @@ impl Driver<'_> {
             if intended >= end {
                 break;
             }
-            self.outcome.open.scheduled += u64::from(measured);
+            if let Some(open) = &mut self.outcome.open {
+                open.scheduled += u64::from(measured);
+            }
             if Instant::now() >= end {
                 continue;
             }
@@ -375,6 +378,7 @@ pub(super) fn drive(
     schedule: Option<Schedule>,
     barriers: &Barriers,
 ) -> anyhow::Result<WorkerOutcome> {
+    let open = schedule.is_some().then(OpenTally::new).transpose()?;
     let mut driver = Driver {
         instance,
         inject,
@@ -389,7 +393,7 @@ pub(super) fn drive(
             warmup: 0,
             retries: 0,
             errors: BTreeMap::new(),
-            open: OpenTally::new()?,
+            open,
             batches: Batches::default(),
             ops: None,
         },

@@ -389,48 +389,67 @@ struct Totals {
     errors_by_kind: BTreeMap<String, u64>,
     /// What the workloads counted in the measured window.
     window: Counted,
-    open: OpenTally,
+    /// Rate mode only.
+    open: Option<OpenTally>,
     batches: Batches,
     ops: Option<ops::OpTimes>,
 }
 
 impl Totals {
     /// The sum of `outcomes` of the workers of `instances`, in order; the
-    /// first failed worker fails the run.
+    /// first failed worker fails the run. The first worker's histograms
+    /// become the totals' rather than being added into fresh ones: each is
+    /// a quarter of a megabyte to zero, in every run's fixed cost.
     fn of(
         outcomes: Vec<anyhow::Result<WorkerOutcome>>,
         instances: &[Box<dyn Instance>],
     ) -> anyhow::Result<Totals> {
-        let mut t = Totals {
-            histogram: new_histogram()?,
-            measured: 0,
-            warmup: 0,
-            retries: 0,
-            errors_by_kind: BTreeMap::new(),
-            window: Counted::empty(),
-            open: OpenTally::new()?,
-            batches: Batches::default(),
-            ops: None,
-        };
+        let (mut histogram, mut open, mut ops) = (None, None, None);
+        let (mut measured, mut warmup, mut retries) = (0, 0, 0);
+        let mut errors_by_kind = BTreeMap::new();
+        let mut window = Counted::empty();
+        let mut batches = Batches::default();
         for (outcome, instance) in outcomes.into_iter().zip(instances) {
             let outcome = outcome?;
-            t.window.add(outcome.before.since(instance.env())?)?;
-            match (&mut t.ops, &outcome.ops) {
-                (Some(total), Some(ops)) => total.add(ops)?,
-                (total, ops) => *total = total.take().or_else(|| ops.clone()),
-            }
-            t.batches.extend(outcome.batches);
-            t.histogram.add(&outcome.histogram)?;
-            t.open.add(&outcome.open)?;
-            t.measured += outcome.measured;
-            t.warmup += outcome.warmup;
-            t.retries += outcome.retries;
+            window.add(outcome.before.since(instance.env())?)?;
+            ops = merged(ops, outcome.ops, ops::OpTimes::add)?;
+            batches.extend(outcome.batches);
+            histogram = merged(histogram, Some(outcome.histogram), |a, b| Ok(a.add(b)?))?;
+            open = merged(open, outcome.open, OpenTally::add)?;
+            measured += outcome.measured;
+            warmup += outcome.warmup;
+            retries += outcome.retries;
             for (kind, n) in outcome.errors {
-                *t.errors_by_kind.entry(kind).or_insert(0) += n;
+                *errors_by_kind.entry(kind).or_insert(0) += n;
             }
         }
-        Ok(t)
+        Ok(Totals {
+            histogram: histogram.map_or_else(new_histogram, Ok)?,
+            measured,
+            warmup,
+            retries,
+            errors_by_kind,
+            window,
+            open,
+            batches,
+            ops,
+        })
     }
+}
+
+/// `part` added into `total`, or the total itself when it is the first.
+fn merged<T>(
+    total: Option<T>,
+    part: Option<T>,
+    add: impl FnOnce(&mut T, &T) -> anyhow::Result<()>,
+) -> anyhow::Result<Option<T>> {
+    Ok(match (total, part) {
+        (Some(mut total), Some(part)) => {
+            add(&mut total, &part)?;
+            Some(total)
+        }
+        (total, part) => total.or(part),
+    })
 }
 
 /// What the instances kept over the whole run.
@@ -669,18 +688,19 @@ fn open_loop(measure: Measure, totals: &Totals) -> Option<OpenLoop> {
     else {
         return None;
     };
+    let open = totals.open.as_ref()?;
     let counts = OpenLoopCounts {
-        scheduled: totals.open.scheduled,
+        scheduled: open.scheduled,
         started: totals.measured,
-        late: totals.open.late,
+        late: open.late,
     };
     Some(OpenLoop::of(
         rate_per_s,
         arrival,
         measured_s,
         counts,
-        &totals.open.start_lag,
-        &totals.open.service,
+        &open.start_lag,
+        &open.service,
     ))
 }
 
