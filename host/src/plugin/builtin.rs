@@ -13,7 +13,9 @@
 use super::env::Env;
 use super::{Instance, WorkloadInfo};
 use crate::target::Interface;
-use crate::target::kv::{Database, KvError, RangeOptions, SharedDatabase, read_transact, transact};
+use crate::target::kv::{
+    Database, KeyRange, KvError, RangeOptions, SharedDatabase, read_transact, transact,
+};
 use anyhow::anyhow;
 
 use blocklab_catalog::kv_basic::{self as catalog, Keys, Kind, Settings, Spec};
@@ -179,7 +181,8 @@ impl Current {
                     reverse: false,
                     snapshot: false,
                 };
-                let (found, retries) = transact(db, |tr| tr.get_range(begin, end, options))?;
+                let range = KeyRange { begin, end };
+                let (found, retries) = transact(db, |tr| tr.get_range(range, options))?;
                 if found.len() != rows as usize {
                     return Err(RunError::Check(catalog::wrong_rows(
                         keys.key(),
@@ -222,8 +225,8 @@ mod tests {
     use super::*;
     use crate::plugin::source::PluginSource;
     use crate::target::kv::{
-        ConflictKind, KeySelector, KeyValue, MutationType, RangeLimits, RangeResult, Transaction,
-        TransactionOption, Versionstamp,
+        ConflictKind, KeySelector, KeyValue, MutationType, RangeLimits, RangeResult, SelectorRange,
+        Transaction, TransactionOption, Versionstamp,
     };
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
@@ -300,10 +303,10 @@ mod tests {
         }
         fn get_range(
             &mut self,
-            begin: &[u8],
-            end: &[u8],
+            range: KeyRange<'_>,
             options: RangeOptions,
         ) -> Result<Vec<KeyValue>, KvError> {
+            let KeyRange { begin, end } = range;
             self.live()?;
             let mut view: BTreeMap<Vec<u8>, Vec<u8>> = self
                 .state
@@ -376,8 +379,7 @@ mod tests {
         }
         fn get_range_selected(
             &mut self,
-            _: &KeySelector,
-            _: &KeySelector,
+            _: SelectorRange<'_>,
             _: RangeLimits,
         ) -> Result<RangeResult, KvError> {
             Err(unsupported())
