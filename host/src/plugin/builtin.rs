@@ -570,34 +570,23 @@ mod tests {
     #[test]
     fn bad_names_and_params_are_refused_in_the_sdks_words() {
         let (mut builtin, _) = builtin();
-        let error = builtin
-            .setup("get42", &params(&[]))
-            .unwrap_err()
-            .to_string();
+        let mut refusal = |name: &str, given: &[(&str, &str)]| {
+            builtin.setup(name, &params(given)).unwrap_err().to_string()
+        };
+        let error = refusal("get42", &[]);
         assert!(
             error.starts_with("unknown workload `get42` (known: grv, get100,"),
             "{error}"
         );
-        let error = builtin
-            .setup("get100", &params(&[("rows", "1")]))
-            .unwrap_err()
-            .to_string();
         assert_eq!(
-            error,
+            refusal("get100", &[("rows", "1")]),
             "workload `get100` has no param `rows` (known: keys, value-bytes)"
         );
-        let error = builtin
-            .setup("get100", &params(&[("keys", "abc")]))
-            .unwrap_err()
-            .to_string();
         assert_eq!(
-            error,
+            refusal("get100", &[("keys", "abc")]),
             "param `keys` = `abc` is not a whole number (give digits only, e.g. `1000`)"
         );
-        let error = builtin
-            .setup("range100", &params(&[("keys", "99")]))
-            .unwrap_err()
-            .to_string();
+        let error = refusal("range100", &[("keys", "99")]);
         assert!(
             error.contains("out of range for workload `range100` (give 100 to"),
             "{error}"
