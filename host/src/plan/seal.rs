@@ -344,12 +344,7 @@ impl SealedPlan {
         &self,
         store: &blocklab_store::Store,
     ) -> Result<blocklab_store::CampaignMeta, blocklab_store::StoreError> {
-        store.create_campaign(
-            &self.spec.name,
-            &self.hash,
-            self.schedule.len() as u32,
-            self,
-        )
+        self.create_labelled(store, &blocklab_store::Labels::default())
     }
 
     /// [`SealedPlan::create_campaign`] with the campaign's tags and testbed.
@@ -358,12 +353,20 @@ impl SealedPlan {
         store: &blocklab_store::Store,
         identity: &super::identity::Identity,
     ) -> Result<blocklab_store::CampaignMeta, blocklab_store::StoreError> {
+        self.create_labelled(store, &identity.labels())
+    }
+
+    fn create_labelled(
+        &self,
+        store: &blocklab_store::Store,
+        labels: &blocklab_store::Labels,
+    ) -> Result<blocklab_store::CampaignMeta, blocklab_store::StoreError> {
         store.create_campaign_labelled(
             &self.spec.name,
             &self.hash,
             self.schedule.len() as u32,
             self,
-            &identity.labels(),
+            labels,
         )
     }
 

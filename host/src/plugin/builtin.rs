@@ -13,7 +13,9 @@
 use super::env::Env;
 use super::{Instance, WorkloadInfo};
 use crate::target::Interface;
-use crate::target::kv::{Database, KvError, RangeOptions, SharedDatabase, read_transact, transact};
+use crate::target::kv::{
+    Database, KeyRange, KvError, RangeOptions, SharedDatabase, read_transact, transact,
+};
 use anyhow::anyhow;
 
 use blocklab_catalog::kv_basic::{self as catalog, Keys, Kind, Settings, Spec};
@@ -179,7 +181,8 @@ impl Current {
                     reverse: false,
                     snapshot: false,
                 };
-                let (found, retries) = transact(db, |tr| tr.get_range(begin, end, options))?;
+                let range = KeyRange { begin, end };
+                let (found, retries) = transact(db, |tr| tr.get_range(range, options))?;
                 if found.len() != rows as usize {
                     return Err(RunError::Check(catalog::wrong_rows(
                         keys.key(),
@@ -222,8 +225,8 @@ mod tests {
     use super::*;
     use crate::plugin::source::PluginSource;
     use crate::target::kv::{
-        ConflictKind, KeySelector, KeyValue, MutationType, RangeLimits, RangeResult, Transaction,
-        TransactionOption, Versionstamp,
+        ConflictKind, KeySelector, KeyValue, MutationType, RangeLimits, RangeResult, SelectorRange,
+        Transaction, TransactionOption, Versionstamp,
     };
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
@@ -300,10 +303,10 @@ mod tests {
         }
         fn get_range(
             &mut self,
-            begin: &[u8],
-            end: &[u8],
+            range: KeyRange<'_>,
             options: RangeOptions,
         ) -> Result<Vec<KeyValue>, KvError> {
+            let KeyRange { begin, end } = range;
             self.live()?;
             let mut view: BTreeMap<Vec<u8>, Vec<u8>> = self
                 .state
@@ -376,8 +379,7 @@ mod tests {
         }
         fn get_range_selected(
             &mut self,
-            _: &KeySelector,
-            _: &KeySelector,
+            _: SelectorRange<'_>,
             _: RangeLimits,
         ) -> Result<RangeResult, KvError> {
             Err(unsupported())
@@ -568,34 +570,23 @@ mod tests {
     #[test]
     fn bad_names_and_params_are_refused_in_the_sdks_words() {
         let (mut builtin, _) = builtin();
-        let error = builtin
-            .setup("get42", &params(&[]))
-            .unwrap_err()
-            .to_string();
+        let mut refusal = |name: &str, given: &[(&str, &str)]| {
+            builtin.setup(name, &params(given)).unwrap_err().to_string()
+        };
+        let error = refusal("get42", &[]);
         assert!(
             error.starts_with("unknown workload `get42` (known: grv, get100,"),
             "{error}"
         );
-        let error = builtin
-            .setup("get100", &params(&[("rows", "1")]))
-            .unwrap_err()
-            .to_string();
         assert_eq!(
-            error,
+            refusal("get100", &[("rows", "1")]),
             "workload `get100` has no param `rows` (known: keys, value-bytes)"
         );
-        let error = builtin
-            .setup("get100", &params(&[("keys", "abc")]))
-            .unwrap_err()
-            .to_string();
         assert_eq!(
-            error,
+            refusal("get100", &[("keys", "abc")]),
             "param `keys` = `abc` is not a whole number (give digits only, e.g. `1000`)"
         );
-        let error = builtin
-            .setup("range100", &params(&[("keys", "99")]))
-            .unwrap_err()
-            .to_string();
+        let error = refusal("range100", &[("keys", "99")]);
         assert!(
             error.contains("out of range for workload `range100` (give 100 to"),
             "{error}"

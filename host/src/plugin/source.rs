@@ -227,53 +227,64 @@ pub fn check_target(info: &WorkloadInfo, target: &TargetSpec) -> Result<(), Targ
     }
 }
 
+/// What one place where a target is chosen tells the user to change, per
+/// case of [`TargetMismatch`]: a plan's arm, or `blocklab run`'s flags.
+struct Remedies<'a> {
+    /// Whose target it is: "arm `a`'s target", "this run's target".
+    subject: &'a str,
+    /// For a grpc workload on a kv target.
+    grpc: &'a str,
+    /// For a kv workload on a grpc target.
+    kv: &'a str,
+    /// For a workload that uses both, after "{what}, and ".
+    both: &'a str,
+}
+
 impl TargetMismatch {
     /// What it means and what the user can do, for a plan's arm `arm`: the
     /// plan keys to set.
     pub fn in_plan(&self, arm: &str) -> String {
-        let what = self.what();
-        match self {
-            TargetMismatch::Needs {
-                needs: Interface::Grpc,
-                target,
-                ..
-            } => format!(
-                "{what}, and arm `{arm}`'s target is {target}; give the arm `target = {{ kind = \"grpc\", endpoint = \"http://HOST:PORT\" }}` (or `endpoint = \"local:grpc-ingest\"`: the campaign starts the local ingest server)"
-            ),
-            TargetMismatch::Needs {
-                needs: Interface::Kv,
-                target,
-                ..
-            } => format!(
-                "{what}, and arm `{arm}`'s target is {target}, which serves no kv transactions; give the arm `target = {{ kind = \"embedded\" }}` (or `kind = \"fdb\"`)"
-            ),
-            TargetMismatch::Both { .. } => format!(
-                "{what}, and an arm has one target (its `target` table: kv or grpc), so no arm can run it; split it into a kv workload and a grpc workload"
-            ),
-        }
+        self.explain(Remedies {
+            subject: &format!("arm `{arm}`'s target"),
+            grpc: "give the arm `target = { kind = \"grpc\", endpoint = \"http://HOST:PORT\" }` (or `endpoint = \"local:grpc-ingest\"`: the campaign starts the local ingest server)",
+            kv: "give the arm `target = { kind = \"embedded\" }` (or `kind = \"fdb\"`)",
+            both: "an arm has one target (its `target` table: kv or grpc), so no arm can run it; split it into a kv workload and a grpc workload",
+        })
     }
 
     /// The same for `blocklab run`: the flags to give.
     pub fn on_command_line(&self) -> String {
+        self.explain(Remedies {
+            subject: "this run's target",
+            grpc: "give `blocklab run` the server with `--endpoint http://HOST:PORT` (`blocklab target grpc-ingest --listen 127.0.0.1:50051` serves the ingest workloads)",
+            kv: "leave out `--endpoint` (the kv target is `--target embedded`, the default, or `--target fdb`)",
+            both: "a run has one target (kv with `--target`, or grpc with `--endpoint`), so blocklab cannot run it; split it into a kv workload and a grpc workload",
+        })
+    }
+
+    /// The mismatch in words, with the remedy for its case.
+    fn explain(&self, remedies: Remedies) -> String {
         let what = self.what();
+        let Remedies {
+            subject,
+            grpc,
+            kv,
+            both,
+        } = remedies;
         match self {
             TargetMismatch::Needs {
                 needs: Interface::Grpc,
                 target,
                 ..
-            } => format!(
-                "{what}, and this run's target is {target}; give `blocklab run` the server with `--endpoint http://HOST:PORT` (`blocklab target grpc-ingest --listen 127.0.0.1:50051` serves the ingest workloads)"
-            ),
+            } => format!("{what}, and {subject} is {target}; {grpc}"),
             TargetMismatch::Needs {
                 needs: Interface::Kv,
                 target,
                 ..
-            } => format!(
-                "{what}, and this run's target is {target}, which serves no kv transactions; leave out `--endpoint` (the kv target is `--target embedded`, the default, or `--target fdb`)"
-            ),
-            TargetMismatch::Both { .. } => format!(
-                "{what}, and a run has one target (kv with `--target`, or grpc with `--endpoint`), so blocklab cannot run it; split it into a kv workload and a grpc workload"
-            ),
+            } => {
+                format!("{what}, and {subject} is {target}, which serves no kv transactions; {kv}")
+            }
+            TargetMismatch::Both { .. } => format!("{what}, and {both}"),
         }
     }
 

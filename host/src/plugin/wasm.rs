@@ -660,63 +660,59 @@ impl WasmInstance {
     }
 }
 
+/// `$call` on the instance's `workload` export, bound to `$w`, whichever
+/// version's bindings it has: each version's exports are a type of their
+/// own (0.4.0's named with its version), so the call is written once and
+/// expanded for each.
+macro_rules! on_workload {
+    ($bindings:expr, |$w:ident| $call:expr) => {
+        match $bindings {
+            Bindings::V1(b) => on_workload!(b.blocklab_bench_workload(), $w, $call),
+            Bindings::V2(b) => on_workload!(b.blocklab_bench_workload(), $w, $call),
+            Bindings::V3(b) => on_workload!(b.blocklab_bench_workload(), $w, $call),
+            Bindings::V4(b) => on_workload!(b.blocklab_bench0_4_0_workload(), $w, $call),
+        }
+    };
+    ($exports:expr, $w:ident, $call:expr) => {{
+        let $w = $exports;
+        $call
+    }};
+}
+
 impl Instance for WasmInstance {
     fn list(&mut self) -> anyhow::Result<Vec<WorkloadInfo>> {
         self.begin_call();
-        // The two versions' `info` records are alike but distinct types.
-        macro_rules! infos {
-            ($exports:expr) => {
-                $exports.call_list(&mut self.store).map(|infos| {
-                    infos
-                        .into_iter()
-                        .map(|i| WorkloadInfo {
-                            name: i.name,
-                            description: i.description,
-                            params: i
-                                .params
-                                .into_iter()
-                                .map(|p| ParamSpec {
-                                    name: p.name,
-                                    default: p.default,
-                                    help: p.help,
-                                })
-                                .collect(),
-                            uses: i.uses,
-                        })
-                        .collect()
-                })
-            };
-        }
-        let infos = match &self.bindings {
-            Bindings::V1(b) => infos!(b.blocklab_bench_workload()),
-            Bindings::V2(b) => infos!(b.blocklab_bench_workload()),
-            Bindings::V3(b) => infos!(b.blocklab_bench_workload()),
-            Bindings::V4(b) => infos!(b.blocklab_bench0_4_0_workload()),
-        };
+        // The versions' `info` records are alike but distinct types.
+        let infos = on_workload!(&self.bindings, |w| {
+            w.call_list(&mut self.store).map(|infos| {
+                infos
+                    .into_iter()
+                    .map(|i| WorkloadInfo {
+                        name: i.name,
+                        description: i.description,
+                        params: i
+                            .params
+                            .into_iter()
+                            .map(|p| ParamSpec {
+                                name: p.name,
+                                default: p.default,
+                                help: p.help,
+                            })
+                            .collect(),
+                        uses: i.uses,
+                    })
+                    .collect()
+            })
+        });
         infos.map_err(|e| self.fail("list", e.into()))
     }
 
     fn setup(&mut self, name: &str, params: &[(String, String)]) -> anyhow::Result<()> {
         self.workload = Some(name.to_owned());
         self.begin_call();
-        let result = match &self.bindings {
-            Bindings::V1(b) => {
-                b.blocklab_bench_workload()
-                    .call_setup(&mut self.store, name, params)
-            }
-            Bindings::V2(b) => {
-                b.blocklab_bench_workload()
-                    .call_setup(&mut self.store, name, params)
-            }
-            Bindings::V3(b) => {
-                b.blocklab_bench_workload()
-                    .call_setup(&mut self.store, name, params)
-            }
-            Bindings::V4(b) => {
-                b.blocklab_bench0_4_0_workload()
-                    .call_setup(&mut self.store, name, params)
-            }
-        }
+        let result = on_workload!(&self.bindings, |w| {
+            w.call_setup(&mut self.store, name, params)
+        })
         .map_err(|e| self.fail("setup", e.into()))?;
         result.map_err(|message| {
             anyhow!(
@@ -728,20 +724,7 @@ impl Instance for WasmInstance {
 
     fn run(&mut self, iteration: u64) -> anyhow::Result<u32> {
         self.begin_call();
-        let result = match &self.bindings {
-            Bindings::V1(b) => b
-                .blocklab_bench_workload()
-                .call_run(&mut self.store, iteration),
-            Bindings::V2(b) => b
-                .blocklab_bench_workload()
-                .call_run(&mut self.store, iteration),
-            Bindings::V3(b) => b
-                .blocklab_bench_workload()
-                .call_run(&mut self.store, iteration),
-            Bindings::V4(b) => b
-                .blocklab_bench0_4_0_workload()
-                .call_run(&mut self.store, iteration),
-        };
+        let result = on_workload!(&self.bindings, |w| w.call_run(&mut self.store, iteration));
         match result {
             Ok(Ok(retries)) => Ok(retries),
             Ok(Err(message)) => Err(anyhow!(WorkloadFailed(message))),

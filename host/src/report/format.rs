@@ -4,10 +4,13 @@
 //! [`md_row`]).
 
 use crate::analysis::calibration::Calibration;
-use crate::analysis::model::{EffectRow, Estimate, Verdict};
+use crate::analysis::model::{Answer, EffectRow, Estimate, Note, Report, Verdict};
 use crate::analysis::verdicts::WEAK_BLOCKS;
 pub(super) use crate::analysis::words::{fmt_value, pct, ratio};
 use crate::record::SequentialStop;
+use crate::statistic::Statistic;
+use blocklab_store::CampaignMeta;
+use std::fmt::{self, Write as _};
 
 /// Renders `report` with `write` into a string.
 pub(super) fn render<R>(report: &R, write: fn(&R, &mut String) -> std::fmt::Result) -> String {
@@ -167,6 +170,59 @@ pub(super) fn verdict_line(v: &Verdict) -> String {
         if v.weak { " — weak evidence" } else { "" },
         note_refs(v)
     )
+}
+
+/// One rendering's words for the verdicts section, which [`verdicts`]
+/// lays out alike for every rendering.
+pub(super) struct VerdictWords {
+    /// The line saying the campaign has not finished.
+    pub provisional: fn(&CampaignMeta) -> String,
+    /// The summary's heading, for the statistic its answers are on.
+    pub summary: fn(Statistic) -> String,
+    pub answer: fn(&Answer) -> String,
+    pub notes: &'static str,
+    pub note: fn(&Note) -> String,
+    pub verdicts: &'static str,
+    pub verdict: fn(&Verdict) -> String,
+    pub warning: fn(&str) -> String,
+    /// What ends the summary, the notes and the verdicts.
+    pub after: &'static str,
+}
+
+/// The summary first, its notes, then the verdicts, each with what
+/// qualifies it alone, in `words`; after a note when the campaign is
+/// provisional, and nothing else when it has no verdict.
+pub(super) fn verdicts(report: &Report, words: &VerdictWords, s: &mut String) -> fmt::Result {
+    if report.provisional {
+        writeln!(s, "{}", (words.provisional)(&report.campaign))?;
+    }
+    if report.verdicts.is_empty() {
+        return Ok(());
+    }
+    let summary = &report.summary;
+    if let Some(first) = summary.answers.first() {
+        writeln!(s, "{}", (words.summary)(first.statistic))?;
+        for a in &summary.answers {
+            writeln!(s, "{}", (words.answer)(a))?;
+        }
+        s.push_str(words.after);
+    }
+    if !summary.notes.is_empty() {
+        writeln!(s, "{}", words.notes)?;
+        for n in &summary.notes {
+            writeln!(s, "{}", (words.note)(n))?;
+        }
+        s.push_str(words.after);
+    }
+    writeln!(s, "{}", words.verdicts)?;
+    for v in &report.verdicts {
+        writeln!(s, "{}", (words.verdict)(v))?;
+        for w in &v.warnings {
+            writeln!(s, "{}", (words.warning)(w))?;
+        }
+    }
+    s.push_str(words.after);
+    Ok(())
 }
 
 /// The summary's notes a verdict points to, " [notes 1, 2]", or nothing.

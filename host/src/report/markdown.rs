@@ -5,8 +5,8 @@
 
 use super::calibration;
 use super::format::{
-    calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_header, md_quoted, md_row,
-    noise_floor, note_refs, pct, ratio, stop_sentence,
+    VerdictWords, calibration_sentence, fmt_estimate, fmt_interval, fmt_value, md, md_header,
+    md_quoted, md_row, noise_floor, note_refs, pct, ratio, stop_sentence, verdicts,
 };
 use crate::analysis::model::{EffectRow, Report, Support};
 use crate::machine::netns::NetPlacement;
@@ -32,7 +32,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         report.plan.version,
         md(baseline)
     )?;
-    verdicts(report, s)?;
+    verdicts(report, &VERDICTS, s)?;
     across(report, s)?;
     arms(report, s)?;
     environment(report, s)?;
@@ -66,57 +66,39 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     Ok(())
 }
 
-/// The summary first, its notes, then the verdicts, each with what
-/// qualifies it alone.
-fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
-    if report.provisional {
-        writeln!(
-            s,
+/// The verdicts section in markdown ([`super::format::verdicts`]).
+const VERDICTS: VerdictWords = VerdictWords {
+    provisional: |c| {
+        format!(
             "**Provisional:** the campaign is {} ({} of {} runs); these results may change.\n",
-            report.campaign.status, report.campaign.finished_runs, report.campaign.total_runs
-        )?;
-    }
-    if report.verdicts.is_empty() {
-        return Ok(());
-    }
-    let summary = &report.summary;
-    if let Some(first) = summary.answers.first() {
-        writeln!(s, "## Summary (`{}`)\n", first.statistic)?;
-        for a in &summary.answers {
-            writeln!(s, "- {}", md_quoted(&a.text))?;
-        }
-        writeln!(s)?;
-    }
-    if !summary.notes.is_empty() {
-        writeln!(s, "### Notes\n")?;
-        for n in &summary.notes {
-            writeln!(
-                s,
-                "{}. {} (concerns {})",
-                n.number,
-                md_quoted(&n.text),
-                md(&n.concerns)
-            )?;
-        }
-        writeln!(s)?;
-    }
-    writeln!(s, "## Verdicts\n")?;
-    for v in &report.verdicts {
-        writeln!(
-            s,
+            c.status, c.finished_runs, c.total_runs
+        )
+    },
+    summary: |statistic| format!("## Summary (`{statistic}`)\n"),
+    answer: |a| format!("- {}", md_quoted(&a.text)),
+    notes: "### Notes\n",
+    note: |n| {
+        format!(
+            "{}. {} (concerns {})",
+            n.number,
+            md_quoted(&n.text),
+            md(&n.concerns)
+        )
+    },
+    verdicts: "## Verdicts\n",
+    verdict: |v| {
+        format!(
             "- **{}** (`{}`): {}{}{}",
             md(&v.workload),
             v.statistic,
             md_quoted(&v.text),
             if v.weak { " — *weak evidence*" } else { "" },
             note_refs(v)
-        )?;
-        for w in &v.warnings {
-            writeln!(s, "  - warning: {}", md_quoted(w))?;
-        }
-    }
-    writeln!(s)
-}
+        )
+    },
+    warning: |w| format!("  - warning: {}", md_quoted(w)),
+    after: "\n",
+};
 
 /// Each headline statistic as one table across the workloads: a row per
 /// workload, a column per arm other than the baseline.

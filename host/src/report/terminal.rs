@@ -3,8 +3,8 @@
 //! (`headline`, `column`), so they follow the plan's measure mode.
 
 use super::format::{
-    calibration_sentence, fmt_estimate, fmt_ratio, fmt_value, noise_floor, pct, stop_sentence,
-    verdict_line,
+    VerdictWords, calibration_sentence, fmt_estimate, fmt_ratio, fmt_value, noise_floor, pct,
+    stop_sentence, verdict_line, verdicts,
 };
 use crate::analysis::model::{Report, StatisticRow, Support};
 use crate::analysis::statistics::TableEntry;
@@ -29,7 +29,7 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
         &report.plan.hash[..12]
     )?;
     writeln!(s, "intervals: {}", report.intervals.description)?;
-    verdicts(report, s)?;
+    verdicts(report, &VERDICTS, s)?;
     for stat in report.statistics.iter().filter(|st| st.headline) {
         headline(report, stat, s)?;
     }
@@ -78,41 +78,23 @@ fn write(report: &Report, s: &mut String) -> fmt::Result {
     Ok(())
 }
 
-/// The summary first, its notes, then the verdicts, each with what
-/// qualifies it alone.
-fn verdicts(report: &Report, s: &mut String) -> fmt::Result {
-    if report.provisional {
-        writeln!(
-            s,
+/// The verdicts section on the terminal ([`super::format::verdicts`]).
+const VERDICTS: VerdictWords = VerdictWords {
+    provisional: |c| {
+        format!(
             "\nPROVISIONAL: the campaign is {} ({} of {} runs); these results may change",
-            report.campaign.status, report.campaign.finished_runs, report.campaign.total_runs
-        )?;
-    }
-    if report.verdicts.is_empty() {
-        return Ok(());
-    }
-    let summary = &report.summary;
-    if let Some(first) = summary.answers.first() {
-        writeln!(s, "\nsummary ({})", first.statistic)?;
-        for a in &summary.answers {
-            writeln!(s, "  {}", a.text)?;
-        }
-    }
-    if !summary.notes.is_empty() {
-        writeln!(s, "\nnotes")?;
-        for n in &summary.notes {
-            writeln!(s, "  [{}] {} (concerns {})", n.number, n.text, n.concerns)?;
-        }
-    }
-    writeln!(s, "\nverdicts")?;
-    for v in &report.verdicts {
-        writeln!(s, "  {}", verdict_line(v))?;
-        for w in &v.warnings {
-            writeln!(s, "    ! {w}")?;
-        }
-    }
-    Ok(())
-}
+            c.status, c.finished_runs, c.total_runs
+        )
+    },
+    summary: |statistic| format!("\nsummary ({statistic})"),
+    answer: |a| format!("  {}", a.text),
+    notes: "\nnotes",
+    note: |n| format!("  [{}] {} (concerns {})", n.number, n.text, n.concerns),
+    verdicts: "\nverdicts",
+    verdict: |v| format!("  {}", verdict_line(v)),
+    warning: |w| format!("    ! {w}"),
+    after: "",
+};
 
 /// One headline statistic: each arm's ratio to the baseline per workload.
 fn headline(report: &Report, stat: &TableEntry, s: &mut String) -> fmt::Result {

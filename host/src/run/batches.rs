@@ -435,22 +435,15 @@ mod tests {
             wall_ns: vec![1],
             ..reported(vec![3, 2], vec![300, 210])
         };
-        let err = short.check(5, 510).unwrap_err().to_string();
+        // Refused against a result of 5 transactions in 510 ns.
+        let refusal = |b: ReportedBatches| b.check(5, 510).unwrap_err().to_string();
+        let err = refusal(short);
         assert!(err.contains("`batches.wall_ns` has 1 entries"), "{err}");
-        let err = reported(vec![3, 1], vec![300, 210])
-            .check(5, 510)
-            .unwrap_err()
-            .to_string();
+        let err = refusal(reported(vec![3, 1], vec![300, 210]));
         assert!(err.contains("adds up to 4 transactions"), "{err}");
-        let err = reported(vec![3, 2], vec![300, -1])
-            .check(5, 510)
-            .unwrap_err()
-            .to_string();
+        let err = refusal(reported(vec![3, 2], vec![300, -1]));
         assert!(err.contains("a negative value"), "{err}");
-        let err = reported(vec![3, 2], vec![3000, 2100])
-            .check(5, 510)
-            .unwrap_err()
-            .to_string();
+        let err = refusal(reported(vec![3, 2], vec![3000, 2100]));
         assert!(err.contains("5100 ns"), "{err}");
         let err = reported(vec![], vec![])
             .check(0, 0)

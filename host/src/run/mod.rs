@@ -48,12 +48,15 @@ pub fn execute(
 ) -> anyhow::Result<supervisor::Outcome> {
     // Read and checked once here; both executors take it from here.
     let plan = supervisor::checked_plan(store, id)?;
+    let campaign = supervisor::CampaignExecution {
+        store,
+        id,
+        plan: &plan,
+        options,
+        observe,
+    };
     match plan.spec.executor.kind {
-        crate::plan::spec::ExecutorKind::Local => {
-            supervisor::execute_plan(store, id, &plan, options, observe)
-        }
-        crate::plan::spec::ExecutorKind::Slurm => {
-            slurm::execute(store, id, &plan, options, observe)
-        }
+        crate::plan::spec::ExecutorKind::Local => supervisor::execute_plan(campaign),
+        crate::plan::spec::ExecutorKind::Slurm => slurm::execute(campaign),
     }
 }

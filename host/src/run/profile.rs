@@ -437,15 +437,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn jit_symbols_are_found_by_range_with_or_without_0x() {
+    /// A perf map file holding `lines`, in a directory kept as long as the
+    /// answer.
+    fn map_file(lines: &str) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("perf-1.map");
-        std::fs::write(
-            &path,
-            "0x2000 10 b::g\n1000 100 a::f with spaces\nnot a line\n",
-        )
-        .unwrap();
+        std::fs::write(&path, lines).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn jit_symbols_are_found_by_range_with_or_without_0x() {
+        let (dir, path) = map_file("0x2000 10 b::g\n1000 100 a::f with spaces\nnot a line\n");
         let jit = JitSymbols::read(&path);
         assert_eq!(jit.find(0x1000), Some("a::f with spaces"));
         assert_eq!(jit.find(0x10ff), Some("a::f with spaces"));
@@ -457,13 +460,9 @@ mod tests {
 
     #[test]
     fn stacks_drop_the_signal_handler_and_read_outermost_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("perf-1.map");
-        std::fs::write(
-            &path,
+        let (_dir, path) = map_file(
             "100 10 sampler\n200 10 perf_signal_handler\n300 10 sigreturn\n400 10 inner\n500 10 outer\n",
-        )
-        .unwrap();
+        );
         let mut names = Names::new(JitSymbols::read(&path));
         let stack = names.stack([0x101, 0x201, 0x301, 0x401, 0x501].into_iter());
         assert_eq!(stack, ["outer", "inner"]);

@@ -123,6 +123,18 @@ pub(crate) fn checked_plan(store: &Store, id: CampaignId) -> anyhow::Result<Seal
     Ok(plan)
 }
 
+/// One execution of campaign `id`, what an executor is given to run it
+/// (the local supervisor's [`execute_plan`], Slurm's `slurm::execute`):
+/// its plan as [`checked_plan`] read it, the knobs, and who hears the
+/// events.
+pub(crate) struct CampaignExecution<'a> {
+    pub store: &'a Store,
+    pub id: CampaignId,
+    pub plan: &'a SealedPlan,
+    pub options: &'a Options,
+    pub observe: &'a mut dyn FnMut(&Event),
+}
+
 /// Executes every unfinished slot of campaign `id` in schedule order, each
 /// attempt through a [`LocalExecutor`].
 pub fn execute(
@@ -131,17 +143,19 @@ pub fn execute(
     options: &Options,
     observe: &mut dyn FnMut(&Event),
 ) -> anyhow::Result<Outcome> {
-    execute_plan(store, id, &checked_plan(store, id)?, options, observe)
+    let plan = checked_plan(store, id)?;
+    execute_plan(CampaignExecution {
+        store,
+        id,
+        plan: &plan,
+        options,
+        observe,
+    })
 }
 
-/// [`execute`] with campaign `id`'s plan as [`checked_plan`] read it.
-pub(crate) fn execute_plan(
-    store: &Store,
-    id: CampaignId,
-    plan: &SealedPlan,
-    options: &Options,
-    observe: &mut dyn FnMut(&Event),
-) -> anyhow::Result<Outcome> {
+/// [`execute`] of a campaign whose plan [`checked_plan`] read.
+pub(crate) fn execute_plan(campaign: CampaignExecution<'_>) -> anyhow::Result<Outcome> {
+    let (store, id, plan) = (campaign.store, campaign.id, campaign.plan);
     // Read the machine before pinning: afterwards this process sees only the
     // runner's CPUs.
     // Namespaces and links of killed supervisors go first, whatever this
@@ -163,7 +177,8 @@ pub(crate) fn execute_plan(
         store.set_status(id, CampaignStatus::Finished)?;
         return Ok(Outcome::Finished);
     }
-    let mut local = LocalExecutor::start(plan, id, placement, options.executor_settings())?;
+    let settings = campaign.options.executor_settings();
+    let mut local = LocalExecutor::start(plan, id, placement, settings)?;
     if let Some(network) = local.network() {
         // One entry per execution: a resume builds a new namespace.
         let mut networks: Vec<NetworkRecord> =
@@ -171,7 +186,14 @@ pub(crate) fn execute_plan(
         networks.push(network.clone());
         store.put_blob(id, Blob::Network.key(), &networks)?;
     }
-    walk(store, id, plan, options, &mut local, observe)
+    walk(
+        store,
+        id,
+        plan,
+        campaign.options,
+        &mut local,
+        campaign.observe,
+    )
 }
 
 /// Runs every slot of campaign `id` without a final attempt, in schedule

@@ -5,8 +5,8 @@
 //! these, 300 half-sent requests held 300 descriptors until their clients
 //! gave up, and `/api/health` stopped answering (issue 32, item 4).
 
+use crate::machine::accept::CappedListener;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -36,28 +36,11 @@ impl Default for Limits {
     }
 }
 
-/// Pause after a failed accept (out of descriptors, say): the failure is
-/// the machine's, and retrying at once would spin.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-
 /// Serves `router` on `listener` over HTTP/1.1 within `limits`, until the
 /// task is dropped.
 pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router, limits: Limits) {
-    let open = Arc::new(tokio::sync::Semaphore::new(limits.connections));
-    loop {
-        // The semaphore is never closed, so this always gets a permit.
-        let Ok(permit) = open.clone().acquire_owned().await else {
-            return;
-        };
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                eprintln!("blocklab serve: cannot accept a connection: {e}");
-                tokio::time::sleep(ACCEPT_BACKOFF).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+    let listener = CappedListener::new(listener, limits.connections, "blocklab serve");
+    while let Some((stream, permit)) = listener.accept().await {
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
         tokio::spawn(async move {
             let _permit = permit;

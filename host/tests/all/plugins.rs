@@ -7,7 +7,7 @@ use blocklab::plugin::Instance;
 use blocklab::plugin::env::Env;
 use blocklab::plugin::wasm::{Limits, Runtime};
 use blocklab::target::TargetSpec;
-use blocklab::target::kv::RangeOptions;
+use blocklab::target::kv::{KeyRange, RangeOptions};
 use std::path::{Path, PathBuf};
 
 fn run_json(args: &[&std::ffi::OsStr]) -> serde_json::Value {
@@ -78,8 +78,10 @@ fn the_subspace_adapter_puts_every_key_under_its_tuple_prefix() {
     let mut tr = db.begin();
     let rows = tr
         .get_range(
-            b"",
-            b"\xff",
+            KeyRange {
+                begin: b"",
+                end: b"\xff",
+            },
             RangeOptions {
                 limit: 0,
                 reverse: false,
@@ -493,8 +495,10 @@ fn the_plugin_and_its_builtin_twin_write_the_same_keys_for_a_seed() {
         let mut tr = db.begin();
         let rows = tr
             .get_range(
-                b"",
-                b"\xff",
+                KeyRange {
+                    begin: b"",
+                    end: b"\xff",
+                },
                 RangeOptions {
                     limit: 0,
                     reverse: false,

@@ -229,11 +229,7 @@ pub fn build(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
 fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
     let (toolchain, script, wit) = script_toolchain(toolchain, Lang::JavaScript)?;
     let node = std::env::var_os("BLOCKLAB_NODE").unwrap_or_else(|| "node".into());
-    let found = Command::new(&node)
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .status();
-    if !found.is_ok_and(|s| s.success()) {
+    if !succeeds(&node, &["--version"]) {
         bail!(
             "cannot run `{}` (JavaScript plugins are built with Node.js); install Node.js 18 or newer and npm (`apt-get install nodejs npm`), then run `make deps-js` in the blocklab tree",
             node.to_string_lossy()
@@ -261,11 +257,7 @@ fn build_js(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
 fn build_py(dir: &Path, toolchain: Option<&Path>) -> anyhow::Result<PathBuf> {
     let (_, script, wit) = script_toolchain(toolchain, Lang::Python)?;
     let python = std::env::var_os("BLOCKLAB_PYTHON").unwrap_or_else(|| "python3".into());
-    let found = Command::new(&python)
-        .args(["-c", "import componentize_py"])
-        .stderr(std::process::Stdio::null())
-        .status();
-    if !found.is_ok_and(|s| s.success()) {
+    if !succeeds(&python, &["-c", "import componentize_py"]) {
         bail!(
             "componentize-py is not installed for `{}`; run `make deps-python` in the blocklab tree (pip install of the pinned componentize-py)",
             python.to_string_lossy()
@@ -306,6 +298,17 @@ fn script_toolchain(
         );
     }
     Ok((toolchain, script_path, wit))
+}
+
+/// Whether `program args` runs and exits 0, its output discarded: the
+/// check that a build's interpreter (and what it needs) is there.
+fn succeeds(program: &std::ffi::OsStr, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Runs `program SCRIPT INPUT WIT OUT` (both build scripts' arguments) and

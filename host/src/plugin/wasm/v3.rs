@@ -9,8 +9,8 @@
 use super::bindings_v3::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
 use super::{FutureHandle, HostState, KvError, StreamHandle, TransactionHandle, WatchHandle};
 use crate::target::kv::{
-    ConflictKind, KeySelector, KeyValue, MutationType, OpKind, Priority, RangeLimits, RangeOptions,
-    StreamingMode, Transaction, TransactionOption,
+    ConflictKind, KeyRange, KeySelector, KeyValue, MutationType, OpKind, Priority, RangeLimits,
+    RangeOptions, SelectorRange, StreamingMode, Transaction, TransactionOption,
 };
 use wasmtime::component::Resource;
 
@@ -224,11 +224,14 @@ impl wit_kv::HostTransaction for HostState {
         end: wit_kv::KeySelector,
         options: wit_kv::RangeOptions,
     ) -> anyhow::Result<Future> {
-        let answer = self.transaction(&tr)?.get_range_selected(
-            &selector(begin),
-            &selector(end),
-            range_limits(options),
-        );
+        let (begin, end) = (selector(begin), selector(end));
+        let range = SelectorRange {
+            begin: &begin,
+            end: &end,
+        };
+        let answer = self
+            .transaction(&tr)?
+            .get_range_selected(range, range_limits(options));
         let answer = answer.map(|r| {
             wit_kv::Answer::Range(wit_kv::RangeResult {
                 rows: pack_rows(&r.rows),
@@ -465,7 +468,9 @@ impl HostState {
         options: RangeOptions,
     ) -> anyhow::Result<Result<Vec<crate::target::kv::KeyValue>, KvError>> {
         self.wait_round_trip(tr, OpKind::Read)?;
-        Ok(self.transaction(tr)?.get_range(begin, end, options))
+        Ok(self
+            .transaction(tr)?
+            .get_range(KeyRange { begin, end }, options))
     }
 }
 

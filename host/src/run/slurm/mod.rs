@@ -24,7 +24,7 @@ pub mod commands;
 pub mod node;
 pub mod spool;
 
-use super::supervisor::{Event, Options, Outcome};
+use super::supervisor::{CampaignExecution, Event, Options, Outcome};
 use super::unix_ms;
 use crate::plan::seal::SealedPlan;
 use crate::plan::spec::ExecutorSpec;
@@ -46,13 +46,8 @@ const POLL: Duration = Duration::from_millis(200);
 /// Executes campaign `id` on Slurm: see the module docs. `--resume` is the
 /// same call: finished blocks are skipped, running jobs followed, the rest
 /// submitted.
-pub fn execute(
-    store: &Store,
-    id: CampaignId,
-    plan: &SealedPlan,
-    options: &Options,
-    observe: &mut dyn FnMut(&Event),
-) -> anyhow::Result<Outcome> {
+pub(crate) fn execute(campaign: CampaignExecution<'_>) -> anyhow::Result<Outcome> {
+    let (store, id, plan) = (campaign.store, campaign.id, campaign.plan);
     if plan.spec.sequential.is_some() {
         bail!(
             "campaign {id} has a `[sequential]` rule, which decides after each block in order; the Slurm executor runs blocks in parallel: remove `[sequential]` or run it with `executor.kind = \"local\"`"
@@ -61,7 +56,7 @@ pub fn execute(
     let executor = &plan.spec.executor;
     let spool_dir = PathBuf::from(executor.spool.as_deref().unwrap_or_default());
     let spool = Spool::new(&spool_dir, id);
-    let exe = match &options.worker_exe {
+    let exe = match &campaign.options.worker_exe {
         Some(p) => p.clone(),
         None => std::env::current_exe().context("cannot locate the blocklab binary")?,
     };
@@ -86,10 +81,10 @@ pub fn execute(
         spool: &spool,
         spool_dir: &spool_dir,
         exe: &exe,
-        options,
+        options: campaign.options,
         total,
     };
-    let outcome = coordinator.run(&mut state, observe);
+    let outcome = coordinator.run(&mut state, campaign.observe);
     // Whatever happened, what the coordinator learnt is kept for a resume.
     store.put_blob(id, Blob::Slurm.key(), &state)?;
     outcome

@@ -12,6 +12,7 @@
 use super::proto::echo_server::{Echo, EchoServer};
 use super::proto::ingest_server::{Ingest, IngestServer};
 use super::proto::{Ack, Batch, EchoRequest, EchoResponse};
+use crate::machine::accept::CappedListener;
 use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -474,24 +475,9 @@ fn with_preface(
     connections: usize,
 ) -> ReceiverStream<std::io::Result<Counted>> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
-    let open = Arc::new(tokio::sync::Semaphore::new(connections));
+    let listener = CappedListener::new(listener, connections, "grpc-ingest");
     tokio::spawn(async move {
-        loop {
-            // The semaphore is never closed, so this always gets a permit.
-            let Ok(permit) = open.clone().acquire_owned().await else {
-                return;
-            };
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of descriptors, say: the machine's failure; retrying
-                    // at once would spin.
-                    eprintln!("grpc-ingest: cannot accept a connection: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
+        while let Some((stream, permit)) = listener.accept().await {
             let tx = tx.clone();
             tokio::spawn(async move {
                 if tokio::time::timeout(idle, preface(&stream)).await == Ok(true) {

@@ -16,7 +16,7 @@ use blocklab_kv_contract::conformance as contract;
 pub use blocklab_kv_contract::conformance::Verdict;
 use blocklab_kv_contract::options as contract_options;
 
-use super::{Database, KvError, RangeOptions, Transaction, transact};
+use super::{Database, KeyRange, KvError, RangeOptions, SelectorRange, Transaction, transact};
 
 /// What the suite runs against.
 pub trait Harness {
@@ -153,7 +153,7 @@ impl<'t, T: BorrowMut<dyn Transaction + 't>> contract::Transaction for NativeTx<
         let rows = self
             .tr
             .borrow_mut()
-            .get_range(begin, end, options)
+            .get_range(KeyRange { begin, end }, options)
             .map_err(to_contract)?;
         Ok(rows.into_iter().map(|kv| (kv.key, kv.value)).collect())
     }
@@ -205,7 +205,7 @@ impl<'t, T: BorrowMut<dyn Transaction + 't>> contract::Transaction for NativeTx<
         let r = self
             .tr
             .borrow_mut()
-            .get_range_selected(begin, end, limits)
+            .get_range_selected(SelectorRange { begin, end }, limits)
             .map_err(to_contract)?;
         Ok((rows(r.rows), r.more))
     }

@@ -20,8 +20,9 @@ use futures::executor::block_on;
 use super::fdb_more;
 use super::fdb_status::{StatusError, parse_status};
 use super::{
-    ConflictKind, Database, KeySelector, KeyValue, KvError, MutationType, RangeLimits,
-    RangeOptions, RangeResult, Transaction, TransactionOption as KvOption, Versionstamp,
+    ConflictKind, Database, KeyRange, KeySelector, KeyValue, KvError, MutationType, RangeLimits,
+    RangeOptions, RangeResult, SelectorRange, Transaction, TransactionOption as KvOption,
+    Versionstamp,
 };
 
 pub use super::fdb_settings::{DEFAULT_CLUSTER_FILE, FdbSettings};
@@ -302,12 +303,11 @@ impl Transaction for FdbTransaction {
 
     fn get_range(
         &mut self,
-        begin: &[u8],
-        end: &[u8],
+        keys: KeyRange<'_>,
         options: RangeOptions,
     ) -> Result<Vec<KeyValue>, KvError> {
         let tr = self.live()?;
-        let mut range = RangeOption::from((begin, end));
+        let mut range = RangeOption::from((keys.begin, keys.end));
         range.limit = (options.limit > 0).then_some(options.limit as usize);
         range.reverse = options.reverse;
         // The caller takes the whole result at once, so ask for it at once:
@@ -454,11 +454,10 @@ impl Transaction for FdbTransaction {
 
     fn get_range_selected(
         &mut self,
-        begin: &KeySelector,
-        end: &KeySelector,
+        range: SelectorRange<'_>,
         limits: RangeLimits,
     ) -> Result<RangeResult, KvError> {
-        fdb_more::get_range(self.live()?, begin, end, limits)
+        fdb_more::get_range(self.live()?, range, limits)
     }
 
     fn atomic_op(&mut self, op: MutationType, key: &[u8], operand: &[u8]) {

@@ -17,7 +17,7 @@ use super::fdb::kv_error;
 
 use super::{
     ConflictKind, KeySelector, KeyValue, KvError, MutationType, Priority, RangeLimits, RangeResult,
-    StreamingMode, TransactionOption, Versionstamp,
+    SelectorRange, StreamingMode, TransactionOption, Versionstamp,
 };
 
 pub(super) fn selector(s: &KeySelector) -> FdbSelector<'static> {
@@ -101,13 +101,12 @@ pub(super) fn get_key(
 
 pub(super) fn get_range(
     tr: &foundationdb::Transaction,
-    begin: &KeySelector,
-    end: &KeySelector,
+    range: SelectorRange<'_>,
     limits: RangeLimits,
 ) -> Result<RangeResult, KvError> {
     let range = RangeOption {
-        begin: selector(begin),
-        end: selector(end),
+        begin: selector(range.begin),
+        end: selector(range.end),
         limit: (limits.limit > 0).then_some(limits.limit as usize),
         target_bytes: limits.target_bytes as usize,
         mode: mode(limits.mode),

@@ -118,7 +118,22 @@ pub struct KeyValue {
     pub value: Vec<u8>,
 }
 
-/// A range read's bounds and options: keys in [begin, end).
+/// A range read's keys: [begin, end).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyRange<'a> {
+    pub begin: &'a [u8],
+    pub end: &'a [u8],
+}
+
+/// A range read's bounds as key selectors: from `begin`, resolved and
+/// inclusive, to `end`, resolved and exclusive.
+#[derive(Debug, Clone, Copy)]
+pub struct SelectorRange<'a> {
+    pub begin: &'a KeySelector,
+    pub end: &'a KeySelector,
+}
+
+/// A range read's options.
 #[derive(Debug, Clone, Copy)]
 pub struct RangeOptions {
     /// Most rows to return; 0 means no limit.
@@ -200,8 +215,7 @@ pub trait Transaction: Send {
     fn get(&mut self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, KvError>;
     fn get_range(
         &mut self,
-        begin: &[u8],
-        end: &[u8],
+        range: KeyRange<'_>,
         options: RangeOptions,
     ) -> Result<Vec<KeyValue>, KvError>;
     fn set(&mut self, key: &[u8], value: &[u8]);
@@ -219,12 +233,10 @@ pub trait Transaction: Send {
 
     /// Resolves `selector` against this transaction's view.
     fn get_key(&mut self, selector: &KeySelector, snapshot: bool) -> Result<Vec<u8>, KvError>;
-    /// Reads from `begin` (resolved, inclusive) to `end` (exclusive) within
-    /// `limits`.
+    /// Reads `range` within `limits`.
     fn get_range_selected(
         &mut self,
-        begin: &KeySelector,
-        end: &KeySelector,
+        range: SelectorRange<'_>,
         limits: RangeLimits,
     ) -> Result<RangeResult, KvError>;
     /// Buffers an atomic operation; errors are deferred like `set`'s.

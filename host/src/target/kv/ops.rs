@@ -19,8 +19,9 @@
 //! one `Instant` pair and a histogram record, no allocation.
 
 use super::{
-    ConflictKind, Database, KeySelector, KeyValue, KvError, MutationType, OpKind, RangeLimits,
-    RangeOptions, RangeResult, SimulatedLatency, Transaction, TransactionOption, Versionstamp,
+    ConflictKind, Database, KeyRange, KeySelector, KeyValue, KvError, MutationType, OpKind,
+    RangeLimits, RangeOptions, RangeResult, SelectorRange, SimulatedLatency, Transaction,
+    TransactionOption, Versionstamp,
 };
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -305,11 +306,10 @@ impl Transaction for TimedTransaction {
     }
     fn get_range(
         &mut self,
-        begin: &[u8],
-        end: &[u8],
+        range: KeyRange<'_>,
         options: RangeOptions,
     ) -> Result<Vec<KeyValue>, KvError> {
-        timed(KvOp::GetRange, || self.0.get_range(begin, end, options))
+        timed(KvOp::GetRange, || self.0.get_range(range, options))
     }
     fn set(&mut self, key: &[u8], value: &[u8]) {
         self.0.set(key, value)
@@ -334,13 +334,10 @@ impl Transaction for TimedTransaction {
     }
     fn get_range_selected(
         &mut self,
-        begin: &KeySelector,
-        end: &KeySelector,
+        range: SelectorRange<'_>,
         limits: RangeLimits,
     ) -> Result<RangeResult, KvError> {
-        timed(KvOp::GetRange, || {
-            self.0.get_range_selected(begin, end, limits)
-        })
+        timed(KvOp::GetRange, || self.0.get_range_selected(range, limits))
     }
     fn atomic_op(&mut self, op: MutationType, key: &[u8], operand: &[u8]) {
         self.0.atomic_op(op, key, operand)

@@ -12,7 +12,7 @@ use super::tx::{
     Tx, accessed_unreadable, as_ops, at_version, check_bound, clamp_bound, key_after, merge_range,
 };
 use super::{Cleared, KeyValue, KvError, Pending, Writes};
-use crate::target::kv::{KeySelector, RangeLimits, RangeResult};
+use crate::target::kv::{KeySelector, RangeLimits, RangeResult, SelectorRange};
 
 /// The end of the user keyspace: selectors past the last key resolve here.
 const MAX_KEY: &[u8] = b"\xff";
@@ -160,10 +160,10 @@ impl Tx {
     /// exclusive, within the limits; `more` when rows remain past a limit.
     pub(super) fn select_range(
         &mut self,
-        begin: &KeySelector,
-        end: &KeySelector,
+        range: SelectorRange<'_>,
         limits: RangeLimits,
     ) -> Result<RangeResult, KvError> {
+        let SelectorRange { begin, end } = range;
         self.usable()?;
         check_bound(&begin.key)?;
         check_bound(&end.key)?;

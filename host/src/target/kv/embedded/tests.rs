@@ -4,7 +4,7 @@
 use super::*;
 use crate::target::TargetSpec;
 use crate::target::kv::conformance::{self, Harness};
-use crate::target::kv::{TransactionOption, transact};
+use crate::target::kv::{KeyRange, TransactionOption, transact};
 
 /// A plain embedded target serializes as before the stall knob existed
 /// (sealed plans' hashes stay the same); the knob parses and is checked.
@@ -128,6 +128,11 @@ fn opts(limit: u32, reverse: bool) -> RangeOptions {
     }
 }
 
+/// The keys in [begin, end).
+fn keys_in<'a>(begin: &'a [u8], end: &'a [u8]) -> KeyRange<'a> {
+    KeyRange { begin, end }
+}
+
 fn keys(rows: &[KeyValue]) -> Vec<&[u8]> {
     rows.iter().map(|kv| kv.key.as_slice()).collect()
 }
@@ -200,24 +205,24 @@ fn range_merge_handles_pending_writes_at_every_edge() {
     tr.set(b"h", b"p");
     tr.clear_range(b"c", b"e");
     tr.set(b"c5", b"p");
-    let all = tr.get_range(b"a", b"h", ALL).unwrap();
+    let all = tr.get_range(keys_in(b"a", b"h"), ALL).unwrap();
     assert_eq!(keys(&all), [&b"a"[..], b"b", b"c5", b"e", b"f", b"g"]);
-    let rev = tr.get_range(b"a", b"h", opts(0, true)).unwrap();
+    let rev = tr.get_range(keys_in(b"a", b"h"), opts(0, true)).unwrap();
     assert_eq!(keys(&rev), [&b"g"[..], b"f", b"e", b"c5", b"b", b"a"]);
-    let rev3 = tr.get_range(b"a", b"h", opts(3, true)).unwrap();
+    let rev3 = tr.get_range(keys_in(b"a", b"h"), opts(3, true)).unwrap();
     assert_eq!(keys(&rev3), [&b"g"[..], b"f", b"e"]);
-    let fwd2 = tr.get_range(b"b", b"h", opts(2, false)).unwrap();
+    let fwd2 = tr.get_range(keys_in(b"b", b"h"), opts(2, false)).unwrap();
     assert_eq!(keys(&fwd2), [&b"b"[..], b"c5"]);
     // Begin inside the cleared range.
-    let mid = tr.get_range(b"d", b"f", ALL).unwrap();
+    let mid = tr.get_range(keys_in(b"d", b"f"), ALL).unwrap();
     assert_eq!(keys(&mid), [&b"e"[..]]);
     // Clearing a pending set removes it; clearing a stored key hides it.
     tr.clear(b"e");
     tr.clear(b"f");
-    let after = tr.get_range(b"d", b"z", ALL).unwrap();
+    let after = tr.get_range(keys_in(b"d", b"z"), ALL).unwrap();
     assert_eq!(keys(&after), [&b"g"[..], b"h"]);
-    assert!(tr.get_range(b"b", b"b", ALL).unwrap().is_empty());
-    assert!(tr.get_range(b"c", b"b", ALL).unwrap().is_empty());
+    assert!(tr.get_range(keys_in(b"b", b"b"), ALL).unwrap().is_empty());
+    assert!(tr.get_range(keys_in(b"c", b"b"), ALL).unwrap().is_empty());
 }
 
 #[test]
@@ -251,7 +256,7 @@ fn range_read_conflicts_exclude_own_writes() {
     let mut tx = Tx::new(db.shared.clone());
     tx.set(b"c", b"v");
     tx.clear_range(b"e", b"g");
-    tx.get_range(b"a", b"z", ALL).unwrap();
+    tx.get_range(keys_in(b"a", b"z"), ALL).unwrap();
     let ranges: Vec<(&[u8], &[u8])> = tx
         .read_conflicts
         .iter()
@@ -275,7 +280,7 @@ fn range_read_conflicts_exclude_own_writes() {
     assert!(tx.commit().is_ok());
     let mut tx = db.begin();
     tx.set(b"c", b"v");
-    tx.get_range(b"a", b"z", ALL).unwrap();
+    tx.get_range(keys_in(b"a", b"z"), ALL).unwrap();
     transact(&db, |t| {
         t.set(b"b", b"other");
         Ok(())

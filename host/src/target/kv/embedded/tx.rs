@@ -12,7 +12,8 @@ use super::{KeyValue, KvError, RangeOptions, Transaction, limits};
 
 use super::*;
 use crate::target::kv::{
-    ConflictKind, KeySelector, MutationType, RangeLimits, RangeResult, TransactionOption,
+    ConflictKind, KeyRange, KeySelector, MutationType, RangeLimits, RangeResult, SelectorRange,
+    TransactionOption,
 };
 
 pub(super) struct Tx {
@@ -521,10 +522,10 @@ impl Transaction for Tx {
 
     fn get_range(
         &mut self,
-        begin: &[u8],
-        end: &[u8],
+        range: KeyRange<'_>,
         options: RangeOptions,
     ) -> Result<Vec<KeyValue>, KvError> {
+        let KeyRange { begin, end } = range;
         self.usable()?;
         check_bound(begin)?;
         check_bound(end)?;
@@ -668,11 +669,10 @@ impl Transaction for Tx {
 
     fn get_range_selected(
         &mut self,
-        begin: &KeySelector,
-        end: &KeySelector,
+        range: SelectorRange<'_>,
         limits: RangeLimits,
     ) -> Result<RangeResult, KvError> {
-        self.select_range(begin, end, limits)
+        self.select_range(range, limits)
     }
 
     fn atomic_op(&mut self, op: MutationType, key: &[u8], operand: &[u8]) {
