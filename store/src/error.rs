@@ -117,6 +117,18 @@ pub enum StoreError {
         source: serde_json::Error,
     },
 
+    /// A caller's value encodes to JSON that does not decode as its own
+    /// type again (a float that is not a number becomes `null`): storing it
+    /// would make every later read of the record fail.
+    #[error(
+        "{what} was not stored because it would not read back ({source}); this is a bug in blocklab (a figure that is not a number?)"
+    )]
+    WouldNotReadBack {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+
     /// The attempt is already stored; attempts are never overwritten.
     #[error(
         "run slot {slot} attempt {attempt} of campaign `{campaign}` is already stored (record a rerun with `next_attempt` instead of overwriting)"

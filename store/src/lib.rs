@@ -255,7 +255,7 @@ impl Store {
     /// Stores a new campaign with its sealed plan, status `Queued`, no runs.
     /// The id is the next number of a persistent counter, so ids are dense
     /// and never reused.
-    pub fn create_campaign<P: Serialize>(
+    pub fn create_campaign<P: Serialize + DeserializeOwned>(
         &self,
         name: &str,
         plan_hash: &str,
@@ -267,7 +267,7 @@ impl Store {
 
     /// [`Store::create_campaign`] with tags and a testbed stored in the
     /// campaign's metadata.
-    pub fn create_campaign_labelled<P: Serialize>(
+    pub fn create_campaign_labelled<P: Serialize + DeserializeOwned>(
         &self,
         name: &str,
         plan_hash: &str,
@@ -276,7 +276,7 @@ impl Store {
         labels: &Labels,
     ) -> Result<CampaignMeta, StoreError> {
         self.writable()?;
-        let plan = encode("the sealed plan", sealed_plan)?;
+        let plan = encode_readable("the sealed plan", sealed_plan)?;
         let created_unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
@@ -379,7 +379,7 @@ impl Store {
     /// transaction; `finished_runs` grows only for a slot's first final
     /// attempt. Durable when it returns. An attempt is never overwritten
     /// ([`StoreError::DuplicateRun`]).
-    pub fn put_run<R: Serialize>(
+    pub fn put_run<R: Serialize + DeserializeOwned>(
         &self,
         key: RunKey,
         run: &R,
@@ -387,7 +387,7 @@ impl Store {
         is_final: bool,
     ) -> Result<(), StoreError> {
         self.writable()?;
-        let payload = encode(&format!("run ({key})"), run)?;
+        let payload = encode_readable(&format!("run ({key})"), run)?;
         let run_key = keys::run(key);
         let slot_key = keys::slot(key.campaign, key.slot);
         let result = (&self.campaigns, &self.runs, &self.finals, &self.histograms).transaction(
@@ -524,14 +524,14 @@ impl Store {
 
     /// Stores (or replaces) a named per-campaign value such as
     /// `"environment"` or `"report"`. Durable when it returns.
-    pub fn put_blob<T: Serialize>(
+    pub fn put_blob<T: Serialize + DeserializeOwned>(
         &self,
         id: CampaignId,
         name: &str,
         value: &T,
     ) -> Result<(), StoreError> {
         self.writable()?;
-        let bytes = encode(&format!("blob `{name}` of campaign `{id}`"), value)?;
+        let bytes = encode_readable(&format!("blob `{name}` of campaign `{id}`"), value)?;
         self.ensure_campaign(id)?;
         self.blobs.insert(keys::blob(id, name), bytes)?;
         self.flush()
@@ -554,13 +554,13 @@ impl Store {
     /// `created_unix_ms`; a later one of the same machine supersedes it for
     /// [`Store::latest_calibration`], and both are kept. Durable when it
     /// returns.
-    pub fn put_calibration<T: Serialize>(
+    pub fn put_calibration<T: Serialize + DeserializeOwned>(
         &self,
         machine: &str,
         created_unix_ms: u64,
         value: &T,
     ) -> Result<(), StoreError> {
-        let bytes = encode(&format!("calibration of `{machine}`"), value)?;
+        let bytes = encode_readable(&format!("calibration of `{machine}`"), value)?;
         self.calibrations
             .insert(keys::calibration(machine, created_unix_ms), bytes)?;
         self.flush()
@@ -829,6 +829,23 @@ fn encode<T: Serialize + ?Sized>(what: &str, value: &T) -> Result<Vec<u8>, Store
         what: what.to_owned(),
         source,
     })
+}
+
+/// [`encode`], for a value a later read decodes as `T` again: refused
+/// unless it does, so a value that would not read back (JSON has no NaN
+/// or infinity: serde_json writes them as `null`) is never stored.
+fn encode_readable<T: Serialize + DeserializeOwned>(
+    what: &str,
+    value: &T,
+) -> Result<Vec<u8>, StoreError> {
+    let bytes = encode(what, value)?;
+    match serde_json::from_slice::<T>(&bytes) {
+        Ok(_) => Ok(bytes),
+        Err(source) => Err(StoreError::WouldNotReadBack {
+            what: what.to_owned(),
+            source,
+        }),
+    }
 }
 
 fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, StoreError> {

@@ -466,7 +466,11 @@ fn blobs_round_trip_per_campaign() {
     let b = new_campaign(&store, 1);
     assert_eq!(store.blob::<String>(a, "report").unwrap(), None);
     store
-        .put_blob(a, "environment", &BTreeMap::from([("kernel", "6.1")]))
+        .put_blob(
+            a,
+            "environment",
+            &BTreeMap::from([("kernel".to_owned(), "6.1".to_owned())]),
+        )
         .unwrap();
     store.put_blob(a, "report", &"v1".to_string()).unwrap();
     store.put_blob(a, "report", &"v2".to_string()).unwrap();
@@ -831,5 +835,44 @@ fn one_undecodable_campaign_does_not_hide_the_others() {
         err.to_string()
             .starts_with("campaign `2` in the store cannot be decoded"),
         "{err}"
+    );
+}
+
+/// A figure that is not a number: JSON has none, so serde_json writes
+/// `null`, which does not read back as a number. A calibration stored so
+/// made every later report of the store fail (2026-12-04).
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
+struct Figure {
+    level: f64,
+}
+
+#[test]
+fn a_value_that_would_not_read_back_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let id = new_campaign(&store, 1);
+    let nan = Figure { level: f64::NAN };
+    let refused = |e: StoreError| {
+        let text = e.to_string();
+        assert!(matches!(e, StoreError::WouldNotReadBack { .. }), "{e:?}");
+        assert!(
+            text.contains("was not stored because it would not read back"),
+            "{text}"
+        );
+    };
+    refused(store.put_blob(id, "figure", &nan).unwrap_err());
+    refused(store.put_calibration("vm", 1, &nan).unwrap_err());
+    refused(store.put_run(key(id, 0, 0), &nan, None, true).unwrap_err());
+    assert_eq!(store.blob::<Figure>(id, "figure").unwrap(), None);
+    assert_eq!(store.latest_calibration::<Figure>("vm").unwrap(), None);
+    assert!(store.runs::<Figure>(id).unwrap().is_empty());
+    assert_eq!(store.campaign(id).unwrap().finished_runs, 0);
+    // A number stores as before.
+    store
+        .put_blob(id, "figure", &Figure { level: 0.5 })
+        .unwrap();
+    assert_eq!(
+        store.blob::<Figure>(id, "figure").unwrap(),
+        Some(Figure { level: 0.5 })
     );
 }

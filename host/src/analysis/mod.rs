@@ -146,8 +146,15 @@ fn latest_calibration(
     store: &Store,
     env: Option<&Environment>,
 ) -> anyhow::Result<Option<Calibration>> {
+    // The calibration is context beside the campaign's own figures: one
+    // that no longer reads (stored by a build that wrote a NaN as `null`)
+    // must not make the campaign's report unreadable too. A newer
+    // `blocklab calibrate` replaces it.
     match env {
-        Some(e) => Ok(store.latest_calibration(&e.hostname)?),
+        Some(e) => match store.latest_calibration(&e.hostname) {
+            Err(blocklab_store::StoreError::Corrupt { .. }) => Ok(None),
+            other => Ok(other?),
+        },
         None => Ok(None),
     }
 }

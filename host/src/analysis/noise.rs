@@ -32,6 +32,10 @@ fn net_means(b: &Batches) -> Vec<f64> {
         .collect()
 }
 
+/// A value whose logarithm is a number: a run whose statistic is zero (a
+/// 2 ms window's CPU can read 0, a net mean can be all run-queue wait) has
+/// no place on the log scale and is left out with its block, as the
+/// effects leave it out, rather than making every level infinite.
 fn positive(x: f64) -> Option<f64> {
     (x > 0.0 && x.is_finite()).then_some(x)
 }
@@ -50,12 +54,22 @@ const DECOMPOSED: &[Decomposed] = &[
     },
     Decomposed {
         statistic: Statistic::BatchMedianLatency,
-        of: |r| r.batches.as_ref().and_then(Batches::median_of_means_us),
+        of: |r| {
+            r.batches
+                .as_ref()
+                .and_then(Batches::median_of_means_us)
+                .and_then(positive)
+        },
         within: |b| levels::within_of_median(&batch_means(b)),
     },
     Decomposed {
         statistic: Statistic::NetMeanLatency,
-        of: |r| r.batches.as_ref().and_then(Batches::net_mean_us),
+        of: |r| {
+            r.batches
+                .as_ref()
+                .and_then(Batches::net_mean_us)
+                .and_then(positive)
+        },
         within: |b| levels::within_of_mean(&net_means(b)),
     },
     Decomposed {
@@ -203,4 +217,76 @@ fn decompose(
             0.0
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::seal::Slot;
+
+    /// Two batches of 10 transactions of `us` µs each, of which the worker
+    /// waited `waited_us` per transaction behind another task (schedstat's
+    /// wait can cover the whole batch: its clock is not the batch's).
+    fn batches(us: u64, waited_us: u64) -> Batches {
+        Batches {
+            count: vec![10, 10],
+            latency_ns: vec![10_000 * us, 10_000 * us],
+            wall_ns: vec![10_000 * us, 10_000 * us],
+            on_cpu_ns: vec![10_000 * us; 2],
+            runqueue_ns: vec![10_000 * waited_us; 2],
+            switches: vec![1, 1],
+            ..Default::default()
+        }
+    }
+
+    /// A run whose statistic reads 0 (a net mean that was all run-queue
+    /// wait, as a 2 ms duet window can be) has no logarithm: its block is
+    /// left out, and the levels stay numbers. Before, they came out NaN,
+    /// which the store wrote as `null`, and every later report of the store
+    /// failed to read the calibration.
+    #[test]
+    fn a_run_whose_statistic_is_zero_leaves_its_block_out_of_the_levels() {
+        let runs = [
+            [(10, 0), (11, 1)],
+            [(12, 12), (10, 0)],
+            [(9, 0), (10, 1)],
+            [(11, 2), (13, 0)],
+        ];
+        let records: Vec<RunRecord> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(block, pair)| {
+                pair.iter()
+                    .enumerate()
+                    .map(move |(position, &(us, waited))| {
+                        let slot = Slot {
+                            slot: (2 * block + position) as u32,
+                            workload: "w".into(),
+                            block: block as u32,
+                            position: position as u32,
+                            arm: ["a", "b"][position].into(),
+                        };
+                        let result = RunResult {
+                            measured: 20,
+                            batches: Some(batches(us, waited)),
+                            ..Default::default()
+                        };
+                        RunRecord::finished(&slot, result)
+                    })
+            })
+            .collect();
+        let finals: BTreeMap<u32, &RunRecord> = records.iter().map(|r| (r.slot.slot, r)).collect();
+        let rows = noise(&finals, &["a".into(), "b".into()]);
+        let row = rows
+            .iter()
+            .find(|r| r.statistic == Statistic::NetMeanLatency.name())
+            .expect("a net_mean_latency row");
+        assert_eq!(row.levels.blocks, 3, "{row:?}");
+        let json = serde_json::to_string(row).unwrap();
+        assert_eq!(
+            &serde_json::from_str::<NoiseRow>(&json).unwrap(),
+            row,
+            "{json}"
+        );
+    }
 }

@@ -60,6 +60,10 @@ pub fn decompose(y: &[Vec<f64>], within: Option<&[Vec<f64>]>) -> Option<Levels> 
         }
     }
     let residual = ss_res / ((k - 1) * (b - 1)) as f64;
+    // A value that is not a number (the log of a zero) has no variance.
+    if !residual.is_finite() {
+        return None;
+    }
     let ms_blocks =
         k as f64 * block_mean.iter().map(|m| (m - grand).powi(2)).sum::<f64>() / (b - 1) as f64;
     let within_run = within.and_then(|w| {
