@@ -76,7 +76,8 @@ func (s *stream) advance(sch *schedule) {
 // awaitStart waits at a duet's start barrier (docs/process-arms.md,
 // "Duets") until the host releases every partner run. Byte 1 is go;
 // end-of-file (or a barrier already gone) means a partner failed, and this
-// run must not measure alone.
+// run must not measure alone. The same code is in peers/go-ingest/main.go:
+// this file stands alone.
 func awaitStart(path string) {
 	conn, err := net.Dial("unix", path)
 	if err == nil {

@@ -97,7 +97,8 @@ def await_start(path):
     """A duet's start barrier (docs/process-arms.md, "Duets"): waits until
     the host releases every partner run. Byte 1 is go; end-of-file
     (or a barrier already gone) means a partner failed, and this run must
-    not measure alone."""
+    not measure alone. The same code is in peers/py-ingest/ingest.py: this
+    file stands alone."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.connect(path)
