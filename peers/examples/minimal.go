@@ -7,14 +7,17 @@
 // then measured_s seconds) and `rate` (the request's `schedule`: each
 // transaction starts at its intended time, latency counts from that time).
 // It runs its transactions on one goroutine whatever `workers` says (in
-// rate mode: every worker's share of the schedule, merged). Build: `go build -o minimal-go minimal.go`
+// rate mode: every worker's share of the schedule, merged). In a duet it
+// waits at the request's `start_barrier` before its warmup. Build: `go build -o minimal-go minimal.go`
 // (`make peers` puts it at $(CARGO_TARGET_DIR)/peers/minimal-go).
 package main
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand"
+	"net"
 	"os"
 	"runtime"
 	"time"
@@ -45,6 +48,8 @@ type request struct {
 		MeasuredS float64 `json:"measured_s"`
 	} `json:"measure"`
 	Schedule schedule `json:"schedule"`
+	// A duet's start barrier, a Unix socket; empty outside a duet.
+	StartBarrier string `json:"start_barrier"`
 }
 
 // stream is one worker's intended starts, seconds after the warmup mark.
@@ -66,6 +71,29 @@ func (s *stream) advance(sch *schedule) {
 	}
 	s.next = w.PhaseS + s.k/w.RatePerS // no accumulated rounding
 	s.k++
+}
+
+// awaitStart waits at a duet's start barrier (docs/process-arms.md,
+// "Duets") until the host releases every partner run. Byte 1 is go;
+// end-of-file (or a barrier already gone) means a partner failed, and this
+// run must not measure alone. The same code is in peers/go-ingest/main.go:
+// this file stands alone.
+func awaitStart(path string) {
+	conn, err := net.Dial("unix", path)
+	if err == nil {
+		b := []byte{0}
+		_, err = conn.Read(b)
+		conn.Close()
+		if err == nil && b[0] == 1 {
+			return
+		}
+	}
+	why := ""
+	if err != nil && err != io.EOF {
+		why = " (" + err.Error() + ")"
+	}
+	fmt.Fprintf(os.Stderr, "minimal-go: the duet's start barrier was broken%s: a partner run failed before it could start, so this one does not measure alone\n", why)
+	os.Exit(1)
 }
 
 // waitUntil sleeps for the bulk, then spins the last millisecond: a sleep
@@ -197,7 +225,7 @@ func main() {
 	}
 	busy := time.Duration(req.Params["busy_ns"])
 	emit(map[string]interface{}{"hello": map[string]interface{}{"protocol": 1, "client": "minimal-go / " + runtime.Version(),
-		"modes": []string{"transactions", "window", "rate"}}})
+		"modes": []string{"transactions", "window", "rate"}, "features": []string{"start-barrier"}}})
 
 	latency := map[int64]int64{}
 	one := func(measured bool) {
@@ -211,6 +239,9 @@ func main() {
 	var warmup, measured int64
 	var elapsed float64
 	var openLoop map[string]interface{}
+	if req.StartBarrier != "" {
+		awaitStart(req.StartBarrier)
+	}
 	emit(map[string]interface{}{"mark": "warmup"})
 	start := time.Now()
 	switch req.Measure.Mode {

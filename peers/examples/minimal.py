@@ -8,12 +8,14 @@ transactions, totals over all workers), `window` (warmup_s, then
 measured_s seconds) and `rate` (the request's `schedule`: each transaction
 starts at its intended time, latency counts from that time). It runs its
 transactions on one thread whatever `workers` says (in rate mode: every
-worker's share of the schedule, merged). Run:
+worker's share of the schedule, merged). In a duet it waits at the
+request's `start_barrier` before its warmup. Run:
 `python3 peers/examples/minimal.py < request.json`.
 """
 import heapq
 import json
 import random
+import socket
 import sys
 import time
 from collections import Counter
@@ -89,6 +91,25 @@ def emit(event):
     print(json.dumps(event), flush=True)
     if COUNTED and event.get("mark") == "measured":
         COUNTED.start()
+
+
+def await_start(path):
+    """A duet's start barrier (docs/process-arms.md, "Duets"): waits until
+    the host releases every partner run. Byte 1 is go; end-of-file
+    (or a barrier already gone) means a partner failed, and this run must
+    not measure alone. The same code is in peers/py-ingest/ingest.py: this
+    file stands alone."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(path)
+            if s.recv(1) == b"\x01":
+                return
+        why = ""
+    except OSError as e:
+        why = f" ({e})"
+    print(f"minimal.py: the duet's start barrier was broken{why}: a partner run failed "
+          "before it could start, so this one does not measure alone", file=sys.stderr)
+    sys.exit(1)
 
 
 def round3(v):
@@ -204,7 +225,7 @@ def main():
         COUNTED = Callgrind()
     measure = req["measure"]
     emit({"hello": {"protocol": 1, "client": f"minimal.py / python {sys.version.split()[0]}",
-                    "modes": ["transactions", "window", "rate"]}})
+                    "modes": ["transactions", "window", "rate"], "features": ["start-barrier"]}})
 
     latency = Counter()
 
@@ -217,6 +238,8 @@ def main():
 
     warmup = measured = 0
     extra = {}
+    if "start_barrier" in req:
+        await_start(req["start_barrier"])
     emit({"mark": "warmup"})
     if measure["mode"] == "rate":
         warmup, elapsed, extra["open_loop"], latency = run_rate(measure, req["schedule"], one)

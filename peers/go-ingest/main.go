@@ -42,7 +42,9 @@
 // bounds connecting and each unary call; a stalled stream is bounded by the
 // host's `run_timeout_s`, which kills the process group. Exit status: 0 after
 // the result, 2 for a request this client cannot serve (unknown workload,
-// param, mode or policy), 1 when the run fails (connect, setup, warmup).
+// param, mode or policy), 1 when the run fails (connect, setup, warmup, a
+// duet's broken start barrier). In a duet it waits at the request's
+// `start_barrier` once its streams are open, before its warmup.
 package main
 
 import (
@@ -52,6 +54,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net"
 	"os"
 	"runtime"
 	"sort"
@@ -96,6 +99,9 @@ type request struct {
 	// A test arm's known work before each transaction (docs/process-arms.md,
 	// "Injected work"); 0 when absent.
 	InjectLoopIterations uint64 `json:"inject_loop_iterations"`
+	// A duet's start barrier, a Unix socket (docs/process-arms.md,
+	// "Duets"); empty outside a duet.
+	StartBarrier string `json:"start_barrier"`
 }
 
 // --- rate mode ---
@@ -221,6 +227,26 @@ func usage(format string, args ...interface{}) {
 func fatal(format string, args ...interface{}) {
 	fmt.Fprintf(os.Stderr, "go-ingest: "+format+"\n", args...)
 	os.Exit(1)
+}
+
+// awaitStart waits at a duet's start barrier until the host releases every
+// partner run. Byte 1 is go; end-of-file (or a barrier already gone) means
+// a partner failed, and this run must not measure alone.
+func awaitStart(path string) {
+	conn, err := net.Dial("unix", path)
+	if err == nil {
+		b := []byte{0}
+		_, err = conn.Read(b)
+		conn.Close()
+		if err == nil && b[0] == 1 {
+			return
+		}
+	}
+	why := ""
+	if err != nil && err != io.EOF {
+		why = " (" + err.Error() + ")"
+	}
+	fatal("the duet's start barrier was broken%s: a partner run failed before it could start, so this one does not measure alone", why)
 }
 
 // counted: the request asked for a counted run; the window's client
@@ -863,7 +889,7 @@ func main() {
 		usage("unknown measure mode `%s`; use `transactions`, `window` or `rate`", req.Measure.Mode)
 	}
 	emit(map[string]interface{}{"hello": map[string]interface{}{"protocol": 1, "client": "grpc-go " + grpc.Version + " / " + runtime.Version(),
-		"modes": []string{"transactions", "window", "rate"}, "features": []string{"inject-loop"}}})
+		"modes": []string{"transactions", "window", "rate"}, "features": []string{"inject-loop", "start-barrier"}}})
 
 	rng := rand.New(rand.NewSource(int64(req.Seed))) // seeds are u64; wrapping is fine
 	conns := connections(&req)
@@ -891,6 +917,10 @@ func main() {
 		if req.InjectLoopIterations > 0 {
 			workers[i] = injected{workers[i], req.InjectLoopIterations}
 		}
+	}
+
+	if req.StartBarrier != "" {
+		awaitStart(req.StartBarrier)
 	}
 
 	// Warmup, a barrier, the measured phase, then the drain.

@@ -45,7 +45,8 @@ hand (bytes in, bytes out; no generated code).
 is bounded by the host's `run_timeout_s`, which kills the process group.
 Exit status: 0 after the result, 2 for a request this client cannot serve
 (unknown workload, param, mode or policy), 1 when the run fails (connect,
-setup, warmup).
+setup, warmup, a duet's broken start barrier). In a duet it waits at the
+request's `start_barrier` once its streams are open, before its warmup.
 
 Each worker is a Python thread: the GIL, and grpcio's own threads that feed
 a streaming call from its request iterator, are part of what this arm
@@ -55,6 +56,7 @@ import json
 import os
 import queue
 import random
+import socket
 import sys
 import threading
 import time
@@ -79,6 +81,23 @@ def fatal(message):
     """Exit 1: the run failed (setup, warmup). os._exit: from any thread."""
     print(f"py-ingest: {message}", file=sys.stderr, flush=True)
     os._exit(1)
+
+
+def await_start(path):
+    """A duet's start barrier (docs/process-arms.md, "Duets"): wait until
+    the host releases every partner run. Byte 1 is go; end-of-file (or a
+    barrier already gone) means a partner failed, and this run must not
+    measure alone."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(path)
+            if s.recv(1) == b"\x01":
+                return
+        why = ""
+    except OSError as e:
+        why = f" ({e})"
+    fatal(f"the duet's start barrier was broken{why}: a partner run failed before it could "
+          "start, so this one does not measure alone")
 
 
 class Callgrind:
@@ -681,7 +700,7 @@ def main():
     emit({"hello": {"protocol": 1,
                     "client": f"grpcio {grpc.__version__} / python {sys.version.split()[0]}",
                     "modes": ["transactions", "window", "rate"],
-                    "features": ["inject-loop"]}})
+                    "features": ["inject-loop", "start-barrier"]}})
 
     rng = random.Random(req.get("seed", 0))
     chans = channels(req, grpc)
@@ -695,6 +714,8 @@ def main():
             workers.append(Echo(channel, rng.randbytes(p["payload_bytes"]), deadline_s))
         if req.get("inject_loop_iterations", 0) > 0:
             workers[-1] = Injected(workers[-1], req["inject_loop_iterations"])
+    if "start_barrier" in req:
+        await_start(req["start_barrier"])
 
     def split(total, i):
         return total // workers_n + (1 if i < total % workers_n else 0)

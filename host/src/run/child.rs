@@ -14,8 +14,31 @@ use anyhow::Context;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::{ChildStderr, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
+
+/// The children of the runs in flight, each the leader of its own process
+/// group. A duet runs several at once, all children of this process: one
+/// run's stray scan must not take a partner, or a member of a partner's
+/// group, for what it left behind.
+static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn running() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    // The set stays consistent: each change is one insert or remove.
+    RUNNING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A run's child in [`RUNNING`] until it is reaped (dropped after it).
+struct Registered(i32);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        running().remove(&self.0);
+    }
+}
 
 /// What the host does about processes a child leaves behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,15 +129,23 @@ impl Job<'_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let spawned = Instant::now();
-        let mut child = match self.launch {
-            Launch::Forked => {
-                placement::pin_child(&mut self.command, self.cpus);
-                self.command.spawn()
+        // Spawned and registered under the lock, so that no stray scan
+        // sees the child before it is known for a run's.
+        let (mut child, pid) = {
+            let mut running = running();
+            let child = match self.launch {
+                Launch::Forked => {
+                    placement::pin_child(&mut self.command, self.cpus);
+                    self.command.spawn()
+                }
+                Launch::Spawned => placement::spawn_pinned(&mut self.command, self.cpus),
             }
-            Launch::Spawned => placement::spawn_pinned(&mut self.command, self.cpus),
-        }
-        .with_context(spawn_error)?;
-        let pid = child.id() as i32;
+            .with_context(spawn_error)?;
+            let pid = child.id() as i32;
+            running.insert(pid);
+            (child, pid)
+        };
+        let _registered = Registered(pid);
         let mut pipe_in = child.stdin.take().context("the child's stdin")?;
         let request = self.stdin;
         let writer = std::thread::spawn(move || {
@@ -224,6 +255,11 @@ fn parent_of(pid: i32) -> Option<i32> {
     stat_fields(pid)?.get(1)?.parse().ok()
 }
 
+/// The process group of `pid` (the field after the parent).
+fn group_of(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(2)?.parse().ok()
+}
+
 /// The fields of `/proc/PID/stat` after the command name, from the state
 /// (field 3, counting from 1) on. The name may hold spaces and
 /// parentheses, so the fields follow its last `)`.
@@ -282,22 +318,41 @@ fn reap(pid: i32) -> std::io::Result<(i32, libc::rusage)> {
     }
 }
 
+/// Of this process's `children`, those run `pid` left behind: neither its
+/// own child, nor there before it started (`before`), nor another run's
+/// child or a member of its group (`running`, [`RUNNING`]).
+fn strays_of(
+    pid: i32,
+    children: BTreeSet<i32>,
+    before: &BTreeSet<i32>,
+    running: &BTreeSet<i32>,
+    group_of: impl Fn(i32) -> Option<i32>,
+) -> Vec<i32> {
+    let partner = |q: i32| q != pid && running.contains(&q);
+    children
+        .into_iter()
+        .filter(|&p| p != pid && !before.contains(&p))
+        .filter(|&p| !partner(p) && !group_of(p).is_some_and(partner))
+        .collect()
+}
+
 /// Kills what the exited child `pid` left behind and returns how many
 /// processes that was. Its process group gets SIGKILL; and since this
 /// process is their subreaper ([`become_subreaper`]), every descendant that
 /// outlived its parent, even in a session of its own, is now a child of
-/// this process that was not one before the run (`before`): each is killed
-/// and reaped, which hands its own children up here in turn, until none is
-/// left.
+/// this process that was not one before the run (`before`) and is neither
+/// another run's child nor in its group: each is killed and reaped, which
+/// hands its own children up here in turn, until none is left.
 fn kill_strays(pid: i32, before: &BTreeSet<i32>) -> usize {
     let mut seen = BTreeSet::new();
     // Bounded: a fork bomb outrunning the kills still ends the loop.
     for _ in 0..10_000 {
         kill_group(pid);
-        let strays: Vec<i32> = children()
-            .into_iter()
-            .filter(|p| *p != pid && !before.contains(p))
-            .collect();
+        let strays = {
+            // Scanned under the lock: a partner is registered by then.
+            let running = running();
+            strays_of(pid, children(), before, &running, group_of)
+        };
         if strays.is_empty() {
             break;
         }
@@ -311,4 +366,23 @@ fn kill_strays(pid: i32, before: &BTreeSet<i32>) -> usize {
         }
     }
     seen.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A duet's runs are children of one process at once: the first to end
+    /// takes neither its partner nor what is in the partner's group for
+    /// its strays, but does take what it left, in its group or out of it.
+    #[test]
+    fn a_runs_strays_are_neither_its_partners_nor_in_their_groups() {
+        let set = |pids: &[i32]| pids.iter().copied().collect::<BTreeSet<i32>>();
+        // Run 10 and its partner 20 (started after it); 11 is in 10's group,
+        // 12 left it (setsid), 21 is in 20's group, 5 was there before.
+        let groups = |p: i32| Some(if p == 12 { 12 } else { p / 10 * 10 });
+        let children = set(&[5, 10, 11, 12, 20, 21]);
+        let strays = strays_of(10, children, &set(&[5]), &set(&[10, 20]), groups);
+        assert_eq!(strays, [11, 12]);
+    }
 }

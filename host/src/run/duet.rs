@@ -1,10 +1,12 @@
 //! A duet's start barrier (docs/method.md, "Duets"): the runs of one block
-//! each load their plugin in their own time, then wait on one Unix socket
-//! until every partner has loaded, and all start their warmup and window
-//! at once. The executor holds the barrier ([`Barrier`]); a worker
-//! [`arrive`]s at it. A partner that fails before it arrives breaks the
-//! barrier: the others read end-of-file and fail, so no run measures
-//! alone what was meant to be measured beside another.
+//! each load their plugin (or a process arm's program sets up) in their own
+//! time, then wait on one Unix socket until every partner has, and all
+//! start their warmup and window at once. The executor holds the barrier
+//! ([`Barrier`]); a worker [`arrive`]s at it, and a process arm's program
+//! does the same in its own language (docs/process-arms.md, "Duets"). A
+//! partner that fails before it arrives breaks the barrier: the others
+//! read end-of-file and fail, so no run measures alone what was meant to
+//! be measured beside another.
 
 use anyhow::{Context, bail};
 use std::io::{Read, Write};

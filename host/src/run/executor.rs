@@ -477,9 +477,7 @@ impl Executor for LocalExecutor<'_> {
         let mut clients = Vec::with_capacity(runs.len());
         for planned in runs {
             let mut client = self.client(planned.slot)?;
-            if let Client::Worker(spec) = &mut client {
-                spec.start_barrier = Some(barrier.path().to_owned());
-            }
+            *client.start_barrier_mut() = Some(barrier.path().to_owned());
             clients.push(client);
         }
         let cpus_of =
@@ -546,6 +544,15 @@ impl Client {
         match self {
             Client::Worker(spec) => &mut spec.target,
             Client::Process(job) => &mut job.target,
+        }
+    }
+
+    /// Where a duet's run waits for its partners: a worker and a process
+    /// arm's program both arrive there after their setup.
+    fn start_barrier_mut(&mut self) -> &mut Option<PathBuf> {
+        match self {
+            Client::Worker(spec) => &mut spec.start_barrier,
+            Client::Process(job) => &mut job.start_barrier,
         }
     }
 }

@@ -37,6 +37,14 @@ pub fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// [`unix_ms`] in microseconds: when a duet's run started its window, so
+/// that the overlap of the partners' windows can be checked.
+pub fn unix_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
 /// Executes campaign `id` with the executor its sealed plan names: the
 /// local supervisor, or the Slurm coordinator (`[executor] kind = "slurm"`).
 /// The CLI and the daemon both start campaigns here.

@@ -1,35 +1,76 @@
-//! Duets (issue 27, point 3): a block's arms run at the same time, each on
-//! CPUs of its own, their windows started together, the CPU groups
-//! counterbalanced over blocks. Real workers, the real store.
+//! Duets (issue 27, points 3 and 6): a block's arms run at the same time,
+//! each on CPUs of its own, their windows started together, the CPU groups
+//! counterbalanced over blocks; plugin arms, process arms and a mix of the
+//! two. Real workers and programs, the real store.
 
-use crate::support::{assert_error, campaign, plugin, report};
-use std::path::Path;
+use crate::support::{IngestServer, assert_error, campaign, plugin, report};
+use std::path::{Path, PathBuf};
 
-fn plan(dir: &Path, design: &str, measure: &str, plugin_path: &str) -> std::path::PathBuf {
+/// A plan of workload `workload` with `head` (top-level keys), `measure`
+/// (the `[measure]` body) and `arms` (their tables).
+fn write_plan(dir: &Path, head: &str, measure: &str, workload: &str, arms: &str) -> PathBuf {
     let text = format!(
         r#"
 name = "duet"
 seed = 27
 blocks = 2
-plugin = "{plugin_path}"
-design = "{design}"
+{head}
 [measure]
 {measure}
+[bootstrap]
+resamples = 200
 [gates]
 quiescence_window_ms = 10
 wait_timeout_s = 0.05
 [[workloads]]
-name = "ryw"
-[[arms]]
-name = "a"
-baseline = true
-[[arms]]
-name = "b"
-"#
+name = "{workload}"
+{arms}"#
     );
     let path = dir.join("duet.toml");
     std::fs::write(&path, text).unwrap();
     path
+}
+
+fn plan(dir: &Path, design: &str, measure: &str, plugin_path: &str) -> PathBuf {
+    write_plan(
+        dir,
+        &format!("plugin = \"{plugin_path}\"\ndesign = \"{design}\""),
+        measure,
+        "ryw",
+        "[[arms]]\nname = \"a\"\nbaseline = true\n[[arms]]\nname = \"b\"\n",
+    )
+}
+
+/// A process arm running `command` against `endpoint`.
+fn process_arm(name: &str, baseline: bool, command: &[String], endpoint: &str) -> String {
+    format!(
+        "[[arms]]\nname = \"{name}\"\nbaseline = {baseline}\nclient = {{ kind = \"process\", command = {command:?} }}\ntarget = {{ kind = \"grpc\", endpoint = \"{endpoint}\" }}\n"
+    )
+}
+
+/// Both arms' windows of a block must overlap by most of their length: a
+/// second, so that a stall of a loaded 2-CPU machine (a tenth of a second
+/// or two) does not decide it.
+const WINDOW: &str = "mode = \"window\"\nwarmup_s = 0.05\nmeasured_s = 1.0";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// minimal.py's argv (docs/process-arms.md, "Minimal clients").
+fn minimal_py() -> Vec<String> {
+    let script = repo().join("peers/examples/minimal.py");
+    vec![crate::peers::python(), script.display().to_string()]
+}
+
+/// The misbehaving client in `mode` (host/tests/fixtures/process-arms).
+fn misbehave(mode: &str) -> Vec<String> {
+    let script = repo().join("host/tests/fixtures/process-arms/misbehave.py");
+    vec![
+        crate::peers::python(),
+        script.display().to_string(),
+        mode.into(),
+    ]
 }
 
 /// The allowed CPUs' count, as a duet's placement counts them.
@@ -37,21 +78,22 @@ fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-#[test]
-fn a_duets_arms_measure_the_same_stretch_of_time_on_cpus_of_their_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let window = "mode = \"window\"\nwarmup_s = 0.05\nmeasured_s = 0.3";
-    let kv = plugin("kv-basic");
-    let path = plan(dir.path(), "duet", window, &kv.display().to_string());
-    let r = campaign(&data, &path, &[]);
+/// Runs the campaign of `path` with `extra` arguments; `None` when this
+/// machine has too few CPUs for a duet, which is refused, saying so.
+fn duet_campaign(data: &Path, path: &Path, extra: &[&str]) -> Option<crate::support::Run> {
+    let r = campaign(data, path, extra);
     if cpus() < 2 {
         // One CPU cannot give two arms CPUs of their own: refused, saying so.
         assert_error(&r, &["`design = \"duet\"`", "CPUs of its own"]);
-        return;
+        return None;
     }
-    assert!(r.ok, "{}", r.stderr);
-    let report = report(&data);
+    Some(r)
+}
+
+/// Checks every block of a passed duet campaign of arms `a` and `b`: both
+/// runs stored, on disjoint CPUs, recorded as one duet whose windows
+/// overlap by most of their length; and each arm on each CPU group once.
+fn assert_duets(report: &serde_json::Value) {
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "{runs:?}");
     let mut group_of_a = Vec::new();
@@ -74,6 +116,7 @@ fn a_duets_arms_measure_the_same_stretch_of_time_on_cpus_of_their_own() {
             "the arms of block {block} shared CPUs: {cpus:?}"
         );
         for r in &pair {
+            assert_eq!(r["status"], "ok", "{r}");
             assert_eq!(r["duet"]["runs"], 2, "{r}");
             assert!(r["duet"]["release_skew_us"].is_f64(), "{r}");
         }
@@ -97,6 +140,19 @@ fn a_duets_arms_measure_the_same_stretch_of_time_on_cpus_of_their_own() {
 }
 
 #[test]
+fn a_duets_arms_measure_the_same_stretch_of_time_on_cpus_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let kv = plugin("kv-basic");
+    let path = plan(dir.path(), "duet", WINDOW, &kv.display().to_string());
+    let Some(r) = duet_campaign(&data, &path, &[]) else {
+        return;
+    };
+    assert!(r.ok, "{}", r.stderr);
+    assert_duets(&report(&data));
+}
+
+#[test]
 fn a_duet_of_transaction_counts_is_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -109,4 +165,109 @@ fn a_duet_of_transaction_counts_is_refused_before_anything_runs() {
             "measure.mode = \"window\"",
         ],
     );
+}
+
+/// Issue 27 point 6: process arms meet at the start barrier too
+/// (docs/process-arms.md, "Duets"). minimal.py beside minimal-go (or a
+/// second minimal.py without the Go peers), against a server of the
+/// test's own: a `local:` one would need CPUs of its own besides the arms'.
+#[test]
+fn a_duet_of_process_arms_starts_their_windows_together() {
+    let server = IngestServer::start(&[]);
+    let partner = match crate::peers::go_peers() {
+        Ok(peers) => vec![peers.dir.join("minimal-go").display().to_string()],
+        Err(why) => {
+            println!("minimal-go skipped ({why}): minimal.py on both arms");
+            minimal_py()
+        }
+    };
+    let arms = process_arm("a", true, &minimal_py(), &server.url)
+        + &process_arm("b", false, &partner, &server.url);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let path = write_plan(dir.path(), "design = \"duet\"", WINDOW, "noop", &arms);
+    let Some(r) = duet_campaign(&data, &path, &[]) else {
+        return;
+    };
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let report = report(&data);
+    assert_duets(&report);
+    for run in report["runs"].as_array().unwrap() {
+        assert!(
+            run["plugin"].as_str().unwrap().starts_with("process: "),
+            "{run}"
+        );
+        assert!(run["measured"].as_u64().unwrap() > 0, "{run}");
+    }
+}
+
+/// A plugin arm and a process arm in one duet: the worker and the program
+/// wait at the same barrier.
+#[test]
+fn a_duet_may_pair_a_plugin_arm_with_a_process_arm() {
+    let server = IngestServer::start(&[]);
+    let kv = plugin("kv-basic");
+    let arms = "[[arms]]\nname = \"a\"\nbaseline = true\n".to_owned()
+        + &process_arm("b", false, &misbehave("ok"), &server.url);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let head = format!("plugin = \"{}\"\ndesign = \"duet\"", kv.display());
+    let path = write_plan(dir.path(), &head, WINDOW, "ryw", &arms);
+    let Some(r) = duet_campaign(&data, &path, &[]) else {
+        return;
+    };
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    assert_duets(&report(&data));
+}
+
+/// A program that does not declare the start barrier is killed at its
+/// hello, saying so; its partner then reads the broken barrier and fails
+/// rather than measure alone, and the block runs again as a whole.
+#[test]
+fn a_program_without_the_start_barrier_fails_and_its_partner_does_not_measure_alone() {
+    let server = IngestServer::start(&[]);
+    let arms = process_arm("a", true, &minimal_py(), &server.url)
+        + &process_arm("b", false, &misbehave("no-start-barrier"), &server.url);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let path = write_plan(dir.path(), "design = \"duet\"", WINDOW, "noop", &arms);
+    let Some(r) = duet_campaign(&data, &path, &["--set", "gates.reruns=1"]) else {
+        return;
+    };
+    // Finished with failed runs: exit code 3 (docs/cli.md).
+    assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
+    let report = report(&data);
+    let runs = report["runs"].as_array().unwrap();
+    // Two blocks of two arms, each block run twice (`gates.reruns = 1`).
+    assert_eq!(runs.len(), 8, "{runs:?}");
+    for run in runs {
+        assert_eq!(run["status"], "failed", "{run}");
+        assert_eq!(run["measured"], 0, "{run}");
+        // The barrier broke: nobody was released.
+        assert!(run["duet"]["release_skew_us"].is_null(), "{run}");
+        let reason = run["reason"].as_str().unwrap();
+        let words: &[&str] = match run["arm"].as_str().unwrap() {
+            "b" => &[
+                "process arm `b` (`misbehave.py`)",
+                "`design = \"duet\"`",
+                "declares no `\"start-barrier\"` in `features` (it gives none)",
+                "use a client that implements it",
+                "`design = \"sequential\"`",
+            ],
+            _ => &[
+                "process arm `a` (`minimal.py`)",
+                "it exited with status 1",
+                "the duet's start barrier was broken",
+                "does not measure alone",
+            ],
+        };
+        for w in words {
+            assert!(reason.contains(w), "`{w}` not in: {reason}");
+        }
+        let rerun = run["rerun_reason"].as_str();
+        match run["attempt"].as_u64().unwrap() {
+            0 => assert_eq!(rerun, None, "{run}"),
+            _ => assert!(rerun.unwrap().starts_with("attempt 0 failed: "), "{run}"),
+        }
+    }
 }

@@ -665,3 +665,85 @@ fn minimal_clients_keep_a_seeded_poisson_schedule() {
         assert!((60..=180).contains(&counts[0]), "{argv:?}: {counts:?}");
     }
 }
+
+/// Runs `argv` with `request` as a run of a duet: the start barrier is a
+/// socket of the test's own, which sends go (`release`) or closes, as when
+/// a partner failed, once the program connects.
+fn run_at_barrier(argv: &[String], mut request: Value, release: bool) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("barrier.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    request["start_barrier"] = json!(path);
+    let (arrived, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            if release {
+                let _ = stream.write_all(&[1]);
+            }
+            let _ = arrived.send(());
+        }
+    });
+    let o = run_peer(argv, &request, None);
+    // Bounds a program that never connected, whose run has ended anyway.
+    waited
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{argv:?} never reached the barrier: {}", o.stderr));
+    o
+}
+
+/// A duet's start barrier (docs/process-arms.md, "Duets") in every peer:
+/// declared in its hello, reached after its setup; byte 1 starts its
+/// warmup, end-of-file ends it with status 1 before any mark, saying why.
+#[test]
+fn peers_wait_at_a_duets_start_barrier_and_never_measure_alone() {
+    let server = IngestServer::start(&[]);
+    let window = json!({"mode": "window", "warmup_s": 0.0, "measured_s": 0.1});
+    let run = |workload: &str| {
+        request(
+            workload,
+            &server.url,
+            json!("shared"),
+            json!({}),
+            1,
+            window.clone(),
+        )
+    };
+    let mut peers: Vec<(Vec<String>, Value)> = minimal_clients()
+        .into_iter()
+        .map(|argv| (argv, run("noop")))
+        .collect();
+    match go_peers() {
+        Ok(p) => peers.push((go_ingest(p), run("unary"))),
+        Err(why) => println!("go-ingest skipped: {why}"),
+    }
+    match grpcio() {
+        Ok(()) => peers.push((py_ingest(), run("unary"))),
+        Err(why) => println!("py-ingest skipped: {why}"),
+    }
+    for (argv, req) in &peers {
+        let go = run_at_barrier(argv, req.clone(), true);
+        assert_protocol(argv, &go);
+        let features = go.events[0]["hello"]["features"].as_array();
+        assert!(
+            features.is_some_and(|f| f.contains(&json!("start-barrier"))),
+            "{argv:?}: {}",
+            go.events[0]
+        );
+        let broken = run_at_barrier(argv, req.clone(), false);
+        assert_eq!(broken.code, Some(1), "{argv:?}: {}", broken.stderr);
+        assert!(
+            broken
+                .stderr
+                .contains("the duet's start barrier was broken")
+                && broken.stderr.contains("does not measure alone"),
+            "{argv:?}: {}",
+            broken.stderr
+        );
+        assert_eq!(
+            broken.events.len(),
+            1,
+            "{argv:?}: only its hello: {:?}",
+            broken.events
+        );
+    }
+}

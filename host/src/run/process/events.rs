@@ -18,6 +18,50 @@ pub(super) struct Needs {
     pub(super) rate: bool,
     /// `inject_loop_iterations`: `features` lists `"inject-loop"`.
     pub(super) inject_loop: bool,
+    /// A duet's run: `features` lists `"start-barrier"`.
+    pub(super) start_barrier: bool,
+}
+
+/// The optional parts of the protocol that a run may need and a hello's
+/// `features` declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Feature {
+    InjectLoop,
+    StartBarrier,
+}
+
+impl Feature {
+    fn name(self) -> &'static str {
+        match self {
+            Feature::InjectLoop => "inject-loop",
+            Feature::StartBarrier => "start-barrier",
+        }
+    }
+
+    /// Why a run that needs it cannot go on with a program whose
+    /// `features` (`listed`) lack it, and what to do instead.
+    fn refusal(self, listed: &str) -> String {
+        let (asks, without, clients, section, instead) = match self {
+            Feature::InjectLoop => (
+                "the arm sets `inject_loop_iterations`",
+                "it would run without the injected work",
+                "peers/go-ingest, peers/py-ingest",
+                "Injected work",
+                "remove `inject_loop_iterations` from the arm",
+            ),
+            Feature::StartBarrier => (
+                "the plan is a duet (`design = \"duet\"`), whose runs start together",
+                "its window could not start with its partners'",
+                "peers/go-ingest, peers/py-ingest, peers/examples",
+                "Duets",
+                "run the plan with `design = \"sequential\"`",
+            ),
+        };
+        format!(
+            "{asks}, but the program's `hello` declares no `\"{}\"` in `features` ({listed}), so {without}; use a client that implements it ({clients}; docs/process-arms.md, \"{section}\"), or {instead}",
+            self.name()
+        )
+    }
 }
 
 /// One line of the program's stdout.
@@ -65,13 +109,13 @@ impl Hello {
                 listed(&self.modes)
             ));
         }
-        if needs.inject_loop && !lists(&self.features, "inject-loop") {
-            return Some(format!(
-                "the arm sets `inject_loop_iterations`, but the program's `hello` declares no `\"inject-loop\"` in `features` ({}), so it would run without the injected work; use a client that implements it (peers/go-ingest, peers/py-ingest; docs/process-arms.md, \"Injected work\"), or remove `inject_loop_iterations` from the arm",
-                listed(&self.features)
-            ));
-        }
-        None
+        [
+            (needs.inject_loop, Feature::InjectLoop),
+            (needs.start_barrier, Feature::StartBarrier),
+        ]
+        .into_iter()
+        .find(|&(needed, feature)| needed && !lists(&self.features, feature.name()))
+        .map(|(_, feature)| feature.refusal(&listed(&self.features)))
     }
 }
 
@@ -100,6 +144,9 @@ impl Mark {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Seen {
     pub(super) at: Instant,
+    /// `at` on the wall clock, µs since the epoch: a duet's partners run
+    /// in other processes, and only the wall clock is common to them.
+    pub(super) unix_us: u64,
     pub(super) cpu_us: u64,
 }
 
@@ -163,6 +210,7 @@ fn collect_events(
             return Ok(events);
         }
         let at = Instant::now();
+        let unix_us = crate::run::unix_us();
         // Read first: the CPU time is the one at the mark.
         let cpu = cpu_us(pid);
         if buf.len() as u64 > limits::PROCESS_LINE_BYTES {
@@ -182,18 +230,19 @@ fn collect_events(
                 limits::clip(text)
             )
         })?;
-        events.accept(event, at, cpu, text)?;
+        events.accept(event, (at, unix_us), cpu, text)?;
     }
     Ok(events)
 }
 
 impl Events {
-    /// Takes one event, read at `at` with the program's CPU time `cpu`
-    /// then, checking that it comes in protocol order. `text` is its line.
+    /// Takes one event, read at `at` (and `unix_us` on the wall clock)
+    /// with the program's CPU time `cpu` then, checking that it comes in
+    /// protocol order. `text` is its line.
     fn accept(
         &mut self,
         event: Event,
-        at: Instant,
+        (at, unix_us): (Instant, u64),
         cpu: Option<u64>,
         text: &str,
     ) -> Result<(), String> {
@@ -229,7 +278,11 @@ impl Events {
                     ));
                 }
                 let cpu_us = cpu.ok_or("its CPU time could not be read at a mark")?;
-                self.marks.push(Seen { at, cpu_us });
+                self.marks.push(Seen {
+                    at,
+                    unix_us,
+                    cpu_us,
+                });
             }
             Event::Result(result) => {
                 if self.result.is_some() {
@@ -245,5 +298,69 @@ impl Events {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(json: &str) -> Hello {
+        serde_json::from_str(json).unwrap()
+    }
+
+    const DUET: Needs = Needs {
+        rate: false,
+        inject_loop: false,
+        start_barrier: true,
+    };
+
+    #[test]
+    fn a_duets_program_must_declare_the_start_barrier() {
+        let none = hello(r#"{"protocol": 1}"#).refusal(DUET).unwrap();
+        for words in [
+            "`design = \"duet\"`",
+            "declares no `\"start-barrier\"` in `features` (it gives none)",
+            "could not start with its partners'",
+            "`design = \"sequential\"`",
+        ] {
+            assert!(none.contains(words), "`{words}` not in: {none}");
+        }
+        let other = hello(r#"{"protocol": 1, "features": ["inject-loop", 7]}"#)
+            .refusal(DUET)
+            .unwrap();
+        assert!(other.contains(r#"(["inject-loop",7])"#), "{other}");
+        let listed = hello(r#"{"protocol": 1, "features": ["start-barrier", "later"]}"#);
+        assert_eq!(listed.refusal(DUET), None);
+        // Outside a duet the feature is not asked for.
+        assert_eq!(hello(r#"{"protocol": 1}"#).refusal(Needs::default()), None);
+    }
+
+    #[test]
+    fn each_needed_feature_is_checked_the_first_missing_named() {
+        let both = Needs {
+            inject_loop: true,
+            ..DUET
+        };
+        let barrier_only = hello(r#"{"protocol": 1, "features": ["start-barrier"]}"#);
+        let refusal = barrier_only.refusal(both).unwrap();
+        assert!(refusal.contains("`inject_loop_iterations`"), "{refusal}");
+        let loop_only = hello(r#"{"protocol": 1, "features": ["inject-loop"]}"#);
+        let refusal = loop_only.refusal(both).unwrap();
+        assert!(refusal.contains("`\"start-barrier\"`"), "{refusal}");
+    }
+
+    #[test]
+    fn a_mark_keeps_the_wall_clock_time_it_was_read_at() {
+        let mut events = Events::default();
+        let line = |text: &str| serde_json::from_str::<Event>(text).unwrap();
+        let now = Instant::now();
+        events
+            .accept(line(r#"{"hello": {"protocol": 1}}"#), (now, 5), Some(0), "")
+            .unwrap();
+        events
+            .accept(line(r#"{"mark": "warmup"}"#), (now, 7), Some(1), "")
+            .unwrap();
+        assert_eq!((events.marks[0].unix_us, events.marks[0].cpu_us), (7, 1));
     }
 }

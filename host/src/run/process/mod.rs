@@ -60,6 +60,10 @@ pub struct ProcessJob {
     /// A test arm's known work per transaction (`inject_loop_iterations`),
     /// which the program runs itself: its hello must list `"inject-loop"`.
     pub inject_loop_iterations: u64,
+    /// A duet's start barrier (set by the executor, [`super::duet`]): the
+    /// program waits there, set up, until every partner is; its hello must
+    /// list `"start-barrier"`.
+    pub start_barrier: Option<PathBuf>,
 }
 
 impl ProcessJob {
@@ -92,6 +96,7 @@ impl ProcessJob {
             expected_inputs: plan.inputs_of(slot)?,
             counters: spec.counters_for(workload),
             inject_loop_iterations: arm.inject_loop_iterations,
+            start_barrier: None,
         }))
     }
 
@@ -128,6 +133,7 @@ impl ProcessJob {
             counters: self.counters.map(|c| c.source),
             inject_loop_iterations: (self.inject_loop_iterations > 0)
                 .then_some(self.inject_loop_iterations),
+            start_barrier: self.start_barrier.as_deref(),
         }
     }
 
@@ -136,6 +142,7 @@ impl ProcessJob {
         Needs {
             rate: matches!(self.measure, Measure::Rate { .. }),
             inject_loop: self.inject_loop_iterations > 0,
+            start_barrier: self.start_barrier.is_some(),
         }
     }
 }
@@ -165,6 +172,11 @@ struct Request<'a> {
     /// transaction (docs/process-arms.md, "Injected work"). Absent when 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     inject_loop_iterations: Option<u64>,
+    /// A duet's start barrier, a Unix stream socket: the program connects
+    /// after its setup and reads one byte before its `warmup` mark
+    /// (docs/process-arms.md, "Duets"). Absent outside a duet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_barrier: Option<&'a Path>,
 }
 
 /// Runs `job`'s program once, pinned to `cpus`, killed with its whole
@@ -449,30 +461,42 @@ fn result(
         from_cache: false,
         phases_ms,
         window,
-        open_loop: match (job.measure, checked.open_loop) {
-            (
-                Measure::Rate {
-                    rate_per_s,
-                    arrival,
-                    ..
-                },
-                Some(o),
-            ) => Some(OpenLoop::of(
-                rate_per_s,
-                arrival,
-                reported.measured_s,
-                o.counts,
-                &o.start_lag,
-                &o.service,
-            )),
-            _ => None,
-        },
+        open_loop: open_loop(job.measure, reported.measured_s, checked.open_loop),
         client_runtime: None,
         histogram: Some(encode_histogram(&checked.latency)?),
         batches: checked.batches,
+        // The host's reading of the `measured` mark: the program's own
+        // clock is not comparable across processes, the wall clock is.
+        window_started_unix_us: job.start_barrier.as_ref().map(|_| run.start.unix_us),
         // No profile, sched or counts: the protocol carries none.
         ..RunResult::default()
     })
+}
+
+/// A rate-mode run's stored account of its schedule.
+fn open_loop(
+    measure: Measure,
+    measured_s: f64,
+    checked: Option<check::CheckedOpenLoop>,
+) -> Option<OpenLoop> {
+    match (measure, checked) {
+        (
+            Measure::Rate {
+                rate_per_s,
+                arrival,
+                ..
+            },
+            Some(o),
+        ) => Some(OpenLoop::of(
+            rate_per_s,
+            arrival,
+            measured_s,
+            o.counts,
+            &o.start_lag,
+            &o.service,
+        )),
+        _ => None,
+    }
 }
 
 /// ` after marking `X``, the last mark the program reached, for messages.
@@ -653,6 +677,44 @@ mod tests {
         // Without the schedule (another mode) the same latencies are refused.
         let e = check(&r, &bounds(1.0)).err().unwrap().to_string();
         assert!(e.contains("more transactions than time allows"), "{e}");
+    }
+
+    fn job(start_barrier: Option<&str>) -> ProcessJob {
+        ProcessJob {
+            process: ProcessSpec {
+                command: vec!["/bin/true".into()],
+                inputs: Vec::new(),
+                script: false,
+            },
+            workload: "noop".into(),
+            entry: "noop".into(),
+            arm: "a".into(),
+            target: TargetSpec::default(),
+            params: BTreeMap::new(),
+            seed: 1,
+            workers: 1,
+            measure: Measure::Window {
+                warmup_s: 0.0,
+                measured_s: 0.1,
+            },
+            call_deadline_ms: 1000,
+            expected_inputs: BTreeMap::new(),
+            counters: None,
+            inject_loop_iterations: 0,
+            start_barrier: start_barrier.map(PathBuf::from),
+        }
+    }
+
+    #[test]
+    fn only_a_duets_request_names_the_start_barrier_and_needs_the_feature() {
+        let alone = job(None);
+        let json = serde_json::to_value(alone.request()).unwrap();
+        assert!(json.get("start_barrier").is_none(), "{json}");
+        assert!(!alone.needs().start_barrier);
+        let duet = job(Some("/tmp/blocklab-duet-1-0.sock"));
+        let json = serde_json::to_value(duet.request()).unwrap();
+        assert_eq!(json["start_barrier"], "/tmp/blocklab-duet-1-0.sock");
+        assert!(duet.needs().start_barrier);
     }
 
     #[test]

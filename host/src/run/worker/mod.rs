@@ -237,12 +237,6 @@ fn before_window(spec: &RunSpec) -> anyhow::Result<u64> {
     Ok(loop_iterations)
 }
 
-fn unix_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
-}
-
 /// Runs every worker's warmup and measured phases on its own thread and
 /// takes the window's clocks, CPU, allocations, client runtime and profile
 /// around the measured phase.
@@ -296,7 +290,7 @@ fn measure_all(
         let profiler = spec.profile_hz.map(Sampler::start).transpose();
         let usage = Usage::now();
         let alloc = AllocCount::now();
-        let started_unix_us = unix_us();
+        let started_unix_us = super::unix_us();
         let t0 = Instant::now();
         count.start();
         barriers.start.wait();
