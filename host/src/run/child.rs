@@ -129,22 +129,7 @@ impl Job<'_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let spawned = Instant::now();
-        // Spawned and registered under the lock, so that no stray scan
-        // sees the child before it is known for a run's.
-        let (mut child, pid) = {
-            let mut running = running();
-            let child = match self.launch {
-                Launch::Forked => {
-                    placement::pin_child(&mut self.command, self.cpus);
-                    self.command.spawn()
-                }
-                Launch::Spawned => placement::spawn_pinned(&mut self.command, self.cpus),
-            }
-            .with_context(spawn_error)?;
-            let pid = child.id() as i32;
-            running.insert(pid);
-            (child, pid)
-        };
+        let (mut child, pid) = self.spawn().with_context(spawn_error)?;
         let _registered = Registered(pid);
         let mut pipe_in = child.stdin.take().context("the child's stdin")?;
         let request = self.stdin;
@@ -186,6 +171,25 @@ impl Job<'_> {
             spawned,
             exited_at,
         })
+    }
+}
+
+impl Job<'_> {
+    /// Starts the child on its CPUs as [`Launch`] says, registered in
+    /// [`RUNNING`] under the lock, so that no stray scan sees it before it
+    /// is known for a run's.
+    fn spawn(&mut self) -> std::io::Result<(std::process::Child, i32)> {
+        let mut running = running();
+        let child = match self.launch {
+            Launch::Forked => {
+                placement::pin_child(&mut self.command, self.cpus);
+                self.command.spawn()
+            }
+            Launch::Spawned => placement::spawn_pinned(&mut self.command, self.cpus),
+        }?;
+        let pid = child.id() as i32;
+        running.insert(pid);
+        Ok((child, pid))
     }
 }
 

@@ -48,9 +48,10 @@ fn process_arm(name: &str, baseline: bool, command: &[String], endpoint: &str) -
     )
 }
 
-/// Both arms' windows of a block must overlap by most of their length: a
-/// second, so that a stall of a loaded 2-CPU machine (a tenth of a second
-/// or two) does not decide it.
+/// Both arms' windows of a block must overlap (a quarter of the shorter
+/// at least; run one after another, they would not at all): a second, so
+/// that a stall of a loaded 2-CPU machine in one arm's warmup (up to 0.4 s
+/// seen while the CI suite runs beside it) does not decide it.
 const WINDOW: &str = "mode = \"window\"\nwarmup_s = 0.05\nmeasured_s = 1.0";
 
 fn repo() -> PathBuf {
@@ -92,7 +93,7 @@ fn duet_campaign(data: &Path, path: &Path, extra: &[&str]) -> Option<crate::supp
 
 /// Checks every block of a passed duet campaign of arms `a` and `b`: both
 /// runs stored, on disjoint CPUs, recorded as one duet whose windows
-/// overlap by most of their length; and each arm on each CPU group once.
+/// overlap; and each arm on each CPU group once.
 fn assert_duets(report: &serde_json::Value) {
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "{runs:?}");
@@ -120,7 +121,8 @@ fn assert_duets(report: &serde_json::Value) {
             assert_eq!(r["duet"]["runs"], 2, "{r}");
             assert!(r["duet"]["release_skew_us"].is_f64(), "{r}");
         }
-        // Both windows lie mostly within each other: they ran together.
+        // The windows overlap: the arms ran together, not one after the
+        // other.
         let span = |r: &serde_json::Value| {
             let start = r["window_started_unix_us"].as_u64().unwrap() as f64;
             (start, start + 1e6 * r["measured_s"].as_f64().unwrap())
@@ -128,7 +130,7 @@ fn assert_duets(report: &serde_json::Value) {
         let ((s0, e0), (s1, e1)) = (span(pair[0]), span(pair[1]));
         let overlap = (e0.min(e1) - s0.max(s1)) / (e0 - s0).min(e1 - s1);
         assert!(
-            overlap > 0.5,
+            overlap > 0.25,
             "block {block}'s windows overlap by {:.0}% only",
             overlap * 100.0
         );
