@@ -5,7 +5,7 @@
 //! decides the run's fate; a timeout or an interrupt kills the whole
 //! group), is pinned to the client CPUs, is given its request on stdin and
 //! is read on stdout and stderr by the caller's readers. It is reaped with
-//! `wait4` for its rusage; with [`Containment::Subreaper`], what it leaves
+//! `wait4` for its rusage; for a process arm ([`Kind::Program`]), what it leaves
 //! running after it exits is found and killed too.
 
 use super::interrupt::Interrupt;
@@ -40,15 +40,21 @@ impl Drop for Registered {
     }
 }
 
-/// What the host does about processes a child leaves behind.
+/// Who the child is, which decides how it is started on its CPUs and what
+/// the host does about processes it leaves behind. Either way its process
+/// group is killed when it ends early (timeout, interrupt).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Containment {
-    /// Its process group is killed when it ends early (timeout, interrupt).
-    Group,
-    /// As `Group`, and this process becomes the subreaper of the child's
-    /// descendants: any that outlive it, even in a session of their own,
-    /// are killed and counted ([`Finished::strays`]).
-    Subreaper,
+pub enum Kind {
+    /// A `blocklab worker`: spawned without a fork
+    /// ([`placement::spawn_pinned`]), since it ties itself to this process
+    /// first thing.
+    Worker,
+    /// A process arm's program, which is not blocklab: forked, then pinned
+    /// and given its death signal before it executes anything; and this
+    /// process becomes the subreaper of its descendants, so that any that
+    /// outlive it, even in a session of their own, are killed and counted
+    /// ([`Finished::strays`]).
+    Program,
 }
 
 /// How the child ended.
@@ -68,23 +74,12 @@ pub struct Finished<O> {
     pub stdout: O,
     pub stderr: String,
     /// Processes it left running after it exited, now killed
-    /// ([`Containment::Subreaper`] only).
+    /// ([`Kind::Program`] only).
     pub strays: usize,
     /// Just before it was spawned.
     pub spawned: Instant,
     /// When the host saw it exit.
     pub exited_at: Instant,
-}
-
-/// How a child is started on its CPUs and tied to this process's life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Launch {
-    /// Forked, then pinned and given its death signal before it executes
-    /// anything: for a program that is not blocklab.
-    Forked,
-    /// Spawned without a fork ([`placement::spawn_pinned`]): for a
-    /// `blocklab worker`, which ties itself to this process first thing.
-    Spawned,
 }
 
 /// One child to run: its command, where it runs and how long it may.
@@ -96,8 +91,7 @@ pub struct Job<'a> {
     pub interrupt: &'a Interrupt,
     /// Written to its stdin from a thread of its own, then closed.
     pub stdin: Vec<u8>,
-    pub containment: Containment,
-    pub launch: Launch,
+    pub kind: Kind,
 }
 
 impl Job<'_> {
@@ -112,16 +106,16 @@ impl Job<'_> {
         stderr: impl FnOnce(ChildStderr) -> String + Send + 'static,
     ) -> anyhow::Result<Finished<O>> {
         use std::os::unix::process::CommandExt as _;
-        if self.containment == Containment::Subreaper {
+        if self.kind == Kind::Program {
             // Without it a child that left the group (setsid) and outlived
             // the program would go to init, out of reach: no run without it.
             become_subreaper().context("cannot become the subreaper of the program's children")?;
         }
         // Only a subreaper needs to tell a stray from an earlier child, and
         // reading every process's stat costs a run about a millisecond.
-        let before = match self.containment {
-            Containment::Subreaper => children(),
-            Containment::Group => BTreeSet::new(),
+        let before = match self.kind {
+            Kind::Program => children(),
+            Kind::Worker => BTreeSet::new(),
         };
         self.command
             .process_group(0)
@@ -152,9 +146,9 @@ impl Job<'_> {
         let killed = watchdog.join().ok().flatten();
         // Whatever is left holds the pipes open: kill it before joining
         // the readers.
-        let strays = match self.containment {
-            Containment::Subreaper => kill_strays(pid, &before),
-            Containment::Group => 0,
+        let strays = match self.kind {
+            Kind::Program => kill_strays(pid, &before),
+            Kind::Worker => 0,
         };
         let _ = writer.join();
         let stdout = reader.join().map_err(|_| {
@@ -175,17 +169,17 @@ impl Job<'_> {
 }
 
 impl Job<'_> {
-    /// Starts the child on its CPUs as [`Launch`] says, registered in
+    /// Starts the child on its CPUs as its [`Kind`] is started, registered in
     /// [`RUNNING`] under the lock, so that no stray scan sees it before it
     /// is known for a run's.
     fn spawn(&mut self) -> std::io::Result<(std::process::Child, i32)> {
         let mut running = running();
-        let child = match self.launch {
-            Launch::Forked => {
+        let child = match self.kind {
+            Kind::Program => {
                 placement::pin_child(&mut self.command, self.cpus);
                 self.command.spawn()
             }
-            Launch::Spawned => placement::spawn_pinned(&mut self.command, self.cpus),
+            Kind::Worker => placement::spawn_pinned(&mut self.command, self.cpus),
         }?;
         let pid = child.id() as i32;
         running.insert(pid);

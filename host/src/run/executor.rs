@@ -9,7 +9,7 @@
 //! that place a run elsewhere (a Slurm node) implement the same trait so
 //! that everything above them stays the same.
 
-use super::child::{self, Containment, Ended, Launch};
+use super::child::{self, Ended};
 use super::counters::Callgrind;
 use super::gates::{self, Probe};
 use super::interrupt::Interrupt;
@@ -663,8 +663,7 @@ fn spawn_worker(
         timeout,
         interrupt,
         stdin: serde_json::to_vec(spec).context("cannot encode the run spec")?,
-        containment: Containment::Group,
-        launch: Launch::Spawned,
+        kind: child::Kind::Worker,
     }
     .run(
         || format!("cannot start worker `{}`", exe.display()),

@@ -32,9 +32,7 @@ pub use worker::RunSpec;
 /// run records, Slurm jobs and calibrations. A clock set before 1970 reads
 /// 0, since a wrong stamp is no reason to fail a run.
 pub fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    unix_us() / 1_000
 }
 
 /// [`unix_ms`] in microseconds: when a duet's run started its window, so

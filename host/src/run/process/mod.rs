@@ -6,7 +6,7 @@
 //! interrupt, a protocol violation or children left behind. The outcome is
 //! a [`RunResult`] like a worker's.
 
-use super::child::{self, Containment, Ended, Finished, Launch};
+use super::child::{self, Ended, Finished};
 use super::counters::Callgrind;
 use super::executor::Halt;
 use super::interrupt::Interrupt;
@@ -242,8 +242,7 @@ fn run_checked(
         timeout,
         interrupt,
         stdin: serde_json::to_vec(&job.request())?,
-        containment: Containment::Subreaper,
-        launch: Launch::Forked,
+        kind: child::Kind::Program,
     }
     .run(
         || {
