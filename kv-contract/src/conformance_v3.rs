@@ -43,6 +43,7 @@ pub(crate) fn cases() -> Vec<Case> {
         versionstamps_increase_across_commits,
         versionstamped_keys_land_in_commit_order,
         versionstamp_errors,
+        cancel_fails_an_outstanding_future_at_once,
         futures_answer_as_issued,
         futures_fan_out,
     ];
@@ -365,6 +366,22 @@ fn versionstamp_errors(h: &dyn Harness, prefix: &[u8]) -> Outcome {
         t.get(&key(prefix, "b"), false),
         CLIENT_INVALID_OPERATION,
         "a 10-byte stamp at offset 0 of a 5-byte value",
+    )
+}
+
+/// `cancel` fails what the transaction still owes at once: a versionstamp
+/// future asked before the cancel answers transaction_cancelled, not
+/// future_not_set (the Rust SDK, which delivers a lone cancel with the
+/// next call, must not hold back this one).
+fn cancel_fails_an_outstanding_future_at_once(h: &dyn Harness, prefix: &[u8]) -> Outcome {
+    let mut t = h.begin();
+    t.set(&key(prefix, "a"), b"1");
+    let f = t.start_get_versionstamp();
+    t.cancel();
+    expect_error(
+        t.wait(f),
+        TRANSACTION_CANCELLED,
+        "a versionstamp asked before cancel",
     )
 }
 

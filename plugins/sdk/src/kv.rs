@@ -6,7 +6,7 @@
 //! whether it is a plugin or a builtin.
 
 use crate::bindings::blocklab::bench0_3_0::kv as raw;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::mem::ManuallyDrop;
 
 pub use crate::future::{
@@ -307,10 +307,23 @@ pub struct RangeOptions {
 /// resets its host resource and keeps it for the next [`Transaction::new`],
 /// so a transaction costs one crossing (`reset`) instead of a constructor
 /// and a drop, and is as fresh as a new one (new read version, no writes).
+///
+/// [`Transaction::cancel`] reaches the host with the transaction's next
+/// call, and not at all when that call is the drop's `reset`, which
+/// undoes a cancellation anyway: cancel-then-drop costs no crossing. The
+/// host sees every other call in the same order, so nothing observable
+/// moves; a transaction that has issued a future or a watch, which a
+/// cancellation must fail at once, is cancelled at once.
 #[derive(Debug)]
 pub struct Transaction {
-    /// Taken back into [`IDLE`] by `Drop`, never used after.
-    pub(crate) raw: ManuallyDrop<raw::Transaction>,
+    /// Taken back into [`IDLE`] by `Drop`, never used after. Calls go
+    /// through [`Transaction::host`] or [`Transaction::issuing`], which
+    /// deliver a pending cancellation first.
+    raw: ManuallyDrop<raw::Transaction>,
+    /// `cancel` was called and the host has not been told yet.
+    cancel_pending: Cell<bool>,
+    /// A future, watch or versionstamp was issued since the last reset.
+    issued: Cell<bool>,
 }
 
 /// Most reset transactions an instance keeps for reuse: enough for a
@@ -328,6 +341,7 @@ impl Drop for Transaction {
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
         IDLE.with_borrow_mut(|idle| {
             if idle.len() < IDLE_MAX {
+                // Supersedes a pending cancellation, which is dropped.
                 raw.reset();
                 idle.push(raw);
             }
@@ -346,29 +360,48 @@ impl Transaction {
             .unwrap_or_else(raw::Transaction::new);
         Transaction {
             raw: ManuallyDrop::new(raw),
+            cancel_pending: Cell::new(false),
+            issued: Cell::new(false),
         }
+    }
+
+    /// The host resource, told first of a pending cancellation.
+    pub(crate) fn host(&self) -> &raw::Transaction {
+        if self.cancel_pending.replace(false) {
+            self.raw.cancel();
+        }
+        &self.raw
+    }
+
+    /// [`Transaction::host`] for a call that leaves something outstanding
+    /// (a future, a watch) that a later cancellation must reach at once.
+    pub(crate) fn issuing(&self) -> &raw::Transaction {
+        self.issued.set(true);
+        self.host()
     }
 
     /// Makes this a fresh transaction, as [`Transaction::new`] would give:
     /// the next read fetches a new read version; writes, conflict ranges and
     /// a cancellation are gone.
     pub fn reset(&self) {
+        self.cancel_pending.set(false);
+        self.issued.set(false);
         self.raw.reset();
     }
 
     /// The version this transaction reads at.
     pub fn read_version(&self) -> Result<u64, Error> {
-        Ok(self.raw.get_read_version()?)
+        Ok(self.host().get_read_version()?)
     }
 
     /// Reads `key`, adding it to the read conflict set.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        Ok(self.raw.get(key, false)?)
+        Ok(self.host().get(key, false)?)
     }
 
     /// Reads `key` without adding a read conflict.
     pub fn snapshot_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        Ok(self.raw.get(key, true)?)
+        Ok(self.host().get(key, true)?)
     }
 
     /// Reads at most `limit` rows (0: all) of [begin, end) in key order.
@@ -391,40 +424,47 @@ impl Transaction {
         options: RangeOptions,
     ) -> Result<Rows, Error> {
         let packed =
-            self.raw
+            self.host()
                 .get_range(begin, end, options.limit, options.reverse, options.snapshot)?;
         Rows::from_packed(packed)
     }
 
     /// Buffers a write of `value` at `key`.
     pub fn set(&self, key: &[u8], value: &[u8]) {
-        self.raw.set(key, value);
+        self.host().set(key, value);
     }
 
     /// Buffers the removal of `key`.
     pub fn clear(&self, key: &[u8]) {
-        self.raw.clear(key);
+        self.host().clear(key);
     }
 
     /// Buffers the removal of every key in [begin, end).
     pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
-        self.raw.clear_range(begin, end);
+        self.host().clear_range(begin, end);
     }
 
     /// Commits; returns the committed version (the read version when
     /// nothing was written).
     pub fn commit(&self) -> Result<u64, Error> {
-        Ok(self.raw.commit()?)
+        Ok(self.host().commit()?)
     }
 
     /// Resets for another attempt when `error` is retryable, else returns it.
     pub fn on_error(&self, error: Error) -> Result<(), Error> {
-        Ok(self.raw.on_error(&error.into())?)
+        Ok(self.host().on_error(&error.into())?)
     }
 
-    /// Abandons the transaction; later calls fail with `Cancelled`.
+    /// Abandons the transaction; later calls fail with `Cancelled`, and
+    /// its outstanding futures and watches fail now. (The host is told
+    /// with the next call; see [`Transaction`].)
     pub fn cancel(&self) {
-        self.raw.cancel();
+        if self.issued.get() {
+            self.cancel_pending.set(false);
+            self.raw.cancel();
+        } else {
+            self.cancel_pending.set(true);
+        }
     }
 }
 

@@ -88,22 +88,25 @@ fn key_after(key: &[u8]) -> Vec<u8> {
 impl Transaction {
     /// The read version, issued now.
     pub fn start_read_version(&self) -> Future<u64> {
-        Future::host(self.raw.start_get_read_version())
+        Future::host(self.issuing().start_get_read_version())
     }
 
     /// `get`, issued now.
     pub fn start_get(&self, key: &[u8]) -> Future<Option<Vec<u8>>> {
-        Future::host(self.raw.start_get(key, false))
+        Future::host(self.issuing().start_get(key, false))
     }
 
     /// A snapshot `get` (no read conflict), issued now.
     pub fn start_snapshot_get(&self, key: &[u8]) -> Future<Option<Vec<u8>>> {
-        Future::host(self.raw.start_get(key, true))
+        Future::host(self.issuing().start_get(key, true))
     }
 
     /// Resolves `selector`, issued now (`snapshot`: no read conflict).
     pub fn start_get_key(&self, selector: &KeySelector, snapshot: bool) -> Future<Vec<u8>> {
-        Future::host(self.raw.start_get_key(&self::selector(selector), snapshot))
+        Future::host(
+            self.issuing()
+                .start_get_key(&self::selector(selector), snapshot),
+        )
     }
 
     /// Resolves `selector` and waits.
@@ -120,7 +123,7 @@ impl Transaction {
     ) -> Future<RangeBatch> {
         let options = range_options(limits);
         Future::host(
-            self.raw
+            self.issuing()
                 .start_get_range(&selector(begin), &selector(end), options),
         )
     }
@@ -165,22 +168,25 @@ impl Transaction {
 
     /// `commit`, issued now.
     pub fn start_commit(&self) -> Future<u64> {
-        Future::host(self.raw.start_commit())
+        Future::host(self.issuing().start_commit())
     }
 
     /// Bytes stored in [begin, end), estimated, issued now.
     pub fn start_estimated_range_size(&self, begin: &[u8], end: &[u8]) -> Future<u64> {
-        Future::host(self.raw.start_get_estimated_range_size_bytes(begin, end))
+        Future::host(
+            self.issuing()
+                .start_get_estimated_range_size_bytes(begin, end),
+        )
     }
 
     /// The commit's versionstamp: ask before `commit`, wait after it.
     pub fn versionstamp(&self) -> Future<Versionstamp> {
-        Future::host(self.raw.get_versionstamp())
+        Future::host(self.issuing().get_versionstamp())
     }
 
     /// Buffers an atomic operation (no read, no read conflict).
     pub fn atomic_op(&self, op: MutationType, key: &[u8], operand: &[u8]) {
-        self.raw.atomic_op(mutation(op), key, operand);
+        self.host().atomic_op(mutation(op), key, operand);
     }
 
     /// Adds `delta` to the little-endian 64-bit counter at `key`.
@@ -191,16 +197,16 @@ impl Transaction {
     /// Sets `value` at `key` with the commit's versionstamp written over the
     /// 10 bytes of `key` at `offset`.
     pub fn set_versionstamped_key(&self, key: &[u8], offset: u32, value: &[u8]) {
-        self.raw.set_versionstamped_key(key, offset, value);
+        self.host().set_versionstamped_key(key, offset, value);
     }
 
     /// Sets `value`, the versionstamp written over its 10 bytes at `offset`.
     pub fn set_versionstamped_value(&self, key: &[u8], value: &[u8], offset: u32) {
-        self.raw.set_versionstamped_value(key, value, offset);
+        self.host().set_versionstamped_value(key, value, offset);
     }
 
     pub fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {
-        self.raw
+        self.host()
             .add_conflict_range(conflict(ConflictKind::Read), begin, end);
     }
 
@@ -209,7 +215,7 @@ impl Transaction {
     }
 
     pub fn add_write_conflict_range(&self, begin: &[u8], end: &[u8]) {
-        self.raw
+        self.host()
             .add_conflict_range(conflict(ConflictKind::Write), begin, end);
     }
 
@@ -219,22 +225,22 @@ impl Transaction {
 
     /// Reads at `version` instead of fetching a read version.
     pub fn set_read_version(&self, version: u64) {
-        self.raw.set_read_version(version);
+        self.host().set_read_version(version);
     }
 
     /// The version the commit wrote at; `None` before it and after a
     /// read-only one.
     pub fn committed_version(&self) -> Option<u64> {
-        self.raw.get_committed_version()
+        self.host().get_committed_version()
     }
 
     /// Bytes counted toward the 10,000,000-byte limit so far.
     pub fn approximate_size(&self) -> Result<u64, Error> {
-        Ok(self.raw.get_approximate_size()?)
+        Ok(self.host().get_approximate_size()?)
     }
 
     pub fn set_option(&self, option: TransactionOption) {
-        self.raw.set_option(self::option(option));
+        self.host().set_option(self::option(option));
     }
 
     /// Watches `key`: fires once its value differs from the one this
@@ -249,7 +255,7 @@ impl Transaction {
     /// ```
     pub fn watch(&self, key: &[u8]) -> Watch {
         Watch {
-            raw: self.raw.watch(key),
+            raw: self.issuing().watch(key),
         }
     }
 }

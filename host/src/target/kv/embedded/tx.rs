@@ -693,7 +693,13 @@ impl Transaction for Tx {
     }
 
     fn versionstamp(&mut self) -> Result<Versionstamp, KvError> {
-        self.extra.versionstamp(self.commit_started)
+        let stamp = self.extra.versionstamp(self.commit_started);
+        // RYW waits for the stamp or its reset promise, which `cancel`
+        // breaks with transaction_cancelled (`getVersionstamp`, `cancel`).
+        match self.ended {
+            Some(KvError::Cancelled) if stamp.is_err() => Err(KvError::Cancelled),
+            _ => stamp,
+        }
     }
 
     fn add_conflict_range(&mut self, kind: ConflictKind, begin: &[u8], end: &[u8]) {
