@@ -273,6 +273,7 @@ impl Runtime {
             |state| state,
         )
         .map_err(anyhow::Error::from)?;
+        v3::link_borrowed_lists(&mut linker)?;
         // 0.4.0 and 0.5.0 import 0.3.0's kv and env (on the linker now);
         // 0.5.0's grpc is the one interface of its own.
         bindings_v5::blocklab::bench0_5_0::grpc::add_to_linker::<HostState, HasSelf<HostState>>(
@@ -549,6 +550,7 @@ impl Plugin {
             // Its own stream from the run's seed, so a simulation leaves the
             // plugin's `env.random` unchanged.
             sim_rng: wasi_seed ^ 0x9e37_79b9_7f4a_7c15,
+            scratch: Vec::new(),
         };
         let engine = match &self.pre {
             Pre::V1(pre) => pre.engine(),
@@ -827,6 +829,8 @@ struct HostState {
     sim: Option<crate::target::kv::SimulatedLatency>,
     /// The jitter's xorshift state.
     sim_rng: u64,
+    /// Keys and values copied out of guest memory (v3.rs), reused.
+    scratch: Vec<u8>,
 }
 
 impl HostState {

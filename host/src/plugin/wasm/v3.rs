@@ -4,7 +4,9 @@
 //! atomic operations, versionstamps, key selectors, conflict ranges, read
 //! versions, size estimates and transaction options. Every call goes to the
 //! arm's target through `target::kv::Transaction`; grpc is 0.1.0's calls
-//! under the new package name and forwards to them.
+//! under the new package name and forwards to them. `set` and `get` are
+//! linked a second time over bindgen's, reading their bytes in place
+//! ([`link_borrowed_lists`]), since they are the hottest crossings.
 
 use super::bindings_v3::blocklab::bench::{env as wit_env, grpc as wit_grpc, kv as wit_kv};
 use super::{FutureHandle, HostState, KvError, StreamHandle, TransactionHandle, WatchHandle};
@@ -12,7 +14,8 @@ use crate::target::kv::{
     ConflictKind, KeyRange, KeySelector, KeyValue, MutationType, OpKind, Priority, RangeLimits,
     RangeOptions, SelectorRange, StreamingMode, Transaction, TransactionOption,
 };
-use wasmtime::component::Resource;
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource, WasmList};
 
 kv_error_conversions!(wit_kv);
 
@@ -134,8 +137,7 @@ impl wit_kv::HostTransaction for HostState {
     }
 
     fn get(&mut self, tr: Tr, key: Vec<u8>, snapshot: bool) -> KvResult<Option<Vec<u8>>> {
-        self.wait_round_trip(&tr, OpKind::Read)?;
-        Ok(self.transaction(&tr)?.get(&key, snapshot).map_err(to_wit))
+        self.point_get(&tr, &key, snapshot)
     }
 
     fn get_range(
@@ -457,6 +459,13 @@ impl wit_env::Host for HostState {
 }
 
 impl HostState {
+    /// A point read after its simulated round trip: bindgen's `get` and the
+    /// borrowed-list one of [`link_borrowed_lists`].
+    fn point_get(&mut self, tr: &Tr, key: &[u8], snapshot: bool) -> KvResult<Option<Vec<u8>>> {
+        self.wait_round_trip(tr, OpKind::Read)?;
+        Ok(self.transaction(tr)?.get(key, snapshot).map_err(to_wit))
+    }
+
     /// A range read's rows after its simulated round trip: 0.3.0 and 0.2.0
     /// pack them, 0.1.0 lists them, so every version's range read goes
     /// through here.
@@ -475,6 +484,59 @@ impl HostState {
 }
 
 grpc_forwarding!();
+
+/// `set` and `get` of 0.3.0's transaction again, over bindgen's: their
+/// keys and values are read in place from the guest's memory into one
+/// buffer the instance reuses, where bindgen lifts each list into a fresh
+/// `Vec` byte by byte (an allocation, a loop and a free per list: about
+/// 50 ns of a ryw's crossings, docs/benchmarks.md). The two hottest calls
+/// of every kv workload; the others keep bindgen's.
+pub(super) fn link_borrowed_lists(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
+    linker.allow_shadowing(true);
+    let mut kv = linker.instance("blocklab:bench/kv@0.3.0")?;
+    kv.func_wrap(
+        "[method]transaction.set",
+        |mut cx: StoreContextMut<'_, HostState>,
+         (tr, key, value): (Tr, WasmList<u8>, WasmList<u8>)| {
+            with_guest_bytes(&mut cx, [&key, &value], |state, [key, value]| {
+                state.transaction(&tr)?.set(key, value);
+                Ok(())
+            })
+        },
+    )?;
+    kv.func_wrap(
+        "[method]transaction.get",
+        |mut cx: StoreContextMut<'_, HostState>, (tr, key, snapshot): (Tr, WasmList<u8>, bool)| {
+            with_guest_bytes(&mut cx, [&key], |state, [key]| {
+                state.point_get(&tr, key, snapshot)
+            })
+            .map(|got| (got,))
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// Runs `f` on the host state with `lists` copied out of guest memory into
+/// the instance's scratch buffer (the slices borrow the store, which `f`
+/// needs mutably).
+fn with_guest_bytes<const N: usize, R>(
+    cx: &mut StoreContextMut<'_, HostState>,
+    lists: [&WasmList<u8>; N],
+    f: impl FnOnce(&mut HostState, [&[u8]; N]) -> anyhow::Result<R>,
+) -> wasmtime::Result<R> {
+    let mut buf = std::mem::take(&mut cx.data_mut().scratch);
+    buf.clear();
+    let ends = lists.map(|list| {
+        buf.extend_from_slice(list.as_le_slice(&*cx));
+        buf.len()
+    });
+    let slices = std::array::from_fn(|i| &buf[if i == 0 { 0 } else { ends[i - 1] }..ends[i]]);
+    let state = cx.data_mut();
+    let result = f(state, slices);
+    state.scratch = buf;
+    result.map_err(wasmtime::Error::from_anyhow)
+}
 
 #[cfg(test)]
 mod tests {
