@@ -166,9 +166,7 @@ impl Job<'_> {
             exited_at,
         })
     }
-}
 
-impl Job<'_> {
     /// Starts the child on its CPUs as its [`Kind`] is started, registered in
     /// [`RUNNING`] under the lock, so that no stray scan sees it before it
     /// is known for a run's.

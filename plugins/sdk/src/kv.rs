@@ -459,11 +459,10 @@ impl Transaction {
     /// its outstanding futures and watches fail now. (The host is told
     /// with the next call; see [`Transaction`].)
     pub fn cancel(&self) {
+        self.cancel_pending.set(true);
         if self.issued.get() {
-            self.cancel_pending.set(false);
-            self.raw.cancel();
-        } else {
-            self.cancel_pending.set(true);
+            // What it issued must fail now, not at the next call.
+            self.host();
         }
     }
 }
