@@ -138,7 +138,7 @@ fn net_probe(extra: &[&str]) -> crate::support::Run {
 
 #[test]
 fn a_plugin_that_imports_sockets_is_refused_without_the_grant() {
-    // std's TcpStream also pulls in wasi:filesystem; grant that one only.
+    // net-probe's `stat` workload imports wasi:filesystem; grant that one only.
     let r = net_probe(&["--grant", "wasi:filesystem"]);
     assert_error(
         &r,
