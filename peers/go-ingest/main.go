@@ -14,24 +14,26 @@
 //	  "params":{},"seed":1,"workers":4,"measure":{"mode":"window","warmup_s":1,"measured_s":3},"call_deadline_ms":10000}' \
 //	  | target/peers/go-ingest
 //
-// Workloads, the same as the grpc-ingest plugin's (plugins/workloads/grpc-ingest/src/ingest.rs):
+// Workloads, the same as the grpc-ingest plugin's (crates/ingest/src/ingest.rs):
 //   - `ingest`: one /ingest.v1.Ingest/Stream per worker; each transaction sends
 //     one batch of `batch_records` records of `record_bytes` bytes with gapless
 //     offsets, first waiting for acks while more than `max_in_flight` records
 //     would be unacknowledged. Counters `acked_records`, `acked_bytes` (window
-//     deltas); latency = a batch's send to the first ack covering it, also as
-//     histogram `ack_latency_ns`. After the window (after the measured-end
-//     mark) each worker half-closes its stream, on which the server acks all
-//     it has, and reads the acks of its measured batches, so every measured
-//     batch has a latency or an error, as the protocol's counts require.
+//     deltas). A transaction's latency is the plugin's: from its start (the
+//     wait for room included) to its batch sent. Each measured batch's send
+//     to the first ack covering it goes to histogram `ack_latency_ns`. After
+//     the window (after the measured-end mark) each worker half-closes its
+//     stream, on which the server acks all it has, and reads the acks of its
+//     measured batches. A failed transaction is one error; batches a broken
+//     stream never acknowledged are not (they were sent), as in the plugin.
 //   - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
 //
 // Every measure mode. In `rate` mode each worker keeps its share of the
 // request's `schedule` (docs/process-arms.md, "Rate mode"): it starts each
 // transaction (`ingest`: a batch, so records/s = rate × batch_records) at
 // its intended time, or as soon as it is free when behind, never skipping
-// one; latency counts from the intended start to the ack (or the reply),
-// service time from the actual start. Connection policies (`target.connections`): "shared" =
+// one; latency counts from the intended start to the transaction's end (the
+// batch sent, or the reply), service time from the actual start. Connection policies (`target.connections`): "shared" =
 // one ClientConn for all workers, "per-stream" = one ClientConn per stream
 // (per worker; unary calls share one, as blocklab's own client does), N = a
 // pool of N ClientConns, workers round-robin. Each grpc.Dial is its own
@@ -439,7 +441,9 @@ type tally struct {
 	warmup, measured, errors uint64
 	errorsByKind             map[string]uint64
 	latency                  map[uint64]uint64
-	counters                 map[string]uint64
+	// ingest: each measured batch's send to the first ack covering it.
+	ack      map[uint64]uint64
+	counters map[string]uint64
 	// Rate mode only.
 	scheduled, started, late uint64
 	lag, service             map[uint64]uint64
@@ -494,16 +498,16 @@ func (t *tally) closeBatch(now time.Time) {
 }
 
 func newTally() *tally {
-	return &tally{errorsByKind: map[string]uint64{}, latency: map[uint64]uint64{}, counters: map[string]uint64{},
+	return &tally{errorsByKind: map[string]uint64{}, latency: map[uint64]uint64{}, ack: map[uint64]uint64{}, counters: map[string]uint64{},
 		lag: map[uint64]uint64{}, service: map[uint64]uint64{}}
 }
 
 // done records a measured transaction that ended at now: latency from its
 // intended start in rate mode (and service time from its actual start),
-// else from sent.
-func (t *tally) done(now, sent time.Time, a *at) {
+// else from began.
+func (t *tally) done(now, began time.Time, a *at) {
 	if a == nil {
-		ns := uint64(now.Sub(sent).Nanoseconds())
+		ns := uint64(now.Sub(began).Nanoseconds())
 		t.latency[round3(ns)]++
 		t.batch(now, ns)
 		return
@@ -557,7 +561,6 @@ type inFlight struct {
 	end      uint64
 	sent     time.Time
 	measured bool
-	at       *at
 }
 
 type ingest struct {
@@ -610,18 +613,10 @@ func (w *ingest) open() error {
 	return nil
 }
 
-// broken drops the stream; its unacknowledged measured batches are errors
-// (they were sent and never acknowledged).
-func (w *ingest) broken(t *tally, err error) {
-	lost := uint64(0)
-	for _, b := range w.inFlight {
-		if b.measured {
-			lost++
-		}
-	}
-	if lost > 0 {
-		t.fail(err, lost)
-	}
+// broken drops the stream. Its unacknowledged batches are lost, but their
+// transactions succeeded (they were sent); the transaction that found the
+// stream broken is the error, as in the plugin.
+func (w *ingest) broken() {
 	w.cancel()
 	w.stream = nil
 	w.inFlight = w.inFlight[:0]
@@ -658,7 +653,7 @@ func (w *ingest) awaitAck(t *tally) error {
 	w.acked = next
 	for len(w.inFlight) > 0 && w.inFlight[0].end <= next {
 		if b := w.inFlight[0]; b.measured {
-			t.done(now, b.sent, b.at)
+			t.ack[round3(uint64(now.Sub(b.sent).Nanoseconds()))]++
 		}
 		w.inFlight = w.inFlight[1:]
 	}
@@ -666,6 +661,7 @@ func (w *ingest) awaitAck(t *tally) error {
 }
 
 func (w *ingest) run(t *tally, measured bool, a *at) error {
+	t0 := time.Now()
 	if w.stream == nil {
 		if err := w.open(); err != nil {
 			return err
@@ -673,7 +669,7 @@ func (w *ingest) run(t *tally, measured bool, a *at) error {
 	}
 	for w.next+w.batchRecords-w.acked > w.maxInFlight || len(w.acks) > 0 {
 		if err := w.awaitAck(t); err != nil {
-			w.broken(t, err)
+			w.broken()
 			return err
 		}
 	}
@@ -688,11 +684,15 @@ func (w *ingest) run(t *tally, measured bool, a *at) error {
 		} else {
 			err = fmt.Errorf("ingest stream failed on send: %s", describe(streamMethod, err))
 		}
-		w.broken(t, err)
+		w.broken()
 		return err
 	}
 	w.next += w.batchRecords
-	w.inFlight = append(w.inFlight, inFlight{end: w.next, sent: time.Now(), measured: measured, at: a})
+	sent := time.Now()
+	w.inFlight = append(w.inFlight, inFlight{end: w.next, sent: sent, measured: measured})
+	if measured {
+		t.done(sent, t0, a)
+	}
 	return nil
 }
 
@@ -708,12 +708,12 @@ func (w *ingest) drain(t *tally) {
 		return
 	}
 	if err := w.stream.CloseSend(); err != nil {
-		w.broken(t, fmt.Errorf("ingest stream failed on close: %s", describe(streamMethod, err)))
+		w.broken()
 		return
 	}
 	for w.stream != nil && len(w.inFlight) > 0 {
 		if err := w.awaitAck(t); err != nil {
-			w.broken(t, err)
+			w.broken()
 		}
 	}
 	if w.stream != nil {
@@ -1038,6 +1038,9 @@ func main() {
 		for k, v := range t.latency {
 			total.latency[k] += v
 		}
+		for k, v := range t.ack {
+			total.ack[k] += v
+		}
 		for k, v := range t.counters {
 			total.counters[k] += v
 		}
@@ -1065,7 +1068,7 @@ func main() {
 		}
 	}
 	if req.Workload == "ingest" {
-		result["histograms"] = map[string]interface{}{"ack_latency_ns": pairs(total.latency)}
+		result["histograms"] = map[string]interface{}{"ack_latency_ns": pairs(total.ack)}
 	}
 	if req.Measure.Mode == "rate" {
 		result["open_loop"] = map[string]interface{}{

@@ -16,24 +16,26 @@ By hand: `echo '{"protocol":1,"workload":"ingest","target":{"kind":"grpc",
 `make deps-python`).
 
 Workloads, the same as the grpc-ingest plugin's
-(plugins/workloads/grpc-ingest/src/ingest.rs) and peers/go-ingest:
+(crates/ingest/src/ingest.rs) and peers/go-ingest:
   - `ingest`: one /ingest.v1.Ingest/Stream per worker; each transaction sends
     one batch of `batch_records` records of `record_bytes` bytes with gapless
     offsets, first waiting for acks while more than `max_in_flight` records
     would be unacknowledged. Counters `acked_records`, `acked_bytes` (window
-    deltas); latency = a batch's send to the first ack covering it, also as
-    histogram `ack_latency_ns`. After the window (after the measured-end
-    mark) each worker half-closes its stream, on which the server acks all
-    it has, and reads the acks of its measured batches, so every measured
-    batch has a latency or an error, as the protocol's counts require.
+    deltas). A transaction's latency is the plugin's: from its start (the
+    wait for room included) to its batch sent. Each measured batch's send to
+    the first ack covering it goes to histogram `ack_latency_ns`. After the
+    window (after the measured-end mark) each worker half-closes its stream,
+    on which the server acks all it has, and reads the acks of its measured
+    batches. A failed transaction is one error; batches a broken stream never
+    acknowledged are not (they were sent), as in the plugin.
   - `unary` (alias `echo`): one /ingest.v1.Echo/Echo of `payload_bytes` bytes.
 
 Every measure mode. In `rate` mode each worker keeps its share of the
 request's `schedule` (docs/process-arms.md, "Rate mode"): it starts each
 transaction (`ingest`: a batch, so records/s = rate x batch_records) at its
 intended time, or as soon as it is free when behind, never skipping one;
-latency counts from the intended start to the ack (or the reply), service
-time from the actual start. Connection policies (`target.connections`): "shared" =
+latency counts from the intended start to the transaction's end (the batch
+sent, or the reply), service time from the actual start. Connection policies (`target.connections`): "shared" =
 one channel, "per-stream" = one channel per stream (per worker; unary calls
 share one, as blocklab's own client does), N = a pool of N channels,
 workers round-robin. Every channel has its own subchannel pool
@@ -382,6 +384,8 @@ class Tally:
         self.warmup = self.measured = self.errors = 0
         self.errors_by_kind = Counter()
         self.latency = Counter()
+        # ingest: each measured batch's send to the first ack covering it.
+        self.ack = Counter()
         self.counters = {}
         # Rate mode only.
         self.scheduled = self.started = self.late = 0
@@ -410,12 +414,12 @@ class Tally:
         self.batches["wall_ns"].append(max(1, now - self.batch_start))
         self.batch_start, self.batch_count, self.batch_latency = now, 0, 0
 
-    def done(self, now, sent, at):
+    def done(self, now, began, at):
         """A measured transaction ended at `now`: latency from its intended
         start in rate mode (`at` = (intended, began), and service time from
-        its actual start), else from `sent`."""
+        its actual start), else from `began`."""
         if at is None:
-            ns = now - sent
+            ns = now - began
         else:
             ns = now - at[0]
             self.service[round3(now - at[1])] += 1
@@ -467,7 +471,7 @@ class Ingest:
 
         self.responses = self.call(feed())
         self.next = self.acked = 0
-        self.in_flight = []  # (end offset, send time ns, measured, rate mode's at)
+        self.in_flight = []  # (end offset, send time ns, measured)
         self.head = 0  # in_flight[head:] are unacknowledged
         if self.rate:
             acks = self.acks = queue.SimpleQueue()
@@ -483,11 +487,10 @@ class Ingest:
 
             threading.Thread(target=read, daemon=True).start()
 
-    def broken(self, tally, message):
-        """Drops the stream; its unacknowledged measured batches are errors."""
-        lost = sum(1 for b in self.in_flight[self.head:] if b[2])
-        if lost:
-            tally.fail(message, lost)
+    def broken(self):
+        """Drops the stream. Its unacknowledged batches are lost, but their
+        transactions succeeded (they were sent); the transaction that found
+        the stream broken is the error, as in the plugin."""
         self.requests.put(None)
         self.responses.cancel()
         self.responses = None
@@ -524,15 +527,16 @@ class Ingest:
         self.acked_bytes += (ack - self.acked) * self.record_bytes
         self.acked = ack
         while self.head < len(self.in_flight) and self.in_flight[self.head][0] <= ack:
-            _, sent, measured, at = self.in_flight[self.head]
+            _, sent, measured = self.in_flight[self.head]
             if measured:
-                tally.done(now, sent, at)
+                tally.ack[round3(now - sent)] += 1
             self.head += 1
         if self.head > 1024:
             del self.in_flight[:self.head]
             self.head = 0
 
     def run(self, tally, measured, at=None):
+        t0 = time.perf_counter_ns()
         if self.responses is None:
             self.open()
         try:
@@ -544,13 +548,16 @@ class Ingest:
                 # then its status, which says why (await_ack raises it).
                 while True:
                     self.await_ack(tally)
-        except Failed as e:
-            self.broken(tally, str(e))
+        except Failed:
+            self.broken()
             raise
         batch = encode_batch(self.next, self.batch_records, self.payload)
         self.requests.put(batch)
         self.next += self.batch_records
-        self.in_flight.append((self.next, time.perf_counter_ns(), measured, at))
+        sent = time.perf_counter_ns()
+        self.in_flight.append((self.next, sent, measured))
+        if measured:
+            tally.done(sent, t0, at)
 
     def counters(self):
         return {"acked_records": self.acked_records, "acked_bytes": self.acked_bytes}
@@ -564,8 +571,8 @@ class Ingest:
         while self.responses is not None and self.head < len(self.in_flight):
             try:
                 self.await_ack(tally)
-            except Failed as e:
-                self.broken(tally, str(e))
+            except Failed:
+                self.broken()
         if self.responses is not None:
             self.requests.put(None)
             self.responses.cancel()
@@ -797,10 +804,11 @@ def main():
     for th in threads:
         th.join()
 
-    errors_by_kind, latency, counters = Counter(), Counter(), Counter()
+    errors_by_kind, latency, ack, counters = Counter(), Counter(), Counter(), Counter()
     for t in tallies:
         errors_by_kind.update(t.errors_by_kind)
         latency.update(t.latency)
+        ack.update(t.ack)
         counters.update(t.counters)
     pairs = [[v, n] for v, n in latency.items()]
     result = {
@@ -817,7 +825,7 @@ def main():
     if batches["count"]:
         result["batches"] = batches
     if workload == "ingest":
-        result["histograms"] = {"ack_latency_ns": pairs}
+        result["histograms"] = {"ack_latency_ns": [[v, n] for v, n in ack.items()]}
     if rate:
         lag, service = Counter(), Counter()
         for t in tallies:
