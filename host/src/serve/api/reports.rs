@@ -161,12 +161,19 @@ pub(super) async fn compare(
     let (a, b) = (parse_id(&q.a)?, parse_id(&q.b)?);
     // Built once while both campaigns are settled, like a report, and
     // again when a campaign finishes (the drift's reference may change).
-    let finished = state
-        .store()
-        .campaigns()?
-        .iter()
-        .filter(|m| m.status == blocklab_store::CampaignStatus::Finished)
-        .fold((0u64, 0u64), |(n, sum), m| (n + 1, sum.wrapping_add(m.id)));
+    // Reading every campaign's meta is store work: off the async threads.
+    let finished = blocking({
+        let state = state.clone();
+        move || {
+            Ok(state
+                .store()
+                .campaigns()?
+                .iter()
+                .filter(|m| m.status == blocklab_store::CampaignStatus::Finished)
+                .fold((0u64, 0u64), |(n, sum), m| (n + 1, sum.wrapping_add(m.id))))
+        }
+    })
+    .await?;
     let what = format!("compare?a={a}&finished={}:{}", finished.0, finished.1);
     let body = cached_or_blocking(state, [b, a], what, move |state| {
         let (ra, rb) = (report_of(state, a, None)?, report_of(state, b, None)?);
