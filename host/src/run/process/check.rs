@@ -115,8 +115,10 @@ pub(super) fn histogram(name: &str, pairs: &[(i64, i64)]) -> anyhow::Result<Reco
 
 /// What the host's clock allows a result.
 pub(super) struct Bounds {
-    /// Transactions the program may have outstanding at once, over all
-    /// workers.
+    /// Transactions the program may have outstanding at once: one per
+    /// worker, since a transaction is one step of a worker's loop, as in a
+    /// plugin (for `ingest`, a batch's send; its ack comes later and is
+    /// timed apart, in `ack_latency_ns`).
     pub(super) in_flight: f64,
     /// The measured window as the host saw it (its marks), seconds.
     pub(super) window_s: f64,
@@ -244,7 +246,7 @@ fn check_time(bounds: &Bounds, latency: &Recorded, service_ns: Option<u128>) -> 
     let total_s = total_ns as f64 / 1e9;
     if total_s > allowed_s {
         bail!(
-            "its {what} add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows (a pipelined workload such as `ingest` may have ceil(max_in_flight / batch_records) per worker in flight when the plan's params give both: set them in the workload's `params`)",
+            "its {what} add up to {total_s:.3} s, more than {} transaction(s) in flight can spend in the {span_s:.3} s from its `measured` mark to its exit (at most {allowed_s:.3} s): more transactions than time allows (a transaction is one step of a worker's loop, as in a plugin: for `ingest`, a batch's send; the send-to-ack time belongs in `histograms.ack_latency_ns`)",
             bounds.in_flight
         );
     }

@@ -100,23 +100,6 @@ impl ProcessJob {
         }))
     }
 
-    /// How many transactions one worker may have outstanding at once: one
-    /// (a closed loop), or for a workload pipelined like seed 004's ingest,
-    /// `ceil(max_in_flight / batch_records)` batches when the params give
-    /// both (docs/process-arms.md, "Checks").
-    fn in_flight_per_worker(&self) -> f64 {
-        let number = |name: &str| match self.params.get(name) {
-            Some(ParamValue::Integer(n)) if *n > 0 => Some(*n as f64),
-            Some(ParamValue::Float(x)) if *x > 0.0 => Some(*x),
-            Some(ParamValue::Text(t)) => t.parse::<f64>().ok().filter(|x| *x > 0.0),
-            _ => None,
-        };
-        match (number("max_in_flight"), number("batch_records")) {
-            (Some(records), Some(batch)) => (records / batch).ceil().max(1.0),
-            _ => 1.0,
-        }
-    }
-
     /// The run request the program reads on stdin.
     fn request(&self) -> Request<'_> {
         Request {
@@ -257,10 +240,10 @@ fn run_checked(
     let exit = Exit::judge(finished, timeout_s, needs.rate)?;
     let run = Marked::of(exit.events)?;
     let bounds = Bounds {
-        in_flight: job.workers.max(1) as f64 * job.in_flight_per_worker(),
+        in_flight: job.workers.max(1) as f64,
         window_s: run.end.at.duration_since(run.start.at).as_secs_f64(),
-        // A measured transaction may end after the window (a batch sent at
-        // its end is acknowledged later), but not after the program.
+        // A measured transaction started in the window may end after it,
+        // but not after the program.
         measured_to_exit_s: exit.exited_at.duration_since(run.start.at).as_secs_f64(),
         lifetime_s: exit.exited_at.duration_since(exit.spawned).as_secs_f64(),
         schedule: RunSchedule::of(job.measure, job.seed, job.workers).zip(match job.measure {
@@ -579,7 +562,7 @@ mod tests {
         );
         let e = check(&r, &bounds(1.0)).err().unwrap().to_string();
         assert!(e.contains("more transactions than time allows"), "{e}");
-        // The same with 16 transactions in flight fits.
+        // The same over 16 workers fits.
         assert!(check(&r, &bounds(16.0)).is_ok());
     }
 
