@@ -208,7 +208,7 @@ func rateLoop(w worker, t *tally, s *stream, sch *schedule, t0, warmEnd, end tim
 		t.started++
 		t.measured++
 		if err != nil {
-			t.fail(err, 1)
+			t.fail(err)
 		}
 	}
 	if before == nil {
@@ -518,10 +518,11 @@ func (t *tally) done(now, began time.Time, a *at) {
 	t.service[round3(uint64(now.Sub(a.began).Nanoseconds()))]++
 }
 
-func (t *tally) fail(err error, n uint64) {
+// fail records a measured transaction that failed with err.
+func (t *tally) fail(err error) {
 	kind := strings.SplitN(err.Error(), "\n", 2)[0]
-	t.errors += n
-	t.errorsByKind[kind] += n
+	t.errors++
+	t.errorsByKind[kind]++
 }
 
 func pairs(m map[uint64]uint64) [][2]uint64 {
@@ -981,7 +982,7 @@ func main() {
 			before := w.counters()
 			one := func() {
 				if err := w.run(t, true, nil); err != nil {
-					t.fail(err, 1)
+					t.fail(err)
 				}
 				t.measured++
 			}

@@ -432,9 +432,10 @@ class Tally:
                 self.batch_slice and now - self.batch_start >= self.batch_slice):
             self.close_batch(now)
 
-    def fail(self, message, n=1):
-        self.errors += n
-        self.errors_by_kind[message.split("\n", 1)[0]] += n
+    def fail(self, message):
+        """A measured transaction failed with `message`."""
+        self.errors += 1
+        self.errors_by_kind[message.split("\n", 1)[0]] += 1
 
 
 class Failed(Exception):
