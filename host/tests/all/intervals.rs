@@ -114,13 +114,18 @@ fn a_sequential_plan_with_a_known_effect_stops_early_and_says_where_and_why() {
     let data = dir.path().join("data");
     // The slowed arm busy-waits 200 µs per transaction, many times what
     // get100 costs. The rule watches CPU per transaction, which the busy wait
-    // adds to and which a loaded machine barely moves (mean latency also
-    // counts time spent preempted: one slow baseline block on a busy machine
-    // widened it past the target). Its ratio is large and steady, so a ±50%
-    // interval is reached long before 12 blocks.
+    // adds to and which a loaded machine moves less than latency (mean
+    // latency also counts time spent preempted: one slow baseline block on a
+    // busy machine widened it past the target). Its ratio is about 65× and
+    // typically within ±10% by block 4, but the baseline's few milliseconds
+    // of CPU per run are not immune to neighbours: beside the rest of the
+    // suite one block's ratio once moved by a factor of about four (so its
+    // interval says), and 12 blocks reached only ±49% against a ±50%
+    // target. So the target is ±75% and the maximum 24 blocks, where such a
+    // block no longer decides.
     let extra = r#"
 [sequential]
-target_half_width = 0.5
+target_half_width = 0.75
 min_blocks = 4
 statistics = ["cpu_process"]
 [[arms]]
@@ -130,7 +135,8 @@ baseline = true
 name = "slowed"
 inject_busy_ns = 200000
 "#;
-    let p = plan(dir.path(), "seq-effect", 12, 1000, extra);
+    let max: u64 = 24;
+    let p = plan(dir.path(), "seq-effect", max as usize, 1000, extra);
     let r = campaign(&data, &p, &[]);
     assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
     let rep = report(&data);
@@ -139,15 +145,18 @@ inject_busy_ns = 200000
     let stop = &stops[0];
     let blocks = stop["blocks"].as_u64().unwrap();
     assert_eq!(stop["precise"], true, "{stop}");
-    assert!((4..12).contains(&blocks), "stopped at {blocks}: {stop}");
-    assert!(stop["widest_half_width"].as_f64().unwrap() <= 0.5, "{stop}");
+    assert!((4..max).contains(&blocks), "stopped at {blocks}: {stop}");
+    assert!(
+        stop["widest_half_width"].as_f64().unwrap() <= 0.75,
+        "{stop}"
+    );
     assert_eq!(stop["widest"], "slowed / cpu_process");
     // Later blocks were left unrun: not failures, not to be resumed.
     assert_eq!(rep["runs"].as_array().unwrap().len() as u64, 2 * blocks);
     assert_eq!(rep["gates"]["unfinished_slots"], 0);
     assert_eq!(
         rep["gates"]["skipped_slots"].as_u64().unwrap(),
-        2 * (12 - blocks)
+        2 * (max - blocks)
     );
     assert_eq!(rep["gates"]["failed"].as_array().unwrap().len(), 0);
     assert_eq!(rep["campaign"]["status"]["state"], "finished");
@@ -159,7 +168,7 @@ inject_busy_ns = 200000
     assert_eq!(slow["level"], stop["level"]);
     assert!(
         r.stdout
-            .contains(&format!("get100 stopped after block {blocks} of 12")),
+            .contains(&format!("get100 stopped after block {blocks} of {max}")),
         "{}",
         r.stdout
     );
